@@ -1,0 +1,103 @@
+"""Build-time steps shared by setup.py and the tests (run after generate).
+
+- CPU backend: wrap each generated .metal in a C++ translation unit (host shim
+  first, the kernels' host_name registrations last).
+- macOS: embed each .metal, header-inlined, plus its metallib when `xcrun
+  metal` is available, into mpsgen_metal_sources.h for the MPS host stubs.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from .host_names import parse_instantiations, preprocess, registration_lines
+
+ROOT = Path(__file__).resolve().parent.parent
+GENERATED = ROOT / "generated"
+SUPPORT = ROOT / "support"
+SHIM_INCLUDE = SUPPORT / "metal_shim"
+CPU_SUPPORT = SUPPORT / "cpu"
+
+
+def torch_include() -> Path:
+    from torch.utils.cpp_extension import include_paths
+
+    return Path(include_paths()[0])
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    if not path.is_file() or path.read_text() != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def cpu_kernel_sources(build_dir: Path, compiler: str = "c++") -> list[Path]:
+    """One `<op>_kernels.cpp` per generated .metal; returns their paths."""
+    sources = []
+    for metal in sorted(GENERATED.glob("*.metal")):
+        op = metal.stem
+        text = preprocess(compiler, metal, [SHIM_INCLUDE, torch_include()])
+        kernels = parse_instantiations(text)
+        if not kernels:
+            raise RuntimeError(f"{metal}: no `template [[host_name(...)]]` kernels instantiated")
+        _write_if_changed(build_dir / f"{op}.kernels.inc", registration_lines(kernels))
+        wrapper = build_dir / f"{op}_kernels.cpp"
+        _write_if_changed(
+            wrapper,
+            f"// Kernels of {metal.name} compiled as C++ for the CPU backend (written by the build).\n"
+            "#include <metal_stdlib>  // the Metal host shim: must come first\n"
+            f'#include "{metal}"\n'
+            '#include "kernel_launch.h"\n'
+            f'#include "{op}.kernels.inc"\n',
+        )
+        sources.append(wrapper)
+    return sources
+
+
+def _c_string_literal(text: str) -> str:
+    # Split into chunks: compilers cap the length of a single string literal.
+    chunks = [text[i : i + 8000] for i in range(0, len(text), 8000)] or [""]
+    return "\n".join(f'R"MPSGEN_METAL({c})MPSGEN_METAL"' for c in chunks)
+
+
+def _metallib(metal: Path, build_dir: Path) -> bytes | None:
+    if shutil.which("xcrun") is None:
+        return None
+    air, lib = build_dir / f"{metal.stem}.air", build_dir / f"{metal.stem}.metallib"
+    try:
+        subprocess.run(["xcrun", "-sdk", "macosx", "metal", "-std=metal3.1", f"-I{torch_include()}",
+                        "-c", str(metal), "-o", str(air)], check=True, capture_output=True)
+        subprocess.run(["xcrun", "-sdk", "macosx", "metallib", str(air), "-o", str(lib)],
+                       check=True, capture_output=True)
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return None  # Command Line Tools only: fall back to runtime compilation
+    return lib.read_bytes()
+
+
+def mps_metal_sources_header(build_dir: Path, with_metallib: bool = True) -> Path:
+    from torch.utils._cpp_embed_headers import embed_headers
+
+    entries, blobs = [], []
+    for i, metal in enumerate(sorted(GENERATED.glob("*.metal"))):
+        source = embed_headers(str(metal), [str(torch_include())])
+        lib = _metallib(metal, build_dir) if with_metallib else None
+        if lib:
+            blobs.append(f"static const uint8_t kMetallib{i}[] = {{{', '.join(map(str, lib))}}};")
+        entries.append(
+            f'  {{"{metal.stem}", {_c_string_literal(source)},\n'
+            f"   {f'kMetallib{i}' if lib else 'nullptr'}, {len(lib) if lib else 0}}},"
+        )
+    header = build_dir / "mpsgen_metal_sources.h"
+    _write_if_changed(
+        header,
+        "// Metal sources of generated/*.metal, header-inlined (written by the build).\n"
+        "#pragma once\n#include <cstddef>\n#include <cstdint>\n\n"
+        "struct MpsgenMetalSource {\n  const char* op;\n  const char* source;\n"
+        "  const uint8_t* metallib;\n  size_t metallib_size;\n};\n\n"
+        + "\n".join(blobs)
+        + "\nstatic const MpsgenMetalSource kMetalSources[] = {\n"
+        + "\n".join(entries)
+        + "\n};\n",
+    )
+    return header

@@ -1,0 +1,50 @@
+"""Metal element types, the torch dtypes they stand for, and registration groups."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Dtype:
+    metal: str  # spelling in .metal sources and host_names
+    torch: str  # torch.<name>
+    scalar_type: str  # c10::ScalarType enumerator
+    kind: str  # "float" | "integer" | "bool" | "complex"
+
+
+DTYPES = {
+    d.metal: d
+    for d in (
+        Dtype("float", "float32", "Float", "float"),
+        Dtype("half", "float16", "Half", "float"),
+        Dtype("bfloat", "bfloat16", "BFloat16", "float"),
+        Dtype("long", "int64", "Long", "integer"),
+        Dtype("int", "int32", "Int", "integer"),
+        Dtype("short", "int16", "Short", "integer"),
+        Dtype("char", "int8", "Char", "integer"),
+        Dtype("uchar", "uint8", "Byte", "integer"),
+        Dtype("bool", "bool", "Bool", "bool"),
+        Dtype("float2", "complex64", "ComplexFloat", "complex"),
+        Dtype("half2", "complex32", "ComplexHalf", "complex"),
+    )
+}
+
+FLOATS = ("float", "half", "bfloat")
+INTEGRALS = ("long", "int", "short", "uchar", "char", "bool")
+
+
+@dataclass(frozen=True)
+class Group:
+    """A dtype group, as PyTorch's in-tree BinaryKernel.metal helpers spell them."""
+
+    pairs: tuple[tuple[str, str], ...]  # (input, output) Metal types
+    opmath: bool  # REGISTER_OPMATH_*: inputs promoted to opmath_t before the functor
+    binary_only: bool = False
+
+
+GROUPS = {
+    "float": Group(tuple((t, t) for t in FLOATS), opmath=False),
+    "int2float": Group(tuple((t, "float") for t in INTEGRALS), opmath=False),
+    "integer": Group(tuple((t, t) for t in INTEGRALS), opmath=False),
+    "opmath_float": Group(tuple((t, t) for t in FLOATS), opmath=True, binary_only=True),
+}

@@ -1,0 +1,61 @@
+"""Recover the Metal host_names a `.metal` file instantiates (build step).
+
+The CPU backend needs to find every kernel by its host_name, exactly as
+`MetalShaderLibrary` does on macOS. Those names live only inside
+`template [[host_name("...")]] kernel void ...` explicit instantiations that
+torch's REGISTER_* macros expand to, so the build preprocesses the generated
+`.metal` (through the Metal host shim) and reads them back from the compiler's
+output. The registry is therefore built from what the macros really
+instantiated, never from a list the generator keeps on the side.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+_INSTANTIATION = re.compile(
+    r'template\s*\[\[\s*host_name\s*\(((?:\s*"[^"]*")+)\s*\)\s*\]\]\s*void\s*'
+    r'((?:::)?\s*c10\s*::\s*metal\s*::\s*\w+)\s*<'
+)
+
+
+@dataclass(frozen=True)
+class KernelInstantiation:
+    host_name: str
+    function: str  # e.g. ::c10::metal::unary_dense<float, exp_functor>
+
+
+def _template_args(text: str, start: int) -> tuple[str, int]:
+    """Return the balanced `<...>` contents starting right after `<` at start."""
+    depth, i = 1, start
+    while depth:
+        c = text[i]
+        depth += (c == "<") - (c == ">")
+        i += 1
+    return text[start : i - 1], i
+
+
+def parse_instantiations(preprocessed: str) -> list[KernelInstantiation]:
+    found = []
+    for m in _INSTANTIATION.finditer(preprocessed):
+        host_name = "".join(re.findall(r'"([^"]*)"', m.group(1)))
+        function = re.sub(r"\s+", "", m.group(2))
+        if not function.startswith("::"):
+            function = "::" + function
+        args, _ = _template_args(preprocessed, m.end())
+        found.append(KernelInstantiation(host_name, f"{function}<{' '.join(args.split())}>"))
+    return found
+
+
+def preprocess(compiler: str, metal: Path, include_dirs: list[Path]) -> str:
+    cmd = [compiler, "-std=c++20", "-E", "-P", "-x", "c++"]
+    cmd += [f"-I{d}" for d in include_dirs] + [str(metal)]
+    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+
+
+def registration_lines(instantiations: list[KernelInstantiation]) -> str:
+    return "".join(
+        f'MPSGEN_CPU_KERNEL("{k.host_name}", {k.function});\n' for k in instantiations
+    )

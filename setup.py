@@ -1,0 +1,51 @@
+"""Build the mpsgen torch extension: `python setup.py build_ext --inplace`.
+
+Regenerates generated/ from ops.yaml first. On macOS it builds the MPS backend
+(.mm host stubs, Metal kernels); everywhere it builds the CPU backend, which
+runs the same .metal kernels compiled as C++ through the Metal host shim.
+"""
+import subprocess
+import sys
+from pathlib import Path
+
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+ROOT = Path(__file__).resolve().parent
+subprocess.run([sys.executable, "-m", "codegen", "generate"], cwd=ROOT, check=True)
+sys.path.insert(0, str(ROOT))
+from codegen import build  # noqa: E402  (after generate, from this checkout)
+
+BUILD = ROOT / "build" / "mpsgen"
+rel = lambda p: str(Path(p).relative_to(ROOT))  # noqa: E731
+
+sources = [rel(p) for p in sorted(build.GENERATED.glob("*_cpu.cpp"))]
+sources += [rel(build.GENERATED / "registration.cpp"), "support/host/elementwise.cpp", "support/host/module.cpp",
+            "support/cpu/executor.cpp", "support/cpu/kernel_registry.cpp"]
+sources += [rel(p) for p in build.cpu_kernel_sources(BUILD)]
+include_dirs = [str(ROOT / "support" / d) for d in ("host", "cpu", "metal_shim")] + [str(BUILD)]
+extra_cflags = ["-O2", "-Wno-attributes", "-Wno-unknown-pragmas"]
+extra_link_args = []
+
+if sys.platform == "darwin":
+    build.mps_metal_sources_header(BUILD)
+    sources += [rel(p) for p in sorted(build.GENERATED.glob("*_mps.mm"))] + ["support/mps/metal_library.mm"]
+    include_dirs.append(str(ROOT / "support" / "mps"))
+    extra_cflags += ["-fobjc-arc"]
+    extra_link_args += ["-framework", "Metal", "-framework", "Foundation"]
+
+setup(
+    name="mpsgen",
+    version="0.1.0",
+    packages=["mpsgen"],
+    ext_modules=[
+        CppExtension(
+            "mpsgen._C",
+            sources,
+            include_dirs=include_dirs,
+            extra_compile_args={"cxx": extra_cflags},
+            extra_link_args=extra_link_args,
+        )
+    ],
+    cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
+)

@@ -1,0 +1,29 @@
+// Kernel registry of the CPU backend, keyed by Metal host_name.
+//
+// Torch-free on purpose: it is included both by kernel translation units
+// (where the Metal host shim has turned `device`, `kernel`, ... into macros)
+// and by the torch-side executor.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mpsgen::cpu {
+
+// Runs threads [begin, end) of a launch. Thread t maps to position t of a 1D
+// grid, or to (t % grid_x, t / grid_x) of a 2D grid. `buffers[i]` points at
+// what Metal would bind at [[buffer(i)]]: a tensor's data or a small constant.
+using KernelRunFn = void (*)(void* const* buffers, uint64_t begin, uint64_t end, uint32_t grid_x);
+
+struct KernelEntry {
+  KernelRunFn run;
+  int grid_dims;  // 1 or 2: the kernel takes `uint` or `uint2` thread_position_in_grid
+};
+
+// Called from static initializers of the kernel translation units.
+bool register_kernel(const char* host_name, KernelRunFn run, int grid_dims);
+// nullptr when no kernel has that host_name.
+const KernelEntry* find_kernel(const std::string& host_name);
+std::vector<std::string> kernel_names();
+
+} // namespace mpsgen::cpu
