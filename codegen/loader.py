@@ -120,7 +120,7 @@ def _load_op(entry, errors: _Errors) -> Op | None:
         try:
             schema = FunctionSchema.parse(func)
         except Exception as e:  # torchgen raises AssertionError/RuntimeError
-            errors.add(line_of("func"), None, "func", f"not a valid schema: {func!r} ({e})")
+            errors.add(line_of("func"), func, "func", f"not a valid schema: {func!r} ({e})")
         if schema is not None:
             name = str(schema.name.name.base)
             family = _check_schema(schema, name, line_of("func"), errors)
@@ -154,9 +154,16 @@ def _load_op(entry, errors: _Errors) -> Op | None:
     return Op(name=name, schema=schema, family=family, functor=functor,
               registrations=registrations, reference=reference, opinfo=opinfo,
               xfails=xfails, loc=Location(errors.file, line),
-              # the ops.yaml line of the functor's first line: a block scalar starts
-              # below its key; a wrapped body gets its struct line at the key's line
-              functor_line=line_of("functor") + (1 if entry["functor"].lstrip().startswith("struct") else 0))
+              functor_line=_functor_line(entry["functor"], line_of("functor")))
+
+
+def _functor_line(source: str, key_line: int) -> int:
+    """The ops.yaml line of the functor's first line, as _check_functor emits it."""
+    # a block scalar starts below its key; leading blank lines are stripped
+    first = key_line + 1 + len(source) - len(source.lstrip("\n"))
+    # a source defining a struct is emitted as written; a wrapped body gets
+    # its synthetic struct line just above its own first line
+    return first if re.search(r"\bstruct\s+\w+", source) else first - 1
 
 
 def _check_schema(schema: FunctionSchema, name: str, line: int, errors: _Errors) -> str | None:

@@ -10,12 +10,18 @@ using namespace c10::metal;
 // functor from ops.yaml:90
 #line 93 "ops.yaml"
 struct hypot_functor {
+  // c10::metal::hypot wants non-negative arguments, and gives NaN for inf/inf.
   template <typename T>
   inline T operator()(const T a, const T b) {
-    return static_cast<T>(c10::metal::hypot(static_cast<float>(a), static_cast<float>(b)));
+    const float x = ::metal::abs(static_cast<float>(a));
+    const float y = ::metal::abs(static_cast<float>(b));
+    if (::metal::isinf(x) || ::metal::isinf(y)) {
+      return static_cast<T>(INFINITY);
+    }
+    return static_cast<T>(c10::metal::hypot(x, y));
   }
 };
-#line 19 "hypot.metal"
+#line 25 "hypot.metal"
 
 REGISTER_OPMATH_BINARY_OP(hypot, float, float);
 REGISTER_OPMATH_BINARY_OP(hypot, half, half);

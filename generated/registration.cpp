@@ -31,27 +31,27 @@ TORCH_LIBRARY(mpsgen, m) {
   m.def("hypot(Tensor self, Tensor other) -> Tensor");
   m.def("hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:99
+  // ops.yaml:105
   m.def("logaddexp(Tensor self, Tensor other) -> Tensor");
   m.def("logaddexp.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("logaddexp_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:109
+  // ops.yaml:115
   m.def("atan2(Tensor self, Tensor other) -> Tensor");
   m.def("atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:122
+  // ops.yaml:128
   m.def("copysign(Tensor self, Tensor other) -> Tensor");
   m.def("copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("copysign_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:136
+  // ops.yaml:142
   m.def("maximum(Tensor self, Tensor other) -> Tensor");
   m.def("maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("maximum_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:146
+  // ops.yaml:152
   m.def("mul(Tensor self, Tensor other) -> Tensor");
   m.def("mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("mul_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:156
+  // ops.yaml:162
   m.def("bitwise_xor(Tensor self, Tensor other) -> Tensor");
   m.def("bitwise_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("bitwise_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)");

@@ -2,6 +2,7 @@
 
 #include <ATen/ExpandUtils.h>
 #include <ATen/Functions.h>
+#include <ATen/native/Resize.h>
 #include <ATen/native/TypeProperties.h>
 #include <c10/util/Exception.h>
 
