@@ -121,9 +121,10 @@ def compare(op_fn, ref_fn, args: tuple) -> tuple[str, float, str]:
     err = 0.0
     if actual.shape == expected.shape and actual.numel() and actual.dtype == expected.dtype:
         diff = (actual.to(torch.float64) - expected.to(torch.float64)).abs()
-        both_nan = actual.isnan() & expected.isnan() if actual.is_floating_point() else None
-        if both_nan is not None:
-            diff = diff.masked_fill(both_nan, 0)
+        same = actual.eq(expected)  # equal infinities differ by nan, not 0
+        if actual.is_floating_point():
+            same |= actual.isnan() & expected.isnan()
+        diff = diff.masked_fill(same, 0)
         err = float(diff.nan_to_num(nan=float("inf")).max())
     try:
         torch.testing.assert_close(actual, expected, equal_nan=True)
