@@ -163,7 +163,7 @@ def _functor_line(source: str, key_line: int) -> int:
     first = key_line + 1 + len(source) - len(source.lstrip("\n"))
     # a source defining a struct is emitted as written; a wrapped body gets
     # its synthetic struct line just above its own first line
-    return first if re.search(r"\bstruct\s+\w+", source) else first - 1
+    return first if _structs(source) else first - 1
 
 
 def _check_schema(schema: FunctionSchema, name: str, line: int, errors: _Errors) -> str | None:
@@ -195,7 +195,7 @@ def _check_functor(source, name, label, line, errors) -> str | None:
         return None
     if name is None:
         return None
-    structs = re.findall(r"\bstruct\s+(\w+)", source)
+    structs = _structs(source)
     if structs and f"{name}_functor" not in structs:
         errors.add(line, label, "functor",
                    f"defines struct {structs[0]}; expected 'struct {name}_functor' "
@@ -206,6 +206,12 @@ def _check_functor(source, name, label, line, errors) -> str | None:
         return body  # the whole struct, as written
     indented = "\n".join(("  " + l) if l.strip() else "" for l in body.splitlines())
     return f"struct {name}_functor {{\n{indented}\n}};"
+
+
+def _structs(source: str) -> list[str]:
+    """Names of the structs a functor source defines (comments ignored)."""
+    code = re.sub(r"//[^\n]*|/\*.*?\*/", "", source, flags=re.S)
+    return re.findall(r"\bstruct\s+(\w+)", code)
 
 
 def _check_dtypes(spec, family, label, line, errors) -> tuple[Registration, ...]:
