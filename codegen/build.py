@@ -11,7 +11,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .host_names import parse_instantiations, preprocess, registration_lines
+from .host_names import parse_instantiations, preprocess, registration_lines, strip_host_name_attributes
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "generated"
@@ -37,19 +37,19 @@ def cpu_kernel_sources(build_dir: Path, compiler: str = "c++") -> list[Path]:
     sources = []
     for metal in sorted(GENERATED.glob("*.metal")):
         op = metal.stem
-        text = preprocess(compiler, metal, [SHIM_INCLUDE, torch_include()])
+        text = preprocess(compiler, metal, [SHIM_INCLUDE, CPU_SUPPORT, torch_include()])
         kernels = parse_instantiations(text)
         if not kernels:
             raise RuntimeError(f"{metal}: no `template [[host_name(...)]]` kernels instantiated")
-        _write_if_changed(build_dir / f"{op}.kernels.inc", registration_lines(kernels))
         wrapper = build_dir / f"{op}_kernels.cpp"
         _write_if_changed(
             wrapper,
-            f"// Kernels of {metal.name} compiled as C++ for the CPU backend (written by the build).\n"
-            "#include <metal_stdlib>  // the Metal host shim: must come first\n"
-            f'#include "{metal}"\n'
-            '#include "kernel_launch.h"\n'
-            f'#include "{op}.kernels.inc"\n',
+            f"// Kernels of {metal.name} compiled as C++ for the CPU backend (written by the build):\n"
+            "// the preprocessed .metal (Metal host shim and launcher first), then one registration per\n"
+            "// host_name that torch's REGISTER_* macros instantiated.\n"
+            + strip_host_name_attributes(text)
+            + "\n"
+            + registration_lines(kernels),
         )
         sources.append(wrapper)
     return sources

@@ -50,12 +50,36 @@ def parse_instantiations(preprocessed: str) -> list[KernelInstantiation]:
 
 
 def preprocess(compiler: str, metal: Path, include_dirs: list[Path]) -> str:
-    cmd = [compiler, "-std=c++20", "-E", "-P", "-x", "c++"]
+    """The .metal after the preprocessor, with the Metal host shim and the CPU
+    launcher (support/cpu/kernel_launch.h) included first.
+
+    Line markers are kept, so diagnostics still point into the .metal file
+    (and, through its #line directives, into ops.yaml).
+    """
+    cmd = [compiler, "-std=c++20", "-E", "-x", "c++", "-include", "metal_stdlib", "-include", "kernel_launch.h"]
     cmd += [f"-I{d}" for d in include_dirs] + [str(metal)]
-    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode:
+        raise RuntimeError(f"preprocessing {metal} failed:\n{result.stderr}")
+    return result.stdout
+
+
+_HOST_NAME_ATTRIBUTE = re.compile(r'\[\[\s*host_name\s*\((?:\s*"[^"]*")+\s*\)\s*\]\]')
+
+
+def strip_host_name_attributes(preprocessed: str) -> str:
+    """Drop `[[host_name(...)]]`: g++ ignores it with a warning, clang rejects
+    its place in an explicit instantiation. The names live on in the registry."""
+    return _HOST_NAME_ATTRIBUTE.sub("", preprocessed)
 
 
 def registration_lines(instantiations: list[KernelInstantiation]) -> str:
-    return "".join(
-        f'MPSGEN_CPU_KERNEL("{k.host_name}", {k.function});\n' for k in instantiations
-    )
+    """C++ that registers each instantiated kernel with the CPU backend by host_name."""
+    lines = []
+    for i, k in enumerate(instantiations):
+        kernel = f"::mpsgen::cpu::detail::Kernel<&{k.function}>"
+        lines.append(
+            f"[[maybe_unused]] static const bool mpsgen_kernel_{i} = ::mpsgen::cpu::register_kernel(\n"
+            f'    "{k.host_name}", &{kernel}::run, {kernel}::grid_dims);\n'
+        )
+    return "".join(lines)

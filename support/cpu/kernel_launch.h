@@ -1,7 +1,7 @@
 // Turns an instantiated Metal kernel template into a KernelRunFn.
 //
-// Included at the end of a kernel translation unit, after the Metal host shim
-// and the .metal source. Every Metal kernel here takes its arguments in
+// Included right after the Metal host shim in a kernel translation unit; the
+// build appends one registration per kernel (codegen/host_names.py). Every Metal kernel here takes its arguments in
 // [[buffer(i)]] order followed by one thread position, so binding argument i
 // to buffers[i] is all a launch needs: pointers are passed through, and
 // `constant T&` parameters are read from the pointed-to value.
@@ -55,12 +55,3 @@ struct Kernel<Fn> {
 
 } // namespace mpsgen::cpu::detail
 
-// One line per `template [[host_name(...)]]` instantiation of the .metal file.
-#define MPSGEN_CPU_KERNEL(HOST_NAME, ...)                                   \
-  [[maybe_unused]] static const bool MPSGEN_CONCAT(mpsgen_kernel_, __LINE__) = \
-      ::mpsgen::cpu::register_kernel(                                       \
-          HOST_NAME,                                                        \
-          &::mpsgen::cpu::detail::Kernel<&__VA_ARGS__>::run,                \
-          ::mpsgen::cpu::detail::Kernel<&__VA_ARGS__>::grid_dims)
-#define MPSGEN_CONCAT_(A, B) A##B
-#define MPSGEN_CONCAT(A, B) MPSGEN_CONCAT_(A, B)
