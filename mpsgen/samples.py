@@ -26,8 +26,7 @@ class Sample:
 
 def reference(path: str):
     """Resolve a dotted path such as `torch.exp` (ops.yaml `reference:`)."""
-    module, _, attr = path.rpartition(".")
-    obj = importlib.import_module(module.split(".")[0])
+    obj = importlib.import_module(path.split(".")[0])
     for part in path.split(".")[1:]:
         obj = getattr(obj, part)
     return obj

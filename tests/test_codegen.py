@@ -248,41 +248,15 @@ def test_rejects_namespace_not_identifier(tmp_path, namespace):
     assert "identifier" in msg
 
 
-def test_rejects_missing_functor(tmp_path):
-    text = dedent("""
-        namespace: testns
-        ops:
-          - func: ok(Tensor self) -> Tensor
-            dtypes: [float]
-            reference: torch.ok
-            functor: |
-              template <typename T>
-              inline T operator()(const T x) { return x; }
-          - func: foo(Tensor self) -> Tensor
-            dtypes: [float]
-            reference: torch.foo
-        """)
-    msg = single_error(run_invalid(tmp_path, text), lineno(text, "func: foo("), "functor", "foo")
-    assert "missing" in msg
-
-
-def test_rejects_missing_reference(tmp_path):
-    text = dedent("""
-        namespace: testns
-        ops:
-          - func: ok(Tensor self) -> Tensor
-            dtypes: [float]
-            reference: torch.ok
-            functor: |
-              template <typename T>
-              inline T operator()(const T x) { return x; }
-          - func: foo(Tensor self) -> Tensor
-            dtypes: [float]
-            functor: |
-              template <typename T>
-              inline T operator()(const T x) { return x; }
-        """)
-    msg = single_error(run_invalid(tmp_path, text), lineno(text, "func: foo("), "reference", "foo")
+@pytest.mark.parametrize("key", ["functor", "reference"])
+def test_rejects_missing_required_key(tmp_path, key):
+    foo = unary_op("foo")
+    if key == "functor":
+        foo = foo[: foo.index("    functor: |")]
+    else:
+        foo = foo.replace("    reference: torch.foo\n", "")
+    text = registry(unary_op("ok"), foo)
+    msg = single_error(run_invalid(tmp_path, text), lineno(text, "func: foo("), key, "foo")
     assert "missing" in msg
 
 

@@ -1,6 +1,5 @@
 #include "kernel_registry.h"
 
-#include <algorithm>
 #include <map>
 #include <stdexcept>
 

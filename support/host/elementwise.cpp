@@ -32,13 +32,13 @@ std::string registered_list(const OpSpec& op) {
 // The dtype that selects the kernel, as exec_*_kernel names it: a unary
 // kernel is keyed on its input dtype; a binary one on its inputs' dtype when
 // they agree and on the computation dtype when it reads them with casts.
-const Registered& check_registered(const OpSpec& op, at::TensorList inputs, c10::ScalarType common) {
+void check_registered(const OpSpec& op, at::TensorList inputs, c10::ScalarType common) {
   c10::ScalarType key = common;
   if (inputs.size() == 1 || inputs[0].scalar_type() == inputs[1].scalar_type()) {
     key = inputs[0].scalar_type();
   }
   for (const auto& r : op.registrations) {
-    if (r.input == key) return r;
+    if (r.input == key) return;
   }
   TORCH_CHECK_NOT_IMPLEMENTED(false, op.name, ": no kernel registered for dtype ", c10::toString(key),
                               " (", op.origin, " registers: ", registered_list(op), ")");
@@ -75,8 +75,7 @@ void run(const OpSpec& op, Backend backend, at::TensorList inputs, at::Tensor& o
 
 at::Tensor elementwise(const OpSpec& op, Backend backend, at::TensorList inputs, const KernelFn& kernel) {
   const auto common = compute_dtype(op, inputs);
-  const auto& reg = check_registered(op, inputs, common);
-  (void)reg;
+  check_registered(op, inputs, common);
   auto out = at::empty({0}, inputs[0].options().dtype(common));
   run(op, backend, inputs, out, kernel, common);
   return out;
