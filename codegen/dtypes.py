@@ -31,6 +31,7 @@ DTYPES = {
 
 FLOATS = ("float", "half", "bfloat")
 INTEGRALS = ("long", "int", "short", "uchar", "char", "bool")
+COMPLEX = ("float2", "half2")
 
 
 @dataclass(frozen=True)
@@ -39,12 +40,19 @@ class Group:
 
     pairs: tuple[tuple[str, str], ...]  # (input, output) Metal types
     opmath: bool  # REGISTER_OPMATH_*: inputs promoted to opmath_t before the functor
-    binary_only: bool = False
 
 
 GROUPS = {
     "float": Group(tuple((t, t) for t in FLOATS), opmath=False),
     "int2float": Group(tuple((t, "float") for t in INTEGRALS), opmath=False),
     "integer": Group(tuple((t, t) for t in INTEGRALS), opmath=False),
-    "opmath_float": Group(tuple((t, t) for t in FLOATS), opmath=True, binary_only=True),
+    "integer_no_bool": Group(tuple((t, t) for t in INTEGRALS if t != "bool"), opmath=False),
+    "opmath_float": Group(tuple((t, t) for t in FLOATS), opmath=True),
+    "complex": Group(tuple((t, t) for t in COMPLEX), opmath=False),
+    # predicates and comparisons: bool results
+    "float2bool": Group(tuple((t, "bool") for t in FLOATS), opmath=False),
+    "integer2bool": Group(tuple((t, "bool") for t in INTEGRALS), opmath=False),
+    "complex2bool": Group(tuple((t, "bool") for t in COMPLEX), opmath=False),
+    # complex -> real, e.g. abs
+    "complex2real": Group((("float2", "float"), ("half2", "half")), opmath=False),
 }

@@ -5,6 +5,7 @@ RegistryError listing all problems found.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -12,12 +13,14 @@ import yaml
 from torchgen.model import BaseTy, BaseType, FunctionSchema, SchemaKind
 
 from .dtypes import DTYPES, GROUPS
-from .model import Location, Op, Registration, Registry, XFail
+from .model import Location, Op, Overload, Registration, Registry, XFail, schema_args
 
 TOP_KEYS = {"namespace", "ops"}
 OP_KEYS = {"func", "functor", "dtypes", "reference", "opinfo", "xfail"}
+OVERLOAD_KEYS = {"func", "reference", "opinfo", "xfail"}
 REQUIRED_OP_KEYS = ("func", "functor", "dtypes", "reference")
-FAMILIES = {1: "unary", 2: "binary"}
+FAMILIES = {1: "unary", 2: "binary", 3: "ternary"}
+TENSOR, SCALAR = BaseType(BaseTy.Tensor), BaseType(BaseTy.Scalar)
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
 
@@ -45,9 +48,22 @@ class _Loader(yaml.SafeLoader):
         return mapping
 
 
+class _Sequence(list):
+    """A YAML sequence that remembers the line of each item."""
+
+    item_lines: list
+
+
+def _construct_sequence(loader, node):
+    seq = _Sequence(loader.construct_sequence(node, deep=True))
+    seq.item_lines = [n.start_mark.line + 1 for n in node.value]
+    return seq
+
+
 _Loader.add_constructor(
     "tag:yaml.org,2002:map", lambda loader, node: loader.construct_mapping(node, deep=True)
 )
+_Loader.add_constructor("tag:yaml.org,2002:seq", _construct_sequence)
 
 
 class _Errors:
@@ -84,24 +100,30 @@ def load(path: str | Path) -> Registry:
         entries = []
 
     ops: list[Op] = []
+    overloads: list[_PendingOverload] = []
     first_seen: dict[str, int] = {}
     for entry in entries:
-        op = _load_op(entry, errors)
-        if op is None:
+        loaded = _load_entry(entry, errors)
+        if loaded is None:
             continue
-        if op.name in first_seen:
-            errors.add(op.loc.line, op.name, "func",
-                       f"duplicate op name; first defined at {display}:{first_seen[op.name]}")
+        name = loaded.qualified_name
+        if name in first_seen:
+            errors.add(loaded.loc.line, name, "func",
+                       f"duplicate op name; first defined at {display}:{first_seen[name]}")
             continue
-        first_seen[op.name] = op.loc.line
-        ops.append(op)
+        first_seen[name] = loaded.loc.line
+        if isinstance(loaded, Op):
+            ops.append(loaded)  # the overloads go into Op.overloads below
+        else:
+            overloads.append(loaded)
 
+    ops = _attach_overloads(ops, overloads, errors)
     if errors.messages:
         raise RegistryError(errors.messages)
     return Registry(namespace=namespace, ops=tuple(ops), path=str(path))
 
 
-def _load_op(entry, errors: _Errors) -> Op | None:
+def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
     if not isinstance(entry, _Mapping):
         errors.add(0, None, None, f"each entry of 'ops' must be a mapping, got {entry!r}")
         return None
@@ -112,6 +134,8 @@ def _load_op(entry, errors: _Errors) -> Op | None:
         return entry.key_lines.get(key, line)
 
     # The schema first: it gives the op its name for every later message.
+    # An entry without functor and dtypes is a Scalar overload of another op.
+    is_overload = "functor" not in entry and "dtypes" not in entry
     name, schema, family = None, None, None
     func = entry.get("func")
     if not isinstance(func, str):
@@ -123,12 +147,14 @@ def _load_op(entry, errors: _Errors) -> Op | None:
             errors.add(line_of("func"), func, "func", f"not a valid schema: {func!r} ({e})")
         if schema is not None:
             name = str(schema.name.name.base)
-            family = _check_schema(schema, name, line_of("func"), errors)
-    label = name or (func if isinstance(func, str) else None)
+            family = _check_schema(schema, name, line_of("func"), errors, is_overload)
+    label = str(schema.name) if schema is not None else (func if isinstance(func, str) else None)
 
-    for key in sorted(set(entry) - OP_KEYS, key=str):
-        errors.add(line_of(key), label, key, f"unknown key; expected one of {sorted(OP_KEYS)}")
-    for key in REQUIRED_OP_KEYS[1:]:
+    allowed = OVERLOAD_KEYS if is_overload else OP_KEYS
+    for key in sorted(set(entry) - allowed, key=str):
+        errors.add(line_of(key), label, key, f"unknown key; expected one of {sorted(allowed)}")
+    required = () if is_overload else REQUIRED_OP_KEYS[1:]
+    for key in required:
         if key not in entry:
             errors.add(line, label, key, "missing; every op needs func, functor, dtypes and reference")
 
@@ -147,14 +173,84 @@ def _load_op(entry, errors: _Errors) -> Op | None:
     if not isinstance(opinfo, str):
         errors.add(line_of("opinfo"), label, "opinfo", f"expected an OpInfo name or null, got {opinfo!r}")
 
-    xfails = _check_xfails(entry.get("xfail", []), registrations, label, line_of("xfail"), errors)
-
     if len(errors.messages) > n_before:
         return None
-    return Op(name=name, schema=schema, family=family, functor=functor,
-              registrations=registrations, reference=reference, opinfo=opinfo,
-              xfails=xfails, loc=Location(errors.file, line),
+    loc = Location(errors.file, line)
+    if is_overload:
+        # reference, opinfo and xfails default to, and are checked against, the op
+        return _PendingOverload(schema, reference, entry.get("opinfo", False), entry.get("xfail", []),
+                                line_of("xfail"), loc)
+    xfails = _check_xfails(entry.get("xfail", []), registrations, label, line_of("xfail"), errors)
+    if len(errors.messages) > n_before:
+        return None
+    return Op(schema=schema, reference=reference, opinfo=opinfo, xfails=xfails, loc=loc,
+              name=name, family=family, functor=functor, registrations=registrations,
               functor_line=_functor_line(entry["functor"], line_of("functor")))
+
+
+@dataclasses.dataclass
+class _PendingOverload:
+    schema: FunctionSchema
+    reference: str | None
+    opinfo: str | None | bool  # False: not given
+    xfail: object
+    xfail_line: int
+    loc: Location
+
+    @property
+    def qualified_name(self) -> str:
+        return str(self.schema.name)
+
+
+def _attach_overloads(ops: list[Op], overloads: list[_PendingOverload], errors: _Errors) -> list[Op]:
+    """Give each op its Scalar overloads; complete the overloads' defaults from the op."""
+    by_name = {op.name: op for op in ops}
+    attached: dict[str, list[Overload]] = {op.name: [] for op in ops}
+    for ov in overloads:
+        base, label = str(ov.schema.name.name.base), ov.qualified_name
+        op = by_name.get(base)
+        if op is None:
+            errors.add(ov.loc.line, label, "func",
+                       f"an entry without functor and dtypes is a Scalar overload, but no op "
+                       f"named '{base}' has a functor in this file")
+            continue
+        scalars = _match_overload(ov, op, errors)
+        if scalars is None:
+            continue
+        xfails = _check_xfails(ov.xfail, op.registrations, label, ov.xfail_line, errors)
+        opinfo = op.opinfo if ov.opinfo is False else (ov.opinfo or "")
+        attached[base].append(Overload(
+            schema=ov.schema, reference=ov.reference or op.reference, opinfo=opinfo, xfails=xfails,
+            loc=ov.loc, scalar_args=scalars))
+    return [dataclasses.replace(op, overloads=tuple(attached[op.name])) for op in ops]
+
+
+def _match_overload(ov: _PendingOverload, op: Op, errors: _Errors) -> tuple[str, ...] | None:
+    """The op's Tensor arguments that this overload takes as Scalars."""
+    mine, theirs = schema_args(ov.schema), op.args
+    expected = ", ".join(a.decl for a in theirs)
+    if [a.name for a in mine] != [a.name for a in theirs]:
+        errors.add(ov.loc.line, ov.qualified_name, "func",
+                   f"a Scalar overload must take the arguments of {op.qualified_name} ({expected}) "
+                   f"by the same names, with some Tensors as Scalars")
+        return None
+    scalars = []
+    for m, t in zip(mine, theirs):
+        if m.kind == t.kind:
+            continue
+        if m.kind == "Scalar" and t.kind == "Tensor" and m is not mine[0]:
+            scalars.append(m.name)
+        else:
+            errors.add(ov.loc.line, ov.qualified_name, "func",
+                       f"argument '{m.name}' is {m.kind} here but {t.kind} in {op.qualified_name}; "
+                       "only Tensor arguments other than the first may become Scalar")
+            return None
+    if not scalars:
+        errors.add(ov.loc.line, ov.qualified_name, "func",
+                   f"takes the same arguments as {op.qualified_name}; a Scalar overload replaces "
+                   "at least one Tensor by a Scalar")
+        return None
+    return tuple(scalars)
 
 
 def _functor_line(source: str, key_line: int) -> int:
@@ -166,27 +262,41 @@ def _functor_line(source: str, key_line: int) -> int:
     return first if _structs(source) else first - 1
 
 
-def _check_schema(schema: FunctionSchema, name: str, line: int, errors: _Errors) -> str | None:
-    family = None
+def _check_schema(schema: FunctionSchema, name: str, line: int, errors: _Errors,
+                  is_overload: bool = False) -> str | None:
     if not _IDENT.match(name) or name.startswith("_") or name.endswith("_"):
         errors.add(line, name, "func", "op name must be a C++ identifier without leading/trailing '_'")
     if schema.kind() != SchemaKind.functional or schema.name.name.inplace:
         errors.add(line, name, "func",
                    "expected the functional schema; out= and in-place variants are generated")
         return None
-    args = schema.arguments
-    tensor = BaseType(BaseTy.Tensor)
-    positional = args.flat_positional
-    if args.flat_kwarg_only or any(a.type != tensor or a.default is not None for a in positional):
-        errors.add(line, name, "func", "expected only positional 'Tensor' arguments without defaults")
-    elif len(positional) not in FAMILIES:
-        errors.add(line, name, "func",
-                   f"expected 1 (unary) or 2 (binary) Tensor arguments, got {len(positional)}")
-    else:
-        family = FAMILIES[len(positional)]
-    if len(schema.returns) != 1 or schema.returns[0].type != tensor:
+    if len(schema.returns) != 1 or schema.returns[0].type != TENSOR:
         errors.add(line, name, "func", "expected a single 'Tensor' return")
-    return family
+    args = schema.arguments
+    every = [*args.flat_positional, *args.flat_kwarg_only]
+    if any(a.type not in (TENSOR, SCALAR) for a in every):
+        errors.add(line, name, "func", "expected 'Tensor' and 'Scalar' arguments only")
+        return None
+    if any(a.type == TENSOR and (a.default is not None or a in args.flat_kwarg_only) for a in every):
+        errors.add(line, name, "func", "Tensor arguments must be positional, without defaults")
+        return None
+    if is_overload:
+        return None  # checked against its op's schema
+    tensors = [a for a in every if a.type == TENSOR]
+    scalars = [a for a in every if a.type == SCALAR]
+    if len(tensors) not in FAMILIES:
+        errors.add(line, name, "func",
+                   f"expected 1 (unary), 2 (binary) or 3 (ternary) Tensor arguments, got {len(tensors)}")
+        return None
+    family = FAMILIES[len(tensors)]
+    if scalars and (len(scalars) > 1 or family == "ternary" or every.index(scalars[0]) < len(tensors)):
+        errors.add(line, name, "func",
+                   "a Scalar parameter is the alpha of torch's REGISTER_UNARY_ALPHA_OP / "
+                   "REGISTER_BINARY_ALPHA_OP: at most one, after the Tensors, for unary or binary ops "
+                   "(for a Tensor-Scalar overload, add an entry without functor, e.g. "
+                   "'mul.Scalar(Tensor self, Scalar other) -> Tensor')")
+        return None
+    return family + ("_alpha" if scalars else "")
 
 
 def _check_functor(source, name, label, line, errors) -> str | None:
@@ -214,26 +324,31 @@ def _structs(source: str) -> list[str]:
     return re.findall(r"\bstruct\s+(\w+)", code)
 
 
+OPMATH_FAMILIES = ("binary", "ternary")  # REGISTER_OPMATH_BINARY_OP / REGISTER_OPMATH_TERNARY_OP
+
+
 def _check_dtypes(spec, family, label, line, errors) -> tuple[Registration, ...]:
     if not isinstance(spec, list) or not spec:
         errors.add(line, label, "dtypes",
                    f"expected a list of groups {sorted(GROUPS)} or {{in: T, out: T}} pairs")
         return ()
+    item_lines = getattr(spec, "item_lines", [line] * len(spec))
     regs: list[Registration] = []
-    for item in spec:
+    for item, item_line in zip(spec, item_lines):
         if isinstance(item, str):
             group = GROUPS.get(item)
             if group is None:
-                errors.add(line, label, "dtypes",
+                errors.add(item_line, label, "dtypes",
                            f"unknown dtype group {item!r}; expected one of {sorted(GROUPS)} "
                            "or a pair {in: T, out: T}")
                 continue
-            if group.binary_only and family == "unary":
-                errors.add(line, label, "dtypes", f"group {item!r} applies to binary ops only")
+            if group.opmath and family not in OPMATH_FAMILIES:
+                errors.add(item_line, label, "dtypes",
+                           f"group {item!r} computes in opmath, which torch's macros offer for "
+                           f"{' and '.join(OPMATH_FAMILIES)} ops only (this op is {family})")
                 continue
-            regs += [Registration(i, o, group.opmath) for i, o in group.pairs]
+            regs += [Registration(i, o, group.opmath, item_line) for i, o in group.pairs]
         elif isinstance(item, dict):
-            item_line = getattr(item, "line", line)
             unknown = set(item) - {"in", "out", "opmath"}
             if unknown or "in" not in item or "out" not in item:
                 errors.add(item_line, label, "dtypes",
@@ -245,18 +360,20 @@ def _check_dtypes(spec, family, label, line, errors) -> tuple[Registration, ...]
                            f"unknown dtype {', '.join(bad)}; expected one of {sorted(DTYPES)}")
                 continue
             opmath = item.get("opmath", False)
-            if not isinstance(opmath, bool) or (opmath and family == "unary"):
-                errors.add(item_line, label, "dtypes", "'opmath' is a boolean, for binary ops only")
+            if not isinstance(opmath, bool) or (opmath and family not in OPMATH_FAMILIES):
+                errors.add(item_line, label, "dtypes",
+                           f"'opmath' is a boolean, for {' and '.join(OPMATH_FAMILIES)} ops only")
                 continue
-            regs.append(Registration(item["in"], item["out"], opmath))
+            regs.append(Registration(item["in"], item["out"], opmath, item_line))
         else:
-            errors.add(line, label, "dtypes", f"expected a group name or a pair, got {item!r}")
-    seen: set[str] = set()
+            errors.add(item_line, label, "dtypes", f"expected a group name or a pair, got {item!r}")
+    seen: dict[str, int] = {}
     for r in regs:
         if r.input in seen:
             # torch's castout host_names are keyed on the input dtype alone
-            errors.add(line, label, "dtypes", f"input dtype {r.input!r} is registered more than once")
-        seen.add(r.input)
+            errors.add(r.line, label, "dtypes",
+                       f"input dtype {r.input!r} is registered more than once (first on line {seen[r.input]})")
+        seen.setdefault(r.input, r.line)
     return tuple(regs)
 
 

@@ -24,6 +24,7 @@ class Registration:
     input: str
     output: str
     opmath: bool = False
+    line: int = 0  # ops.yaml line of the `dtypes` item it came from
 
     @property
     def input_dtype(self) -> Dtype:
@@ -33,6 +34,12 @@ class Registration:
     def output_dtype(self) -> Dtype:
         return DTYPES[self.output]
 
+    @property
+    def alpha(self) -> str:
+        """The Scalar parameter's Metal type (alpha families): the output dtype,
+        which is the dtype the MPS host sends it in (the iterator's common dtype)."""
+        return self.output
+
 
 @dataclass(frozen=True)
 class XFail:
@@ -41,17 +48,87 @@ class XFail:
 
 
 @dataclass(frozen=True)
-class Op:
-    name: str  # base name: torch.ops.<namespace>.<name>
+class Arg:
+    name: str
+    kind: str  # "Tensor" | "Scalar"
+    decl: str  # as written in the schema, e.g. "Scalar alpha=1"
+    kwarg_only: bool
+
+
+def schema_args(schema: FunctionSchema) -> list[Arg]:
+    a = schema.arguments
+    return [Arg(x.name, str(x.type), str(x), False) for x in a.flat_positional] + [
+        Arg(x.name, str(x.type), str(x), True) for x in a.flat_kwarg_only
+    ]
+
+
+def variant_schemas(schema: FunctionSchema) -> dict[str, str]:
+    """Functional, out= and in-place schemas, named as native_functions.yaml names them."""
+    base, ov = str(schema.name.name.base), schema.name.overload_name
+    args = schema_args(schema)
+    pos = [a.decl for a in args if not a.kwarg_only]
+    kw = [a.decl for a in args if a.kwarg_only]
+    out_name = f"{base}.{ov}_out" if ov and ov != "Tensor" else f"{base}.out"
+    inplace_name = f"{base}_.{ov}" if ov else f"{base}_"
+    star = ", *, " + ", ".join(kw) if kw else ""
+    inplace_pos = [f"Tensor(a!) {args[0].name}", *pos[1:]]
+    return {
+        "functional": str(schema),
+        "out": f"{out_name}({', '.join(pos)}, *, {', '.join(kw + ['Tensor(a!) out'])}) -> Tensor(a!)",
+        "inplace": f"{inplace_name}({', '.join(inplace_pos)}{star}) -> Tensor(a!)",
+    }
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A callable entry of ops.yaml: an op with its functor, or a Scalar overload of one."""
+
     schema: FunctionSchema
-    family: str  # "unary" | "binary"
-    functor: str  # full `struct <name>_functor { ... };` source
-    registrations: tuple[Registration, ...]
     reference: str  # dotted path of the torch reference, e.g. torch.exp
     opinfo: str  # OpInfo name in op_db for samples ("" when none)
     xfails: tuple[XFail, ...]
     loc: Location
-    functor_line: int  # ops.yaml line that the first line of `functor` comes from
+
+    @property
+    def qualified_name(self) -> str:
+        """`mul` or `mul.Scalar`: the torch.ops name with its overload."""
+        return str(self.schema.name)
+
+    @property
+    def cname(self) -> str:
+        """A C++ identifier for this entry's host functions."""
+        return self.qualified_name.replace(".", "_")
+
+    @property
+    def args(self) -> list[Arg]:
+        return schema_args(self.schema)
+
+    @property
+    def schemas(self) -> dict[str, str]:
+        return variant_schemas(self.schema)
+
+    @property
+    def schema_names(self) -> dict[str, str]:
+        """The operator names (with overload) that m.impl() registers."""
+        return {kind: s.split("(", 1)[0] for kind, s in self.schemas.items()}
+
+
+@dataclass(frozen=True)
+class Overload(Entry):
+    """`mul.Scalar(Tensor self, Scalar other)`: runs the kernels of the op with the
+    same base name, the Scalar arguments wrapped as 0-dim tensors (as torch does)."""
+
+    scalar_args: tuple[str, ...] = ()  # the op's Tensor arguments passed as Scalars here
+
+
+@dataclass(frozen=True)
+class Op(Entry):
+    name: str = ""  # base name: torch.ops.<namespace>.<name>; names the generated files
+    family: str = ""  # unary | unary_alpha | binary | binary_alpha | ternary
+    functor: str = ""  # full `struct <name>_functor { ... };` source
+    registrations: tuple[Registration, ...] = ()
+    functor_line: int = 0  # ops.yaml line that the first line of `functor` comes from
+    overloads: tuple[Overload, ...] = ()
 
     @property
     def promotes_int_to_float(self) -> bool:
@@ -62,28 +139,28 @@ class Op:
         )
 
     @property
-    def input_names(self) -> list[str]:
-        return [a.name for a in self.schema.arguments.flat_positional]
+    def bool_output(self) -> bool:
+        """A predicate or comparison: every kernel produces bool."""
+        return all(r.output == "bool" for r in self.registrations)
 
     @property
-    def schemas(self) -> dict[str, str]:
-        """Functional, out= and in-place schemas, as registered with TORCH_LIBRARY."""
-        args = ", ".join(f"Tensor {n}" for n in self.input_names)
-        rest = ", ".join(f"Tensor {n}" for n in self.input_names[1:])
-        ov = self.schema.name.overload_name
-        out_name = f"{self.name}.{ov}_out" if ov else f"{self.name}.out"
-        inplace_name = f"{self.name}_.{ov}" if ov else f"{self.name}_"
-        inplace_args = f"Tensor(a!) {self.input_names[0]}" + (f", {rest}" if rest else "")
-        return {
-            "functional": str(self.schema),
-            "out": f"{out_name}({args}, *, Tensor(a!) out) -> Tensor(a!)",
-            "inplace": f"{inplace_name}({inplace_args}) -> Tensor(a!)",
-        }
+    def has_castout(self) -> bool:
+        """out= of any dtype stores through castout kernels: torch's unary ops
+        (REGISTER_UNARY_OP) and comparisons (REGISTER_BINARY_CASTOUT_OP)."""
+        return self.family == "unary" or (self.family == "binary" and self.bool_output)
 
     @property
-    def schema_names(self) -> dict[str, str]:
-        """The operator names (with overload) that m.impl() registers."""
-        return {kind: s.split("(", 1)[0] for kind, s in self.schemas.items()}
+    def tensor_args(self) -> list[str]:
+        return [a.name for a in self.args if a.kind == "Tensor"]
+
+    @property
+    def alpha_arg(self) -> str | None:
+        """The Scalar parameter of an alpha family (e.g. `alpha`, `lambd`)."""
+        return next((a.name for a in self.args if a.kind == "Scalar"), None)
+
+    @property
+    def entries(self) -> tuple[Entry, ...]:
+        return (self, *self.overloads)
 
     def registered_inputs(self) -> list[str]:
         return [r.input for r in self.registrations]
@@ -94,3 +171,7 @@ class Registry:
     namespace: str
     ops: tuple[Op, ...]
     path: str
+
+    @property
+    def entries(self) -> list[Entry]:
+        return [e for op in self.ops for e in op.entries]

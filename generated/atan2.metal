@@ -21,12 +21,23 @@ struct atan2_functor {
 };
 #line 23 "atan2.metal"
 
+// One registration per dtype; `#line` attributes each to its ops.yaml `dtypes` item, so
+// a functor whose result type contradicts it fails there (the macros static_assert it).
+#line 116 "ops.yaml"
 REGISTER_BINARY_OP(atan2, float, float);
+#line 116 "ops.yaml"
 REGISTER_BINARY_OP(atan2, half, half);
+#line 116 "ops.yaml"
 REGISTER_BINARY_OP(atan2, bfloat, bfloat);
+#line 116 "ops.yaml"
 REGISTER_BINARY_OP(atan2, long, float);
+#line 116 "ops.yaml"
 REGISTER_BINARY_OP(atan2, int, float);
+#line 116 "ops.yaml"
 REGISTER_BINARY_OP(atan2, short, float);
+#line 116 "ops.yaml"
 REGISTER_BINARY_OP(atan2, uchar, float);
+#line 116 "ops.yaml"
 REGISTER_BINARY_OP(atan2, char, float);
+#line 116 "ops.yaml"
 REGISTER_BINARY_OP(atan2, bool, float);

@@ -21,9 +21,17 @@ struct bitwise_not_functor {
 };
 #line 23 "bitwise_not.metal"
 
+// One registration per dtype; `#line` attributes each to its ops.yaml `dtypes` item, so
+// a functor whose result type contradicts it fails there (the macros static_assert it).
+#line 77 "ops.yaml"
 REGISTER_UNARY_OP(bitwise_not, long, long);
+#line 77 "ops.yaml"
 REGISTER_UNARY_OP(bitwise_not, int, int);
+#line 77 "ops.yaml"
 REGISTER_UNARY_OP(bitwise_not, short, short);
+#line 77 "ops.yaml"
 REGISTER_UNARY_OP(bitwise_not, uchar, uchar);
+#line 77 "ops.yaml"
 REGISTER_UNARY_OP(bitwise_not, char, char);
+#line 77 "ops.yaml"
 REGISTER_UNARY_OP(bitwise_not, bool, bool);

@@ -21,12 +21,23 @@ struct copysign_functor {
 };
 #line 23 "copysign.metal"
 
+// One registration per dtype; `#line` attributes each to its ops.yaml `dtypes` item, so
+// a functor whose result type contradicts it fails there (the macros static_assert it).
+#line 129 "ops.yaml"
 REGISTER_BINARY_OP(copysign, float, float);
+#line 129 "ops.yaml"
 REGISTER_BINARY_OP(copysign, half, half);
+#line 129 "ops.yaml"
 REGISTER_BINARY_OP(copysign, bfloat, bfloat);
+#line 129 "ops.yaml"
 REGISTER_BINARY_OP(copysign, long, float);
+#line 129 "ops.yaml"
 REGISTER_BINARY_OP(copysign, int, float);
+#line 129 "ops.yaml"
 REGISTER_BINARY_OP(copysign, short, float);
+#line 129 "ops.yaml"
 REGISTER_BINARY_OP(copysign, uchar, float);
+#line 129 "ops.yaml"
 REGISTER_BINARY_OP(copysign, char, float);
+#line 129 "ops.yaml"
 REGISTER_BINARY_OP(copysign, bool, float);

@@ -21,12 +21,23 @@ struct erf_functor {
 };
 #line 23 "erf.metal"
 
+// One registration per dtype; `#line` attributes each to its ops.yaml `dtypes` item, so
+// a functor whose result type contradicts it fails there (the macros static_assert it).
+#line 61 "ops.yaml"
 REGISTER_UNARY_OP(erf, float, float);
+#line 61 "ops.yaml"
 REGISTER_UNARY_OP(erf, half, half);
+#line 61 "ops.yaml"
 REGISTER_UNARY_OP(erf, bfloat, bfloat);
+#line 61 "ops.yaml"
 REGISTER_UNARY_OP(erf, long, float);
+#line 61 "ops.yaml"
 REGISTER_UNARY_OP(erf, int, float);
+#line 61 "ops.yaml"
 REGISTER_UNARY_OP(erf, short, float);
+#line 61 "ops.yaml"
 REGISTER_UNARY_OP(erf, uchar, float);
+#line 61 "ops.yaml"
 REGISTER_UNARY_OP(erf, char, float);
+#line 61 "ops.yaml"
 REGISTER_UNARY_OP(erf, bool, float);

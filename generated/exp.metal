@@ -21,12 +21,23 @@ struct exp_functor {
 };
 #line 23 "exp.metal"
 
+// One registration per dtype; `#line` attributes each to its ops.yaml `dtypes` item, so
+// a functor whose result type contradicts it fails there (the macros static_assert it).
+#line 8 "ops.yaml"
 REGISTER_UNARY_OP(exp, float, float);
+#line 8 "ops.yaml"
 REGISTER_UNARY_OP(exp, half, half);
+#line 8 "ops.yaml"
 REGISTER_UNARY_OP(exp, bfloat, bfloat);
+#line 8 "ops.yaml"
 REGISTER_UNARY_OP(exp, long, float);
+#line 8 "ops.yaml"
 REGISTER_UNARY_OP(exp, int, float);
+#line 8 "ops.yaml"
 REGISTER_UNARY_OP(exp, short, float);
+#line 8 "ops.yaml"
 REGISTER_UNARY_OP(exp, uchar, float);
+#line 8 "ops.yaml"
 REGISTER_UNARY_OP(exp, char, float);
+#line 8 "ops.yaml"
 REGISTER_UNARY_OP(exp, bool, float);

@@ -17,6 +17,11 @@ struct logaddexp_functor {
 };
 #line 19 "logaddexp.metal"
 
+// One registration per dtype; `#line` attributes each to its ops.yaml `dtypes` item, so
+// a functor whose result type contradicts it fails there (the macros static_assert it).
+#line 106 "ops.yaml"
 REGISTER_OPMATH_BINARY_OP(logaddexp, float, float);
+#line 106 "ops.yaml"
 REGISTER_OPMATH_BINARY_OP(logaddexp, half, half);
+#line 106 "ops.yaml"
 REGISTER_OPMATH_BINARY_OP(logaddexp, bfloat, bfloat);

@@ -18,12 +18,23 @@ struct maximum_functor {
 };
 #line 20 "maximum.metal"
 
+// One registration per dtype; `#line` attributes each to its ops.yaml `dtypes` item, so
+// a functor whose result type contradicts it fails there (the macros static_assert it).
+#line 143 "ops.yaml"
 REGISTER_BINARY_OP(maximum, float, float);
+#line 143 "ops.yaml"
 REGISTER_BINARY_OP(maximum, half, half);
+#line 143 "ops.yaml"
 REGISTER_BINARY_OP(maximum, bfloat, bfloat);
+#line 143 "ops.yaml"
 REGISTER_BINARY_OP(maximum, long, long);
+#line 143 "ops.yaml"
 REGISTER_BINARY_OP(maximum, int, int);
+#line 143 "ops.yaml"
 REGISTER_BINARY_OP(maximum, short, short);
+#line 143 "ops.yaml"
 REGISTER_BINARY_OP(maximum, uchar, uchar);
+#line 143 "ops.yaml"
 REGISTER_BINARY_OP(maximum, char, char);
+#line 143 "ops.yaml"
 REGISTER_BINARY_OP(maximum, bool, bool);

@@ -21,12 +21,23 @@ struct sigmoid_functor {
 };
 #line 23 "sigmoid.metal"
 
+// One registration per dtype; `#line` attributes each to its ops.yaml `dtypes` item, so
+// a functor whose result type contradicts it fails there (the macros static_assert it).
+#line 47 "ops.yaml"
 REGISTER_UNARY_OP(sigmoid, float, float);
+#line 47 "ops.yaml"
 REGISTER_UNARY_OP(sigmoid, half, half);
+#line 47 "ops.yaml"
 REGISTER_UNARY_OP(sigmoid, bfloat, bfloat);
+#line 47 "ops.yaml"
 REGISTER_UNARY_OP(sigmoid, long, float);
+#line 47 "ops.yaml"
 REGISTER_UNARY_OP(sigmoid, int, float);
+#line 47 "ops.yaml"
 REGISTER_UNARY_OP(sigmoid, short, float);
+#line 47 "ops.yaml"
 REGISTER_UNARY_OP(sigmoid, uchar, float);
+#line 47 "ops.yaml"
 REGISTER_UNARY_OP(sigmoid, char, float);
+#line 47 "ops.yaml"
 REGISTER_UNARY_OP(sigmoid, bool, float);

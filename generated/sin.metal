@@ -21,12 +21,23 @@ struct sin_functor {
 };
 #line 23 "sin.metal"
 
+// One registration per dtype; `#line` attributes each to its ops.yaml `dtypes` item, so
+// a functor whose result type contradicts it fails there (the macros static_assert it).
+#line 21 "ops.yaml"
 REGISTER_UNARY_OP(sin, float, float);
+#line 21 "ops.yaml"
 REGISTER_UNARY_OP(sin, half, half);
+#line 21 "ops.yaml"
 REGISTER_UNARY_OP(sin, bfloat, bfloat);
+#line 21 "ops.yaml"
 REGISTER_UNARY_OP(sin, long, float);
+#line 21 "ops.yaml"
 REGISTER_UNARY_OP(sin, int, float);
+#line 21 "ops.yaml"
 REGISTER_UNARY_OP(sin, short, float);
+#line 21 "ops.yaml"
 REGISTER_UNARY_OP(sin, uchar, float);
+#line 21 "ops.yaml"
 REGISTER_UNARY_OP(sin, char, float);
+#line 21 "ops.yaml"
 REGISTER_UNARY_OP(sin, bool, float);

@@ -21,12 +21,23 @@ struct sqrt_functor {
 };
 #line 23 "sqrt.metal"
 
+// One registration per dtype; `#line` attributes each to its ops.yaml `dtypes` item, so
+// a functor whose result type contradicts it fails there (the macros static_assert it).
+#line 34 "ops.yaml"
 REGISTER_UNARY_OP(sqrt, float, float);
+#line 34 "ops.yaml"
 REGISTER_UNARY_OP(sqrt, half, half);
+#line 34 "ops.yaml"
 REGISTER_UNARY_OP(sqrt, bfloat, bfloat);
+#line 34 "ops.yaml"
 REGISTER_UNARY_OP(sqrt, long, float);
+#line 34 "ops.yaml"
 REGISTER_UNARY_OP(sqrt, int, float);
+#line 34 "ops.yaml"
 REGISTER_UNARY_OP(sqrt, short, float);
+#line 34 "ops.yaml"
 REGISTER_UNARY_OP(sqrt, uchar, float);
+#line 34 "ops.yaml"
 REGISTER_UNARY_OP(sqrt, char, float);
+#line 34 "ops.yaml"
 REGISTER_UNARY_OP(sqrt, bool, float);

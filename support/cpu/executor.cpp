@@ -5,6 +5,7 @@
 #include <c10/util/Exception.h>
 
 #include <array>
+#include <cstring>
 #include <vector>
 
 #include "kernel_registry.h"
@@ -13,7 +14,7 @@ namespace mpsgen::cpu {
 namespace {
 
 // scalarToMetalTypeString
-const char* metal_type(c10::ScalarType t) {
+std::string metal_type(c10::ScalarType t) {
   switch (t) {
     case c10::kFloat: return "float";
     case c10::kHalf: return "half";
@@ -44,13 +45,57 @@ const KernelEntry& lookup(const std::string& kname) {
   return *k;
 }
 
+uint32_t type_code(c10::ScalarType t) {
+  return static_cast<uint32_t>(t);  // c10::metal::ScalarType shares the enum values
+}
+
+uint32_t elem_size(c10::ScalarType t) {
+  return static_cast<uint32_t>(c10::elementSize(t));
+}
+
+// A Scalar as the kernel's `constant T& alpha` reads it: the raw bytes of T
+// (what the MPS host's MPSScalar passes through setBytes).
+struct ScalarBytes {
+  alignas(16) unsigned char bytes[16] = {};
+
+  ScalarBytes(const c10::Scalar& s, c10::ScalarType t) {
+    switch (t) {
+      case c10::kFloat: store(s.to<float>()); break;
+      case c10::kHalf: store(s.to<c10::Half>()); break;
+      case c10::kBFloat16: store(s.to<c10::BFloat16>()); break;
+      case c10::kLong: store(s.to<int64_t>()); break;
+      case c10::kInt: store(s.to<int32_t>()); break;
+      case c10::kShort: store(s.to<int16_t>()); break;
+      case c10::kChar: store(s.to<int8_t>()); break;
+      case c10::kByte: store(s.to<uint8_t>()); break;
+      case c10::kBool: store(s.to<bool>()); break;
+      case c10::kComplexFloat: store(s.to<c10::complex<float>>()); break;
+      case c10::kComplexHalf: {
+        const auto v = s.to<c10::complex<float>>();
+        store(c10::complex<c10::Half>(v.real(), v.imag()));
+        break;
+      }
+      default: TORCH_CHECK(false, "unsupported alpha type ", t);
+    }
+  }
+  template <typename T>
+  void store(const T& v) {
+    static_assert(sizeof(T) <= sizeof(bytes));
+    std::memcpy(bytes, &v, sizeof(T));
+  }
+  void* data() { return bytes; }
+};
+
 // A launch: buffers in [[buffer(i)]] order, grid like dispatchThreads.
 struct Launch {
   std::vector<void*> buffers;
   uint64_t threads = 0;
   uint32_t grid_x = 1;
 
-  void run(const KernelEntry& k) {
+  void push(const void* p) { buffers.push_back(const_cast<void*>(p)); }
+  void run(const std::string& kname, int expected_grid_dims) {
+    const KernelEntry& k = lookup(kname);
+    TORCH_INTERNAL_ASSERT(k.grid_dims == expected_grid_dims, "unexpected grid for ", kname);
     void* const* b = buffers.data();
     const uint32_t gx = grid_x;
     at::parallel_for(0, static_cast<int64_t>(threads), kGrain, [&](int64_t begin, int64_t end) {
@@ -59,58 +104,81 @@ struct Launch {
   }
 };
 
-uint32_t type_code(c10::ScalarType t) {
-  return static_cast<uint32_t>(t);  // c10::metal::ScalarType shares the enum values
+// Operands of the iterator as Metal binds them: [0] output, then the inputs.
+void bind_operands(Launch& l, at::TensorIteratorBase& iter) {
+  for (int i = 0; i < iter.ntensors(); ++i) l.push(iter.data_ptr(i));
+}
+
+// The strided kernels' shape and per-operand strides (in bytes), in operand order.
+void bind_shape_and_strides(Launch& l, at::TensorIteratorBase& iter) {
+  l.push(iter.shape().data());
+  for (int i = 0; i < iter.ntensors(); ++i) l.push(iter.strides(i).data());
 }
 
 } // namespace
 
-void exec_unary_kernel(at::TensorIteratorBase& iter, const std::string& name) {
+void exec_unary_kernel(at::TensorIteratorBase& iter, const std::string& name, c10::ScalarType common,
+                       const std::optional<c10::Scalar>& alpha) {
   if (!iter.can_use_32bit_indexing()) {
-    for (auto& sub : iter.with_32bit_indexing()) exec_unary_kernel(sub, name);
+    for (auto& sub : iter.with_32bit_indexing()) exec_unary_kernel(sub, name, common, alpha);
     return;
   }
   const uint32_t length = static_cast<uint32_t>(iter.numel());
   if (length == 0) return;
   const auto out_t = iter.dtype(0), in_t = iter.dtype(1);
   const bool contiguous = iter.is_contiguous();
-  const bool dense_ilp = contiguous && c10::isFloatingType(out_t) && length >= kIlpThreshold;
+  auto shape = iter.shape();
+  auto in_strides = iter.strides(1), out_strides = iter.strides(0);
+  std::array<uint32_t, 4> packed{};
+  uint32_t numel = length;
+  Launch l;
+  l.push(iter.data_ptr(0));
+  l.push(iter.data_ptr(1));
+  l.threads = length;
 
-  std::string kname = name + "_" + (!contiguous ? "strided" : dense_ilp ? "dense" : "dense_scalar") +
-                      "_" + metal_type(out_t) + "_" + metal_type(in_t);
+  if (alpha) {
+    // REGISTER_UNARY_ALPHA_OP kernels: the alpha travels in the common dtype,
+    // and there is no castout fallback.
+    ScalarBytes a(*alpha, common);
+    const std::string kname = name + (contiguous ? "_dense_" : "_strided_") + metal_type(out_t) + "_" +
+                              metal_type(in_t) + "_" + metal_type(common);
+    if (!contiguous) {
+      packed[0] = static_cast<uint32_t>(iter.ndim());
+      l.push(shape.data());
+      l.push(in_strides.data());
+      l.push(out_strides.data());
+      l.push(packed.data());
+      l.grid_x = static_cast<uint32_t>(shape[0]);
+    }
+    l.push(a.data());
+    l.run(kname, contiguous ? 1 : 2);
+    return;
+  }
+
+  const bool dense_ilp = contiguous && c10::isFloatingType(out_t) && length >= kIlpThreshold;
+  std::string kname = name + "_" + (!contiguous ? "strided" : dense_ilp ? "dense" : "dense_scalar") + "_" +
+                      metal_type(out_t) + "_" + metal_type(in_t);
   bool castout = false;
   if (!find_kernel(kname)) {
+    // no kernel for this output dtype: compute in the input's and cast on store
     castout = true;
     kname = name + "_" + (contiguous ? "dense_castout" : "strided_castout") + "_" + metal_type(in_t);
   }
-  const KernelEntry& k = lookup(kname);
-
-  Launch l;
-  l.buffers = {iter.data_ptr(0), iter.data_ptr(1)};
-  std::array<uint32_t, 4> packed{};  // outlives the launch
-  uint32_t numel = length;
-  auto shape = iter.shape();
-  auto in_strides = iter.strides(1), out_strides = iter.strides(0);
   if (!contiguous) {
-    l.buffers.push_back(const_cast<int64_t*>(shape.data()));
-    l.buffers.push_back(const_cast<int64_t*>(in_strides.data()));
-    l.buffers.push_back(const_cast<int64_t*>(out_strides.data()));
+    l.push(shape.data());
+    l.push(in_strides.data());
+    l.push(out_strides.data());
     packed = {{static_cast<uint32_t>(iter.ndim()), type_code(out_t), 0, 0}};
-    l.buffers.push_back(packed.data());  // uint ndim, or uint2 {ndim, out_type} for castout
+    l.push(packed.data());  // uint ndim, or uint2 {ndim, out_type} for castout
     l.grid_x = static_cast<uint32_t>(shape[0]);
-    l.threads = length;
   } else if (castout) {
-    packed = {{static_cast<uint32_t>(c10::elementSize(out_t)), type_code(out_t), 0, 0}};
-    l.buffers.push_back(packed.data());
-    l.threads = length;
+    packed = {{elem_size(out_t), type_code(out_t), 0, 0}};
+    l.push(packed.data());
   } else if (dense_ilp) {
-    l.buffers.push_back(&numel);
+    l.push(&numel);
     l.threads = (length + kIlpPerThread - 1) / kIlpPerThread;
-  } else {
-    l.threads = length;
   }
-  TORCH_INTERNAL_ASSERT(k.grid_dims == (contiguous ? 1 : 2), "unexpected grid for ", kname);
-  l.run(k);
+  l.run(kname, contiguous ? 1 : 2);
 }
 
 namespace {
@@ -127,70 +195,123 @@ bool dense_broadcastable(const at::TensorBase& from, const at::TensorBase& into)
 }
 } // namespace
 
-void exec_binary_kernel(at::TensorIteratorBase& iter, const std::string& name, c10::ScalarType common) {
+void exec_binary_kernel(at::TensorIteratorBase& iter, const std::string& name, c10::ScalarType common,
+                        const std::optional<c10::Scalar>& alpha,
+                        std::optional<c10::ScalarType> natural_output_dtype) {
   TORCH_CHECK(iter.output().scalar_type() != c10::kDouble, "float64 is not supported on MPS");
   if (iter.numel() == 0) return;
   if (!iter.can_use_32bit_indexing()) {
-    for (auto& sub : iter.with_32bit_indexing()) exec_binary_kernel(sub, name, common);
+    for (auto& sub : iter.with_32bit_indexing()) {
+      exec_binary_kernel(sub, name, common, alpha, natural_output_dtype);
+    }
     return;
   }
   const uint32_t numel = static_cast<uint32_t>(iter.numel());
   const auto& out = iter.output();
-  const auto& a = iter.input(0);
-  const auto& b = iter.input(1);
-  const auto out_t = out.scalar_type(), a_t = a.scalar_type(), b_t = b.scalar_type();
-  const bool cast = a_t != b_t;
-  const std::string T_out = metal_type(out_t);
-  const std::string cast_types = T_out + "_" + (out_t == c10::kBool ? metal_type(common) : T_out);
+  const auto out_t = out.scalar_type();
+  const auto natural = natural_output_dtype.value_or(out_t);
+  const bool output_cast = out_t != natural;
+  at::Tensor a = iter.input(0), b = iter.input(1);
+  bool cast = a.scalar_type() != b.scalar_type();
 
   // Dense operand + broadcast (or scalar) operand, as exec_binary_kernel detects them.
   int bc_side = 0;  // 1: lhs is broadcast, 2: rhs is broadcast
   int64_t broadcast_numel = 0;
-  const bool a_full = a.numel() == out.numel(), b_full = b.numel() == out.numel();
-  if (!a_full && dense_broadcastable(a, out) && b_full && b.is_contiguous() && out.is_contiguous()) {
-    bc_side = 1, broadcast_numel = a.numel();
-  } else if (!b_full && dense_broadcastable(b, out) && a_full && a.is_contiguous() && out.is_contiguous()) {
-    bc_side = 2, broadcast_numel = b.numel();
+  if (!output_cast) {
+    const bool a_full = a.numel() == out.numel(), b_full = b.numel() == out.numel();
+    if (!a_full && dense_broadcastable(a, out) && b_full && b.is_contiguous() && out.is_contiguous()) {
+      bc_side = 1, broadcast_numel = a.numel();
+    } else if (!b_full && dense_broadcastable(b, out) && a_full && a.is_contiguous() && out.is_contiguous()) {
+      bc_side = 2, broadcast_numel = b.numel();
+    }
   }
+  const bool scalar = bc_side && broadcast_numel == 1;
+  at::Tensor& bc = bc_side == 1 ? a : b;
+  const at::Tensor& dense = bc_side == 1 ? b : a;
+  if (scalar && cast && dense.scalar_type() == common && c10::isIntegralType(bc.scalar_type(), true) &&
+      c10::toRealValueType(common) == c10::kFloat) {
+    // The host promotes an integral scalar to the float computation dtype.
+    bc = bc.to(common);
+    cast = false;
+  }
+  const auto a_t = a.scalar_type(), b_t = b.scalar_type();
+  const auto alpha_t = cast ? out_t : common;
+  const std::string A = alpha ? "_" + metal_type(alpha_t) : "";
+  const std::string C = metal_type(out_t) + "_" + metal_type(out_t == c10::kBool ? common : out_t);
+  std::optional<ScalarBytes> alpha_bytes;
+  if (alpha) alpha_bytes.emplace(*alpha, alpha_t);
+  std::array<uint32_t, 4> sizes_types{elem_size(a_t), elem_size(b_t), type_code(a_t), type_code(b_t)};
+  std::array<uint32_t, 4> ndim_types{static_cast<uint32_t>(iter.ndim()), type_code(a_t), type_code(b_t),
+                                     type_code(out_t)};
   const bool contiguous = iter.is_contiguous();
-  std::array<uint32_t, 4> sizes_types{static_cast<uint32_t>(c10::elementSize(a_t)),
-                                      static_cast<uint32_t>(c10::elementSize(b_t)), type_code(a_t),
-                                      type_code(b_t)};
+
   Launch l;
+  l.threads = numel;
   std::string kname;
-  if (bc_side) {
-    const bool scalar = broadcast_numel == 1;
+  if (output_cast) {
+    // A comparison storing into a non-bool out=: compute bool, cast on store.
+    kname = name + "_strided_castout_" + metal_type(natural) + "_" + metal_type(common) + A;
+    bind_operands(l, iter);
+    bind_shape_and_strides(l, iter);
+    l.push(ndim_types.data());
+  } else if (bc_side) {
     // The broadcast operand is bound where it stands: lhs at 1, rhs at 2.
-    void* lhs = bc_side == 1 ? a.data_ptr() : iter.data_ptr(1);
-    void* rhs = bc_side == 2 ? b.data_ptr() : iter.data_ptr(2);
-    l.buffers = {iter.data_ptr(0), lhs, rhs};
-    const std::string flavor = scalar ? (bc_side == 1 ? "dense_scalar_lhs" : "dense_scalar")
-                                      : (bc_side == 1 ? "dense_broadcast_rhs" : "dense_broadcast");
-    kname = name + "_" + flavor + (cast ? "_cast_" + cast_types
-                                        : "_" + T_out + "_" + metal_type(bc_side == 1 ? b_t : a_t));
-    if (!scalar) l.buffers.push_back(&broadcast_numel);
-    if (cast) l.buffers.push_back(sizes_types.data());
-    l.threads = numel;
+    l.push(iter.data_ptr(0));
+    l.push(bc_side == 1 ? a.data_ptr() : iter.data_ptr(1));
+    l.push(bc_side == 2 ? b.data_ptr() : iter.data_ptr(2));
+    const std::string flavor = scalar ? (bc_side == 1 ? "_dense_scalar_lhs" : "_dense_scalar")
+                                      : (bc_side == 1 ? "_dense_broadcast_rhs" : "_dense_broadcast");
+    kname = name + flavor + (cast ? "_cast_" + C : "_" + metal_type(out_t) + "_" + metal_type(dense.scalar_type())) + A;
+    if (!scalar) l.push(&broadcast_numel);
+    if (alpha) l.push(alpha_bytes->data());
+    if (cast) l.push(sizes_types.data());
   } else if (contiguous) {
-    const bool ilp = !cast && c10::isFloatingType(out_t) && numel >= kIlpThreshold;
-    kname = name + (ilp ? "_dense_ilp4" : "_dense") +
-            (cast ? "_cast_" + cast_types : "_" + T_out + "_" + metal_type(a_t));
-    l.buffers = {iter.data_ptr(0), iter.data_ptr(1), iter.data_ptr(2)};
-    if (cast) l.buffers.push_back(sizes_types.data());
-    if (ilp) l.buffers.push_back(const_cast<uint32_t*>(&numel));
-    l.threads = ilp ? (numel + kIlpPerThread - 1) / kIlpPerThread : numel;
+    const bool ilp = !cast && !alpha && c10::isFloatingType(out_t) && numel >= kIlpThreshold;
+    kname = name + (ilp ? "_dense_ilp4" : "_dense") + (cast ? "_cast_" + C : "_" + metal_type(out_t) + "_" + metal_type(a_t)) + A;
+    bind_operands(l, iter);
+    if (alpha) l.push(alpha_bytes->data());
+    if (cast) l.push(sizes_types.data());
+    if (ilp) {
+      l.push(&numel);
+      l.threads = (numel + kIlpPerThread - 1) / kIlpPerThread;
+    }
   } else {
-    kname = name + "_strided" + (cast ? "_cast_" + cast_types : "_" + T_out + "_" + metal_type(a_t));
-    l.buffers = {iter.data_ptr(0), iter.data_ptr(1), iter.data_ptr(2),
-                 const_cast<int64_t*>(iter.shape().data()),
-                 const_cast<int64_t*>(iter.strides(0).data()),
-                 const_cast<int64_t*>(iter.strides(1).data()),
-                 const_cast<int64_t*>(iter.strides(2).data())};
-    sizes_types = {{static_cast<uint32_t>(iter.ndim()), type_code(a_t), type_code(b_t), type_code(out_t)}};
-    l.buffers.push_back(sizes_types.data());
-    l.threads = numel;
+    kname = name + "_strided" + (cast ? "_cast_" + C : "_" + metal_type(out_t) + "_" + metal_type(a_t)) + A;
+    bind_operands(l, iter);
+    if (alpha) l.push(alpha_bytes->data());
+    bind_shape_and_strides(l, iter);
+    l.push(ndim_types.data());
   }
-  l.run(lookup(kname));
+  l.run(kname, 1);
+}
+
+void exec_ternary_kernel(at::TensorIteratorBase& iter, const std::string& name) {
+  TORCH_CHECK(iter.output().scalar_type() != c10::kDouble, "float64 is not supported on MPS");
+  if (iter.numel() == 0) return;
+  if (!iter.can_use_32bit_indexing()) {
+    for (auto& sub : iter.with_32bit_indexing()) exec_ternary_kernel(sub, name);
+    return;
+  }
+  const auto out_t = iter.dtype(0), in_t = iter.dtype(1), o1_t = iter.dtype(2), o2_t = iter.dtype(3);
+  const bool cast = in_t != o1_t || in_t != o2_t || in_t != out_t;
+  const bool contiguous = iter.is_contiguous();
+  const std::string kname = name + (contiguous ? "_dense" : "_strided") +
+                            (cast ? "_cast_" + metal_type(out_t) : "_" + metal_type(out_t) + "_" + metal_type(in_t));
+  std::array<uint32_t, 4> sizes{elem_size(in_t), elem_size(o1_t), elem_size(o2_t), 0};
+  std::array<uint32_t, 4> types{type_code(in_t), type_code(o1_t), type_code(o2_t), type_code(out_t)};
+  uint32_t ndim = static_cast<uint32_t>(iter.ndim());
+  Launch l;
+  l.threads = static_cast<uint64_t>(iter.numel());
+  bind_operands(l, iter);
+  if (!contiguous) {
+    bind_shape_and_strides(l, iter);
+    l.push(&ndim);
+    l.push(types.data());  // read by the _cast kernel only
+  } else if (cast) {
+    l.push(sizes.data());
+    l.push(types.data());
+  }
+  l.run(kname, 1);
 }
 
 } // namespace mpsgen::cpu

@@ -1,6 +1,5 @@
 #include "elementwise.h"
 
-#include <ATen/ExpandUtils.h>
 #include <ATen/Functions.h>
 #include <ATen/native/Resize.h>
 #include <ATen/native/TypeProperties.h>
@@ -11,7 +10,8 @@
 namespace mpsgen {
 namespace {
 
-// The dtype TensorIterator would compute in: result_type over all inputs, then
+// The dtype TensorIterator would compute in: result_type over all inputs
+// (0-dim tensors and wrapped Python numbers promote like scalars), then
 // integers (and bool) to the default float dtype for *_float_op style ops.
 c10::ScalarType compute_dtype(const OpSpec& op, at::TensorList inputs) {
   c10::ScalarType common = at::native::result_type(inputs);
@@ -29,75 +29,131 @@ std::string registered_list(const OpSpec& op) {
   return s.str();
 }
 
-// The dtype that selects the kernel, as exec_*_kernel names it: a unary
-// kernel is keyed on its input dtype; a binary one on its inputs' dtype when
-// they agree and on the computation dtype when it reads them with casts.
-void check_registered(const OpSpec& op, at::TensorList inputs, c10::ScalarType common) {
-  c10::ScalarType key = common;
-  if (inputs.size() == 1 || inputs[0].scalar_type() == inputs[1].scalar_type()) {
-    key = inputs[0].scalar_type();
+// The dtype that selects the kernel, as exec_*_kernel names it: the inputs'
+// dtype when they all agree, else the computation dtype the kernel reads
+// them into with casts.
+const Registered& check_registered(const OpSpec& op, at::TensorList inputs, c10::ScalarType common) {
+  c10::ScalarType key = inputs[0].scalar_type();
+  for (const auto& t : inputs) {
+    if (t.scalar_type() != key) key = common;
   }
   for (const auto& r : op.registrations) {
-    if (r.input == key) return;
+    if (r.input == key) return r;
   }
   TORCH_CHECK_NOT_IMPLEMENTED(false, op.name, ": no kernel registered for dtype ", c10::toString(key),
                               " (", op.origin, " registers: ", registered_list(op), ")");
 }
 
+bool is_cpu_scalar(const at::Tensor& t) {
+  return t.dim() == 0 && t.device().is_cpu();
+}
+
+// The device the op runs on: that of its first input that is not a CPU scalar.
+c10::Device op_device(at::TensorList inputs) {
+  for (const auto& t : inputs) {
+    if (!is_cpu_scalar(t)) return t.device();
+  }
+  return inputs[0].device();
+}
+
+void check_devices(const OpSpec& op, Backend backend, at::TensorList inputs, const at::Tensor* out) {
+  const auto device = op_device(inputs);
+  const char* expected = backend == Backend::MPS ? "mps" : "cpu";
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    // CPU scalars may join an MPS op, as TensorIterator's allow_cpu_scalars permits.
+    TORCH_CHECK(inputs[i].device() == device || is_cpu_scalar(inputs[i]), op.name,
+                ": expected all tensors on one device (", expected, "), but input ", i, " is on ",
+                inputs[i].device(), " and input 0 on ", device);
+  }
+  if (out != nullptr) {
+    TORCH_CHECK(out->device() == device, op.name, ": expected out on ", device, ", got ", out->device());
+  }
+}
+
+// torch's alpha_check for add/sub-style ops.
+void check_alpha(const OpSpec& op, at::TensorList inputs, c10::ScalarType common,
+                 const std::optional<c10::Scalar>& alpha) {
+  if (!alpha || inputs.size() != 2) return;
+  TORCH_CHECK(!alpha->isBoolean() || common == c10::kBool, op.name,
+              ": Boolean alpha only supported for Boolean results.");
+  TORCH_CHECK(c10::isFloatingType(common) || c10::isComplexType(common) || alpha->isIntegral(true), op.name,
+              ": For integral input tensors, argument alpha must not be a floating point number.");
+  TORCH_CHECK(c10::isComplexType(common) || !alpha->isComplex(), op.name,
+              ": For non-complex input tensors, argument alpha must not be a complex number.");
+}
+
+// Metal has no 64-bit floats: the MPS host passes a 0-dim double (a Python
+// float) as float, and a complex double as complex float. The CPU backend
+// hands the kernels the same values.
+at::Tensor as_metal_scalar(const at::Tensor& t) {
+  if (t.dim() == 0 && t.scalar_type() == c10::kDouble) return t.to(c10::kFloat);
+  if (t.dim() == 0 && t.scalar_type() == c10::kComplexDouble) return t.to(c10::kComplexFloat);
+  return t;
+}
+
 at::TensorIterator build(const OpSpec& op, Backend backend, at::TensorList inputs, const at::Tensor& out) {
   at::TensorIteratorConfig config;
   config.set_check_mem_overlap(true).add_output(out);
-  for (const auto& t : inputs) config.add_const_input(t);
   if (backend == Backend::MPS) {
-    // What torch's build_borrowing_{unary,binary}[_float]_op configure: on MPS
-    // no operand is copied; the kernels read and write mixed dtypes.
-    config.allow_cpu_scalars(true)
-        .promote_inputs_to_common_dtype(true)
-        .cast_common_dtype_to_outputs(true)
-        .enforce_safe_casting_to_output(true)
-        .promote_integer_inputs_to_float(op.int_to_float);
+    // What torch's build_borrowing_*_op (and its comparison config) set up: on
+    // MPS no operand is copied; the kernels read and write mixed dtypes.
+    for (const auto& t : inputs) config.add_const_input(t);
+    config.allow_cpu_scalars(true).promote_inputs_to_common_dtype(true);
+    if (op.bool_output) {
+      config.cast_common_dtype_to_outputs(out.scalar_type() != c10::kBool);
+    } else {
+      config.cast_common_dtype_to_outputs(true)
+          .enforce_safe_casting_to_output(true)
+          .promote_integer_inputs_to_float(op.int_to_float);
+    }
   } else {
     // On CPU tensors TensorIterator would copy every operand to the common
     // dtype first, and the kernels would only ever see same-dtype operands.
     // Keep the operands as MPS sees them; dtypes were settled by the caller.
+    for (const auto& t : inputs) config.add_owned_const_input(as_metal_scalar(t));
     config.check_all_same_dtype(false);
   }
   return config.build();
 }
 
-void run(const OpSpec& op, Backend backend, at::TensorList inputs, at::Tensor& out, const KernelFn& kernel,
-         c10::ScalarType common) {
+void run(const OpSpec& op, Backend backend, at::TensorList inputs, const std::optional<c10::Scalar>& alpha,
+         at::Tensor& out, const KernelFn& kernel, c10::ScalarType common) {
   auto iter = build(op, backend, inputs, out);
-  kernel(iter, common);
+  kernel(iter, common, alpha);
 }
 
 } // namespace
 
-at::Tensor elementwise(const OpSpec& op, Backend backend, at::TensorList inputs, const KernelFn& kernel) {
+at::Tensor elementwise(const OpSpec& op, Backend backend, at::TensorList inputs,
+                       const std::optional<c10::Scalar>& alpha, const KernelFn& kernel) {
   const auto common = compute_dtype(op, inputs);
-  check_registered(op, inputs, common);
-  auto out = at::empty({0}, inputs[0].options().dtype(common));
-  run(op, backend, inputs, out, kernel, common);
+  const auto& reg = check_registered(op, inputs, common);
+  check_devices(op, backend, inputs, nullptr);
+  check_alpha(op, inputs, common, alpha);
+  auto out = at::empty({0}, inputs[0].options().device(op_device(inputs)).dtype(reg.output));
+  run(op, backend, inputs, alpha, out, kernel, common);
   return out;
 }
 
-at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList inputs, at::Tensor& out,
-                            const KernelFn& kernel) {
+at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList inputs,
+                            const std::optional<c10::Scalar>& alpha, at::Tensor& out, const KernelFn& kernel) {
   const auto common = compute_dtype(op, inputs);
-  check_registered(op, inputs, common);
-  TORCH_CHECK(c10::canCast(common, out.scalar_type()), op.name, ": result type ", common,
+  const auto& reg = check_registered(op, inputs, common);
+  check_devices(op, backend, inputs, &out);
+  check_alpha(op, inputs, common, alpha);
+  // torch's structured ops refuse an unsafe cast of the result; comparisons
+  // store their bool results into any dtype.
+  TORCH_CHECK(op.bool_output || c10::canCast(common, out.scalar_type()), op.name, ": result type ", common,
               " can't be cast to the desired output type ", out.scalar_type());
-  TORCH_CHECK(out.device() == inputs[0].device(), op.name, ": expected out on ", inputs[0].device(),
-              ", got ", out.device());
-  if (out.scalar_type() == common || inputs.size() == 1) {
-    // Unary kernels store into any output dtype through their castout variant.
-    run(op, backend, inputs, out, kernel, common);
+  if (out.scalar_type() == reg.output || op.castout) {
+    // castout kernels store into any output dtype themselves
+    run(op, backend, inputs, alpha, out, kernel, common);
     return out;
   }
-  // Binary kernels produce the computation dtype; cast on the way out, as
+  // The other kernels produce their registered dtype; cast on the way out, as
   // TensorIterator does for CPU outputs.
-  auto tmp = at::empty({0}, out.options().dtype(common));
-  run(op, backend, inputs, tmp, kernel, common);
+  auto tmp = at::empty({0}, out.options().dtype(reg.output));
+  run(op, backend, inputs, alpha, tmp, kernel, common);
   at::native::resize_output(out, tmp.sizes());
   out.copy_(tmp);
   return out;
