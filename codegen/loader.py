@@ -379,19 +379,23 @@ def _check_dtypes(spec, family, label, line, errors) -> tuple[Registration, ...]
 
 def _check_xfails(spec, registrations, label, line, errors) -> tuple[XFail, ...]:
     if not isinstance(spec, list):
-        errors.add(line, label, "xfail", "expected a list of {dtype: T, reason: text}")
+        errors.add(line, label, "xfail", "expected a list of {dtype: T, reason: text[, samples: [name, ...]]}")
         return ()
     registered = {r.input for r in registrations}
     xfails = []
     for item in spec:
         item_line = getattr(item, "line", line)
-        if not isinstance(item, dict) or set(item) != {"dtype", "reason"}:
-            errors.add(item_line, label, "xfail", f"expected {{dtype: T, reason: text}}, got {item!r}")
+        if not isinstance(item, dict) or not {"dtype", "reason"} <= set(item) <= {"dtype", "reason", "samples"}:
+            errors.add(item_line, label, "xfail",
+                       f"expected {{dtype: T, reason: text[, samples: [name, ...]]}}, got {item!r}")
         elif item["dtype"] not in registered:
             errors.add(item_line, label, "xfail",
                        f"dtype {item['dtype']!r} is not registered for this op")
         elif not isinstance(item["reason"], str) or not item["reason"].strip():
             errors.add(item_line, label, "xfail", "an xfail needs a non-empty reason")
+        elif not isinstance(item.get("samples", []), list) or not all(
+                isinstance(x, str) and x for x in item.get("samples", [])):
+            errors.add(item_line, label, "xfail", "'samples' is a list of sample names such as 'reference[64]'")
         else:
-            xfails.append(XFail(item["dtype"], item["reason"].strip()))
+            xfails.append(XFail(item["dtype"], item["reason"].strip(), tuple(item.get("samples", []))))
     return tuple(xfails)

@@ -45,6 +45,7 @@ class Registration:
 class XFail:
     dtype: str  # Metal type name
     reason: str
+    samples: tuple[str, ...] = ()  # only these samples (e.g. "reference[64]"); () = the whole dtype
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ using namespace metal;
 using namespace c10::metal;
 
 // functor from ops.yaml:153
-#line 156 "ops.yaml"
+#line 162 "ops.yaml"
 struct mul_functor {
   template <typename T>
   inline T operator()(const T a, const T b) {
@@ -40,4 +40,4 @@ REGISTER_BINARY_OP(mul, bool, bool);
 #line 154 "ops.yaml"
 REGISTER_BINARY_OP(mul, float2, float2);
 #line 154 "ops.yaml"
-REGISTER_BINARY_OP(mul, half2, half2);
+REGISTER_OPMATH_BINARY_OP(mul, half2, half2);

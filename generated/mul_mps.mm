@@ -53,7 +53,7 @@ at::Tensor& mul_Tensor_inplace_mps(at::Tensor& self, const at::Tensor& other) {
                                  self, mul_mps_kernel);
 }
 
-// ops.yaml:164: mul.Scalar(Tensor self, Scalar other) -> Tensor
+// ops.yaml:170: mul.Scalar(Tensor self, Scalar other) -> Tensor
 at::Tensor mul_Scalar_mps(const at::Tensor& self, const at::Scalar& other) {
   return mpsgen::elementwise(mul_spec, mpsgen::Backend::MPS, {self, at::native::wrapped_scalar_tensor(other)}, std::nullopt,
                              mul_mps_kernel);

@@ -51,87 +51,87 @@ TORCH_LIBRARY(mpsgen, m) {
   m.def("mul.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:164
+  // ops.yaml:170
   m.def("mul.Scalar(Tensor self, Scalar other) -> Tensor");
   m.def("mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)");
-  // ops.yaml:167
+  // ops.yaml:173
   m.def("bitwise_xor(Tensor self, Tensor other) -> Tensor");
   m.def("bitwise_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("bitwise_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:178
+  // ops.yaml:184
   m.def("hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor");
   m.def("hardshrink.out(Tensor self, Scalar lambd=0.5, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("hardshrink_(Tensor(a!) self, Scalar lambd=0.5) -> Tensor(a!)");
-  // ops.yaml:188
+  // ops.yaml:194
   m.def("softshrink(Tensor self, Scalar lambd=0.5) -> Tensor");
   m.def("softshrink.out(Tensor self, Scalar lambd=0.5, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("softshrink_(Tensor(a!) self, Scalar lambd=0.5) -> Tensor(a!)");
-  // ops.yaml:202
+  // ops.yaml:208
   m.def("leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor");
   m.def("leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)");
-  // ops.yaml:214
+  // ops.yaml:220
   m.def("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
   m.def("add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)");
   m.def("add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)");
-  // ops.yaml:224
+  // ops.yaml:236
   m.def("add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor");
   m.def("add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)");
-  // ops.yaml:226
+  // ops.yaml:238
   m.def("sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
   m.def("sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)");
   m.def("sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)");
-  // ops.yaml:236
+  // ops.yaml:254
   m.def("sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor");
   m.def("sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)");
-  // ops.yaml:239
+  // ops.yaml:257
   m.def("lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor");
   m.def("lerp.out(Tensor self, Tensor end, Tensor weight, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)");
-  // ops.yaml:250
+  // ops.yaml:268
   m.def("lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor");
   m.def("lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("lerp_.Scalar(Tensor(a!) self, Tensor end, Scalar weight) -> Tensor(a!)");
-  // ops.yaml:253
+  // ops.yaml:278
   m.def("addcmul(Tensor self, Tensor tensor1, Tensor tensor2) -> Tensor");
   m.def("addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2) -> Tensor(a!)");
-  // ops.yaml:265
+  // ops.yaml:290
   m.def("eq.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("eq.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:278
+  // ops.yaml:303
   m.def("eq.Scalar(Tensor self, Scalar other) -> Tensor");
   m.def("eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)");
-  // ops.yaml:280
+  // ops.yaml:305
   m.def("ne.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("ne.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:293
+  // ops.yaml:318
   m.def("lt.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("lt.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:302
+  // ops.yaml:327
   m.def("lt.Scalar(Tensor self, Scalar other) -> Tensor");
   m.def("lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)");
-  // ops.yaml:304
+  // ops.yaml:329
   m.def("logical_and(Tensor self, Tensor other) -> Tensor");
   m.def("logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:314
+  // ops.yaml:339
   m.def("isnan(Tensor self) -> Tensor");
   m.def("isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("isnan_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:328
+  // ops.yaml:353
   m.def("neg(Tensor self) -> Tensor");
   m.def("neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("neg_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:338
+  // ops.yaml:363
   m.def("abs(Tensor self) -> Tensor");
   m.def("abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("abs_(Tensor(a!) self) -> Tensor(a!)");

@@ -6,7 +6,7 @@ both judge an op on the same inputs, against the same torch reference.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import torch
@@ -21,7 +21,8 @@ TORCH_DTYPES = {
 @dataclass
 class Sample:
     name: str  # where it came from: "opinfo[3]", "reference[12]", "transposed", ...
-    args: tuple  # tensors, in schema order
+    args: tuple  # in schema order: tensors, and Python numbers for Scalar parameters
+    kwargs: dict = field(default_factory=dict)  # keyword-only Scalars (e.g. alpha)
 
 
 def reference(path: str):
@@ -39,64 +40,142 @@ def _opinfo(name: str):
     return {o.name: o for o in op_db if not o.variant_test_name}.get(name)
 
 
-def _as_tensors(sample, arity: int, device: str, dtype: torch.dtype):
-    """OpInfo args as a tuple of tensors, or None when the sample doesn't fit the schema."""
-    if sample.kwargs:
-        return None
-    args = (sample.input, *sample.args)
-    if len(args) != arity:
-        return None
-    out = []
-    for a in args:
-        if isinstance(a, torch.Tensor):
-            out.append(a)
-        elif isinstance(a, (bool, int, float)):
-            # Our schemas take Tensors: a 0-dim tensor promotes like a scalar (same category).
-            out.append(torch.tensor(a, device=device, dtype=dtype if not isinstance(a, bool) else torch.bool))
+def _bind(sample, params, device) -> tuple[tuple, dict] | None:
+    """OpInfo sample as (args, kwargs) for our schema, or None when it doesn't fit.
+
+    params: [(name, "Tensor" | "Scalar", kwarg_only)] of the entry's schema.
+    A Python number given for a Tensor parameter becomes a 0-dim tensor, which
+    promotes like the number would.
+    """
+    values, kwargs = [sample.input, *sample.args], dict(sample.kwargs)
+    args, kw = [], {}
+    for i, (name, kind, kwarg_only) in enumerate(params):
+        if i < len(values):
+            value = values[i]
+        elif name in kwargs:
+            value = kwargs.pop(name)
+        elif kind == "Scalar":
+            continue  # its default
         else:
             return None
-    return tuple(out)
+        if kind == "Tensor" and isinstance(value, (bool, int, float, complex)):
+            value = torch.tensor(value, device=device)
+        if (kind == "Tensor") != isinstance(value, torch.Tensor):
+            return None
+        (kw.__setitem__(name, value) if kwarg_only else args.append(value))
+    if len(values) > len(params) or kwargs:
+        return None
+    return tuple(args), kw
 
 
 def _make(shape, device, dtype, low=None, high=None):
     return torch.testing.make_tensor(shape, device=device, dtype=dtype, low=low, high=high)
 
 
-def edge_samples(arity: int, device: str, dtype: torch.dtype, large: bool = True) -> list[Sample]:
-    """Empty, 0-dim, non-contiguous, broadcasting and large inputs."""
+def _number(dtype: torch.dtype):
+    """A Python number of dtype's category, as a user would pass it."""
+    if dtype == torch.bool:
+        return True
+    if dtype.is_complex:
+        return 1.5 - 0.5j
+    return -2.5 if dtype.is_floating_point else 3
+
+
+_NONFINITE = [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1.0, -1.0]
+
+
+def edge_samples(params, device: str, dtype: torch.dtype, registered: set, large: bool = True) -> list[Sample]:
+    """Empty, 0-dim, non-contiguous, broadcasting, type-promoting, non-finite and large inputs.
+
+    params: [(name, kind, kwarg_only)]; the Tensor parameters get the layouts,
+    Scalar parameters a Python number (Tensor-Scalar overloads) or their default.
+    registered: the torch dtypes the op registers, to pick promotion partners.
+    """
+    tensors = [p for p in params if p[1] == "Tensor"]
+    n = len(tensors)
+
+    def sample(name, *ts, scalars=None):
+        """Place the tensors ts into the Tensor parameters, numbers into the others."""
+        it, args, kw = iter(ts), [], {}
+        for pname, kind, kwarg_only in params:
+            if kind == "Tensor":
+                value = next(it)
+            elif scalars is None or pname not in scalars:
+                continue
+            else:
+                value = scalars[pname]
+            (kw.__setitem__(pname, value) if kwarg_only else args.append(value))
+        return Sample(name, tuple(args), kw)
+
     make = lambda *shape: _make(shape, device, dtype)  # noqa: E731
     s = [
-        Sample("empty", tuple(make(0, 3) for _ in range(arity))),
-        Sample("0-dim", tuple(make() for _ in range(arity))),
-        Sample("transposed", tuple(make(7, 5).t() for _ in range(arity))),
-        Sample("sliced", tuple(make(6, 9)[::2, 1::3] for _ in range(arity))),
-        Sample("contiguous", tuple(make(33, 17) for _ in range(arity))),
+        sample("empty", *(make(0, 3) for _ in range(n))),
+        sample("0-dim", *(make() for _ in range(n))),
+        sample("transposed", *(make(7, 5).t() for _ in range(n))),
+        sample("sliced", *(make(6, 9)[::2, 1::3] for _ in range(n))),
+        sample("contiguous", *(make(33, 17) for _ in range(n))),
     ]
-    if arity == 2:
+    if n >= 2:
+        rest = [make(4, 6) for _ in range(n - 2)]
         s += [
-            Sample("broadcast-rhs", (make(4, 6), make(6))),
-            Sample("broadcast-lhs", (make(6), make(4, 6))),
-            Sample("broadcast-both", (make(4, 1), make(1, 6))),
-            Sample("scalar-rhs", (make(5, 3), make())),
-            Sample("scalar-lhs", (make(), make(5, 3))),
-            Sample("mixed-layout", (make(5, 4).t(), make(4, 5))),
+            sample("broadcast-rhs", make(4, 6), make(6), *rest),
+            sample("broadcast-lhs", make(6), make(4, 6), *rest),
+            sample("broadcast-both", make(4, 1), make(1, 6), *(make(4, 6) for _ in rest)),
+            sample("scalar-rhs", make(4, 6), make(), *rest),
+            sample("scalar-lhs", make(), make(4, 6), *rest),
+            sample("mixed-layout", make(6, 4).t(), make(4, 6), *rest),
         ]
+        if n == 3:
+            s.append(sample("broadcast-3", make(4, 1, 5), make(3, 1), make(5)))
+        # type promotion: a second operand of another dtype, as a tensor and as a 0-dim tensor
+        for partner in (torch.int32, torch.int64, torch.float32, torch.float16, torch.bool, torch.complex64):
+            for kind, other in (("tensor", _make((4, 6), device, partner)), ("0-dim", _make((), device, partner))):
+                first = make(4, 6)
+                if partner != dtype and torch.result_type(first, other) in registered:
+                    s.append(sample(f"promote-{kind}-{str(partner)[6:]}", first, other, *rest))
+    scalars = [p for p in params if p[1] == "Scalar"]
+    for pname, _, _ in scalars:
+        # an explicit value for each Scalar parameter, of each category torch promotes with
+        for number in dict.fromkeys([_number(dtype), 2, 0.5, True]):
+            s.append(sample(f"{pname}={number!r}", *(make(4, 6) for _ in range(n)), scalars={pname: number}))
+    if dtype.is_floating_point or dtype.is_complex:
+        v = torch.tensor(_NONFINITE, device=device)
+        if dtype.is_complex:
+            v = torch.complex(v[:, None], v[None, :]).flatten()
+        v = v.to(dtype)
+        grid = [v.reshape([-1] + [1] * i) for i in range(n)]  # every combination, by broadcasting
+        s.append(sample("nan-inf", *grid))
     if large:
-        s.append(Sample("large", tuple(make(1 << 20) for _ in range(arity))))
-        s.append(Sample("large-strided", tuple(make(1024, 1100)[:, ::1].t()[:, :1000] for _ in range(arity))))
+        s.append(sample("large", *(make(1 << 20) for _ in range(n))))
+        s.append(sample("large-strided", *(make(1024, 1100)[:, ::1].t()[:, :1000] for _ in range(n))))
     return s
 
 
-def samples(opinfo_name: str, arity: int, device: str, dtype: torch.dtype, large: bool = True) -> list[Sample]:
+def samples(opinfo_name: str, params, device: str, dtype: torch.dtype, registered: set,
+            large: bool = True) -> list[Sample]:
     found: list[Sample] = []
     opinfo = _opinfo(opinfo_name) if opinfo_name else None
     if opinfo is not None:
         for kind, gen in (("opinfo", opinfo.sample_inputs), ("reference", opinfo.reference_inputs)):
             for i, sample in enumerate(gen(device, dtype)):
-                args = _as_tensors(sample, arity, device, dtype)
-                if args is not None:
-                    found.append(Sample(f"{kind}[{i}]", args))
-    return found + edge_samples(arity, device, dtype, large)
+                bound = _bind(sample, params, device)
+                if bound is not None:
+                    found.append(Sample(f"{kind}[{i}]", *bound))
+    return found + edge_samples(params, device, dtype, registered, large)
+
+
+def entry_params(entry) -> list[tuple[str, str, bool]]:
+    """(name, kind, kwarg_only) of an ops.yaml entry's schema arguments."""
+    return [(a.name, a.kind, a.kwarg_only) for a in entry.args]
+
+
+def registered_dtypes(op) -> set:
+    return {TORCH_DTYPES[r.input] for r in op.registrations}
+
+
+def registered_outputs(op) -> set:
+    """Short torch names (e.g. "float32") of the dtypes the op's kernels produce."""
+    return {str(TORCH_DTYPES[r.output])[6:] for r in op.registrations}
 
 
 def devices() -> list[str]:
@@ -104,24 +183,34 @@ def devices() -> list[str]:
     return ["cpu"] + (["mps"] if torch.backends.mps.is_available() else [])
 
 
-MATCH, MISMATCH, NO_REFERENCE = "match", "mismatch", "no-reference"
+MATCH, MISMATCH, NO_REFERENCE, UNSUPPORTED = "match", "mismatch", "no-reference", "unsupported"
 
 
-def compare(op_fn, ref_fn, args: tuple) -> tuple[str, float, str]:
+def compare(op_fn, ref_fn, sample: Sample, registered_outputs: set = frozenset()) -> tuple[str, float, str]:
     """Run op and reference on the same inputs: (status, max abs error, message).
 
     NO_REFERENCE: torch itself rejects the input, so there is nothing to match.
+    UNSUPPORTED: torch's result has a dtype the op does not register, and the op
+    says so (NotImplementedError naming its registered dtypes).
     """
     try:
-        expected = ref_fn(*args)
+        expected = ref_fn(*sample.args, **sample.kwargs)
     except Exception as e:
         return NO_REFERENCE, 0.0, str(e).splitlines()[0]
-    actual = op_fn(*args)
+    try:
+        actual = op_fn(*sample.args, **sample.kwargs)
+    except NotImplementedError as e:
+        if "no kernel registered" in str(e) and str(expected.dtype)[6:] not in registered_outputs:
+            return UNSUPPORTED, 0.0, str(e).splitlines()[0]
+        return MISMATCH, float("inf"), f"NotImplementedError: {e}"
+    except Exception as e:  # torch computes a result where we raise
+        return MISMATCH, float("inf"), f"{type(e).__name__}: {e}"
     err = 0.0
     if actual.shape == expected.shape and actual.numel() and actual.dtype == expected.dtype:
-        diff = (actual.to(torch.float64) - expected.to(torch.float64)).abs()
+        diff = (actual.to(torch.complex128 if actual.is_complex() else torch.float64)
+                - expected.to(torch.complex128 if expected.is_complex() else torch.float64)).abs()
         same = actual.eq(expected)  # equal infinities differ by nan, not 0
-        if actual.is_floating_point():
+        if actual.is_floating_point() or actual.is_complex():
             same |= actual.isnan() & expected.isnan()
         diff = diff.masked_fill(same, 0)
         err = float(diff.nan_to_num(nan=float("inf")).max())

@@ -1,8 +1,9 @@
-"""op-output-match: every op of ops.yaml, every registered dtype, against torch.
+"""op-output-match: every entry of ops.yaml, every registered dtype, against torch.
 
 Samples: OpInfo sample_inputs and reference_inputs where op_db has the op,
-plus empty, 0-dim, non-contiguous, broadcasting and large inputs. Tolerances
-are torch.testing's dtype defaults (those of PyTorch's own test_output_match).
+plus empty, 0-dim, non-contiguous, broadcasting, type-promoting, non-finite
+and large inputs. Tolerances are torch.testing's dtype defaults (those of
+PyTorch's own test_output_match).
 """
 from __future__ import annotations
 
@@ -13,104 +14,45 @@ import torch
 
 import mpsgen  # noqa: F401  (loads the extension)
 from codegen.loader import load
-from mpsgen.samples import MATCH, MISMATCH, TORCH_DTYPES, compare, devices, reference, samples
+from mpsgen.samples import (MATCH, MISMATCH, TORCH_DTYPES, compare, devices, entry_params, reference,
+                            registered_dtypes, registered_outputs, samples)
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = load(ROOT / "ops.yaml")
-OPS = torch.ops.__getattr__(REGISTRY.namespace)
+OPS = getattr(torch.ops, REGISTRY.namespace)
+
+
+def op_overload(entry):
+    """torch.ops.<ns>.<name>.<overload> of an ops.yaml entry."""
+    packet = getattr(OPS, str(entry.schema.name.name.base))
+    return getattr(packet, entry.schema.name.overload_name or "default")
 
 
 def _cases():
     for op in REGISTRY.ops:
-        xfails = {x.dtype: x.reason for x in op.xfails}
-        for r in op.registrations:
-            dtype = TORCH_DTYPES[r.input]
-            marks = [pytest.mark.xfail(reason=xfails[r.input], strict=True)] if r.input in xfails else []
-            yield pytest.param(op, dtype, id=f"{op.name}-{str(dtype).removeprefix('torch.')}", marks=marks)
+        for entry in op.entries:
+            xfails = {x.dtype: x for x in entry.xfails}
+            for r in op.registrations:
+                dtype, xfail = TORCH_DTYPES[r.input], xfails.get(r.input)
+                # an xfail without `samples` covers the dtype; with them, only those samples
+                marks = [pytest.mark.xfail(reason=xfail.reason, strict=True)] if xfail and not xfail.samples else []
+                yield pytest.param(op, entry, dtype, xfail.samples if xfail else (), marks=marks,
+                                   id=f"{entry.qualified_name}-{str(dtype).removeprefix('torch.')}")
 
 
-@pytest.mark.parametrize("op,dtype", list(_cases()))
-def test_output_match(op, dtype):
-    fn, ref = getattr(OPS, op.name), reference(op.reference)
-    arity = len(op.input_names)
-    compared, failures = 0, []
+@pytest.mark.parametrize("op,entry,dtype,xfail_samples", list(_cases()))
+def test_output_match(op, entry, dtype, xfail_samples):
+    fn, ref = op_overload(entry), reference(entry.reference)
+    compared, failures, xfailed = 0, [], set()
     for device in devices():
-        for sample in samples(op.opinfo, arity, device, dtype):
-            status, err, message = compare(fn, ref, sample.args)
-            compared += status != "no-reference"
-            if status == MISMATCH:
+        for sample in samples(entry.opinfo, entry_params(entry), device, dtype, registered_dtypes(op)):
+            status, err, message = compare(fn, ref, sample, registered_outputs(op))
+            compared += status in (MATCH, MISMATCH)
+            if status == MISMATCH and sample.name in xfail_samples:
+                xfailed.add(sample.name)
+            elif status == MISMATCH:
                 failures.append(f"{device} {sample.name}: max error {err:.3g}\n{message}")
     assert compared >= 10, f"only {compared} samples had a torch reference result"
     assert not failures, f"{len(failures)} of {compared} samples differ:\n" + "\n".join(failures[:5])
-
-
-def _first(op_family: str):
-    return next(op for op in REGISTRY.ops if op.family == op_family)
-
-
-@pytest.mark.parametrize("family", ["unary", "binary"])
-def test_out_and_inplace_variants_match_reference(family):
-    op = _first(family)
-    ref = reference(op.reference)
-    for r in op.registrations[:1]:
-        dtype = TORCH_DTYPES[r.input]
-        args = tuple(torch.testing.make_tensor(4, 5, dtype=dtype, device="cpu") for _ in op.input_names)
-        expected = ref(*args)
-        out = torch.empty(0, dtype=expected.dtype)
-        result = getattr(OPS, op.name).out(*args, out=out)
-        assert result is out
-        torch.testing.assert_close(out, expected)
-        # out= into a non-contiguous tensor of the right shape
-        strided_out = torch.empty(5, 4, dtype=expected.dtype).t()
-        getattr(OPS, op.name).out(*args, out=strided_out)
-        torch.testing.assert_close(strided_out, expected)
-        if expected.dtype == dtype:
-            self_ = args[0].clone().t().contiguous().t()  # non-contiguous self
-            returned = getattr(OPS, op.name + "_")(self_, *args[1:])
-            assert returned is self_
-            torch.testing.assert_close(self_, expected)
-
-
-def _unregistered(op):
-    registered = {TORCH_DTYPES[r.input] for r in op.registrations}
-    return next(d for d in (torch.float64, torch.int16, torch.float32, torch.bool) if d not in registered)
-
-
-@pytest.mark.parametrize("op", REGISTRY.ops, ids=lambda op: op.name)
-def test_unregistered_dtype_raises_naming_op_and_registered_dtypes(op):
-    dtype = _unregistered(op)
-    args = [torch.ones(3, dtype=dtype) for _ in op.input_names]
-    with pytest.raises(RuntimeError) as info:
-        getattr(OPS, op.name)(*args)
-    message = str(info.value)
-    assert op.name in message and str(dtype).removeprefix("torch.").lower() in message.lower().replace("double", "float64")
-    first = TORCH_DTYPES[op.registrations[0].input]
-    assert {"float32": "Float", "int64": "Long"}.get(str(first)[6:], "") in message
-
-
-def test_mismatched_shapes_raise():
-    op = _first("binary")
-    with pytest.raises(RuntimeError, match="size of tensor a"):
-        getattr(OPS, op.name)(torch.ones(3), torch.ones(4))
-
-
-def test_out_dtype_that_torch_rejects_raises_like_torch():
-    op = next(o for o in REGISTRY.ops if o.promotes_int_to_float and o.family == "unary")
-    with pytest.raises(RuntimeError, match="can't be cast to the desired output type Long"):
-        getattr(OPS, op.name).out(torch.ones(3), out=torch.empty(3, dtype=torch.long))
-    with pytest.raises(RuntimeError, match="can't be cast"):
-        getattr(OPS, op.name + "_")(torch.arange(3))
-
-
-def test_unary_out_with_other_dtype_uses_castout_and_matches():
-    op = next(o for o in REGISTRY.ops if o.promotes_int_to_float and o.family == "unary")
-    x = torch.arange(-3, 7)
-    out = torch.empty(10, dtype=torch.float16)
-    getattr(OPS, op.name).out(x, out=out)
-    torch.testing.assert_close(out, reference(op.reference)(x).half())
-
-
-def test_inplace_rejects_broadcast_self():
-    op = _first("binary")
-    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
-        getattr(OPS, op.name + "_")(torch.ones(3), torch.ones(2, 3))
+    # strict: an xfailed sample that matches means the xfail in ops.yaml is stale
+    assert xfailed == set(xfail_samples), f"xfailed samples now match: {set(xfail_samples) - xfailed}"

@@ -118,7 +118,16 @@ at::TensorIterator build(const OpSpec& op, Backend backend, at::TensorList input
 
 void run(const OpSpec& op, Backend backend, at::TensorList inputs, const std::optional<c10::Scalar>& alpha,
          at::Tensor& out, const KernelFn& kernel, c10::ScalarType common) {
-  auto iter = build(op, backend, inputs, out);
+  // A 0-dim operand (a Python number, or a 0-dim tensor) enters the computation
+  // in the common dtype, as TensorIterator casts it on CPU: 2.1 added to a half
+  // tensor is added as half(2.1). The kernels would otherwise read it unrounded.
+  std::vector<at::Tensor> operands(inputs.begin(), inputs.end());
+  if (operands.size() > 1) {
+    for (auto& t : operands) {
+      if (t.dim() == 0 && t.scalar_type() != common) t = t.to(common);
+    }
+  }
+  auto iter = build(op, backend, operands, out);
   kernel(iter, common, alpha);
 }
 
