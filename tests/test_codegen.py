@@ -158,7 +158,7 @@ def test_rejects_unparseable_schema(tmp_path):
     assert "not a valid schema" in msg
 
 
-def test_rejects_schema_with_three_tensor_args(tmp_path):
+def test_rejects_schema_with_four_tensor_args(tmp_path):
     text = dedent("""
         namespace: testns
         ops:
@@ -167,25 +167,31 @@ def test_rejects_schema_with_three_tensor_args(tmp_path):
             reference: torch.ok
             functor: "template <typename T> inline T operator()(const T x) { return x; }"
 
-          - func: fma3(Tensor self, Tensor b, Tensor c) -> Tensor
+          - func: fma4(Tensor self, Tensor b, Tensor c, Tensor d) -> Tensor
             dtypes: [float]
-            reference: torch.fma3
+            reference: torch.fma4
             functor: |
               template <typename T>
               inline T operator()(const T a, const T b, const T c) { return a * b + c; }
         """)
-    msg = single_error(run_invalid(tmp_path, text), lineno(text, "fma3("), "func", "fma3")
-    assert "3" in msg
+    msg = single_error(run_invalid(tmp_path, text), lineno(text, "fma4("), "func", "fma4")
+    assert "got 4" in msg
 
 
-@pytest.mark.parametrize("arg", ["int n", "Scalar other", "Tensor? other", "Tensor other=None"])
-def test_rejects_schema_with_non_tensor_arg(tmp_path, arg):
+@pytest.mark.parametrize("arg,says", [
+    ("int n", "'Tensor' and 'Scalar' arguments only"),
+    ("Tensor? other", "'Tensor' and 'Scalar' arguments only"),
+    ("Tensor other=None", "positional, without defaults"),
+    ("*, Tensor other", "positional, without defaults"),
+    ("Scalar a, Scalar b", "at most one"),
+])
+def test_rejects_schema_with_unsupported_args(tmp_path, arg, says):
     text = registry(unary_op("ok"),
                     f"  - func: scaled(Tensor self, {arg}) -> Tensor\n"
                     "    dtypes: [float]\n    reference: torch.scaled\n"
                     f"    functor: |\n{BINARY_BODY}")
     msg = single_error(run_invalid(tmp_path, text), lineno(text, "scaled("), "func", "scaled")
-    assert "Tensor" in msg
+    assert says in msg
 
 
 def test_rejects_unknown_dtype_in_pair(tmp_path):
@@ -595,8 +601,9 @@ def test_line_directive_maps_functor_to_its_yaml_lines(tmp_path, form):
     metal = (out / "foo.metal").read_text().splitlines()
 
     directives = [i for i, l in enumerate(metal) if l.startswith("#line ")]
-    assert len(directives) == 2, metal
-    start, end = directives
+    # functor, resume, then one per registration (below)
+    assert len(directives) == 2 + len(FLOATS), metal
+    start, end = directives[:2]
     m = re.fullmatch(r'#line (\d+) "ops\.yaml"', metal[start])
     assert m, metal[start]
     n = int(m.group(1))
@@ -621,13 +628,18 @@ def test_line_directive_maps_functor_to_its_yaml_lines(tmp_path, form):
     m = re.fullmatch(r'#line (\d+) "foo\.metal"', metal[end])
     assert m and int(m.group(1)) == end + 2, metal[end]
 
-
-# ---- 8. the shipped registry --------------------------------------------------------
+    # each registration is attributed to foo's `dtypes:` line
+    dtypes_line = next(i + 1 for i, l in enumerate(yaml_lines) if l.strip() == "dtypes: [float]"
+                       and "foo(" in yaml_lines[i - 1])
+    for i in directives[2:]:
+        assert metal[i] == f'#line {dtypes_line} "ops.yaml"', metal[i]
+        assert metal[i + 1].startswith("REGISTER_UNARY_OP(foo, ")
 
 
 def test_shipped_registry_loads(tmp_path):
     shipped = ROOT / "ops.yaml"
-    n_ops = sum(1 for l in shipped.read_text().splitlines() if re.match(r"\s*- func:", l))
+    # an op is an entry with a functor; the others are its Scalar overloads
+    n_ops = sum(1 for l in shipped.read_text().splitlines() if re.match(r"\s*functor:", l))
     out = tmp_path / "out"
     r = generate_ok(shipped, out)
     assert r.stdout.startswith(f"{n_ops} ops:")
@@ -640,3 +652,85 @@ def test_shipped_generated_dir_is_fresh():
     r = cli("check", ROOT / "ops.yaml", ROOT / "generated")
     assert r.returncode == 0, (
         "generated/ is stale; run `python -m codegen generate`\n" + r.stderr)
+
+
+# ---- families, overloads and the functor's result type ------------------------------
+
+
+FAMILY_OPS = {
+    "unary_alpha": ("  - func: shrink(Tensor self, Scalar lambd=0.5) -> Tensor\n    dtypes: [float]\n",
+                    "x, const T lambd", "REGISTER_UNARY_ALPHA_OP(shrink, half, half, half)"),
+    "binary_alpha": ("  - func: plus(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor\n"
+                     "    dtypes: [float]\n", "a, const T b, const T alpha",
+                     "REGISTER_BINARY_ALPHA_OP(plus, half, half, half)"),
+    "ternary": ("  - func: fma(Tensor self, Tensor b, Tensor c) -> Tensor\n    dtypes: [opmath_float]\n",
+                "a, const T b, const T c", "REGISTER_OPMATH_TERNARY_OP(fma, half, half)"),
+    "comparison": ("  - func: less(Tensor self, Tensor other) -> Tensor\n    dtypes: [float2bool]\n",
+                   "a, const T b", "REGISTER_BINARY_CASTOUT_OP(less, half, bool)"),
+}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILY_OPS))
+def test_each_family_emits_its_torch_macro(tmp_path, family):
+    head, params, expected = FAMILY_OPS[family]
+    name = head.split("func: ")[1].split("(")[0]
+    ret = "bool" if family == "comparison" else "T"
+    text = registry(head + f"    reference: torch.{name}\n    functor: |\n"
+                    f"      template <typename T>\n      inline {ret} operator()(const T {params}) {{ return {ret}(0); }}\n")
+    out = tmp_path / "out"
+    generate_ok(write_ops(tmp_path, text), out)
+    assert expected + ";" in (out / f"{name}.metal").read_text().splitlines()
+
+
+def test_scalar_overload_reuses_kernels_and_registers_all_variants(tmp_path):
+    text = registry(binary_op("plus"), "  - func: plus.Scalar(Tensor self, Scalar other) -> Tensor\n")
+    out = tmp_path / "out"
+    generate_ok(write_ops(tmp_path, text), out)
+    assert sorted(p.name for p in out.iterdir()) == sorted(per_op_files("plus") + ["registration.cpp"])
+    reg = (out / "registration.cpp").read_text()
+    for schema in ("plus.Scalar(Tensor self, Scalar other) -> Tensor",
+                   "plus.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)",
+                   "plus_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)"):
+        assert f'm.def("{schema}");' in reg
+    cpu = (out / "plus_cpu.cpp").read_text()
+    assert "at::native::wrapped_scalar_tensor(other)" in cpu
+    assert 'm.impl("plus.Scalar", &plus_Scalar_cpu);' in cpu
+
+
+@pytest.mark.parametrize("overload,says", [
+    ("minus.Scalar(Tensor self, Scalar other) -> Tensor", "no op named 'minus'"),
+    ("plus.Scalar(Tensor self, Scalar b) -> Tensor", "by the same names"),
+    ("plus.Scalar(Scalar self, Tensor other) -> Tensor", "other than the first"),
+    ("plus.Same(Tensor self, Tensor other) -> Tensor", "at least one Tensor by a Scalar"),
+])
+def test_rejects_bad_scalar_overload(tmp_path, overload, says):
+    text = registry(binary_op("plus"), f"  - func: {overload}\n")
+    errors = run_invalid(tmp_path, text)
+    msg = single_error(errors, lineno(text, overload.split("(")[0] + "("), "func", overload.split("(")[0])
+    assert says in msg
+
+
+def test_rejects_opmath_for_unary(tmp_path):
+    text = registry(unary_op("foo", dtypes="[opmath_float]"))
+    msg = single_error(run_invalid(tmp_path, text), lineno(text, "dtypes:"), "dtypes", "foo")
+    assert "binary and ternary ops only" in msg
+
+
+def test_functor_result_type_contradicting_dtypes_fails_compile_at_the_yaml_line(tmp_path):
+    """int -> float is registered, but the functor returns int for int: the C++ compile of
+    the generated .metal (through the Metal host shim) fails, naming the ops.yaml line."""
+    text = registry(unary_op("ok"), unary_op("foo", dtypes="\n      - float\n      - {in: int, out: float}"))
+    out = tmp_path / "out"
+    generate_ok(write_ops(tmp_path, text), out)
+    from codegen.build import CPU_SUPPORT, SHIM_INCLUDE, torch_include
+    from codegen.host_names import preprocess
+
+    # the CPU build's route: preprocess through the shim, then compile
+    text_cpp = preprocess("c++", out / "foo.metal", [SHIM_INCLUDE, CPU_SUPPORT, torch_include()])
+    r = subprocess.run(["c++", "-std=c++20", "-fsyntax-only", "-Wno-attributes", "-x", "c++", "-"],
+                       input=text_cpp, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert r.returncode != 0
+    line = lineno(text, "{in: int, out: float}")
+    errors = [l for l in r.stderr.splitlines() if ": error: " in l]
+    assert errors and all(l.startswith(f"ops.yaml:{line}:") for l in errors), r.stderr[-3000:]
+    assert "Output dtype mismatch for unary op foo and input int" in errors[0]
