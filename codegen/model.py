@@ -54,12 +54,13 @@ class Arg:
     kind: str  # "Tensor" | "Scalar"
     decl: str  # as written in the schema, e.g. "Scalar alpha=1"
     kwarg_only: bool
+    has_default: bool = False
 
 
 def schema_args(schema: FunctionSchema) -> list[Arg]:
     a = schema.arguments
-    return [Arg(x.name, str(x.type), str(x), False) for x in a.flat_positional] + [
-        Arg(x.name, str(x.type), str(x), True) for x in a.flat_kwarg_only
+    return [Arg(x.name, str(x.type), str(x), False, x.default is not None) for x in a.flat_positional] + [
+        Arg(x.name, str(x.type), str(x), True, x.default is not None) for x in a.flat_kwarg_only
     ]
 
 

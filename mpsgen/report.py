@@ -3,8 +3,9 @@
     python -m mpsgen.report [--quick]
 
 Prints one row per (op, registered dtype, device): how many samples matched the
-torch reference within dtype tolerances, and the largest absolute error.
-Exits 1 if any sample mismatched.
+torch reference within dtype tolerances, and the largest absolute error; then
+how many (op, dtype, sample) cases matched per op. Exits 1 if any sample
+mismatched, other than the ones an xfail in ops.yaml names.
 """
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ import torch
 
 import mpsgen  # noqa: F401  (loads the extension)
 from codegen.loader import load
-from mpsgen.samples import MATCH, MISMATCH, TORCH_DTYPES, compare, devices, reference, samples
+from mpsgen.samples import (MATCH, MISMATCH, TORCH_DTYPES, UNSUPPORTED, compare, devices, entry_params, reference,
+                            registered_dtypes, registered_outputs, samples)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,34 +30,55 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="skip the large (1M-element) samples")
     args = parser.parse_args(argv)
     registry = load(args.ops)
-    ops = getattr(torch.ops, registry.namespace)
     start = time.perf_counter()
-    header = f"{'op':<14}{'dtype':<10}{'device':<8}{'matched':>10}{'max error':>12}  where it differs"
+    header = f"{'op':<18}{'dtype':<11}{'device':<8}{'matched':>10}{'max error':>12}  where it differs"
     print(header)
     print("-" * len(header))
-    total = bad = 0
+    per_op: dict[str, list[int]] = {}  # name -> [matched, compared, xfailed, unsupported]
     for op in registry.ops:
-        fn, ref = getattr(ops, op.name), reference(op.reference)
-        for r in op.registrations:
-            dtype = TORCH_DTYPES[r.input]
-            for device in devices():
-                matched = compared = 0
-                worst, where = 0.0, []
-                for sample in samples(op.opinfo, len(op.input_names), device, dtype, large=not args.quick):
-                    status, err, _ = compare(fn, ref, sample.args)
-                    if status in (MATCH, MISMATCH):
+        for entry in op.entries:
+            fn, ref = op_overload(registry.namespace, entry), reference(entry.reference)
+            xfails = {x.dtype: x for x in entry.xfails}
+            counts = per_op.setdefault(entry.qualified_name, [0, 0, 0, 0])
+            for r in op.registrations:
+                dtype, xfail = TORCH_DTYPES[r.input], xfails.get(r.input)
+                for device in devices():
+                    matched = compared = 0
+                    worst, where = 0.0, []
+                    for sample in samples(entry.opinfo, entry_params(entry), device, dtype, registered_dtypes(op),
+                                          large=not args.quick):
+                        status, err, _ = compare(fn, ref, sample, registered_outputs(op))
+                        counts[3] += status == UNSUPPORTED
+                        if status not in (MATCH, MISMATCH):
+                            continue
+                        if status == MISMATCH and xfail and (not xfail.samples or sample.name in xfail.samples):
+                            counts[2] += 1  # expected to differ: ops.yaml says why
+                            where.append(f"{sample.name} (xfail)")
+                            continue
                         compared += 1
                         matched += status == MATCH
                         worst = max(worst, err)
-                    if status == MISMATCH:
-                        where.append(sample.name)
-                total += compared
-                bad += compared - matched
-                print(f"{op.name:<14}{str(dtype)[6:]:<10}{device:<8}{f'{matched}/{compared}':>10}"
-                      f"{worst:>12.3g}  {', '.join(where[:4])}")
-    print(f"\n{len(registry.ops)} ops, {total} (op, dtype, sample) cases: {total - bad} matched, "
-          f"{bad} differ ({time.perf_counter() - start:.1f} s)")
+                        if status == MISMATCH:
+                            where.append(sample.name)
+                    counts[0] += matched
+                    counts[1] += compared
+                    print(f"{entry.qualified_name:<18}{str(dtype)[6:]:<11}{device:<8}{f'{matched}/{compared}':>10}"
+                          f"{worst:>12.3g}  {', '.join(where[:4])}")
+    print(f"\n{'op':<18}{'matched':>14}{'xfailed':>9}{'unsupported':>13}   (op, dtype, sample) cases")
+    for name, (matched, compared, xfailed, unsupported) in per_op.items():
+        print(f"{name:<18}{f'{matched}/{compared}':>14}{xfailed:>9}{unsupported:>13}")
+    total = sum(c[1] for c in per_op.values())
+    bad = total - sum(c[0] for c in per_op.values())
+    print(f"\n{len(registry.ops)} ops ({len(per_op)} entries with overloads), {total} (op, dtype, sample) cases: "
+          f"{total - bad} matched, {bad} differ, {sum(c[2] for c in per_op.values())} xfailed as ops.yaml says "
+          f"({time.perf_counter() - start:.1f} s)")
     return 1 if bad else 0
+
+
+def op_overload(namespace: str, entry):
+    """torch.ops.<ns>.<name>.<overload> of an ops.yaml entry."""
+    packet = getattr(getattr(torch.ops, namespace), str(entry.schema.name.name.base))
+    return getattr(packet, entry.schema.name.overload_name or "default")
 
 
 if __name__ == "__main__":

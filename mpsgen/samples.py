@@ -43,13 +43,13 @@ def _opinfo(name: str):
 def _bind(sample, params, device) -> tuple[tuple, dict] | None:
     """OpInfo sample as (args, kwargs) for our schema, or None when it doesn't fit.
 
-    params: [(name, "Tensor" | "Scalar", kwarg_only)] of the entry's schema.
+    params: [(name, "Tensor" | "Scalar", kwarg_only, has_default)] of the entry's schema.
     A Python number given for a Tensor parameter becomes a 0-dim tensor, which
     promotes like the number would.
     """
     values, kwargs = [sample.input, *sample.args], dict(sample.kwargs)
     args, kw = [], {}
-    for i, (name, kind, kwarg_only) in enumerate(params):
+    for i, (name, kind, kwarg_only, _) in enumerate(params):
         if i < len(values):
             value = values[i]
         elif name in kwargs:
@@ -87,8 +87,8 @@ _NONFINITE = [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1.0, -1.0]
 def edge_samples(params, device: str, dtype: torch.dtype, registered: set, large: bool = True) -> list[Sample]:
     """Empty, 0-dim, non-contiguous, broadcasting, type-promoting, non-finite and large inputs.
 
-    params: [(name, kind, kwarg_only)]; the Tensor parameters get the layouts,
-    Scalar parameters a Python number (Tensor-Scalar overloads) or their default.
+    params: [(name, kind, kwarg_only, has_default)]; the Tensor parameters get the
+    layouts, Scalar parameters a Python number (Tensor-Scalar overloads) or their default.
     registered: the torch dtypes the op registers, to pick promotion partners.
     """
     tensors = [p for p in params if p[1] == "Tensor"]
@@ -97,13 +97,15 @@ def edge_samples(params, device: str, dtype: torch.dtype, registered: set, large
     def sample(name, *ts, scalars=None):
         """Place the tensors ts into the Tensor parameters, numbers into the others."""
         it, args, kw = iter(ts), [], {}
-        for pname, kind, kwarg_only in params:
+        for pname, kind, kwarg_only, has_default in params:
             if kind == "Tensor":
                 value = next(it)
-            elif scalars is None or pname not in scalars:
+            elif scalars is not None and pname in scalars:
+                value = scalars[pname]
+            elif has_default:
                 continue
             else:
-                value = scalars[pname]
+                value = _number(dtype)
             (kw.__setitem__(pname, value) if kwarg_only else args.append(value))
         return Sample(name, tuple(args), kw)
 
@@ -134,7 +136,7 @@ def edge_samples(params, device: str, dtype: torch.dtype, registered: set, large
                 if partner != dtype and torch.result_type(first, other) in registered:
                     s.append(sample(f"promote-{kind}-{str(partner)[6:]}", first, other, *rest))
     scalars = [p for p in params if p[1] == "Scalar"]
-    for pname, _, _ in scalars:
+    for pname, *_ in scalars:
         # an explicit value for each Scalar parameter, of each category torch promotes with
         for number in dict.fromkeys([_number(dtype), 2, 0.5, True]):
             s.append(sample(f"{pname}={number!r}", *(make(4, 6) for _ in range(n)), scalars={pname: number}))
@@ -164,9 +166,9 @@ def samples(opinfo_name: str, params, device: str, dtype: torch.dtype, registere
     return found + edge_samples(params, device, dtype, registered, large)
 
 
-def entry_params(entry) -> list[tuple[str, str, bool]]:
-    """(name, kind, kwarg_only) of an ops.yaml entry's schema arguments."""
-    return [(a.name, a.kind, a.kwarg_only) for a in entry.args]
+def entry_params(entry) -> list[tuple[str, str, bool, bool]]:
+    """(name, kind, kwarg_only, has_default) of an ops.yaml entry's schema arguments."""
+    return [(a.name, a.kind, a.kwarg_only, a.has_default) for a in entry.args]
 
 
 def registered_dtypes(op) -> set:

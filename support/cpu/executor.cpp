@@ -95,6 +95,7 @@ struct Launch {
   void push(const void* p) { buffers.push_back(const_cast<void*>(p)); }
   void run(const std::string& kname, int expected_grid_dims) {
     const KernelEntry& k = lookup(kname);
+    record_launch(kname);
     TORCH_INTERNAL_ASSERT(k.grid_dims == expected_grid_dims, "unexpected grid for ", kname);
     void* const* b = buffers.data();
     const uint32_t gx = grid_x;

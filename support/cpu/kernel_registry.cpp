@@ -1,7 +1,9 @@
 #include "kernel_registry.h"
 
 #include <map>
+#include <mutex>
 #include <stdexcept>
+#include <utility>
 
 namespace mpsgen::cpu {
 namespace {
@@ -28,6 +30,21 @@ std::vector<std::string> kernel_names() {
   std::vector<std::string> names;
   for (const auto& kv : registry()) names.push_back(kv.first);
   return names;
+}
+
+namespace {
+std::mutex launches_mutex;
+std::vector<std::string> launches;
+} // namespace
+
+void record_launch(const std::string& host_name) {
+  std::lock_guard<std::mutex> lock(launches_mutex);
+  if (launches.size() < 4096) launches.push_back(host_name);  // bounded: tests read it
+}
+
+std::vector<std::string> take_launches() {
+  std::lock_guard<std::mutex> lock(launches_mutex);
+  return std::exchange(launches, {});
 }
 
 } // namespace mpsgen::cpu

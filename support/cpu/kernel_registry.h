@@ -26,4 +26,9 @@ bool register_kernel(const char* host_name, KernelRunFn run, int grid_dims);
 const KernelEntry* find_kernel(const std::string& host_name);
 std::vector<std::string> kernel_names();
 
+// The executor records each launch's host_name; take_launches() returns and
+// clears them (tests check which kernel variant a call selected).
+void record_launch(const std::string& host_name);
+std::vector<std::string> take_launches();
+
 } // namespace mpsgen::cpu

@@ -150,9 +150,9 @@ at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList in
   const auto& reg = check_registered(op, inputs, common);
   check_devices(op, backend, inputs, &out);
   check_alpha(op, inputs, common, alpha);
-  // torch's structured ops refuse an unsafe cast of the result; comparisons
-  // store their bool results into any dtype.
-  TORCH_CHECK(op.bool_output || c10::canCast(common, out.scalar_type()), op.name, ": result type ", common,
+  // torch's structured ops refuse an unsafe cast of the result (bool results
+  // of comparisons cast to anything; abs of complex is real).
+  TORCH_CHECK(c10::canCast(reg.output, out.scalar_type()), op.name, ": result type ", reg.output,
               " can't be cast to the desired output type ", out.scalar_type());
   if (out.scalar_type() == reg.output || op.castout) {
     // castout kernels store into any output dtype themselves

@@ -6,9 +6,7 @@
 
 namespace {
 
-// The host_names of every kernel the CPU backend holds, as a sorted list.
-PyObject* cpu_kernel_names(PyObject*, PyObject*) {
-  const auto names = mpsgen::cpu::kernel_names();
+PyObject* string_list(const std::vector<std::string>& names) {
   PyObject* list = PyList_New(static_cast<Py_ssize_t>(names.size()));
   if (!list) return nullptr;
   for (size_t i = 0; i < names.size(); ++i) {
@@ -17,8 +15,19 @@ PyObject* cpu_kernel_names(PyObject*, PyObject*) {
   return list;
 }
 
+// The host_names of every kernel the CPU backend holds, as a sorted list.
+PyObject* cpu_kernel_names(PyObject*, PyObject*) {
+  return string_list(mpsgen::cpu::kernel_names());
+}
+
+// The host_names launched since the last call, in launch order.
+PyObject* cpu_take_launches(PyObject*, PyObject*) {
+  return string_list(mpsgen::cpu::take_launches());
+}
+
 PyMethodDef methods[] = {
     {"cpu_kernel_names", cpu_kernel_names, METH_NOARGS, "host_names of the CPU backend's kernels"},
+    {"cpu_take_launches", cpu_take_launches, METH_NOARGS, "host_names launched since the last call"},
     {nullptr, nullptr, 0, nullptr},
 };
 

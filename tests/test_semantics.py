@@ -1,0 +1,220 @@
+"""Structured-op semantics of every entry of ops.yaml, against torch as the oracle.
+
+out= (resizing, non-contiguous, another dtype through castout or a cast, dtypes
+torch refuses), in-place on a non-contiguous self, the errors for unregistered
+dtypes, mismatched shapes and bad alphas, and >32-bit indexing.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+import mpsgen._C as ext
+from codegen.loader import load
+from mpsgen.samples import TORCH_DTYPES, edge_samples, entry_params, reference, registered_dtypes
+
+ROOT = Path(__file__).resolve().parent.parent
+REGISTRY = load(ROOT / "ops.yaml")
+OPS = getattr(torch.ops, REGISTRY.namespace)
+METAL_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
+                torch.int8, torch.uint8, torch.bool]
+
+
+def overload(qualified: str):
+    """torch.ops.<ns>.<name>.<overload> for a name such as `add_.Tensor` or `mul.out`."""
+    name, _, ov = qualified.partition(".")
+    return getattr(getattr(OPS, name), ov or "default")
+
+
+def _cases(all_dtypes=True):
+    for op in REGISTRY.ops:
+        for entry in op.entries:
+            regs = op.registrations if all_dtypes else op.registrations[:1]
+            for r in regs:
+                dtype = TORCH_DTYPES[r.input]
+                yield pytest.param(op, entry, dtype, id=f"{entry.qualified_name}-{str(dtype)[6:]}")
+
+
+def _transposed_sample(op, entry, dtype):
+    """Non-contiguous (5, 7) inputs; Scalars as a user passes them."""
+    s = next(s for s in edge_samples(entry_params(entry), "cpu", dtype, registered_dtypes(op), large=False)
+             if s.name == "transposed")
+    return s.args, s.kwargs
+
+
+@pytest.mark.parametrize("op,entry,dtype", list(_cases()))
+def test_out_variant_matches_reference(op, entry, dtype):
+    args, kwargs = _transposed_sample(op, entry, dtype)
+    expected = reference(entry.reference)(*args, **kwargs)
+    out_fn = overload(entry.schema_names["out"])
+
+    # resized from empty, returned as given
+    out = torch.empty(0, dtype=expected.dtype)
+    assert out_fn(*args, **kwargs, out=out) is out
+    torch.testing.assert_close(out, expected, equal_nan=True)
+
+    # into a non-contiguous tensor of the right shape: its strides are kept
+    strided = torch.empty(expected.shape[::-1], dtype=expected.dtype).t()
+    out_fn(*args, **kwargs, out=strided)
+    assert not strided.is_contiguous()
+    torch.testing.assert_close(strided, expected, equal_nan=True)
+
+    # a non-empty out= of the wrong shape is resized (with torch's deprecation
+    # warning, which torch.ops calls print from C++ rather than raise as a UserWarning)
+    wrong = torch.empty(3, dtype=expected.dtype)
+    out_fn(*args, **kwargs, out=wrong)
+    torch.testing.assert_close(wrong, expected, equal_nan=True)
+
+    # another dtype: what torch allows is computed, then cast (castout kernels for
+    # unary ops and comparisons); what it refuses raises its error
+    for other in METAL_DTYPES:
+        if other == expected.dtype:
+            continue
+        target = torch.empty(expected.shape, dtype=other)
+        if torch.can_cast(expected.dtype, other):
+            out_fn(*args, **kwargs, out=target)
+            _close_after_cast(target, expected)
+        else:
+            with pytest.raises(RuntimeError, match=f"can't be cast to the desired output type"):
+                out_fn(*args, **kwargs, out=target)
+
+
+# torch.testing's default (rtol, atol) per dtype
+TOLERANCES = {torch.float16: (1e-3, 1e-5), torch.bfloat16: (1.6e-2, 1e-5), torch.float32: (1.3e-6, 1e-5),
+              torch.complex32: (1e-3, 1e-5), torch.complex64: (1.3e-6, 1e-5)}
+
+
+def _close_after_cast(actual, expected):
+    """actual holds expected cast to its dtype, within the looser of the two dtypes' tolerances."""
+    rtol, atol = max(TOLERANCES.get(actual.dtype, (0, 0)), TOLERANCES.get(expected.dtype, (0, 0)))
+    torch.testing.assert_close(actual, expected.to(actual.dtype), equal_nan=True, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("op,entry,dtype", list(_cases()))
+def test_inplace_on_noncontiguous_self(op, entry, dtype):
+    args, kwargs = _transposed_sample(op, entry, dtype)
+    expected = reference(entry.reference)(*args, **kwargs)
+    self_ = args[0].clone().t().contiguous().t()  # same values, non-contiguous
+    assert not self_.is_contiguous()
+    inplace = overload(entry.schema_names["inplace"])
+    if torch.can_cast(expected.dtype, dtype):
+        assert inplace(self_, *args[1:], **kwargs) is self_
+        assert not self_.is_contiguous()
+        _close_after_cast(self_, expected)
+    else:
+        with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+            inplace(self_, *args[1:], **kwargs)
+
+
+@pytest.mark.parametrize("op", [o for o in REGISTRY.ops if len(o.tensor_args) > 1], ids=lambda o: o.name)
+def test_inplace_rejects_broadcasting_self(op):
+    dtype = TORCH_DTYPES[op.registrations[0].input]
+    args = [torch.ones(3, dtype=dtype)] + [torch.ones(2, 3, dtype=dtype) for _ in op.tensor_args[1:]]
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        overload(op.schema_names["inplace"])(*args)
+
+
+@pytest.mark.parametrize("op", [o for o in REGISTRY.ops if len(o.tensor_args) > 1], ids=lambda o: o.name)
+def test_mismatched_shapes_raise_like_torch(op):
+    dtype = TORCH_DTYPES[op.registrations[0].input]
+    args = [torch.ones(3, dtype=dtype)] + [torch.ones(4, dtype=dtype) for _ in op.tensor_args[1:]]
+    with pytest.raises(RuntimeError, match="must match the size of tensor"):
+        overload(op.qualified_name)(*args)
+
+
+def _unregistered(op):
+    registered = registered_dtypes(op)
+    return next(d for d in (torch.float64, torch.int16, torch.float32, torch.bool) if d not in registered)
+
+
+@pytest.mark.parametrize("entry", REGISTRY.entries, ids=lambda e: e.qualified_name)
+def test_unregistered_dtype_raises_naming_op_and_registered_dtypes(entry):
+    op = next(o for o in REGISTRY.ops if entry in o.entries)
+    dtype = _unregistered(op)
+    args = [torch.ones(3, dtype=dtype) if a.kind == "Tensor" else 1 for a in entry.args if not a.kwarg_only]
+    with pytest.raises(NotImplementedError) as info:
+        overload(entry.qualified_name)(*args)
+    message = str(info.value)
+    assert f"{op.name}: no kernel registered for dtype {str(dtype)[6:].replace('float64', 'Double')}" \
+        .lower().replace("int16", "short").replace("float32", "float") in message.lower()
+    assert f"{op.loc} registers: " in message
+    first = TORCH_DTYPES[op.registrations[0].input]
+    assert {"float32": "Float", "int64": "Long"}[str(first)[6:]] in message
+
+
+@pytest.mark.parametrize("alpha,match", [(0.5, "alpha must not be a floating point number"),
+                                         (True, "Boolean alpha only supported for Boolean results")])
+def test_add_alpha_checks_match_torch(alpha, match):
+    a, b = torch.arange(3), torch.arange(3)
+    with pytest.raises(RuntimeError, match=match):
+        torch.add(a, b, alpha=alpha)  # the oracle raises the same
+    with pytest.raises(RuntimeError, match=match):
+        OPS.add(a, b, alpha=alpha)
+
+
+# ---- tensors that need more than 32-bit indexing ------------------------------------
+
+BIG = {"exp": (torch.exp, 1), "add.Tensor": (torch.add, 2), "lt.Tensor": (torch.lt, 2),
+       "lerp.Tensor": (torch.lerp, 3)}
+
+
+@pytest.fixture(scope="module")
+def big_storage():
+    """A float32 storage of 2**29 + 2**20 elements (over 2 GiB of byte offsets), left
+    uninitialised except where the strided views below read."""
+    return torch.empty((1 << 29) + (1 << 20), dtype=torch.float32)
+
+
+@pytest.mark.parametrize("name", sorted(BIG))
+def test_views_beyond_32bit_offsets_split_like_the_mps_host(name, big_storage):
+    ref, n = BIG[name]
+    # every 2**14-th element: 32800 elements whose byte offsets reach past 2**31,
+    # so TensorIterator cannot use 32-bit indexing and exec_*_kernel splits it
+    views = []
+    for i in range(n):
+        v = big_storage[i::1 << 14][:32800]
+        v.copy_(torch.randn(v.shape) if i < 2 else torch.rand(v.shape))
+        views.append(v)
+    assert views[0].storage_offset() + (views[0].numel() - 1) * views[0].stride(0) >= (1 << 29)
+    ext.cpu_take_launches()
+    actual = overload(name)(*views)
+    launches = ext.cpu_take_launches()
+    assert len(launches) >= 2, launches  # one launch per 32-bit sub-iterator
+    torch.testing.assert_close(actual, ref(*views))
+
+
+# ---- the kernel variant a call selects, as exec_*_kernel names it -------------------
+
+VARIANTS = [
+    ("exp", lambda: (torch.rand(8),), {}, ["exp_dense_scalar_float_float"]),
+    # a transposed input is still dense: the output takes its strides
+    ("exp", lambda: (torch.rand(8, 8).t(),), {}, ["exp_dense_scalar_float_float"]),
+    ("exp", lambda: (torch.rand(8, 8)[:, ::2],), {}, ["exp_strided_float_float"]),
+    ("exp", lambda: (torch.arange(8),), {"out": torch.empty(8, dtype=torch.float16)},
+     ["exp_dense_castout_long"]),
+    ("add.Tensor", lambda: (torch.rand(8), torch.rand(8)), {"alpha": 2}, ["add_dense_float_float_float"]),
+    ("add.Tensor", lambda: (torch.rand(4, 8), torch.rand(8)), {}, ["add_dense_broadcast_float_float_float"]),
+    ("mul.Scalar", lambda: (torch.rand(8), 2.5), {}, ["mul_dense_scalar_float_float"]),
+    ("mul.Scalar", lambda: (torch.arange(8, dtype=torch.int32), 2), {}, ["mul_dense_scalar_int_int"]),
+    ("mul.Tensor", lambda: (torch.rand(8), torch.arange(8)), {}, ["mul_dense_cast_float_float"]),
+    ("lt.Tensor", lambda: (torch.rand(8), torch.rand(8)), {"out": torch.empty(8, dtype=torch.int32)},
+     ["lt_strided_castout_bool_float"]),
+    ("lt.Tensor", lambda: (torch.rand(8), torch.arange(8)), {}, ["lt_dense_cast_bool_float"]),
+    ("hardshrink", lambda: (torch.rand(8, 8)[:, ::2],), {}, ["hardshrink_strided_float_float_float"]),
+    ("lerp.Tensor", lambda: (torch.rand(8), torch.rand(8), torch.rand(8)), {}, ["lerp_dense_float_float"]),
+    # the wrapped weight broadcasts (stride 0): not contiguous
+    ("lerp.Scalar", lambda: (torch.rand(8), torch.rand(8), 0.5), {}, ["lerp_strided_float_float"]),
+    ("addcmul", lambda: (torch.rand(8), torch.rand(8, 8).t(), torch.rand(8)), {}, ["addcmul_strided_float_float"]),
+    ("addcmul", lambda: (torch.rand(8), torch.arange(8), torch.rand(8)), {}, ["addcmul_dense_cast_float"]),
+]
+
+
+@pytest.mark.parametrize("name,make,kwargs,expected", VARIANTS, ids=[f"{v[0]}-{v[3][0]}" for v in VARIANTS])
+def test_selects_the_kernel_exec_kernel_would(name, make, kwargs, expected):
+    args = make()
+    fn = overload(name if "out" not in kwargs else name.split(".")[0] + ".out")
+    ext.cpu_take_launches()
+    fn(*args, **kwargs)
+    assert ext.cpu_take_launches() == expected
