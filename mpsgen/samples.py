@@ -49,7 +49,7 @@ def _bind(sample, params, device) -> tuple[tuple, dict] | None:
     """
     values, kwargs = [sample.input, *sample.args], dict(sample.kwargs)
     args, kw = [], {}
-    for i, (name, kind, kwarg_only, _) in enumerate(params):
+    for i, (name, kind, kwarg_only, has_default) in enumerate(params):
         if i < len(values):
             value = values[i]
         elif name in kwargs:
@@ -62,7 +62,7 @@ def _bind(sample, params, device) -> tuple[tuple, dict] | None:
             value = torch.tensor(value, device=device)
         if (kind == "Tensor") != isinstance(value, torch.Tensor):
             return None
-        (kw.__setitem__(name, value) if kwarg_only else args.append(value))
+        (kw.__setitem__(name, value) if kwarg_only or has_default else args.append(value))
     if len(values) > len(params) or kwargs:
         return None
     return tuple(args), kw
@@ -106,7 +106,9 @@ def edge_samples(params, device: str, dtype: torch.dtype, registered: set, large
                 continue
             else:
                 value = _number(dtype)
-            (kw.__setitem__(pname, value) if kwarg_only else args.append(value))
+            # optional Scalars by keyword: torch's Python signatures differ in their
+            # positions (torch.sub(t, 3, 0.5) is a deprecated overload)
+            (kw.__setitem__(pname, value) if kwarg_only or has_default else args.append(value))
         return Sample(name, tuple(args), kw)
 
     make = lambda *shape: _make(shape, device, dtype)  # noqa: E731
