@@ -50,12 +50,10 @@ at::Tensor& abs_inplace_cpu(at::Tensor& self) {
                                  self, abs_cpu_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("abs", &abs_cpu);
   m.impl("abs.out", &abs_out_cpu);
   m.impl("abs_", &abs_inplace_cpu);
-
 }

@@ -52,12 +52,10 @@ at::Tensor& abs_inplace_mps(at::Tensor& self) {
                                  self, abs_mps_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("abs", &abs_mps);
   m.impl("abs.out", &abs_out_mps);
   m.impl("abs_", &abs_inplace_mps);
-
 }

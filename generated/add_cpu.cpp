@@ -67,7 +67,6 @@ at::Tensor& add_Scalar_inplace_cpu(at::Tensor& self, const at::Scalar& other, co
                                  self, add_cpu_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
@@ -77,5 +76,4 @@ TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("add.Scalar", &add_Scalar_cpu);
   m.impl("add.Scalar_out", &add_Scalar_out_cpu);
   m.impl("add_.Scalar", &add_Scalar_inplace_cpu);
-
 }

@@ -69,7 +69,6 @@ at::Tensor& add_Scalar_inplace_mps(at::Tensor& self, const at::Scalar& other, co
                                  self, add_mps_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
@@ -79,5 +78,4 @@ TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("add.Scalar", &add_Scalar_mps);
   m.impl("add.Scalar_out", &add_Scalar_out_mps);
   m.impl("add_.Scalar", &add_Scalar_inplace_mps);
-
 }

@@ -48,12 +48,10 @@ at::Tensor& addcmul_inplace_cpu(at::Tensor& self, const at::Tensor& tensor1, con
                                  self, addcmul_cpu_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("addcmul", &addcmul_cpu);
   m.impl("addcmul.out", &addcmul_out_cpu);
   m.impl("addcmul_", &addcmul_inplace_cpu);
-
 }

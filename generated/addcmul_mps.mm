@@ -50,12 +50,10 @@ at::Tensor& addcmul_inplace_mps(at::Tensor& self, const at::Tensor& tensor1, con
                                  self, addcmul_mps_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("addcmul", &addcmul_mps);
   m.impl("addcmul.out", &addcmul_out_mps);
   m.impl("addcmul_", &addcmul_inplace_mps);
-
 }

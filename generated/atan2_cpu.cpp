@@ -49,12 +49,10 @@ at::Tensor& atan2_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
                                  self, atan2_cpu_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("atan2", &atan2_cpu);
   m.impl("atan2.out", &atan2_out_cpu);
   m.impl("atan2_", &atan2_inplace_cpu);
-
 }

@@ -51,12 +51,10 @@ at::Tensor& atan2_inplace_mps(at::Tensor& self, const at::Tensor& other) {
                                  self, atan2_mps_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("atan2", &atan2_mps);
   m.impl("atan2.out", &atan2_out_mps);
   m.impl("atan2_", &atan2_inplace_mps);
-
 }

@@ -46,12 +46,10 @@ at::Tensor& bitwise_not_inplace_cpu(at::Tensor& self) {
                                  self, bitwise_not_cpu_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("bitwise_not", &bitwise_not_cpu);
   m.impl("bitwise_not.out", &bitwise_not_out_cpu);
   m.impl("bitwise_not_", &bitwise_not_inplace_cpu);
-
 }

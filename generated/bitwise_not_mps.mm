@@ -48,12 +48,10 @@ at::Tensor& bitwise_not_inplace_mps(at::Tensor& self) {
                                  self, bitwise_not_mps_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("bitwise_not", &bitwise_not_mps);
   m.impl("bitwise_not.out", &bitwise_not_out_mps);
   m.impl("bitwise_not_", &bitwise_not_inplace_mps);
-
 }

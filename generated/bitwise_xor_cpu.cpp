@@ -46,12 +46,10 @@ at::Tensor& bitwise_xor_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
                                  self, bitwise_xor_cpu_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("bitwise_xor", &bitwise_xor_cpu);
   m.impl("bitwise_xor.out", &bitwise_xor_out_cpu);
   m.impl("bitwise_xor_", &bitwise_xor_inplace_cpu);
-
 }

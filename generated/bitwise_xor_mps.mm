@@ -48,12 +48,10 @@ at::Tensor& bitwise_xor_inplace_mps(at::Tensor& self, const at::Tensor& other) {
                                  self, bitwise_xor_mps_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("bitwise_xor", &bitwise_xor_mps);
   m.impl("bitwise_xor.out", &bitwise_xor_out_mps);
   m.impl("bitwise_xor_", &bitwise_xor_inplace_mps);
-
 }

@@ -49,12 +49,10 @@ at::Tensor& copysign_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
                                  self, copysign_cpu_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("copysign", &copysign_cpu);
   m.impl("copysign.out", &copysign_out_cpu);
   m.impl("copysign_", &copysign_inplace_cpu);
-
 }

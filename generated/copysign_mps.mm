@@ -51,12 +51,10 @@ at::Tensor& copysign_inplace_mps(at::Tensor& self, const at::Tensor& other) {
                                  self, copysign_mps_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("copysign", &copysign_mps);
   m.impl("copysign.out", &copysign_out_mps);
   m.impl("copysign_", &copysign_inplace_mps);
-
 }

@@ -67,7 +67,6 @@ at::Tensor& eq_Scalar_inplace_cpu(at::Tensor& self, const at::Scalar& other) {
                                  self, eq_cpu_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
@@ -77,5 +76,4 @@ TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("eq.Scalar", &eq_Scalar_cpu);
   m.impl("eq.Scalar_out", &eq_Scalar_out_cpu);
   m.impl("eq_.Scalar", &eq_Scalar_inplace_cpu);
-
 }

@@ -69,7 +69,6 @@ at::Tensor& eq_Scalar_inplace_mps(at::Tensor& self, const at::Scalar& other) {
                                  self, eq_mps_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
@@ -79,5 +78,4 @@ TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("eq.Scalar", &eq_Scalar_mps);
   m.impl("eq.Scalar_out", &eq_Scalar_out_mps);
   m.impl("eq_.Scalar", &eq_Scalar_inplace_mps);
-
 }

@@ -49,12 +49,10 @@ at::Tensor& erf_inplace_cpu(at::Tensor& self) {
                                  self, erf_cpu_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("erf", &erf_cpu);
   m.impl("erf.out", &erf_out_cpu);
   m.impl("erf_", &erf_inplace_cpu);
-
 }

@@ -51,12 +51,10 @@ at::Tensor& erf_inplace_mps(at::Tensor& self) {
                                  self, erf_mps_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("erf", &erf_mps);
   m.impl("erf.out", &erf_out_mps);
   m.impl("erf_", &erf_inplace_mps);
-
 }

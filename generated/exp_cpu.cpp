@@ -49,12 +49,10 @@ at::Tensor& exp_inplace_cpu(at::Tensor& self) {
                                  self, exp_cpu_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("exp", &exp_cpu);
   m.impl("exp.out", &exp_out_cpu);
   m.impl("exp_", &exp_inplace_cpu);
-
 }

@@ -51,12 +51,10 @@ at::Tensor& exp_inplace_mps(at::Tensor& self) {
                                  self, exp_mps_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("exp", &exp_mps);
   m.impl("exp.out", &exp_out_mps);
   m.impl("exp_", &exp_inplace_mps);
-
 }

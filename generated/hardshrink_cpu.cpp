@@ -43,12 +43,10 @@ at::Tensor& hardshrink_inplace_cpu(at::Tensor& self, const at::Scalar& lambd) {
                                  self, hardshrink_cpu_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("hardshrink", &hardshrink_cpu);
   m.impl("hardshrink.out", &hardshrink_out_cpu);
   m.impl("hardshrink_", &hardshrink_inplace_cpu);
-
 }

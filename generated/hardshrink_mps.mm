@@ -45,12 +45,10 @@ at::Tensor& hardshrink_inplace_mps(at::Tensor& self, const at::Scalar& lambd) {
                                  self, hardshrink_mps_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("hardshrink", &hardshrink_mps);
   m.impl("hardshrink.out", &hardshrink_out_mps);
   m.impl("hardshrink_", &hardshrink_inplace_mps);
-
 }

@@ -43,12 +43,10 @@ at::Tensor& hypot_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
                                  self, hypot_cpu_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("hypot", &hypot_cpu);
   m.impl("hypot.out", &hypot_out_cpu);
   m.impl("hypot_", &hypot_inplace_cpu);
-
 }

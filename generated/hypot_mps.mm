@@ -45,12 +45,10 @@ at::Tensor& hypot_inplace_mps(at::Tensor& self, const at::Tensor& other) {
                                  self, hypot_mps_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("hypot", &hypot_mps);
   m.impl("hypot.out", &hypot_out_mps);
   m.impl("hypot_", &hypot_inplace_mps);
-
 }

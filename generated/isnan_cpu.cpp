@@ -49,12 +49,10 @@ at::Tensor& isnan_inplace_cpu(at::Tensor& self) {
                                  self, isnan_cpu_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("isnan", &isnan_cpu);
   m.impl("isnan.out", &isnan_out_cpu);
   m.impl("isnan_", &isnan_inplace_cpu);
-
 }

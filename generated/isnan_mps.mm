@@ -51,12 +51,10 @@ at::Tensor& isnan_inplace_mps(at::Tensor& self) {
                                  self, isnan_mps_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("isnan", &isnan_mps);
   m.impl("isnan.out", &isnan_out_mps);
   m.impl("isnan_", &isnan_inplace_mps);
-
 }

@@ -43,12 +43,10 @@ at::Tensor& leaky_relu_inplace_cpu(at::Tensor& self, const at::Scalar& negative_
                                  self, leaky_relu_cpu_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("leaky_relu", &leaky_relu_cpu);
   m.impl("leaky_relu.out", &leaky_relu_out_cpu);
   m.impl("leaky_relu_", &leaky_relu_inplace_cpu);
-
 }

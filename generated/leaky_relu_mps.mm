@@ -45,12 +45,10 @@ at::Tensor& leaky_relu_inplace_mps(at::Tensor& self, const at::Scalar& negative_
                                  self, leaky_relu_mps_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("leaky_relu", &leaky_relu_mps);
   m.impl("leaky_relu.out", &leaky_relu_out_mps);
   m.impl("leaky_relu_", &leaky_relu_inplace_mps);
-
 }

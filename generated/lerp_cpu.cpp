@@ -59,7 +59,6 @@ at::Tensor& lerp_Scalar_inplace_cpu(at::Tensor& self, const at::Tensor& end, con
                                  self, lerp_cpu_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
@@ -69,5 +68,4 @@ TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("lerp.Scalar", &lerp_Scalar_cpu);
   m.impl("lerp.Scalar_out", &lerp_Scalar_out_cpu);
   m.impl("lerp_.Scalar", &lerp_Scalar_inplace_cpu);
-
 }

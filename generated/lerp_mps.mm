@@ -61,7 +61,6 @@ at::Tensor& lerp_Scalar_inplace_mps(at::Tensor& self, const at::Tensor& end, con
                                  self, lerp_mps_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
@@ -71,5 +70,4 @@ TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("lerp.Scalar", &lerp_Scalar_mps);
   m.impl("lerp.Scalar_out", &lerp_Scalar_out_mps);
   m.impl("lerp_.Scalar", &lerp_Scalar_inplace_mps);
-
 }

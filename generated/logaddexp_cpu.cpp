@@ -43,12 +43,10 @@ at::Tensor& logaddexp_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
                                  self, logaddexp_cpu_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("logaddexp", &logaddexp_cpu);
   m.impl("logaddexp.out", &logaddexp_out_cpu);
   m.impl("logaddexp_", &logaddexp_inplace_cpu);
-
 }

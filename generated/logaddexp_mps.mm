@@ -45,12 +45,10 @@ at::Tensor& logaddexp_inplace_mps(at::Tensor& self, const at::Tensor& other) {
                                  self, logaddexp_mps_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("logaddexp", &logaddexp_mps);
   m.impl("logaddexp.out", &logaddexp_out_mps);
   m.impl("logaddexp_", &logaddexp_inplace_mps);
-
 }

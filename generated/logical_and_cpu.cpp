@@ -50,12 +50,10 @@ at::Tensor& logical_and_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
                                  self, logical_and_cpu_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("logical_and", &logical_and_cpu);
   m.impl("logical_and.out", &logical_and_out_cpu);
   m.impl("logical_and_", &logical_and_inplace_cpu);
-
 }

@@ -52,12 +52,10 @@ at::Tensor& logical_and_inplace_mps(at::Tensor& self, const at::Tensor& other) {
                                  self, logical_and_mps_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("logical_and", &logical_and_mps);
   m.impl("logical_and.out", &logical_and_out_mps);
   m.impl("logical_and_", &logical_and_inplace_mps);
-
 }

@@ -65,7 +65,6 @@ at::Tensor& lt_Scalar_inplace_cpu(at::Tensor& self, const at::Scalar& other) {
                                  self, lt_cpu_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
@@ -75,5 +74,4 @@ TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("lt.Scalar", &lt_Scalar_cpu);
   m.impl("lt.Scalar_out", &lt_Scalar_out_cpu);
   m.impl("lt_.Scalar", &lt_Scalar_inplace_cpu);
-
 }

@@ -67,7 +67,6 @@ at::Tensor& lt_Scalar_inplace_mps(at::Tensor& self, const at::Scalar& other) {
                                  self, lt_mps_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
@@ -77,5 +76,4 @@ TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("lt.Scalar", &lt_Scalar_mps);
   m.impl("lt.Scalar_out", &lt_Scalar_out_mps);
   m.impl("lt_.Scalar", &lt_Scalar_inplace_mps);
-
 }

@@ -49,12 +49,10 @@ at::Tensor& maximum_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
                                  self, maximum_cpu_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("maximum", &maximum_cpu);
   m.impl("maximum.out", &maximum_out_cpu);
   m.impl("maximum_", &maximum_inplace_cpu);
-
 }

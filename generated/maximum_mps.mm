@@ -51,12 +51,10 @@ at::Tensor& maximum_inplace_mps(at::Tensor& self, const at::Tensor& other) {
                                  self, maximum_mps_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("maximum", &maximum_mps);
   m.impl("maximum.out", &maximum_out_mps);
   m.impl("maximum_", &maximum_inplace_mps);
-
 }

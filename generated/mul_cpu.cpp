@@ -67,7 +67,6 @@ at::Tensor& mul_Scalar_inplace_cpu(at::Tensor& self, const at::Scalar& other) {
                                  self, mul_cpu_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
@@ -77,5 +76,4 @@ TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("mul.Scalar", &mul_Scalar_cpu);
   m.impl("mul.Scalar_out", &mul_Scalar_out_cpu);
   m.impl("mul_.Scalar", &mul_Scalar_inplace_cpu);
-
 }

@@ -69,7 +69,6 @@ at::Tensor& mul_Scalar_inplace_mps(at::Tensor& self, const at::Scalar& other) {
                                  self, mul_mps_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
@@ -79,5 +78,4 @@ TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("mul.Scalar", &mul_Scalar_mps);
   m.impl("mul.Scalar_out", &mul_Scalar_out_mps);
   m.impl("mul_.Scalar", &mul_Scalar_inplace_mps);
-
 }

@@ -51,12 +51,10 @@ at::Tensor& ne_Tensor_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
                                  self, ne_cpu_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("ne.Tensor", &ne_Tensor_cpu);
   m.impl("ne.out", &ne_Tensor_out_cpu);
   m.impl("ne_.Tensor", &ne_Tensor_inplace_cpu);
-
 }

@@ -53,12 +53,10 @@ at::Tensor& ne_Tensor_inplace_mps(at::Tensor& self, const at::Tensor& other) {
                                  self, ne_mps_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("ne.Tensor", &ne_Tensor_mps);
   m.impl("ne.out", &ne_Tensor_out_mps);
   m.impl("ne_.Tensor", &ne_Tensor_inplace_mps);
-
 }

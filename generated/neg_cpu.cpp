@@ -50,12 +50,10 @@ at::Tensor& neg_inplace_cpu(at::Tensor& self) {
                                  self, neg_cpu_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("neg", &neg_cpu);
   m.impl("neg.out", &neg_out_cpu);
   m.impl("neg_", &neg_inplace_cpu);
-
 }

@@ -52,12 +52,10 @@ at::Tensor& neg_inplace_mps(at::Tensor& self) {
                                  self, neg_mps_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("neg", &neg_mps);
   m.impl("neg.out", &neg_out_mps);
   m.impl("neg_", &neg_inplace_mps);
-
 }

@@ -49,12 +49,10 @@ at::Tensor& sigmoid_inplace_cpu(at::Tensor& self) {
                                  self, sigmoid_cpu_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("sigmoid", &sigmoid_cpu);
   m.impl("sigmoid.out", &sigmoid_out_cpu);
   m.impl("sigmoid_", &sigmoid_inplace_cpu);
-
 }

@@ -51,12 +51,10 @@ at::Tensor& sigmoid_inplace_mps(at::Tensor& self) {
                                  self, sigmoid_mps_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("sigmoid", &sigmoid_mps);
   m.impl("sigmoid.out", &sigmoid_out_mps);
   m.impl("sigmoid_", &sigmoid_inplace_mps);
-
 }

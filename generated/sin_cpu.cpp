@@ -49,12 +49,10 @@ at::Tensor& sin_inplace_cpu(at::Tensor& self) {
                                  self, sin_cpu_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("sin", &sin_cpu);
   m.impl("sin.out", &sin_out_cpu);
   m.impl("sin_", &sin_inplace_cpu);
-
 }

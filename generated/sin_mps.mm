@@ -51,12 +51,10 @@ at::Tensor& sin_inplace_mps(at::Tensor& self) {
                                  self, sin_mps_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("sin", &sin_mps);
   m.impl("sin.out", &sin_out_mps);
   m.impl("sin_", &sin_inplace_mps);
-
 }

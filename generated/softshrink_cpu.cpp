@@ -43,12 +43,10 @@ at::Tensor& softshrink_inplace_cpu(at::Tensor& self, const at::Scalar& lambd) {
                                  self, softshrink_cpu_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("softshrink", &softshrink_cpu);
   m.impl("softshrink.out", &softshrink_out_cpu);
   m.impl("softshrink_", &softshrink_inplace_cpu);
-
 }

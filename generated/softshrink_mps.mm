@@ -45,12 +45,10 @@ at::Tensor& softshrink_inplace_mps(at::Tensor& self, const at::Scalar& lambd) {
                                  self, softshrink_mps_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("softshrink", &softshrink_mps);
   m.impl("softshrink.out", &softshrink_out_mps);
   m.impl("softshrink_", &softshrink_inplace_mps);
-
 }

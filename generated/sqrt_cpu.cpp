@@ -49,12 +49,10 @@ at::Tensor& sqrt_inplace_cpu(at::Tensor& self) {
                                  self, sqrt_cpu_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("sqrt", &sqrt_cpu);
   m.impl("sqrt.out", &sqrt_out_cpu);
   m.impl("sqrt_", &sqrt_inplace_cpu);
-
 }

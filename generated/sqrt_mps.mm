@@ -51,12 +51,10 @@ at::Tensor& sqrt_inplace_mps(at::Tensor& self) {
                                  self, sqrt_mps_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("sqrt", &sqrt_mps);
   m.impl("sqrt.out", &sqrt_out_mps);
   m.impl("sqrt_", &sqrt_inplace_mps);
-
 }

@@ -66,7 +66,6 @@ at::Tensor& sub_Scalar_inplace_cpu(at::Tensor& self, const at::Scalar& other, co
                                  self, sub_cpu_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
@@ -76,5 +75,4 @@ TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("sub.Scalar", &sub_Scalar_cpu);
   m.impl("sub.Scalar_out", &sub_Scalar_out_cpu);
   m.impl("sub_.Scalar", &sub_Scalar_inplace_cpu);
-
 }

@@ -68,7 +68,6 @@ at::Tensor& sub_Scalar_inplace_mps(at::Tensor& self, const at::Scalar& other, co
                                  self, sub_mps_kernel);
 }
 
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
@@ -78,5 +77,4 @@ TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("sub.Scalar", &sub_Scalar_mps);
   m.impl("sub.Scalar_out", &sub_Scalar_out_mps);
   m.impl("sub_.Scalar", &sub_Scalar_inplace_mps);
-
 }
