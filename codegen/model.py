@@ -164,9 +164,6 @@ class Op(Entry):
     def entries(self) -> tuple[Entry, ...]:
         return (self, *self.overloads)
 
-    def registered_inputs(self) -> list[str]:
-        return [r.input for r in self.registrations]
-
 
 @dataclass(frozen=True)
 class Registry:

@@ -1,7 +1,6 @@
 """Render the model into generated file contents (no I/O besides templates)."""
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import jinja2
@@ -67,11 +66,6 @@ def alpha(op: Op) -> str:
     return op.alpha_arg or "std::nullopt"
 
 
-def _tidy(text: str) -> str:
-    """Blank lines as a person would leave them: at most one, none before a lone closing brace."""
-    return re.sub(r"\n\n+(?=}\n)", "\n", re.sub(r"\n{3,}", "\n\n", text))
-
-
 def _resolve_line_marks(text: str) -> str:
     """`#line @@MPSGEN_LINE@@` resumes the file's own numbering after a #line jump."""
     lines = text.split("\n")
@@ -94,8 +88,8 @@ def render(registry: Registry) -> dict[str, str]:
             registrations=lambda r, op=op: registrations(op, r),
         )
         files[f"{op.name}.metal"] = _resolve_line_marks(metal)
-        files[f"{op.name}_mps.mm"] = _tidy(env.get_template("host_mps.mm.j2").render(**common))
-        files[f"{op.name}_cpu.cpp"] = _tidy(env.get_template("host_cpu.cpp.j2").render(**common))
+        files[f"{op.name}_mps.mm"] = env.get_template("host_mps.mm.j2").render(**common)
+        files[f"{op.name}_cpu.cpp"] = env.get_template("host_cpu.cpp.j2").render(**common)
     files["registration.cpp"] = env.get_template("registration.cpp.j2").render(
         entries=registry.entries, ns=registry.namespace, yaml_name=yaml_name,
         banner=BANNER.format(origin=yaml_name),

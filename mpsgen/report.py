@@ -18,8 +18,8 @@ import torch
 
 import mpsgen  # noqa: F401  (loads the extension)
 from codegen.loader import load
-from mpsgen.samples import (MATCH, MISMATCH, TORCH_DTYPES, UNSUPPORTED, compare, devices, entry_params, reference,
-                            registered_dtypes, registered_outputs, samples)
+from mpsgen.samples import (MATCH, MISMATCH, TORCH_DTYPES, UNSUPPORTED, compare, devices, entry_params, op_overload,
+                            reference, registered_dtypes, registered_outputs, samples)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,7 +37,7 @@ def main(argv=None) -> int:
     per_op: dict[str, list[int]] = {}  # name -> [matched, compared, xfailed, unsupported]
     for op in registry.ops:
         for entry in op.entries:
-            fn, ref = op_overload(registry.namespace, entry), reference(entry.reference)
+            fn, ref = op_overload(registry.namespace, entry.qualified_name), reference(entry.reference)
             xfails = {x.dtype: x for x in entry.xfails}
             counts = per_op.setdefault(entry.qualified_name, [0, 0, 0, 0])
             for r in op.registrations:
@@ -73,12 +73,6 @@ def main(argv=None) -> int:
           f"{total - bad} matched, {bad} differ, {sum(c[2] for c in per_op.values())} xfailed as ops.yaml says "
           f"({time.perf_counter() - start:.1f} s)")
     return 1 if bad else 0
-
-
-def op_overload(namespace: str, entry):
-    """torch.ops.<ns>.<name>.<overload> of an ops.yaml entry."""
-    packet = getattr(getattr(torch.ops, namespace), str(entry.schema.name.name.base))
-    return getattr(packet, entry.schema.name.overload_name or "default")
 
 
 if __name__ == "__main__":

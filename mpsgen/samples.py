@@ -62,7 +62,7 @@ def _bind(sample, params, device) -> tuple[tuple, dict] | None:
             value = torch.tensor(value, device=device)
         if (kind == "Tensor") != isinstance(value, torch.Tensor):
             return None
-        (kw.__setitem__(name, value) if kwarg_only or has_default else args.append(value))
+        _place(args, kw, name, value, kwarg_only or has_default)
     if len(values) > len(params) or kwargs:
         return None
     return tuple(args), kw
@@ -106,9 +106,7 @@ def edge_samples(params, device: str, dtype: torch.dtype, registered: set, large
                 continue
             else:
                 value = _number(dtype)
-            # optional Scalars by keyword: torch's Python signatures differ in their
-            # positions (torch.sub(t, 3, 0.5) is a deprecated overload)
-            (kw.__setitem__(pname, value) if kwarg_only or has_default else args.append(value))
+            _place(args, kw, pname, value, kwarg_only or has_default)
         return Sample(name, tuple(args), kw)
 
     make = lambda *shape: _make(shape, device, dtype)  # noqa: E731
@@ -166,6 +164,21 @@ def samples(opinfo_name: str, params, device: str, dtype: torch.dtype, registere
                 if bound is not None:
                     found.append(Sample(f"{kind}[{i}]", *bound))
     return found + edge_samples(params, device, dtype, registered, large)
+
+
+def op_overload(namespace: str, qualified_name: str):
+    """torch.ops.<ns>.<name>.<overload> for a name such as `add.Tensor`, `add_.Tensor` or `exp`."""
+    name, _, overload = qualified_name.partition(".")
+    return getattr(getattr(getattr(torch.ops, namespace), name), overload or "default")
+
+
+def _place(args: list, kwargs: dict, name: str, value, by_keyword: bool) -> None:
+    """Optional Scalars go by keyword: torch's Python signatures differ in their
+    positions (torch.sub(t, 3, 0.5) is a deprecated overload)."""
+    if by_keyword:
+        kwargs[name] = value
+    else:
+        args.append(value)
 
 
 def entry_params(entry) -> list[tuple[str, str, bool, bool]]:

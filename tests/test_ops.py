@@ -14,18 +14,11 @@ import torch
 
 import mpsgen  # noqa: F401  (loads the extension)
 from codegen.loader import load
-from mpsgen.samples import (MATCH, MISMATCH, TORCH_DTYPES, compare, devices, entry_params, reference,
-                            registered_dtypes, registered_outputs, samples)
+from mpsgen.samples import (MATCH, MISMATCH, TORCH_DTYPES, compare, devices, entry_params, op_overload,
+                            reference, registered_dtypes, registered_outputs, samples)
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = load(ROOT / "ops.yaml")
-OPS = getattr(torch.ops, REGISTRY.namespace)
-
-
-def op_overload(entry):
-    """torch.ops.<ns>.<name>.<overload> of an ops.yaml entry."""
-    packet = getattr(OPS, str(entry.schema.name.name.base))
-    return getattr(packet, entry.schema.name.overload_name or "default")
 
 
 def _cases():
@@ -42,7 +35,7 @@ def _cases():
 
 @pytest.mark.parametrize("op,entry,dtype,xfail_samples", list(_cases()))
 def test_output_match(op, entry, dtype, xfail_samples):
-    fn, ref = op_overload(entry), reference(entry.reference)
+    fn, ref = op_overload(REGISTRY.namespace, entry.qualified_name), reference(entry.reference)
     compared, failures, xfailed = 0, [], set()
     for device in devices():
         for sample in samples(entry.opinfo, entry_params(entry), device, dtype, registered_dtypes(op)):

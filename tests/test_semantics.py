@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch.testing._comparison import default_tolerances
 
 import mpsgen._C as ext
 from codegen.loader import load
-from mpsgen.samples import TORCH_DTYPES, edge_samples, entry_params, reference, registered_dtypes
+from mpsgen.samples import TORCH_DTYPES, edge_samples, entry_params, op_overload, reference, registered_dtypes
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = load(ROOT / "ops.yaml")
@@ -23,9 +24,7 @@ METAL_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch
 
 
 def overload(qualified: str):
-    """torch.ops.<ns>.<name>.<overload> for a name such as `add_.Tensor` or `mul.out`."""
-    name, _, ov = qualified.partition(".")
-    return getattr(getattr(OPS, name), ov or "default")
+    return op_overload(REGISTRY.namespace, qualified)
 
 
 def _cases(all_dtypes=True):
@@ -81,14 +80,9 @@ def test_out_variant_matches_reference(op, entry, dtype):
                 out_fn(*args, **kwargs, out=target)
 
 
-# torch.testing's default (rtol, atol) per dtype
-TOLERANCES = {torch.float16: (1e-3, 1e-5), torch.bfloat16: (1.6e-2, 1e-5), torch.float32: (1.3e-6, 1e-5),
-              torch.complex32: (1e-3, 1e-5), torch.complex64: (1.3e-6, 1e-5)}
-
-
 def _close_after_cast(actual, expected):
     """actual holds expected cast to its dtype, within the looser of the two dtypes' tolerances."""
-    rtol, atol = max(TOLERANCES.get(actual.dtype, (0, 0)), TOLERANCES.get(expected.dtype, (0, 0)))
+    rtol, atol = default_tolerances(actual.dtype, expected.dtype)  # what assert_close would pick
     torch.testing.assert_close(actual, expected.to(actual.dtype), equal_nan=True, rtol=rtol, atol=atol)
 
 
@@ -137,8 +131,8 @@ def test_unregistered_dtype_raises_naming_op_and_registered_dtypes(entry):
     with pytest.raises(NotImplementedError) as info:
         overload(entry.qualified_name)(*args)
     message = str(info.value)
-    assert f"{op.name}: no kernel registered for dtype {str(dtype)[6:].replace('float64', 'Double')}" \
-        .lower().replace("int16", "short").replace("float32", "float") in message.lower()
+    c10_name = {torch.float64: "Double", torch.int16: "Short", torch.float32: "Float", torch.bool: "Bool"}[dtype]
+    assert f"{op.name}: no kernel registered for dtype {c10_name} " in message
     assert f"{op.loc} registers: " in message
     first = TORCH_DTYPES[op.registrations[0].input]
     assert {"float32": "Float", "int64": "Long"}[str(first)[6:]] in message

@@ -82,15 +82,6 @@ void check_alpha(const OpSpec& op, at::TensorList inputs, c10::ScalarType common
               ": For non-complex input tensors, argument alpha must not be a complex number.");
 }
 
-// Metal has no 64-bit floats: the MPS host passes a 0-dim double (a Python
-// float) as float, and a complex double as complex float. The CPU backend
-// hands the kernels the same values.
-at::Tensor as_metal_scalar(const at::Tensor& t) {
-  if (t.dim() == 0 && t.scalar_type() == c10::kDouble) return t.to(c10::kFloat);
-  if (t.dim() == 0 && t.scalar_type() == c10::kComplexDouble) return t.to(c10::kComplexFloat);
-  return t;
-}
-
 at::TensorIterator build(const OpSpec& op, Backend backend, at::TensorList inputs, const at::Tensor& out) {
   at::TensorIteratorConfig config;
   config.set_check_mem_overlap(true).add_output(out);
@@ -110,7 +101,7 @@ at::TensorIterator build(const OpSpec& op, Backend backend, at::TensorList input
     // On CPU tensors TensorIterator would copy every operand to the common
     // dtype first, and the kernels would only ever see same-dtype operands.
     // Keep the operands as MPS sees them; dtypes were settled by the caller.
-    for (const auto& t : inputs) config.add_owned_const_input(as_metal_scalar(t));
+    for (const auto& t : inputs) config.add_const_input(t);
     config.check_all_same_dtype(false);
   }
   return config.build();
@@ -120,7 +111,8 @@ void run(const OpSpec& op, Backend backend, at::TensorList inputs, const std::op
          at::Tensor& out, const KernelFn& kernel, c10::ScalarType common) {
   // A 0-dim operand (a Python number, or a 0-dim tensor) enters the computation
   // in the common dtype, as TensorIterator casts it on CPU: 2.1 added to a half
-  // tensor is added as half(2.1). The kernels would otherwise read it unrounded.
+  // tensor is added as half(2.1). The kernels would otherwise read it unrounded,
+  // and a Python float (a 0-dim double) would reach Metal, which has no double.
   std::vector<at::Tensor> operands(inputs.begin(), inputs.end());
   if (operands.size() > 1) {
     for (auto& t : operands) {
