@@ -5,6 +5,7 @@ RegistryError listing all problems found.
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
 from pathlib import Path
@@ -13,11 +14,13 @@ import yaml
 from torchgen.model import BaseTy, BaseType, FunctionSchema, SchemaKind
 
 from .dtypes import DTYPES, GROUPS
-from .model import Location, Op, Overload, Registration, Registry, XFail, schema_args
+from .model import Derivative, Location, Op, Overload, Registration, Registry, XFail, schema_args
 
 TOP_KEYS = {"namespace", "ops"}
-OP_KEYS = {"func", "functor", "dtypes", "reference", "opinfo", "xfail"}
-OVERLOAD_KEYS = {"func", "reference", "opinfo", "xfail"}
+OP_KEYS = {"func", "functor", "dtypes", "reference", "opinfo", "xfail", "derivatives"}
+OVERLOAD_KEYS = {"func", "reference", "opinfo", "xfail", "derivatives"}
+# what a derivative formula may name besides the entry's arguments (mpsgen/torch_library.py)
+FORMULA_NAMES = {"grad", "result", "torch", "math", "conj", "handle_r_to_c"}
 REQUIRED_OP_KEYS = ("func", "functor", "dtypes", "reference")
 FAMILIES = {1: "unary", 2: "binary", 3: "ternary"}
 TENSOR, SCALAR = BaseType(BaseTy.Tensor), BaseType(BaseTy.Scalar)
@@ -173,18 +176,27 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
     if not isinstance(opinfo, str):
         errors.add(line_of("opinfo"), label, "opinfo", f"expected an OpInfo name or null, got {opinfo!r}")
 
+    derivatives = _check_derivatives(entry["derivatives"], schema, label, line_of("derivatives"), errors) \
+        if "derivatives" in entry and schema is not None else None
+
     if len(errors.messages) > n_before:
         return None
     loc = Location(errors.file, line)
     if is_overload:
-        # reference, opinfo and xfails default to, and are checked against, the op
+        # reference, opinfo, xfails and derivatives default to, and are checked against, the op
         return _PendingOverload(schema, reference, entry.get("opinfo", False), entry.get("xfail", []),
-                                line_of("xfail"), loc)
+                                line_of("xfail"), loc, derivatives)
+    if derivatives and not any(r.output_dtype.kind in ("float", "complex") for r in registrations):
+        errors.add(line_of("derivatives"), label, "derivatives",
+                   "this op's kernels produce only bool or integer results, which autograd does not "
+                   "differentiate; remove 'derivatives'")
+        return None
     xfails = _check_xfails(entry.get("xfail", []), registrations, label, line_of("xfail"), errors)
     if len(errors.messages) > n_before:
         return None
     return Op(schema=schema, reference=reference, opinfo=opinfo, xfails=xfails, loc=loc,
-              name=name, family=family, functor=functor, registrations=registrations,
+              derivatives=derivatives or (), name=name, family=family, functor=functor,
+              registrations=registrations,
               functor_line=_functor_line(entry["functor"], line_of("functor")))
 
 
@@ -196,6 +208,7 @@ class _PendingOverload:
     xfail: object
     xfail_line: int
     loc: Location
+    derivatives: tuple[Derivative, ...] | None  # None: not given
 
     @property
     def qualified_name(self) -> str:
@@ -219,9 +232,17 @@ def _attach_overloads(ops: list[Op], overloads: list[_PendingOverload], errors: 
             continue
         xfails = _check_xfails(ov.xfail, op.registrations, label, ov.xfail_line, errors)
         opinfo = op.opinfo if ov.opinfo is False else (ov.opinfo or "")
+        if ov.derivatives and not op.differentiable:
+            errors.add(ov.loc.line, label, "derivatives",
+                       f"{op.name}'s kernels produce only bool or integer results, which autograd does not "
+                       "differentiate; remove 'derivatives'")
+            continue
+        # without its own formulas, an overload uses the op's for the Tensors it keeps
+        derivatives = ov.derivatives if ov.derivatives is not None else tuple(
+            d for d in op.derivatives if d.arg not in scalars)
         attached[base].append(Overload(
             schema=ov.schema, reference=ov.reference or op.reference, opinfo=opinfo, xfails=xfails,
-            loc=ov.loc, scalar_args=scalars))
+            loc=ov.loc, derivatives=derivatives, scalar_args=scalars))
     return [dataclasses.replace(op, overloads=tuple(attached[op.name])) for op in ops]
 
 
@@ -375,6 +396,44 @@ def _check_dtypes(spec, family, label, line, errors) -> tuple[Registration, ...]
                        f"input dtype {r.input!r} is registered more than once (first on line {seen[r.input]})")
         seen.setdefault(r.input, r.line)
     return tuple(regs)
+
+
+def _check_derivatives(spec, schema, label, line, errors) -> tuple[Derivative, ...]:
+    args = schema_args(schema)
+    tensors = [a.name for a in args if a.kind == "Tensor"]
+    if not isinstance(spec, dict) or not spec:
+        errors.add(line, label, "derivatives",
+                   f"expected a mapping from Tensor arguments ({', '.join(tensors)}) to formulas, "
+                   "e.g. {self: grad * result}")
+        return ()
+    allowed = FORMULA_NAMES | {a.name for a in args}
+    key_lines = getattr(spec, "key_lines", {})
+    found = []
+    for arg, formula in spec.items():
+        item_line = key_lines.get(arg, line)
+        if arg not in tensors:
+            errors.add(item_line, label, "derivatives",
+                       f"{arg!r} is not a Tensor argument of {schema.name}; expected one of {tensors}")
+            continue
+        if not isinstance(formula, str) or not formula.strip():
+            errors.add(item_line, label, "derivatives", f"the formula for {arg!r} must be a Python expression")
+            continue
+        try:
+            tree = ast.parse(formula.strip(), mode="eval")
+        except SyntaxError as e:
+            errors.add(item_line, label, "derivatives",
+                       f"the formula for {arg!r} is not a Python expression: {e.msg} in {formula.strip()!r}")
+            continue
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        unknown = sorted(names - allowed)
+        if unknown:
+            errors.add(item_line, label, "derivatives",
+                       f"the formula for {arg!r} uses unknown name(s) {', '.join(unknown)}; a formula may use "
+                       f"grad, result, the arguments ({', '.join(a.name for a in args)}), torch, math, "
+                       "conj and handle_r_to_c")
+            continue
+        found.append(Derivative(arg, " ".join(formula.split()), item_line, frozenset(names)))
+    return tuple(found)
 
 
 def _check_xfails(spec, registrations, label, line, errors) -> tuple[XFail, ...]:

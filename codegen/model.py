@@ -49,12 +49,28 @@ class XFail:
 
 
 @dataclass(frozen=True)
+class Derivative:
+    """One `derivatives:` item: the gradient of input `arg`, a Python expression
+    in `grad`, `result` and the entry's arguments (derivatives.yaml's spirit)."""
+
+    arg: str
+    formula: str
+    line: int
+    names: frozenset = frozenset()  # the names the formula reads
+
+
+@dataclass(frozen=True)
 class Arg:
     name: str
     kind: str  # "Tensor" | "Scalar"
     decl: str  # as written in the schema, e.g. "Scalar alpha=1"
     kwarg_only: bool
     has_default: bool = False
+
+    @property
+    def default(self) -> str | None:
+        """The default as the schema writes it (`1`, `0.5`), or None."""
+        return self.decl.split("=", 1)[1] if self.has_default else None
 
 
 def schema_args(schema: FunctionSchema) -> list[Arg]:
@@ -90,6 +106,7 @@ class Entry:
     opinfo: str  # OpInfo name in op_db for samples ("" when none)
     xfails: tuple[XFail, ...]
     loc: Location
+    derivatives: tuple[Derivative, ...] = ()
 
     @property
     def qualified_name(self) -> str:
@@ -108,6 +125,9 @@ class Entry:
     @property
     def schemas(self) -> dict[str, str]:
         return variant_schemas(self.schema)
+
+    def derivative(self, arg: str) -> Derivative | None:
+        return next((d for d in self.derivatives if d.arg == arg), None)
 
     @property
     def schema_names(self) -> dict[str, str]:
@@ -144,6 +164,11 @@ class Op(Entry):
     def bool_output(self) -> bool:
         """A predicate or comparison: every kernel produces bool."""
         return all(r.output == "bool" for r in self.registrations)
+
+    @property
+    def differentiable(self) -> bool:
+        """Some kernel produces a floating or complex result, which autograd tracks."""
+        return any(r.output_dtype.kind in ("float", "complex") for r in self.registrations)
 
     @property
     def has_castout(self) -> bool:

@@ -20,7 +20,8 @@ def _environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
     )
-    env.globals.update(cpp_params=cpp_params, kernel_inputs=kernel_inputs, alpha=alpha)
+    env.globals.update(cpp_params=cpp_params, kernel_inputs=kernel_inputs, alpha=alpha, py_params=py_params,
+                       saved_tensors=saved_tensors, saved_scalars=saved_scalars)
     return env
 
 
@@ -62,6 +63,33 @@ def kernel_inputs(op: Op, entry: Entry) -> str:
     ) + "}"
 
 
+def py_params(entry: Entry) -> str:
+    """The Python parameters of an entry's fake kernel, defaults as the schema has them."""
+    params, star = [], False
+    for a in entry.args:
+        if a.kwarg_only and not star:
+            params.append("*")
+            star = True
+        params.append(f"{a.name}={a.default}" if a.has_default else a.name)
+    return ", ".join(params)
+
+
+def _formula_names(entry: Entry) -> set[str]:
+    return set().union(*(d.names for d in entry.derivatives))
+
+
+def saved_tensors(entry: Entry) -> list[str]:
+    """What backward reads that ctx.save_for_backward keeps: Tensor inputs, then `result`."""
+    used = _formula_names(entry)
+    return [a.name for a in entry.args if a.kind == "Tensor" and a.name in used] + (
+        ["result"] if "result" in used else [])
+
+
+def saved_scalars(entry: Entry) -> list[str]:
+    used = _formula_names(entry)
+    return [a.name for a in entry.args if a.kind == "Scalar" and a.name in used]
+
+
 def alpha(op: Op) -> str:
     return op.alpha_arg or "std::nullopt"
 
@@ -90,6 +118,9 @@ def render(registry: Registry) -> dict[str, str]:
         files[f"{op.name}.metal"] = _resolve_line_marks(metal)
         files[f"{op.name}_mps.mm"] = env.get_template("host_mps.mm.j2").render(**common)
         files[f"{op.name}_cpu.cpp"] = env.get_template("host_cpu.cpp.j2").render(**common)
+    files["library.py"] = env.get_template("library.py.j2").render(
+        ops=registry.ops, ns=registry.namespace, yaml_name=yaml_name, banner=BANNER.format(origin=yaml_name),
+    )
     files["registration.cpp"] = env.get_template("registration.cpp.j2").render(
         entries=registry.entries, ns=registry.namespace, yaml_name=yaml_name,
         banner=BANNER.format(origin=yaml_name),

@@ -7,131 +7,131 @@ TORCH_LIBRARY(mpsgen, m) {
   m.def("exp(Tensor self) -> Tensor");
   m.def("exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("exp_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:20
+  // ops.yaml:22
   m.def("sin(Tensor self) -> Tensor");
   m.def("sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("sin_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:33
+  // ops.yaml:37
   m.def("sqrt(Tensor self) -> Tensor");
   m.def("sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("sqrt_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:46
+  // ops.yaml:52
   m.def("sigmoid(Tensor self) -> Tensor");
   m.def("sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("sigmoid_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:60
+  // ops.yaml:68
   m.def("erf(Tensor self) -> Tensor");
   m.def("erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("erf_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:76
+  // ops.yaml:86
   m.def("bitwise_not(Tensor self) -> Tensor");
   m.def("bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("bitwise_not_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:90
+  // ops.yaml:100
   m.def("hypot(Tensor self, Tensor other) -> Tensor");
   m.def("hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:105
+  // ops.yaml:118
   m.def("logaddexp(Tensor self, Tensor other) -> Tensor");
   m.def("logaddexp.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("logaddexp_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:115
+  // ops.yaml:131
   m.def("atan2(Tensor self, Tensor other) -> Tensor");
   m.def("atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:128
+  // ops.yaml:148
   m.def("copysign(Tensor self, Tensor other) -> Tensor");
   m.def("copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("copysign_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:142
+  // ops.yaml:165
   m.def("maximum(Tensor self, Tensor other) -> Tensor");
   m.def("maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("maximum_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:153
+  // ops.yaml:179
   m.def("mul.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:170
+  // ops.yaml:199
   m.def("mul.Scalar(Tensor self, Scalar other) -> Tensor");
   m.def("mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)");
-  // ops.yaml:173
+  // ops.yaml:202
   m.def("bitwise_xor(Tensor self, Tensor other) -> Tensor");
   m.def("bitwise_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("bitwise_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:184
+  // ops.yaml:213
   m.def("hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor");
   m.def("hardshrink.out(Tensor self, Scalar lambd=0.5, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("hardshrink_(Tensor(a!) self, Scalar lambd=0.5) -> Tensor(a!)");
-  // ops.yaml:194
+  // ops.yaml:225
   m.def("softshrink(Tensor self, Scalar lambd=0.5) -> Tensor");
   m.def("softshrink.out(Tensor self, Scalar lambd=0.5, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("softshrink_(Tensor(a!) self, Scalar lambd=0.5) -> Tensor(a!)");
-  // ops.yaml:208
+  // ops.yaml:241
   m.def("leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor");
   m.def("leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)");
-  // ops.yaml:220
+  // ops.yaml:255
   m.def("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
   m.def("add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)");
   m.def("add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)");
-  // ops.yaml:236
+  // ops.yaml:274
   m.def("add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor");
   m.def("add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)");
-  // ops.yaml:238
+  // ops.yaml:276
   m.def("sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
   m.def("sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)");
   m.def("sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)");
-  // ops.yaml:254
+  // ops.yaml:295
   m.def("sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor");
   m.def("sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)");
-  // ops.yaml:257
+  // ops.yaml:298
   m.def("lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor");
   m.def("lerp.out(Tensor self, Tensor end, Tensor weight, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)");
-  // ops.yaml:268
+  // ops.yaml:313
   m.def("lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor");
   m.def("lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("lerp_.Scalar(Tensor(a!) self, Tensor end, Scalar weight) -> Tensor(a!)");
-  // ops.yaml:278
+  // ops.yaml:323
   m.def("addcmul(Tensor self, Tensor tensor1, Tensor tensor2) -> Tensor");
   m.def("addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2) -> Tensor(a!)");
-  // ops.yaml:290
+  // ops.yaml:339
   m.def("eq.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("eq.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:303
+  // ops.yaml:352
   m.def("eq.Scalar(Tensor self, Scalar other) -> Tensor");
   m.def("eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)");
-  // ops.yaml:305
+  // ops.yaml:354
   m.def("ne.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("ne.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:318
+  // ops.yaml:367
   m.def("lt.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("lt.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:327
+  // ops.yaml:376
   m.def("lt.Scalar(Tensor self, Scalar other) -> Tensor");
   m.def("lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)");
-  // ops.yaml:329
+  // ops.yaml:378
   m.def("logical_and(Tensor self, Tensor other) -> Tensor");
   m.def("logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:339
+  // ops.yaml:388
   m.def("isnan(Tensor self) -> Tensor");
   m.def("isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("isnan_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:353
+  // ops.yaml:402
   m.def("neg(Tensor self) -> Tensor");
   m.def("neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("neg_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:363
+  // ops.yaml:414
   m.def("abs(Tensor self) -> Tensor");
   m.def("abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("abs_(Tensor(a!) self) -> Tensor(a!)");

@@ -153,17 +153,30 @@ def edge_samples(params, device: str, dtype: torch.dtype, registered: set, large
     return s
 
 
-def samples(opinfo_name: str, params, device: str, dtype: torch.dtype, registered: set,
-            large: bool = True) -> list[Sample]:
+def opinfo_samples(opinfo_name: str, params, device: str, dtype: torch.dtype, requires_grad: bool = False,
+                   reference_inputs: bool = True) -> list[Sample]:
+    """OpInfo's sample_inputs (and reference_inputs) that fit the entry's schema."""
     found: list[Sample] = []
     opinfo = _opinfo(opinfo_name) if opinfo_name else None
-    if opinfo is not None:
-        for kind, gen in (("opinfo", opinfo.sample_inputs), ("reference", opinfo.reference_inputs)):
-            for i, sample in enumerate(gen(device, dtype)):
-                bound = _bind(sample, params, device)
-                if bound is not None:
-                    found.append(Sample(f"{kind}[{i}]", *bound))
-    return found + edge_samples(params, device, dtype, registered, large)
+    if opinfo is None:
+        return found
+    gens = [("opinfo", opinfo.sample_inputs)] + ([("reference", opinfo.reference_inputs)] if reference_inputs else [])
+    for kind, gen in gens:
+        for i, sample in enumerate(gen(device, dtype)):
+            bound = _bind(sample, params, device)
+            if bound is not None:
+                found.append(Sample(f"{kind}[{i}]", *bound))
+    if requires_grad:  # set here: some reference_inputs generators refuse requires_grad for integer partners
+        for sample in found:
+            for t in sample.args:
+                if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()):
+                    t.requires_grad_(True)
+    return found
+
+
+def samples(opinfo_name: str, params, device: str, dtype: torch.dtype, registered: set,
+            large: bool = True) -> list[Sample]:
+    return opinfo_samples(opinfo_name, params, device, dtype) + edge_samples(params, device, dtype, registered, large)
 
 
 def op_overload(namespace: str, qualified_name: str):

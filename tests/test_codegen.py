@@ -122,6 +122,9 @@ def generate_ok(ops: Path, out: Path) -> subprocess.CompletedProcess:
     return r
 
 
+SHARED = {"registration.cpp", "library.py"}  # one per registry, every op in them
+
+
 def per_op_files(name: str) -> list[str]:
     return [f"{name}.metal", f"{name}_mps.mm", f"{name}_cpu.cpp"]
 
@@ -378,7 +381,7 @@ def test_second_generate_writes_nothing(tmp_path):
     out = tmp_path / "out"
     ops = write_ops(tmp_path, registry(unary_op("foo", dtypes="[float, int2float]"), binary_op("bar")))
     first = generate_ok(ops, out)
-    assert "wrote 7 file(s)" in first.stdout
+    assert "wrote 8 file(s)" in first.stdout
     stamps = _age(out)
     second = generate_ok(ops, out)
     assert "wrote 0 file(s)" in second.stdout
@@ -422,10 +425,11 @@ def test_generate_removes_stale_files_but_keeps_hand_written(tmp_path):
     names = {p.name for p in out.iterdir()}
     for gone in per_op_files("bar"):
         assert gone not in names
-    assert set(per_op_files("foo")) | {"registration.cpp"} | set(hand_written) == names
+    assert set(per_op_files("foo")) | SHARED | set(hand_written) == names
     for name, data in hand_written.items():
         assert (out / name).read_bytes() == data
     assert "bar" not in (out / "registration.cpp").read_text()
+    assert "bar" not in (out / "library.py").read_text()
 
 
 # ---- 6. check -----------------------------------------------------------------------
@@ -446,7 +450,7 @@ def _check_stale(ops: Path, out: Path, stale: set[str]) -> None:
     r = cli("check", ops, out)
     assert r.returncode == 1, (r.stdout, r.stderr)
     all_names = set(before) | {f for n in ("foo", "bar", "baz") for f in per_op_files(n)} \
-        | {"registration.cpp"}
+        | SHARED
     named = {n for n in all_names if re.search(rf"(?<![\w.]){re.escape(n)}\b", r.stderr)}
     assert named == stale, r.stderr
     assert snapshot(out) == before, "check must not write"
@@ -482,13 +486,13 @@ def test_check_fails_when_functor_changed(fresh):
 def test_check_fails_when_op_added(fresh):
     ops, out, text = fresh
     write_ops(ops.parent, text + unary_op("baz"))
-    _check_stale(ops, out, set(per_op_files("baz")) | {"registration.cpp"})
+    _check_stale(ops, out, set(per_op_files("baz")) | SHARED)
 
 
 def test_check_fails_when_op_removed(fresh):
     ops, out, _ = fresh
     write_ops(ops.parent, registry(unary_op("foo")))
-    _check_stale(ops, out, set(per_op_files("bar")) | {"registration.cpp"})
+    _check_stale(ops, out, set(per_op_files("bar")) | SHARED)
 
 
 # ---- 7. generated content against the spec -----------------------------------------
@@ -538,7 +542,7 @@ def test_every_generated_file_starts_with_banner_naming_its_op_line(tmp_path):
     first = (out / "registration.cpp").read_text().splitlines()[0]
     assert BANNER_MARK in first and "ops.yaml" in first
     assert {p.name for p in out.iterdir()} == \
-        {f for n in ("foo", "bar", "baz") for f in per_op_files(n)} | {"registration.cpp"}
+        {f for n in ("foo", "bar", "baz") for f in per_op_files(n)} | SHARED
 
 
 def test_registration_defines_functional_out_and_inplace_schemas(tmp_path):
@@ -643,7 +647,7 @@ def test_shipped_registry_loads(tmp_path):
     out = tmp_path / "out"
     r = generate_ok(shipped, out)
     assert r.stdout.startswith(f"{n_ops} ops:")
-    assert len(list(out.iterdir())) == 3 * n_ops + 1
+    assert len(list(out.iterdir())) == 3 * n_ops + len(SHARED)
     r = cli("check", shipped, out)
     assert r.returncode == 0, r.stderr
 
@@ -686,7 +690,7 @@ def test_scalar_overload_reuses_kernels_and_registers_all_variants(tmp_path):
     text = registry(binary_op("plus"), "  - func: plus.Scalar(Tensor self, Scalar other) -> Tensor\n")
     out = tmp_path / "out"
     generate_ok(write_ops(tmp_path, text), out)
-    assert sorted(p.name for p in out.iterdir()) == sorted(per_op_files("plus") + ["registration.cpp"])
+    assert sorted(p.name for p in out.iterdir()) == sorted(per_op_files("plus") + list(SHARED))
     reg = (out / "registration.cpp").read_text()
     for schema in ("plus.Scalar(Tensor self, Scalar other) -> Tensor",
                    "plus.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)",

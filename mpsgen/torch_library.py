@@ -1,0 +1,199 @@
+"""What generated/library.py registers with torch.library, for every entry of ops.yaml:
+
+- a fake (meta) kernel: the output's shape, dtype and strides, computed as the
+  C++ host (support/host/elementwise.cpp) and its TensorIterator compute them;
+- an autograd formula from the entry's `derivatives:`, or one that raises,
+  naming the op, when a formula is missing;
+- for the out= and in-place variants, a decomposition into the functional op
+  (what functionalization, and so torch.compile and torch.export, run) and an
+  autograd kernel: in-place ops differentiate through that decomposition, out=
+  refuses autograd as torch's out= ops do.
+
+The kernels themselves stay in C++; everything here runs on fake tensors, or
+only when autograd needs it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, compute_elementwise_output_strides, elementwise_dtypes
+
+from .samples import op_overload
+
+
+@dataclass(frozen=True)
+class Spec:
+    """An op's dtype rules: the Python twin of the C++ OpSpec in its host stubs."""
+
+    name: str  # "mpsgen::exp"
+    origin: str  # "ops.yaml:6"
+    int_to_float: bool
+    bool_output: bool
+    registrations: dict  # input torch.dtype -> output torch.dtype, as the .metal registers them
+    alpha_checks: bool = False  # torch's alpha_check (add/sub-style binary ops)
+
+
+# --- fake kernels ---------------------------------------------------------------
+
+_NUMBER_DTYPES = ((bool, torch.bool), (int, torch.int64), (float, torch.float64), (complex, torch.complex128))
+
+
+def _dtype(x) -> torch.dtype:
+    """A tensor's dtype; a Python number's as at::native::wrapped_scalar_tensor makes it."""
+    if isinstance(x, torch.Tensor):
+        return x.dtype
+    return next(d for kind, d in _NUMBER_DTYPES if isinstance(x, kind))
+
+
+def _is_cpu_scalar(x) -> bool:
+    return not isinstance(x, torch.Tensor) or (x.dim() == 0 and x.device.type == "cpu")
+
+
+def result_dtype(spec: Spec, operands: list, alpha=None) -> torch.dtype:
+    """The dtype the kernel produces for these operands, with the C++ host's checks.
+
+    operands: the op's tensor inputs; a Scalar overload's Scalars as Python numbers.
+    """
+    _, common = elementwise_dtypes(*operands, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT)
+    if spec.int_to_float and not (common.is_floating_point or common.is_complex):
+        common = torch.get_default_dtype()
+    dtypes = [_dtype(x) for x in operands]
+    key = dtypes[0] if len(set(dtypes)) == 1 else common  # the dtype that names the kernel
+    if key not in spec.registrations:
+        registered = ", ".join(str(d).removeprefix("torch.") for d in spec.registrations)
+        raise NotImplementedError(f"{spec.name}: no kernel registered for dtype {str(key).removeprefix('torch.')} "
+                                  f"({spec.origin} registers: {registered})")
+    if spec.alpha_checks and alpha is not None:
+        _check_alpha(spec, common, alpha)
+    return spec.registrations[key]
+
+
+def _check_alpha(spec: Spec, common: torch.dtype, alpha) -> None:
+    if isinstance(alpha, bool) and common != torch.bool:
+        raise RuntimeError(f"{spec.name}: Boolean alpha only supported for Boolean results.")
+    if isinstance(alpha, float) and not (common.is_floating_point or common.is_complex):
+        raise RuntimeError(f"{spec.name}: For integral input tensors, argument alpha must not be a "
+                           "floating point number.")
+    if isinstance(alpha, complex) and not common.is_complex:
+        raise RuntimeError(f"{spec.name}: For non-complex input tensors, argument alpha must not be a "
+                           "complex number.")
+
+
+def fake_elementwise(spec: Spec, operands: list, alpha=None) -> torch.Tensor:
+    """A new output as the C++ host makes it: broadcast shape, TensorIterator's
+    stride order, the registered result dtype, on the first non-CPU-scalar's device."""
+    dtype = result_dtype(spec, operands, alpha)
+    tensors = [x for x in operands if isinstance(x, torch.Tensor)]
+    device = next((t.device for t in tensors if not _is_cpu_scalar(t)), tensors[0].device)
+    for i, t in enumerate(tensors):
+        if t.device != device and not _is_cpu_scalar(t):
+            raise RuntimeError(f"{spec.name}: expected all tensors on one device, but input {i} is on "
+                               f"{t.device} and input 0 on {device}")
+    shape = torch.broadcast_shapes(*(t.shape for t in tensors))
+    strides = compute_elementwise_output_strides(*(t.expand(shape) for t in tensors))
+    return torch.empty_strided(shape, strides, dtype=dtype, device=device)
+
+
+# --- autograd -------------------------------------------------------------------
+
+def conj(x):
+    """Complex conjugate of a tensor or a Python number (formulas use it for both)."""
+    return x.conj() if isinstance(x, torch.Tensor) else (x.conjugate() if isinstance(x, complex) else x)
+
+
+def handle_r_to_c(input, grad: torch.Tensor) -> torch.Tensor:
+    """A real input's gradient is the real part of a complex one (derivatives.yaml's handle_r_to_c)."""
+    real_input = not (input.is_complex() if isinstance(input, torch.Tensor) else isinstance(input, complex))
+    return torch.real(grad) if real_input and grad.is_complex() else grad
+
+
+def no_formula(op: str, arg: str, origin: str):
+    """Backward through an input that ops.yaml gives no derivative for."""
+    raise RuntimeError(f"{op}: no derivative formula for input '{arg}' (ops.yaml entry at {origin}); "
+                       f"add `derivatives: {{{arg}: <expression>}}` to the entry to differentiate through it")
+
+
+# --- out= and in-place variants ---------------------------------------------------
+
+def _requires_grad(args, kwargs) -> bool:
+    values = [*args, *kwargs.values()]
+    return torch.is_grad_enabled() and any(isinstance(v, torch.Tensor) and v.requires_grad for v in values)
+
+
+def _check_castable(name: str, result: torch.Tensor, out: torch.Tensor) -> None:
+    if not torch.can_cast(result.dtype, out.dtype):
+        raise RuntimeError(f"{name}: result type {result.dtype} can't be cast to the desired output type "
+                           f"{out.dtype}")
+
+
+def register_variants(lib: torch.library.Library, name: str, out: str, inplace: str) -> None:
+    """Decompositions and autograd kernels of the out= and in-place variants of op `name`.
+
+    The decompositions sit at CompositeImplicitAutograd: eager CPU/MPS calls keep
+    running the C++ kernels (a backend kernel wins over it); functionalization,
+    fake tensors and meta tensors decompose.
+    """
+    qualified, functional = f"{lib.ns}::", op_overload(lib.ns, name)
+
+    def inplace_decomposition(self, *args, **kwargs):
+        # under autograd the functional op may save self for its backward: give it a copy to keep
+        saved_self = self.clone() if _requires_grad((self, *args), kwargs) else self
+        result = functional(saved_self, *args, **kwargs)
+        if result.shape != self.shape:
+            raise RuntimeError(f"{qualified}{inplace}: output with shape {list(self.shape)} doesn't match the "
+                               f"broadcast shape {list(result.shape)}")
+        _check_castable(qualified + inplace, result, self)
+        return self.copy_(result)
+
+    def out_decomposition(*args, out, **kwargs):
+        result = functional(*args, **kwargs)
+        _check_castable(qualified + out_name, result, out)
+        if out.shape != result.shape:
+            # functionalization's resize_ takes concrete sizes: a symbolic shape is specialized here
+            out.resize_([int(s) for s in result.shape])
+        return out.copy_(result)
+
+    out_name = out
+    lib.impl(inplace, inplace_decomposition, "CompositeImplicitAutograd")
+    lib.impl(out, out_decomposition, "CompositeImplicitAutograd")
+    lib.impl(inplace, _inplace_autograd(op_overload(lib.ns, inplace), inplace_decomposition), "Autograd",
+             with_keyset=True)
+    lib.impl(out, _out_autograd(op_overload(lib.ns, out), qualified + out), "Autograd", with_keyset=True)
+
+
+def register_not_differentiable(lib: torch.library.Library, name: str) -> None:
+    """An op whose results are bool or integer: autograd passes it by, as opcheck asks."""
+    op = op_overload(lib.ns, name)
+    lib.impl(name, lambda keyset, *args, **kwargs: _below_autograd(op, keyset, args, kwargs), "Autograd",
+             with_keyset=True)
+
+
+def _below_autograd(op, keyset, args, kwargs):
+    with torch._C._AutoDispatchBelowAutograd():
+        return op.redispatch(keyset & torch._C._after_autograd_keyset, *args, **kwargs)
+
+
+def _inplace_autograd(op, decomposition: Callable):
+    def kernel(keyset, *args, **kwargs):
+        if _requires_grad(args, kwargs):
+            return decomposition(*args, **kwargs)  # differentiates through the functional op
+        result = _below_autograd(op, keyset, args, kwargs)
+        torch.autograd.graph.increment_version(result)  # what ADInplaceOrView does for torch's own ops
+        return result
+
+    return kernel
+
+
+def _out_autograd(op, name: str):
+    def kernel(keyset, *args, **kwargs):
+        inputs = {k: v for k, v in kwargs.items() if k != "out"}
+        if _requires_grad(args, inputs):
+            raise RuntimeError(f"{name}: functions with out=... arguments don't support automatic "
+                               "differentiation, but one of the arguments requires grad.")
+        result = _below_autograd(op, keyset, args, kwargs)
+        torch.autograd.graph.increment_version(result)
+        return result
+
+    return kernel

@@ -1,0 +1,205 @@
+"""Autograd: the `derivatives:` of ops.yaml against the gradients of the torch reference.
+
+Metal has no double, so instead of a float64 gradcheck each generated op's
+gradients are compared with those torch computes for its reference op, on the
+same inputs and the same incoming gradient, in float32, the reduced-precision
+dtypes and complex (where the op registers them).
+"""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+import mpsgen  # noqa: F401  (loads the extension and generated/library.py)
+from codegen import render
+from codegen.loader import load
+from mpsgen.samples import (TORCH_DTYPES, edge_samples, entry_params, op_overload, opinfo_samples, reference,
+                            registered_dtypes, registered_outputs)
+
+ROOT = Path(__file__).resolve().parent.parent
+REGISTRY = load(ROOT / "ops.yaml")
+NS = REGISTRY.namespace
+GRAD_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.complex64)
+
+
+def _cases():
+    for op in REGISTRY.ops:
+        if not op.differentiable:
+            continue
+        for entry in op.entries:
+            for r in op.registrations:
+                dtype = TORCH_DTYPES[r.input]
+                if dtype in GRAD_DTYPES:
+                    yield pytest.param(op, entry, dtype, id=f"{entry.qualified_name}-{str(dtype)[6:]}")
+
+
+def _grad_samples(op, entry, dtype):
+    """OpInfo samples with requires_grad, plus broadcasting, 0-dim and strided ones."""
+    found = opinfo_samples(entry.opinfo, entry_params(entry), "cpu", dtype, requires_grad=True)
+    for s in edge_samples(entry_params(entry), "cpu", dtype, registered_dtypes(op), large=False):
+        if s.name != "nan-inf":  # at a kink or a pole torch's one-sided choices are its own
+            for a in s.args:
+                if isinstance(a, torch.Tensor) and (a.is_floating_point() or a.is_complex()):
+                    a.requires_grad_(True)
+            found.append(s)
+    return found
+
+
+def _gradients(fn, sample, g=None):
+    """d(<out, g>)/d(inputs), g random unless given: the output, and (g, each input's gradient)."""
+    inputs = [a for a in sample.args if isinstance(a, torch.Tensor) and a.requires_grad]
+    out = fn(*sample.args, **sample.kwargs)
+    if not inputs or not out.requires_grad:
+        return out, None
+    if g is None:
+        g = torch.testing.make_tensor(out.shape, dtype=out.dtype, device=out.device, low=-2, high=2)
+    return out, (g, torch.autograd.grad(out, inputs, g, allow_unused=True))
+
+
+@pytest.mark.parametrize("op,entry,dtype", list(_cases()))
+def test_gradients_match_reference(op, entry, dtype):
+    fn, ref = op_overload(NS, entry.qualified_name), reference(entry.reference)
+    compared, failures = 0, []
+    for sample in _grad_samples(op, entry, dtype):
+        try:
+            expected_out, expected = _gradients(ref, sample, None)
+        except Exception:
+            continue  # torch itself has no gradient here (e.g. an unsupported dtype mix)
+        if expected is None:
+            continue
+        g, expected_grads = expected
+        try:
+            actual_out, actual = _gradients(fn, sample, g)
+        except NotImplementedError as err:  # a promoted dtype the op does not register, and says so
+            if "no kernel registered" in str(err) and str(expected_out.dtype)[6:] not in registered_outputs(op):
+                continue
+            raise
+        assert actual is not None, f"{sample.name}: the output does not require grad"
+        for i, (a, e) in enumerate(zip(actual[1], expected_grads)):
+            if (a is None) != (e is None):
+                failures.append(f"{sample.name} input {i}: {a} vs {e}")
+                continue
+            if a is None:
+                continue
+            try:
+                torch.testing.assert_close(a, e, equal_nan=True, **_tolerance(dtype))
+            except AssertionError as err:
+                failures.append(f"{sample.name} input {i}: {err}")
+        compared += 1
+    assert compared >= 5, f"only {compared} samples had a torch reference gradient"
+    assert not failures, f"{len(failures)} gradients differ:\n" + "\n".join(failures[:4])
+
+
+def _tolerance(dtype):
+    """torch.testing's defaults, a notch looser for half/bfloat: the formulas run on
+    our forward result, itself within those defaults of torch's."""
+    if dtype == torch.float16:
+        return dict(rtol=2e-3, atol=2e-5)
+    if dtype == torch.bfloat16:
+        return dict(rtol=3.2e-2, atol=1e-4)
+    return {}
+
+
+def test_every_differentiable_input_has_a_formula():
+    """The shipped registry: every Tensor input of every differentiable entry."""
+    missing = [f"{e.qualified_name}: {a}" for op in REGISTRY.ops if op.differentiable for e in op.entries
+               for a in (x.name for x in e.args if x.kind == "Tensor") if e.derivative(a) is None]
+    assert not missing
+
+
+def test_out_variant_refuses_autograd():
+    x = torch.randn(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match=f"{NS}::exp.out: functions with out=.* don't support automatic"):
+        torch.ops.mpsgen.exp(x, out=torch.empty(3))
+
+
+def test_inplace_differentiates_through_the_functional_op():
+    x = torch.randn(4, 5, requires_grad=True)
+    y = x * 2
+    torch.ops.mpsgen.sin_(y)
+    (gx,) = torch.autograd.grad(y.sum(), x)
+    torch.testing.assert_close(gx, 2 * torch.cos(2 * x.detach()))
+
+
+def test_inplace_without_grad_bumps_the_version_counter():
+    """A tensor saved for backward and then changed in place must make backward fail."""
+    w = torch.randn(3, requires_grad=True)
+    x = torch.randn(3)
+    y = torch.mul(x, w)  # saves x
+    torch.ops.mpsgen.exp_(x)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_not_differentiable_results_do_not_require_grad():
+    x = torch.randn(3, requires_grad=True)
+    assert not torch.ops.mpsgen.isnan(x).requires_grad
+    assert not torch.ops.mpsgen.lt(x, x.detach()).requires_grad
+
+
+# --- an op without formulas: the generated code, run on an op defined in Python -----
+
+NO_FORMULA_YAML = """\
+namespace: mpsgen_noformula
+ops:
+  - func: twice(Tensor self, Tensor other) -> Tensor
+    dtypes: [float]
+    reference: torch.add
+    derivatives:
+      self: grad
+    functor: |
+      template <typename T> inline T operator()(const T a, const T b) { return a + b; }
+
+  - func: thrice(Tensor self) -> Tensor
+    dtypes: [float]
+    reference: torch.exp
+    functor: |
+      template <typename T> inline T operator()(const T a) { return a; }
+"""
+
+
+@pytest.fixture(scope="module")
+def no_formula_ops(tmp_path_factory):
+    """The registry's generated library.py, over CPU kernels written in Python
+    (the C++ extension only has the shipped ops)."""
+    path = tmp_path_factory.mktemp("noformula") / "ops.yaml"
+    path.write_text(NO_FORMULA_YAML)
+    registry = load(path)
+    lib = torch.library.Library(registry.namespace, "DEF")
+    kernels = {"twice": lambda a, b: a + b, "thrice": lambda a: a * 3}
+    for e in registry.entries:
+        for schema in e.schemas.values():
+            lib.define(schema)
+        fn, names = kernels[e.qualified_name], e.schema_names
+        lib.impl(names["functional"], fn, "CPU")
+        lib.impl(names["out"], lambda *a, out, fn=fn: out.copy_(fn(*a)), "CPU")
+        lib.impl(names["inplace"], lambda s, *a, fn=fn: s.copy_(fn(s, *a)), "CPU")
+    exec(compile(render.render(registry)["library.py"], "library.py", "exec"), {})
+    yield torch.ops.mpsgen_noformula
+    lib._destroy()
+
+
+def test_backward_without_formula_names_the_op(no_formula_ops):
+    a, b = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+    (ga,) = torch.autograd.grad(no_formula_ops.twice(a, b.detach()).sum(), a)  # self has a formula
+    torch.testing.assert_close(ga, torch.ones(3))
+    with pytest.raises(RuntimeError, match=r"mpsgen_noformula::twice: no derivative formula for input 'other' "
+                                           r"\(ops.yaml entry at ops.yaml:3\)"):
+        no_formula_ops.twice(a, b).sum().backward()
+    with pytest.raises(RuntimeError, match=r"mpsgen_noformula::thrice: no derivative formula for input 'self'"):
+        no_formula_ops.thrice(a).sum().backward()
+
+
+def test_generated_backward_names_the_formula_line():
+    text = render.render(REGISTRY)["library.py"]
+    line = next(i + 1 for i, l in enumerate((ROOT / "ops.yaml").read_text().splitlines())
+                if l.strip() == "self: grad * conj(result)")
+    assert f"grad * conj(result) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:{line}" in text
+    assert textwrap.dedent("""\
+        def exp_setup_context(ctx, inputs, output):
+            self, = inputs
+            result = output
+            ctx.save_for_backward(result)""") in text
