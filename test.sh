@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Run the test suite (after `bash run.sh` has built the extension):  bash test.sh
+# pytest-xdist spreads it over the machine's cores (at most 4 workers); add -n 0 to run serially.
 set -euo pipefail
 cd "$(dirname "$0")"
-exec .venv/bin/python -m pytest -q tests "$@"
+exec .venv/bin/python -m pytest -q -n auto --maxprocesses 4 tests "$@"

@@ -567,7 +567,7 @@ def hardshrink_backward(ctx, grad):
     self, = ctx.saved_tensors
     lambd = ctx.lambd
     return (
-        torch.ops.aten.hardshrink_backward(grad, self, lambd) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:218
+        torch.where((self < -lambd) | (self > lambd), grad, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:218
         None,  # lambd: a Scalar
     )
 
@@ -605,7 +605,7 @@ def softshrink_backward(ctx, grad):
     self, = ctx.saved_tensors
     lambd = ctx.lambd
     return (
-        torch.ops.aten.softshrink_backward(grad, self, lambd) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:230
+        torch.where((self < -lambd) | (self > lambd), grad, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:230
         None,  # lambd: a Scalar
     )
 

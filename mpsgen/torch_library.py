@@ -73,7 +73,7 @@ def result_dtype(spec: Spec, operands: list, alpha=None) -> torch.dtype:
 def _check_alpha(spec: Spec, common: torch.dtype, alpha) -> None:
     if isinstance(alpha, bool) and common != torch.bool:
         raise RuntimeError(f"{spec.name}: Boolean alpha only supported for Boolean results.")
-    if isinstance(alpha, float) and not (common.is_floating_point or common.is_complex):
+    if not isinstance(alpha, (bool, int)) and not (common.is_floating_point or common.is_complex):
         raise RuntimeError(f"{spec.name}: For integral input tensors, argument alpha must not be a "
                            "floating point number.")
     if isinstance(alpha, complex) and not common.is_complex:
@@ -151,8 +151,10 @@ def register_variants(lib: torch.library.Library, name: str, out: str, inplace: 
         result = functional(*args, **kwargs)
         _check_castable(qualified + out_name, result, out)
         if out.shape != result.shape:
+            # as at::native::resize_output, then the layout TensorIterator gives a new output;
             # functionalization's resize_ takes concrete sizes: a symbolic shape is specialized here
             out.resize_([int(s) for s in result.shape])
+            out.as_strided_([int(s) for s in result.shape], [int(s) for s in result.stride()])
         return out.copy_(result)
 
     out_name = out

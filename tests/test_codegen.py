@@ -738,3 +738,60 @@ def test_functor_result_type_contradicting_dtypes_fails_compile_at_the_yaml_line
     errors = [l for l in r.stderr.splitlines() if ": error: " in l]
     assert errors and all(l.startswith(f"ops.yaml:{line}:") for l in errors), r.stderr[-3000:]
     assert "Output dtype mismatch for unary op foo and input int" in errors[0]
+
+
+# ---- derivatives ---------------------------------------------------------------------
+
+
+def _with_derivatives(formulas: str, dtypes: str = "[float]") -> str:
+    extra = "    derivatives:\n" + "".join(f"      {line}\n" for line in formulas.splitlines())
+    return registry(unary_op("foo", dtypes=dtypes, extra=extra))
+
+
+@pytest.mark.parametrize("formulas,key_line,says", [
+    ("other: grad", "other: grad", "'other' is not a Tensor argument of foo"),
+    ("self: grad *", "self: grad *", "is not a Python expression"),
+    ("self: grad * y", "self: grad * y", "unknown name(s) y"),
+    ("self: ''", "self: ''", "must be a Python expression"),
+])
+def test_rejects_bad_derivative(tmp_path, formulas, key_line, says):
+    text = _with_derivatives(formulas)
+    message = single_error(run_invalid(tmp_path, text), lineno(text, key_line), "derivatives", "foo")
+    assert says in message
+
+
+def test_rejects_derivatives_of_a_bool_or_integer_op(tmp_path):
+    text = _with_derivatives("self: grad", dtypes="[integer]")
+    message = single_error(run_invalid(tmp_path, text), lineno(text, "derivatives:"), "derivatives", "foo")
+    assert "only bool or integer results" in message
+
+
+def test_generated_backward_uses_the_formula_and_names_its_line(tmp_path):
+    text = _with_derivatives("self: grad * torch.cos(self)")
+    out = tmp_path / "out"
+    generate_ok(write_ops(tmp_path, text), out)
+    library = (out / "library.py").read_text()
+    formula_line = lineno(text, "self: grad * torch.cos(self)")
+    assert (f"grad * torch.cos(self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:{formula_line}"
+            in library)
+    assert "ctx.save_for_backward(self)" in library  # only what the formula reads
+
+
+def test_input_without_formula_raises_at_backward(tmp_path):
+    out = tmp_path / "out"
+    generate_ok(write_ops(tmp_path, registry(binary_op("bar"))), out)
+    library = (out / "library.py").read_text()
+    assert library.count('no_formula("testns::bar", ') == 2  # self and other
+    assert "register_autograd(\"testns::bar\"" in library
+
+
+def test_scalar_overload_inherits_formulas_of_the_tensors_it_keeps(tmp_path):
+    op = (binary_op("bar", dtypes="[float]").replace("bar(", "bar.Tensor(")
+          + "    derivatives:\n      self: grad * conj(other)\n      other: grad * conj(self)\n")
+    text = registry(op) + "  - func: bar.Scalar(Tensor self, Scalar other) -> Tensor\n"
+    out = tmp_path / "out"
+    generate_ok(write_ops(tmp_path, text), out)
+    library = (out / "library.py").read_text()
+    scalar = library[library.index("def bar_Scalar_backward"):]
+    assert "grad * conj(other) if ctx.needs_input_grad[0]" in scalar
+    assert "None,  # other: a Scalar" in scalar

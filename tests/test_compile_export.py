@@ -63,14 +63,28 @@ def _all_variants(entry, sample):
     return f
 
 
+def _recording_aot_eager(graphs: list):
+    """aot_eager, keeping the graphs dynamo captured."""
+    from torch._dynamo.backends.debugging import aot_eager
+
+    def backend(gm, example_inputs):
+        graphs.append(gm.code)
+        return aot_eager(gm, example_inputs)
+
+    return backend
+
+
 @pytest.mark.parametrize("op,entry,dtype", list(_cases()))
 def test_compile_fullgraph_matches_eager(op, entry, dtype):
     torch._dynamo.reset()
     sample = _sample(entry, dtype)
-    f = _all_variants(entry, sample)
-    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    f, graphs = _all_variants(entry, sample), []
+    compiled = torch.compile(f, fullgraph=True, backend=_recording_aot_eager(graphs))
     torch.testing.assert_close(compiled(*sample.args, **sample.kwargs), f(*sample.args, **sample.kwargs),
                                equal_nan=True)
+    assert len(graphs) == 1
+    for variant in entry.schema_names.values():  # all three ops are in the one graph
+        assert f"torch.ops.{NS}.{variant}" in graphs[0].replace(".default", ""), variant
 
 
 @pytest.mark.parametrize("op,entry,dtype", [c for c in _cases() if c.values[0].differentiable])

@@ -155,7 +155,10 @@ at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList in
   // TensorIterator does for CPU outputs.
   auto tmp = at::empty({0}, out.options().dtype(reg.output));
   run(op, backend, inputs, alpha, tmp, kernel, common);
-  at::native::resize_output(out, tmp.sizes());
+  if (at::native::resize_output(out, tmp.sizes())) {
+    // a resized output takes the layout TensorIterator gives a new one (that of the inputs)
+    out.as_strided_(tmp.sizes(), tmp.strides());
+  }
   out.copy_(tmp);
   return out;
 }
