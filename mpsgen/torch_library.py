@@ -135,21 +135,22 @@ def register_variants(lib: torch.library.Library, name: str, out: str, inplace: 
     running the C++ kernels (a backend kernel wins over it); functionalization,
     fake tensors and meta tensors decompose.
     """
-    qualified, functional = f"{lib.ns}::", op_overload(lib.ns, name)
+    functional = op_overload(lib.ns, name)
+    out_name, inplace_name = f"{lib.ns}::{out}", f"{lib.ns}::{inplace}"  # for messages
 
     def inplace_decomposition(self, *args, **kwargs):
         # under autograd the functional op may save self for its backward: give it a copy to keep
         saved_self = self.clone() if _requires_grad((self, *args), kwargs) else self
         result = functional(saved_self, *args, **kwargs)
         if result.shape != self.shape:
-            raise RuntimeError(f"{qualified}{inplace}: output with shape {list(self.shape)} doesn't match the "
+            raise RuntimeError(f"{inplace_name}: output with shape {list(self.shape)} doesn't match the "
                                f"broadcast shape {list(result.shape)}")
-        _check_castable(qualified + inplace, result, self)
+        _check_castable(inplace_name, result, self)
         return self.copy_(result)
 
     def out_decomposition(*args, out, **kwargs):
         result = functional(*args, **kwargs)
-        _check_castable(qualified + out_name, result, out)
+        _check_castable(out_name, result, out)
         if out.shape != result.shape:
             # as at::native::resize_output, then the layout TensorIterator gives a new output;
             # functionalization's resize_ takes concrete sizes: a symbolic shape is specialized here
@@ -157,12 +158,11 @@ def register_variants(lib: torch.library.Library, name: str, out: str, inplace: 
             out.as_strided_([int(s) for s in result.shape], [int(s) for s in result.stride()])
         return out.copy_(result)
 
-    out_name = out
     lib.impl(inplace, inplace_decomposition, "CompositeImplicitAutograd")
     lib.impl(out, out_decomposition, "CompositeImplicitAutograd")
     lib.impl(inplace, _inplace_autograd(op_overload(lib.ns, inplace), inplace_decomposition), "Autograd",
              with_keyset=True)
-    lib.impl(out, _out_autograd(op_overload(lib.ns, out), qualified + out), "Autograd", with_keyset=True)
+    lib.impl(out, _out_autograd(op_overload(lib.ns, out), out_name), "Autograd", with_keyset=True)
 
 
 def register_not_differentiable(lib: torch.library.Library, name: str) -> None:

@@ -98,3 +98,18 @@ def test_fake_matches_real_on_edge_samples(op, entry, dtype):
         assert (fake.shape, fake.dtype, fake.stride()) == (real.shape, real.dtype, real.stride()), sample.name
         checked += 1
     assert checked >= 5
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda x: torch.ops.mpsgen.exp_(x.long()), "can't be cast to the desired output type"),
+    (lambda x: torch.ops.mpsgen.add_(x[0].clone(), x), "doesn't match the broadcast shape"),
+    (lambda x: torch.ops.mpsgen.exp(x.double()), "no kernel registered for dtype"),
+])
+def test_traced_variants_refuse_what_the_kernels_refuse(call, match):
+    """Under fake tensors (as in torch.compile) the out=/in-place decompositions and the
+    fake kernels raise what the C++ kernels raise in eager mode, and torch too."""
+    x = torch.randn(4, 6)
+    with pytest.raises((RuntimeError, NotImplementedError), match=match):
+        call(x)
+    with FakeTensorMode() as mode, pytest.raises((RuntimeError, NotImplementedError), match=match):
+        call(mode.from_tensor(x))
