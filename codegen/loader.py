@@ -20,6 +20,8 @@ TOP_KEYS = {"namespace", "ops"}
 OP_KEYS = {"func", "functor", "dtypes", "reference", "opinfo", "xfail", "derivatives"}
 OVERLOAD_KEYS = {"func", "reference", "opinfo", "xfail", "derivatives"}
 # what a derivative formula may name besides the entry's arguments (mpsgen/torch_library.py)
+_NOT_DIFFERENTIABLE = ("{op} kernels produce only bool or integer results, which autograd does not "
+                       "differentiate; remove 'derivatives'")
 FORMULA_NAMES = {"grad", "result", "torch", "math", "conj", "handle_r_to_c"}
 REQUIRED_OP_KEYS = ("func", "functor", "dtypes", "reference")
 FAMILIES = {1: "unary", 2: "binary", 3: "ternary"}
@@ -186,18 +188,17 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
         # reference, opinfo, xfails and derivatives default to, and are checked against, the op
         return _PendingOverload(schema, reference, entry.get("opinfo", False), entry.get("xfail", []),
                                 line_of("xfail"), loc, derivatives)
-    if derivatives and not any(r.output_dtype.kind in ("float", "complex") for r in registrations):
-        errors.add(line_of("derivatives"), label, "derivatives",
-                   "this op's kernels produce only bool or integer results, which autograd does not "
-                   "differentiate; remove 'derivatives'")
-        return None
     xfails = _check_xfails(entry.get("xfail", []), registrations, label, line_of("xfail"), errors)
     if len(errors.messages) > n_before:
         return None
-    return Op(schema=schema, reference=reference, opinfo=opinfo, xfails=xfails, loc=loc,
-              derivatives=derivatives or (), name=name, family=family, functor=functor,
-              registrations=registrations,
-              functor_line=_functor_line(entry["functor"], line_of("functor")))
+    op = Op(schema=schema, reference=reference, opinfo=opinfo, xfails=xfails, loc=loc,
+            derivatives=derivatives or (), name=name, family=family, functor=functor,
+            registrations=registrations,
+            functor_line=_functor_line(entry["functor"], line_of("functor")))
+    if op.derivatives and not op.differentiable:
+        errors.add(line_of("derivatives"), label, "derivatives", _NOT_DIFFERENTIABLE.format(op="this op's"))
+        return None
+    return op
 
 
 @dataclasses.dataclass
@@ -233,9 +234,7 @@ def _attach_overloads(ops: list[Op], overloads: list[_PendingOverload], errors: 
         xfails = _check_xfails(ov.xfail, op.registrations, label, ov.xfail_line, errors)
         opinfo = op.opinfo if ov.opinfo is False else (ov.opinfo or "")
         if ov.derivatives and not op.differentiable:
-            errors.add(ov.loc.line, label, "derivatives",
-                       f"{op.name}'s kernels produce only bool or integer results, which autograd does not "
-                       "differentiate; remove 'derivatives'")
+            errors.add(ov.loc.line, label, "derivatives", _NOT_DIFFERENTIABLE.format(op=op.name + "'s"))
             continue
         # without its own formulas, an overload uses the op's for the Tensors it keeps
         derivatives = ov.derivatives if ov.derivatives is not None else tuple(

@@ -168,10 +168,16 @@ def opinfo_samples(opinfo_name: str, params, device: str, dtype: torch.dtype, re
                 found.append(Sample(f"{kind}[{i}]", *bound))
     if requires_grad:  # set here: some reference_inputs generators refuse requires_grad for integer partners
         for sample in found:
-            for t in sample.args:
-                if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()):
-                    t.requires_grad_(True)
+            require_grad(sample)
     return found
+
+
+def require_grad(sample: Sample) -> Sample:
+    """Mark the sample's floating and complex tensors as requiring grad (the others cannot)."""
+    for t in sample.args:
+        if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()):
+            t.requires_grad_(True)
+    return sample
 
 
 def samples(opinfo_name: str, params, device: str, dtype: torch.dtype, registered: set,

@@ -17,7 +17,7 @@ import mpsgen  # noqa: F401  (loads the extension and generated/library.py)
 from codegen import render
 from codegen.loader import load
 from mpsgen.samples import (TORCH_DTYPES, edge_samples, entry_params, op_overload, opinfo_samples, reference,
-                            registered_dtypes, registered_outputs)
+                            registered_dtypes, registered_outputs, require_grad)
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = load(ROOT / "ops.yaml")
@@ -44,11 +44,8 @@ def _grad_samples(op, entry, dtype):
     reference_inputs[15] but 0 for the 128x128 reference_inputs[16] (scalar vs vector loop).
     """
     found = opinfo_samples(entry.opinfo, entry_params(entry), "cpu", dtype, requires_grad=True)
-    for s in edge_samples(entry_params(entry), "cpu", dtype, registered_dtypes(op), large=False):
-        for a in s.args:
-            if isinstance(a, torch.Tensor) and (a.is_floating_point() or a.is_complex()):
-                a.requires_grad_(True)
-        found.append(s)
+    found += [require_grad(s) for s in edge_samples(entry_params(entry), "cpu", dtype, registered_dtypes(op),
+                                                    large=False)]
     return [s for s in found if all(bool(a.detach().isfinite().all()) for a in s.args if isinstance(a, torch.Tensor))]
 
 
