@@ -17,10 +17,12 @@ sys.path.insert(0, str(ROOT))
 from codegen import build  # noqa: E402  (after generate, from this checkout)
 
 BUILD = ROOT / "build" / "mpsgen"
+BUILD.mkdir(parents=True, exist_ok=True)
 rel = lambda p: str(Path(p).relative_to(ROOT))  # noqa: E731
 
-sources = [rel(p) for p in sorted(build.GENERATED.glob("*_cpu.cpp"))]
-sources += [rel(build.GENERATED / "registration.cpp"), "support/host/elementwise.cpp", "support/host/module.cpp",
+# the host stubs of all ops compile as one unit (codegen/build.py host_unity_source)
+sources = [rel(build.host_unity_source(BUILD, "_cpu.cpp"))]
+sources += ["support/host/elementwise.cpp", "support/host/module.cpp",
             "support/cpu/executor.cpp", "support/cpu/kernel_registry.cpp"]
 sources += [rel(p) for p in build.cpu_kernel_sources(BUILD)]
 include_dirs = [str(ROOT / "support" / d) for d in ("host", "cpu", "metal_shim")] + [str(BUILD)]
@@ -29,7 +31,7 @@ extra_link_args = []
 
 if sys.platform == "darwin":
     build.mps_metal_sources_header(BUILD)
-    sources += [rel(p) for p in sorted(build.GENERATED.glob("*_mps.mm"))] + ["support/mps/metal_library.mm"]
+    sources += [rel(build.host_unity_source(BUILD, "_mps.mm")), "support/mps/metal_library.mm"]
     include_dirs.append(str(ROOT / "support" / "mps"))
     extra_cflags += ["-fobjc-arc"]
     extra_link_args += ["-framework", "Metal", "-framework", "Foundation"]

@@ -18,6 +18,7 @@ GENERATED = ROOT / "generated"
 SUPPORT = ROOT / "support"
 SHIM_INCLUDE = SUPPORT / "metal_shim"
 CPU_SUPPORT = SUPPORT / "cpu"
+METAL_INCLUDE = SUPPORT / "metal"  # the project's own Metal headers (mpsgen/ternary_alpha.h)
 
 
 def torch_include() -> Path:
@@ -37,7 +38,7 @@ def cpu_kernel_sources(build_dir: Path, compiler: str = "c++") -> list[Path]:
     sources = []
     for metal in sorted(GENERATED.glob("*.metal")):
         op = metal.stem
-        text = preprocess(compiler, metal, [SHIM_INCLUDE, CPU_SUPPORT, torch_include()])
+        text = preprocess(compiler, metal, [SHIM_INCLUDE, CPU_SUPPORT, METAL_INCLUDE, torch_include()])
         kernels = parse_instantiations(text)
         if not kernels:
             raise RuntimeError(f"{metal}: no `template [[host_name(...)]]` kernels instantiated")
@@ -55,6 +56,20 @@ def cpu_kernel_sources(build_dir: Path, compiler: str = "c++") -> list[Path]:
     return sources
 
 
+def host_unity_source(build_dir: Path, suffix: str) -> Path:
+    """One translation unit including every generated `<op><suffix>` host stub (`_cpu.cpp`,
+    `_mps.mm`), and registration.cpp with the CPU ones (built on every platform). The stubs are small; the ATen headers each includes
+    dominate their compile time, so they are compiled once for the whole registry. Every
+    name in a stub is op-prefixed or in an anonymous namespace, so they compose."""
+    stubs = sorted(GENERATED.glob(f"*{suffix}"))
+    if suffix == "_cpu.cpp":
+        stubs.append(GENERATED / "registration.cpp")
+    unit = build_dir / f"mpsgen_host{Path(suffix).stem}{Path(suffix).suffix}"
+    _write_if_changed(unit, "// The host stubs of generated/, one translation unit (written by the build).\n"
+                      + "".join(f'#include "{p.resolve()}"\n' for p in stubs))
+    return unit
+
+
 def _c_string_literal(text: str) -> str:
     # Split into chunks: compilers cap the length of a single string literal.
     chunks = [text[i : i + 8000] for i in range(0, len(text), 8000)] or [""]
@@ -67,6 +82,7 @@ def _metallib(metal: Path, build_dir: Path) -> bytes | None:
     air, lib = build_dir / f"{metal.stem}.air", build_dir / f"{metal.stem}.metallib"
     try:
         subprocess.run(["xcrun", "-sdk", "macosx", "metal", "-std=metal3.1", f"-I{torch_include()}",
+                        f"-I{METAL_INCLUDE}",
                         "-c", str(metal), "-o", str(air)], check=True, capture_output=True)
         subprocess.run(["xcrun", "-sdk", "macosx", "metallib", str(air), "-o", str(lib)],
                        check=True, capture_output=True)
@@ -80,7 +96,7 @@ def mps_metal_sources_header(build_dir: Path, with_metallib: bool = True) -> Pat
 
     entries, blobs = [], []
     for i, metal in enumerate(sorted(GENERATED.glob("*.metal"))):
-        source = embed_headers(str(metal), [str(torch_include())])
+        source = embed_headers(str(metal), [str(torch_include()), str(METAL_INCLUDE)])
         lib = _metallib(metal, build_dir) if with_metallib else None
         if lib:
             blobs.append(f"static const uint8_t kMetallib{i}[] = {{{', '.join(map(str, lib))}}};")

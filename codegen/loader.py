@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import keyword
 import re
 from pathlib import Path
 
@@ -14,10 +15,13 @@ import yaml
 from torchgen.model import BaseTy, BaseType, FunctionSchema, SchemaKind
 
 from .dtypes import DTYPES, GROUPS
-from .model import Derivative, Location, Op, Overload, Registration, Registry, XFail, schema_args
+from .checks import CheckError, to_cpp
+from .model import (DEFAULT_PARAM_TYPE, Check, PARAM_TYPES, Derivative, Location, Op, Overload, Param, Registration,
+                    Registry, Selector, XFail, schema_args)
 
 TOP_KEYS = {"namespace", "ops"}
-OP_KEYS = {"func", "functor", "dtypes", "reference", "opinfo", "xfail", "derivatives"}
+OP_KEYS = {"func", "functor", "dtypes", "reference", "opinfo", "xfail", "derivatives", "args", "kernel",
+           "alpha_check", "checks"}
 OVERLOAD_KEYS = {"func", "reference", "opinfo", "xfail", "derivatives"}
 # what a derivative formula may name besides the entry's arguments (mpsgen/torch_library.py)
 _NOT_DIFFERENTIABLE = ("{op} kernels produce only bool or integer results, which autograd does not "
@@ -25,7 +29,12 @@ _NOT_DIFFERENTIABLE = ("{op} kernels produce only bool or integer results, which
 FORMULA_NAMES = {"grad", "result", "torch", "math", "conj", "handle_r_to_c"}
 REQUIRED_OP_KEYS = ("func", "functor", "dtypes", "reference")
 FAMILIES = {1: "unary", 2: "binary", 3: "ternary"}
-TENSOR, SCALAR = BaseType(BaseTy.Tensor), BaseType(BaseTy.Scalar)
+TENSOR = BaseType(BaseTy.Tensor)
+# schema argument types an entry may use: Tensors, and what the kernels read as params
+SUPPORTED_TYPES = ("Tensor", "Scalar", "Scalar?", "int", "int?", "float", "float?", "bool", "str", "str?")
+# names the generated C++ and Python use for their own purposes
+RESERVED_ARG_NAMES = {"out", "grad", "result", "iter", "common", "params", "ctx", "kernel", "torch", "math",
+                      "lib", "self_", "inputs", "output"}
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
 
@@ -96,7 +105,7 @@ def load(path: str | Path) -> Registry:
     for key in sorted(set(doc) - TOP_KEYS, key=str):
         errors.add(doc.key_lines[key], None, key, f"unknown key; expected one of {sorted(TOP_KEYS)}")
     namespace = doc.get("namespace")
-    if not isinstance(namespace, str) or not _IDENT.match(namespace):
+    if not isinstance(namespace, str) or not _IDENT.fullmatch(namespace):
         errors.add(doc.key_lines.get("namespace", doc.line), None, "namespace",
                    f"expected a C++ identifier naming the torch library, got {namespace!r}")
     entries = doc.get("ops")
@@ -122,6 +131,14 @@ def load(path: str | Path) -> Registry:
         else:
             overloads.append(loaded)
 
+    kernel_lines: dict[str, int] = {}
+    for op in ops:
+        for k in dict.fromkeys([op.name, *op.kernels]):
+            if k in kernel_lines:
+                errors.add(op.loc.line, op.qualified_name, "kernel" if k == op.name else "args",
+                           f"kernel name '{k}' is already used by the op at {display}:{kernel_lines[k]} "
+                           "(kernel and file names must be unique: set 'kernel:' to another name)")
+            kernel_lines.setdefault(k, op.loc.line)
     ops = _attach_overloads(ops, overloads, errors)
     if errors.messages:
         raise RegistryError(errors.messages)
@@ -163,13 +180,32 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
         if key not in entry:
             errors.add(line, label, key, "missing; every op needs func, functor, dtypes and reference")
 
-    functor = _check_functor(entry.get("functor"), name, label, line_of("functor"), errors) \
-        if "functor" in entry else None
-    registrations = _check_dtypes(entry.get("dtypes"), family, label, line_of("dtypes"), errors) \
+    kernel = entry.get("kernel", name)
+    if "kernel" in entry and not (isinstance(kernel, str) and _IDENT.fullmatch(kernel)):
+        errors.add(line_of("kernel"), label, "kernel", f"expected a C++ identifier naming the kernels, got {kernel!r}")
+        kernel = None
+    params, selector = (), None
+    if "args" in entry and (is_overload or family is None):
+        if is_overload:
+            errors.add(line_of("args"), label, "args", "a Scalar overload runs its op's kernels; 'args' belongs there")
+    elif family is not None and not is_overload:
+        params, selector = _check_args(entry.get("args"), schema_args(schema), family, label, line_of("args"), errors)
+    kernels = selector.kernels if selector else [kernel]
+    functor = _check_functor(entry.get("functor"), kernels, label, line_of("functor"), errors) \
+        if "functor" in entry and kernel else None
+    opmath_ok = family in OPMATH_FAMILIES and (family == "ternary" or not params)
+    registrations = _check_dtypes(entry.get("dtypes"), family, opmath_ok, label, line_of("dtypes"), errors) \
         if "dtypes" in entry else ()
+    checks = _check_checks(entry["checks"], schema_args(schema), label, line_of("checks"), errors) \
+        if "checks" in entry and schema is not None and not is_overload else ()
+    alpha_check = entry.get("alpha_check", False)
+    if not isinstance(alpha_check, bool) or (alpha_check and not (
+            len(params) == 1 and params[0].kind == "Scalar" and family == "binary")):
+        errors.add(line_of("alpha_check"), label, "alpha_check",
+                   "a boolean; true applies torch's add/sub alpha checks to a binary op's one Scalar")
 
     reference = entry.get("reference")
-    if "reference" in entry and not (isinstance(reference, str) and _DOTTED.match(reference)):
+    if "reference" in entry and not (isinstance(reference, str) and _DOTTED.fullmatch(reference)):
         errors.add(line_of("reference"), label, "reference",
                    f"expected a dotted Python path such as 'torch.exp', got {reference!r}")
     opinfo = entry.get("opinfo", name or "")
@@ -192,8 +228,8 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
     if len(errors.messages) > n_before:
         return None
     op = Op(schema=schema, reference=reference, opinfo=opinfo, xfails=xfails, loc=loc,
-            derivatives=derivatives or (), name=name, family=family, functor=functor,
-            registrations=registrations,
+            derivatives=derivatives or (), name=kernel, family=family, functor=functor,
+            registrations=registrations, params=params, selector=selector, alpha_check=alpha_check, checks=checks,
             functor_line=_functor_line(entry["functor"], line_of("functor")))
     if op.derivatives and not op.differentiable:
         errors.add(line_of("derivatives"), label, "derivatives", _NOT_DIFFERENTIABLE.format(op="this op's"))
@@ -218,7 +254,9 @@ class _PendingOverload:
 
 def _attach_overloads(ops: list[Op], overloads: list[_PendingOverload], errors: _Errors) -> list[Op]:
     """Give each op its Scalar overloads; complete the overloads' defaults from the op."""
-    by_name = {op.name: op for op in ops}
+    by_name: dict[str, Op] = {}
+    for op in ops:  # an overload runs the kernels of the first op with its base name
+        by_name.setdefault(str(op.schema.name.name.base), op)
     attached: dict[str, list[Overload]] = {op.name: [] for op in ops}
     for ov in overloads:
         base, label = str(ov.schema.name.name.base), ov.qualified_name
@@ -239,7 +277,7 @@ def _attach_overloads(ops: list[Op], overloads: list[_PendingOverload], errors: 
         # without its own formulas, an overload uses the op's for the Tensors it keeps
         derivatives = ov.derivatives if ov.derivatives is not None else tuple(
             d for d in op.derivatives if d.arg not in scalars)
-        attached[base].append(Overload(
+        attached[op.name].append(Overload(
             schema=ov.schema, reference=ov.reference or op.reference, opinfo=opinfo, xfails=xfails,
             loc=ov.loc, derivatives=derivatives, scalar_args=scalars))
     return [dataclasses.replace(op, overloads=tuple(attached[op.name])) for op in ops]
@@ -284,7 +322,7 @@ def _functor_line(source: str, key_line: int) -> int:
 
 def _check_schema(schema: FunctionSchema, name: str, line: int, errors: _Errors,
                   is_overload: bool = False) -> str | None:
-    if not _IDENT.match(name) or name.startswith("_") or name.endswith("_"):
+    if not _IDENT.fullmatch(name) or name.startswith("_") or name.endswith("_"):
         errors.add(line, name, "func", "op name must be a C++ identifier without leading/trailing '_'")
     if schema.kind() != SchemaKind.functional or schema.name.name.inplace:
         errors.add(line, name, "func",
@@ -294,48 +332,186 @@ def _check_schema(schema: FunctionSchema, name: str, line: int, errors: _Errors,
         errors.add(line, name, "func", "expected a single 'Tensor' return")
     args = schema.arguments
     every = [*args.flat_positional, *args.flat_kwarg_only]
-    if any(a.type not in (TENSOR, SCALAR) for a in every):
-        errors.add(line, name, "func", "expected 'Tensor' and 'Scalar' arguments only")
-        return None
-    if any(a.type == TENSOR and (a.default is not None or a in args.flat_kwarg_only) for a in every):
-        errors.add(line, name, "func", "Tensor arguments must be positional, without defaults")
-        return None
-    if is_overload:
-        return None  # checked against its op's schema
+    ok = True
+    for a in every:
+        if str(a.type) not in SUPPORTED_TYPES:
+            errors.add(line, name, "func",
+                       f"argument '{a.name}' has type {a.type}, which an elementwise kernel cannot take; "
+                       f"supported: {', '.join(SUPPORTED_TYPES)}")
+            ok = False
+        elif a.annotation is not None:
+            errors.add(line, name, "func", f"argument '{a.name}' has an alias annotation; the functional "
+                       "schema's arguments are not aliased (out= and in-place variants are generated)")
+            ok = False
+        elif a.type == TENSOR and (a.default is not None or a in args.flat_kwarg_only):
+            errors.add(line, name, "func", f"Tensor argument '{a.name}' must be positional, without a default")
+            ok = False
+        elif a.name in RESERVED_ARG_NAMES or keyword.iskeyword(a.name) or a.name in _CPP_KEYWORDS:
+            errors.add(line, name, "func", f"argument name '{a.name}' is reserved (C++/Python keyword, or a "
+                       f"name the generated code uses: {', '.join(sorted(RESERVED_ARG_NAMES))}); rename it")
+            ok = False
+        elif a.default is not None and _default_error(str(a.type), a.default):
+            errors.add(line, name, "func", f"argument '{a.name}': default {a.default!r} "
+                       f"{_default_error(str(a.type), a.default)}")
+            ok = False
+    names = [a.name for a in every]
+    for dup in sorted({n for n in names if names.count(n) > 1}):
+        errors.add(line, name, "func", f"argument '{dup}' appears more than once")
+        ok = False
+    if not ok or is_overload:
+        return None  # an overload is checked against its op's schema
     tensors = [a for a in every if a.type == TENSOR]
-    scalars = [a for a in every if a.type == SCALAR]
     if len(tensors) not in FAMILIES:
         errors.add(line, name, "func",
                    f"expected 1 (unary), 2 (binary) or 3 (ternary) Tensor arguments, got {len(tensors)}")
         return None
-    family = FAMILIES[len(tensors)]
-    if scalars and (len(scalars) > 1 or family == "ternary" or every.index(scalars[0]) < len(tensors)):
-        errors.add(line, name, "func",
-                   "a Scalar parameter is the alpha of torch's REGISTER_UNARY_ALPHA_OP / "
-                   "REGISTER_BINARY_ALPHA_OP: at most one, after the Tensors, for unary or binary ops "
-                   "(for a Tensor-Scalar overload, add an entry without functor, e.g. "
-                   "'mul.Scalar(Tensor self, Scalar other) -> Tensor')")
+    if sum(str(a.type).startswith("str") for a in every) > 1:
+        errors.add(line, name, "func", "at most one 'str' argument may choose the functor")
         return None
-    return family + ("_alpha" if scalars else "")
+    return FAMILIES[len(tensors)]
 
 
-def _check_functor(source, name, label, line, errors) -> str | None:
+_CPP_KEYWORDS = {
+    "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
+    "char", "class", "compl", "concept", "const", "consteval", "constexpr", "constinit", "const_cast", "continue",
+    "co_await", "co_return", "co_yield", "decltype", "default", "delete", "do", "double", "dynamic_cast", "else",
+    "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto", "if", "inline", "int",
+    "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq",
+    "private", "protected", "public", "register", "reinterpret_cast", "requires", "return", "short", "signed",
+    "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local",
+    "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void",
+    "volatile", "wchar_t", "while", "xor", "xor_eq",
+    # Metal's address spaces and types, macros in the host shim
+    "device", "constant", "thread", "threadgroup", "kernel", "half", "bfloat", "uint", "uchar", "ushort", "ulong",
+    "NULL", "EOF", "errno", "assert",
+}
+
+
+def _default_error(type_: str, default: str) -> str | None:
+    """Why a schema default cannot be passed on as written, or None. torchgen keeps
+    defaults as text; the generated C++ and Python read them as literals."""
+    if default == "None":
+        return None if type_.endswith("?") else "is None, but the argument is not optional ('?')"
+    kind = type_.rstrip("?")
+    if kind == "str":
+        return None if re.fullmatch(r"'[A-Za-z0-9_]*'", default) else "must be a quoted identifier such as 'none'"
+    if kind == "bool":
+        return None if default in ("True", "False") else "must be True or False"
+    pattern = {"int": r"-?[0-9]{1,18}", "float": r"-?[0-9]{1,18}(\.[0-9]{0,18})?(e-?[0-9]{1,2})?",
+               "Scalar": r"-?[0-9]{1,18}(\.[0-9]{0,18})?(e-?[0-9]{1,2})?|True|False"}[kind]
+    return None if re.fullmatch(pattern, default) else f"is not a plain decimal literal for a {kind}"
+
+
+def _check_args(spec, op_args, family, label, line, errors) -> tuple[tuple[Param, ...], Selector | None]:
+    """The params the kernels read and the `str` selector, from the schema and `args:`."""
+    spec = {} if spec is None else spec
+    if not isinstance(spec, dict):
+        errors.add(line, label, "args", "expected a mapping from argument names to their Metal type "
+                   f"({', '.join(PARAM_TYPES)}), {{type: T, promotes: true}} or {{choices: {{value: kernel}}}}")
+        return (), None
+    key_lines = getattr(spec, "key_lines", {})
+    by_name = {a.name: a for a in op_args}
+    for key in spec:
+        if key not in by_name or by_name[key].kind == "Tensor":
+            non_tensor = [a.name for a in op_args if a.kind != "Tensor"]
+            errors.add(key_lines.get(key, line), label, "args",
+                       f"{key!r} is not a non-Tensor argument of the schema; expected one of {non_tensor}")
+    params, selector = [], None
+    for a in op_args:
+        if a.kind == "Tensor":
+            continue
+        item, item_line = spec.get(a.name), key_lines.get(a.name, line)
+        if a.kind == "str":
+            selector = _check_choices(a, item, label, item_line, errors)
+            continue
+        metal, promotes = DEFAULT_PARAM_TYPE[a.kind], False
+        if isinstance(item, str):
+            metal = item
+        elif isinstance(item, dict) and set(item) <= {"type", "promotes"}:
+            metal, promotes = item.get("type", metal), item.get("promotes", False)
+        elif item is not None:
+            errors.add(item_line, label, "args", f"{a.name!r}: expected a Metal type ({', '.join(PARAM_TYPES)}) "
+                       f"or {{type: T, promotes: true}}, got {item!r}")
+            continue
+        if metal not in PARAM_TYPES:
+            errors.add(item_line, label, "args", f"{a.name!r}: unknown Metal type {metal!r}; "
+                       f"expected one of {', '.join(PARAM_TYPES)}")
+        elif not isinstance(promotes, bool) or (promotes and a.kind != "Scalar"):
+            errors.add(item_line, label, "args", f"{a.name!r}: 'promotes' is a boolean, for Scalar arguments "
+                       "(which torch may treat as wrapped numbers)")
+        else:
+            params.append(Param(a.name, a.kind, a.optional, metal, promotes))
+    return tuple(params), selector
+
+
+def _check_checks(spec, op_args, label, line, errors) -> tuple[Check, ...]:
+    kinds = {a.name: (a.kind, a.optional) for a in op_args}
+    items = spec if isinstance(spec, list) else [None]
+    item_lines = getattr(spec, "item_lines", [line] * len(items))
+    found = []
+    for item, item_line in zip(items, item_lines):
+        if not (isinstance(item, dict) and set(item) == {"require", "message"}
+                and all(isinstance(v, str) and v.strip() for v in item.values())):
+            errors.add(item_line, label, "checks", "expected a list of {require: <condition>, message: <torch's "
+                       "error>}, e.g. {require: min is not None or max is not None, message: ...}")
+            continue
+        try:
+            cpp = to_cpp(item["require"], kinds)
+        except CheckError as e:
+            errors.add(item_line, label, "checks", f"condition {item['require']!r}: {e}")
+            continue
+        found.append(Check(" ".join(item["require"].split()), cpp, item["message"].strip(), item_line))
+    return tuple(found)
+
+
+def _check_choices(arg, item, label, line, errors) -> Selector | None:
+    example = "{choices: {none: gelu, tanh: gelu_tanh}}"
+    if not (isinstance(item, dict) and set(item) == {"choices"} and isinstance(item["choices"], dict)
+            and item["choices"]):
+        errors.add(line, label, "args", f"str argument {arg.name!r} needs the kernel each value selects, "
+                   f"e.g. {arg.name}: {example}")
+        return None
+    choices = []
+    for value, kernel in item["choices"].items():
+        value = "None" if value is None else value
+        if not isinstance(value, str) or not _IDENT.fullmatch(value):
+            errors.add(line, label, "args", f"{arg.name!r}: choice {value!r} is not an identifier")
+        elif value == "None" and not arg.optional:
+            errors.add(line, label, "args", f"{arg.name!r}: a None choice needs an optional 'str?' argument")
+        elif not isinstance(kernel, str) or not _IDENT.fullmatch(kernel):
+            errors.add(line, label, "args", f"{arg.name!r}: choice {value!r} must name a kernel (a C++ "
+                       f"identifier; its functor is '<kernel>_functor'), got {kernel!r}")
+        else:
+            choices.append((value, kernel))
+    if arg.optional and "None" not in dict(choices):
+        errors.add(line, label, "args", f"{arg.name!r} is optional: add the kernel for None, e.g. None: {arg.name}_none")
+    if arg.has_default and arg.default != "None" and arg.default.strip("'") not in dict(choices):
+        errors.add(line, label, "args", f"{arg.name!r}: its default {arg.default} is not one of the choices "
+                   f"{sorted(dict(choices))}")
+    return Selector(arg.name, tuple(choices))
+
+
+def _check_functor(source, kernels, label, line, errors) -> str | None:
     if not isinstance(source, str) or not source.strip():
         errors.add(line, label, "functor", "expected Metal source: an operator() body or a whole struct")
         return None
-    if name is None:
-        return None
     structs = _structs(source)
-    if structs and f"{name}_functor" not in structs:
+    wanted = [f"{k}_functor" for k in kernels]
+    missing = [w for w in wanted if w not in structs]
+    if structs and missing:
         errors.add(line, label, "functor",
-                   f"defines struct {structs[0]}; expected 'struct {name}_functor' "
-                   "or only the operator() definitions")
+                   f"defines struct {', '.join(structs)}; expected {' and '.join(repr('struct ' + w) for w in wanted)}"
+                   + ("" if len(wanted) > 1 else " or only the operator() definitions"))
+        return None
+    if not structs and len(wanted) > 1:
+        errors.add(line, label, "functor", f"the 'str' choices select several functors: define "
+                   f"{', '.join('struct ' + w for w in wanted)}")
         return None
     body = source.strip("\n")
     if structs:
-        return body  # the whole struct, as written
+        return body  # the whole struct(s), as written
     indented = "\n".join(("  " + l) if l.strip() else "" for l in body.splitlines())
-    return f"struct {name}_functor {{\n{indented}\n}};"
+    return f"struct {wanted[0]} {{\n{indented}\n}};"
 
 
 def _structs(source: str) -> list[str]:
@@ -347,7 +523,7 @@ def _structs(source: str) -> list[str]:
 OPMATH_FAMILIES = ("binary", "ternary")  # REGISTER_OPMATH_BINARY_OP / REGISTER_OPMATH_TERNARY_OP
 
 
-def _check_dtypes(spec, family, label, line, errors) -> tuple[Registration, ...]:
+def _check_dtypes(spec, family, opmath_ok, label, line, errors) -> tuple[Registration, ...]:
     if not isinstance(spec, list) or not spec:
         errors.add(line, label, "dtypes",
                    f"expected a list of groups {sorted(GROUPS)} or {{in: T, out: T}} pairs")
@@ -362,10 +538,11 @@ def _check_dtypes(spec, family, label, line, errors) -> tuple[Registration, ...]
                            f"unknown dtype group {item!r}; expected one of {sorted(GROUPS)} "
                            "or a pair {in: T, out: T}")
                 continue
-            if group.opmath and family not in OPMATH_FAMILIES:
+            if group.opmath and not opmath_ok:
                 errors.add(item_line, label, "dtypes",
                            f"group {item!r} computes in opmath, which torch's macros offer for "
-                           f"{' and '.join(OPMATH_FAMILIES)} ops only (this op is {family})")
+                           f"{' and '.join(OPMATH_FAMILIES)} ops only, and for binary ops without "
+                           f"params (this op is {family})")
                 continue
             regs += [Registration(i, o, group.opmath, item_line) for i, o in group.pairs]
         elif isinstance(item, dict):
@@ -380,7 +557,7 @@ def _check_dtypes(spec, family, label, line, errors) -> tuple[Registration, ...]
                            f"unknown dtype {', '.join(bad)}; expected one of {sorted(DTYPES)}")
                 continue
             opmath = item.get("opmath", False)
-            if not isinstance(opmath, bool) or (opmath and family not in OPMATH_FAMILIES):
+            if not isinstance(opmath, bool) or (opmath and not opmath_ok):
                 errors.add(item_line, label, "dtypes",
                            f"'opmath' is a boolean, for {' and '.join(OPMATH_FAMILIES)} ops only")
                 continue

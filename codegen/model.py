@@ -35,10 +35,11 @@ class Registration:
         return DTYPES[self.output]
 
     @property
-    def alpha(self) -> str:
-        """The Scalar parameter's Metal type (alpha families): the output dtype,
-        which is the dtype the MPS host sends it in (the iterator's common dtype)."""
-        return self.output
+    def compute(self) -> str:
+        """The Metal type the kernel computes in, which its Scalar parameters travel
+        in (`T` of `args:`): the output dtype, or the input's for bool results (the
+        iterator's common dtype, which the host sends them in)."""
+        return self.input if self.output == "bool" else self.output
 
 
 @dataclass(frozen=True)
@@ -59,25 +60,70 @@ class Derivative:
     names: frozenset = frozenset()  # the names the formula reads
 
 
+# Metal types a non-Tensor argument may take in the kernel (`args:` in ops.yaml):
+# T is the dtype the kernel computes in, opmath its opmath_t (float for half/bfloat).
+PARAM_TYPES = ("T", "opmath", "float", "long", "int", "bool")
+# the schema's non-Tensor kinds, and the Metal type each gets unless `args:` says otherwise
+DEFAULT_PARAM_TYPE = {"Scalar": "T", "float": "float", "int": "long", "bool": "bool"}
+
+
 @dataclass(frozen=True)
 class Arg:
     name: str
-    kind: str  # "Tensor" | "Scalar"
+    kind: str  # "Tensor" | "Scalar" | "int" | "float" | "bool" | "str" (the schema type without `?`)
     decl: str  # as written in the schema, e.g. "Scalar alpha=1"
     kwarg_only: bool
     has_default: bool = False
+    optional: bool = False  # `Scalar?`, `float?`, `str?`: None is a value
 
     @property
     def default(self) -> str | None:
-        """The default as the schema writes it (`1`, `0.5`), or None."""
+        """The default as the schema writes it (`1`, `0.5`, `None`, `'none'`), or None."""
         return self.decl.split("=", 1)[1] if self.has_default else None
 
 
 def schema_args(schema: FunctionSchema) -> list[Arg]:
     a = schema.arguments
-    return [Arg(x.name, str(x.type), str(x), False, x.default is not None) for x in a.flat_positional] + [
-        Arg(x.name, str(x.type), str(x), True, x.default is not None) for x in a.flat_kwarg_only
-    ]
+
+    def arg(x, kwarg_only):
+        kind = str(x.type).rstrip("?")
+        return Arg(x.name, kind, str(x), kwarg_only, x.default is not None, str(x.type).endswith("?"))
+
+    return [arg(x, False) for x in a.flat_positional] + [arg(x, True) for x in a.flat_kwarg_only]
+
+
+@dataclass(frozen=True)
+class Param:
+    """A non-Tensor argument the kernels read: the alpha of REGISTER_*_ALPHA_OP,
+    or a field of the op's params struct (exec_*_kernel_with_params)."""
+
+    name: str
+    kind: str  # "Scalar" | "int" | "float" | "bool"
+    optional: bool  # the struct carries `bool has_<name>` after the value
+    metal: str  # one of PARAM_TYPES
+    promotes: bool = False  # a Scalar that takes part in type promotion, as a wrapped number
+
+
+@dataclass(frozen=True)
+class Check:
+    """A condition torch checks of the arguments (`checks:`), with torch's message."""
+
+    require: str  # Python, over the non-Tensor arguments (the fake kernel)
+    cpp: str  # the same condition in C++ (the host stubs)
+    message: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Selector:
+    """A `str` argument whose value picks the kernel: each value names a functor."""
+
+    arg: str
+    choices: tuple[tuple[str, str], ...]  # (value, kernel name); value "None" for `str?` given None
+
+    @property
+    def kernels(self) -> list[str]:
+        return list(dict.fromkeys(k for _, k in self.choices))
 
 
 def variant_schemas(schema: FunctionSchema) -> dict[str, str]:
@@ -89,7 +135,8 @@ def variant_schemas(schema: FunctionSchema) -> dict[str, str]:
     out_name = f"{base}.{ov}_out" if ov and ov != "Tensor" else f"{base}.out"
     inplace_name = f"{base}_.{ov}" if ov else f"{base}_"
     star = ", *, " + ", ".join(kw) if kw else ""
-    inplace_pos = [f"Tensor(a!) {args[0].name}", *pos[1:]]
+    first = next(a for a in args if a.kind == "Tensor")  # polygamma_(Tensor(a!) self, int n)
+    inplace_pos = [f"Tensor(a!) {first.name}", *(a.decl for a in args if not a.kwarg_only and a is not first)]
     return {
         "functional": str(schema),
         "out": f"{out_name}({', '.join(pos)}, *, {', '.join(kw + ['Tensor(a!) out'])}) -> Tensor(a!)",
@@ -114,6 +161,11 @@ class Entry:
         return str(self.schema.name)
 
     @property
+    def base_name(self) -> str:
+        """`add` for `add.Tensor`: the name messages give the op."""
+        return str(self.schema.name.name.base)
+
+    @property
     def cname(self) -> str:
         """A C++ identifier for this entry's host functions."""
         return self.qualified_name.replace(".", "_")
@@ -125,6 +177,13 @@ class Entry:
     @property
     def schemas(self) -> dict[str, str]:
         return variant_schemas(self.schema)
+
+    @property
+    def inplace_args(self) -> list[Arg]:
+        """The in-place variant's arguments: the Tensor written to first (`self`), then the rest."""
+        args = self.args
+        first = next(a for a in args if a.kind == "Tensor")
+        return [first, *(a for a in args if a.name != first.name)]
 
     def derivative(self, arg: str) -> Derivative | None:
         return next((d for d in self.derivatives if d.arg == arg), None)
@@ -145,12 +204,33 @@ class Overload(Entry):
 
 @dataclass(frozen=True)
 class Op(Entry):
-    name: str = ""  # base name: torch.ops.<namespace>.<name>; names the generated files
-    family: str = ""  # unary | unary_alpha | binary | binary_alpha | ternary
-    functor: str = ""  # full `struct <name>_functor { ... };` source
+    name: str = ""  # kernel name: names the functor, the kernels and the generated files
+    family: str = ""  # unary | binary | ternary: how many Tensors the kernels read
+    functor: str = ""  # the functor struct(s) source
     registrations: tuple[Registration, ...] = ()
     functor_line: int = 0  # ops.yaml line that the first line of `functor` comes from
     overloads: tuple[Overload, ...] = ()
+    params: tuple[Param, ...] = ()  # the non-Tensor arguments the kernels read, in schema order
+    selector: Selector | None = None  # a `str` argument choosing among several functors
+    alpha_check: bool = False  # torch's alpha_check of add/sub (`alpha_check: true`)
+    checks: tuple[Check, ...] = ()  # argument conditions torch enforces (`checks:`)
+
+    @property
+    def transport(self) -> str:
+        """How the params reach the kernel: "none"; "alpha", one Scalar in the
+        computation dtype (REGISTER_*_ALPHA_OP, exec_*_kernel's alpha); or "params",
+        a struct `<name>_params<T>` (exec_*_kernel_with_params)."""
+        if not self.params:
+            return "none"
+        p = self.params[0]
+        if len(self.params) == 1 and p.kind == "Scalar" and p.metal == "T" and not p.optional:
+            return "alpha"
+        return "params"
+
+    @property
+    def kernels(self) -> list[str]:
+        """The kernel names (each with its `<kernel>_functor`): one, or one per `str` choice."""
+        return self.selector.kernels if self.selector else [self.name]
 
     @property
     def promotes_int_to_float(self) -> bool:
@@ -174,6 +254,8 @@ class Op(Entry):
     def has_castout(self) -> bool:
         """out= of any dtype stores through castout kernels: torch's unary ops
         (REGISTER_UNARY_OP) and comparisons (REGISTER_BINARY_CASTOUT_OP)."""
+        if self.transport != "none":
+            return False
         return self.family == "unary" or (self.family == "binary" and self.bool_output)
 
     @property
@@ -182,8 +264,18 @@ class Op(Entry):
 
     @property
     def alpha_arg(self) -> str | None:
-        """The Scalar parameter of an alpha family (e.g. `alpha`, `lambd`)."""
-        return next((a.name for a in self.args if a.kind == "Scalar"), None)
+        """The Scalar of the "alpha" transport (e.g. `alpha`, `lambd`)."""
+        return self.params[0].name if self.transport == "alpha" else None
+
+    @property
+    def promoting(self) -> list[str]:
+        """Scalars that take part in type promotion (`promotes: true`)."""
+        return [p.name for p in self.params if p.promotes]
+
+    @property
+    def compute_types(self) -> list[str]:
+        """The Metal types the kernels compute in, each with its params struct."""
+        return list(dict.fromkeys(r.compute for r in self.registrations))
 
     @property
     def entries(self) -> tuple[Entry, ...]:

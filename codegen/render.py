@@ -20,21 +20,31 @@ def _environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
     )
-    env.globals.update(cpp_params=cpp_params, kernel_inputs=kernel_inputs, alpha=alpha, py_params=py_params,
-                       saved_tensors=saved_tensors, saved_scalars=saved_scalars)
+    env.filters["cpp_string"] = lambda t: '"' + t.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    env.filters["py_string"] = repr
+    env.globals.update(cpp_params=cpp_params, kernel_inputs=kernel_inputs, py_params=py_params,
+                       saved_tensors=saved_tensors, saved_scalars=saved_scalars, param_fields=param_fields,
+                       param_values=param_values, params_type=params_type, cpp_args=cpp_args,
+                       cpp_type=cpp_type)
     return env
 
 
-def registrations(op: Op, r: Registration) -> list[str]:
-    """The REGISTER_* invocations of torch's c10/metal/indexing.h for one registration."""
-    n, i, o = op.name, r.input, r.output
+def params_type(op: Op, r: Registration) -> str:
+    """The Metal type the kernels' Scalar argument has: the alpha's type, or the
+    params struct typedef for the registration's computation dtype."""
+    return r.compute if op.transport == "alpha" else f"{op.name}_params_{r.compute}"
+
+
+def registrations(op: Op, kernel: str, r: Registration) -> list[str]:
+    """The REGISTER_* invocations for one registration of one kernel: torch's
+    c10/metal/indexing.h macros, or support/metal/mpsgen/ternary_alpha.h's."""
+    n, i, o = kernel, r.input, r.output
     opmath = "OPMATH_" if r.opmath else ""
+    if op.transport != "none":
+        a = params_type(op, r)
+        return [f"REGISTER_{opmath}{op.family.upper()}_ALPHA_OP({n}, {i}, {a}, {o})"]
     if op.family == "unary":
         return [f"REGISTER_UNARY_OP({n}, {i}, {o})"]
-    if op.family == "unary_alpha":
-        return [f"REGISTER_UNARY_ALPHA_OP({n}, {i}, {r.alpha}, {o})"]
-    if op.family == "binary_alpha":
-        return [f"REGISTER_BINARY_ALPHA_OP({n}, {i}, {r.alpha}, {o})"]
     if op.family == "ternary":
         return [f"REGISTER_{opmath}TERNARY_OP({n}, {i}, {o})"]
     lines = [f"REGISTER_{opmath}BINARY_OP({n}, {i}, {o})"]
@@ -44,15 +54,65 @@ def registrations(op: Op, r: Registration) -> list[str]:
     return lines
 
 
+_METAL_FIELD = {"T": "T", "opmath": "opmath_t<T>", "float": "float", "long": "long", "int": "int", "bool": "bool"}
+_HOST_FIELD = {"T": "T", "opmath": "mpsgen::opmath_t<T>", "float": "float", "long": "int64_t", "int": "int32_t",
+               "bool": "bool"}
+
+
+def param_fields(op: Op, host: bool = False) -> list[tuple[str, str]]:
+    """(type, name) of each field of `<name>_params<T>`: the params in schema order,
+    an optional one followed by `bool has_<name>`. Metal and host spell the same layout."""
+    types = _HOST_FIELD if host else _METAL_FIELD
+    fields = []
+    for p in op.params:
+        fields.append((types[p.metal], p.name))
+        if p.optional:
+            fields.append(("bool", f"has_{p.name}"))
+    return fields
+
+
+def param_values(op: Op) -> list[str]:
+    """C++ expressions filling `<name>_params<T>` from the host function's arguments."""
+    values = []
+    for p in op.params:
+        host = _HOST_FIELD[p.metal]
+        if p.kind == "Scalar":
+            value = lambda v: f"{v}.to<{host}>()"  # noqa: E731
+        else:
+            value = lambda v: f"static_cast<{host}>({v})"  # noqa: E731
+        if p.optional:
+            given = value(f"(*{p.name})")
+            values += [f"{p.name}.has_value() ? {given} : {host}()", f"{p.name}.has_value()"]
+        else:
+            values.append(value(p.name))
+    return values
+
+
+_CPP_TYPE = {"Tensor": "const at::Tensor&", "Scalar": "const at::Scalar&", "Scalar?": "const std::optional<at::Scalar>&",
+             "int": "int64_t", "int?": "std::optional<int64_t>", "float": "double", "float?": "std::optional<double>",
+             "bool": "bool", "str": "c10::string_view", "str?": "std::optional<c10::string_view>"}
+
+
+def cpp_type(a) -> str:
+    """The C++ parameter type torch's dispatcher passes a schema argument as."""
+    return _CPP_TYPE[a.kind + ("?" if a.optional else "")]
+
+
 def cpp_params(entry: Entry, inplace: bool = False) -> str:
-    """The C++ parameters of an entry's host function, in schema order."""
+    """The C++ parameters of an entry's host function, in the order of its schema
+    (the in-place variant's: the Tensor written to first)."""
     params = []
-    for i, a in enumerate(entry.args):
+    for i, a in enumerate(entry.inplace_args if inplace else entry.args):
         if i == 0 and inplace:
             params.append(f"at::Tensor& {a.name}")
         else:
-            params.append(f"const at::{a.kind}& {a.name}")
+            params.append(f"{cpp_type(a)} {a.name}")
     return ", ".join(params)
+
+
+def cpp_args(op: Op) -> str:
+    """The op's non-Tensor arguments, passed on to its kernel function."""
+    return "".join(f", {a.name}" for a in op.args if a.kind != "Tensor")
 
 
 def kernel_inputs(op: Op, entry: Entry) -> str:
@@ -87,11 +147,7 @@ def saved_tensors(entry: Entry) -> list[str]:
 
 def saved_scalars(entry: Entry) -> list[str]:
     used = _formula_names(entry)
-    return [a.name for a in entry.args if a.kind == "Scalar" and a.name in used]
-
-
-def alpha(op: Op) -> str:
-    return op.alpha_arg or "std::nullopt"
+    return [a.name for a in entry.args if a.kind != "Tensor" and a.name in used]
 
 
 def _resolve_line_marks(text: str) -> str:
@@ -113,7 +169,7 @@ def render(registry: Registry) -> dict[str, str]:
             functor_line=op.functor_line,
             registration_line=LINE_MARK,
             metal_name=f"{op.name}.metal",
-            registrations=lambda r, op=op: registrations(op, r),
+            registrations=lambda k, r, op=op: registrations(op, k, r),
         )
         files[f"{op.name}.metal"] = _resolve_line_marks(metal)
         files[f"{op.name}_mps.mm"] = env.get_template("host_mps.mm.j2").render(**common)

@@ -8,7 +8,7 @@ using namespace metal;
 using namespace c10::metal;
 
 // functor from ops.yaml:255
-#line 261 "ops.yaml"
+#line 262 "ops.yaml"
 struct add_functor {
   // real: alpha * b rounds to T before the sum, as torch's CPU kernel does;
   // complex: computed in opmath (complex<float> for complex32), as torch's is
@@ -24,27 +24,27 @@ struct add_functor {
 };
 #line 26 "add.metal"
 
-// One registration per dtype; `#line` attributes each to its ops.yaml `dtypes` item, so
-// a functor whose result type contradicts it fails there (the macros static_assert it).
-#line 256 "ops.yaml"
+// One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
+// item, so a functor whose result type contradicts it fails there (the macros static_assert it).
+#line 257 "ops.yaml"
 REGISTER_BINARY_ALPHA_OP(add, float, float, float);
-#line 256 "ops.yaml"
+#line 257 "ops.yaml"
 REGISTER_BINARY_ALPHA_OP(add, half, half, half);
-#line 256 "ops.yaml"
+#line 257 "ops.yaml"
 REGISTER_BINARY_ALPHA_OP(add, bfloat, bfloat, bfloat);
-#line 256 "ops.yaml"
+#line 257 "ops.yaml"
 REGISTER_BINARY_ALPHA_OP(add, long, long, long);
-#line 256 "ops.yaml"
+#line 257 "ops.yaml"
 REGISTER_BINARY_ALPHA_OP(add, int, int, int);
-#line 256 "ops.yaml"
+#line 257 "ops.yaml"
 REGISTER_BINARY_ALPHA_OP(add, short, short, short);
-#line 256 "ops.yaml"
+#line 257 "ops.yaml"
 REGISTER_BINARY_ALPHA_OP(add, uchar, uchar, uchar);
-#line 256 "ops.yaml"
+#line 257 "ops.yaml"
 REGISTER_BINARY_ALPHA_OP(add, char, char, char);
-#line 256 "ops.yaml"
+#line 257 "ops.yaml"
 REGISTER_BINARY_ALPHA_OP(add, bool, bool, bool);
-#line 256 "ops.yaml"
+#line 257 "ops.yaml"
 REGISTER_BINARY_ALPHA_OP(add, float2, float2, float2);
-#line 256 "ops.yaml"
+#line 257 "ops.yaml"
 REGISTER_BINARY_ALPHA_OP(add, half2, half2, half2);

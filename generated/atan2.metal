@@ -21,8 +21,8 @@ struct atan2_functor {
 };
 #line 23 "atan2.metal"
 
-// One registration per dtype; `#line` attributes each to its ops.yaml `dtypes` item, so
-// a functor whose result type contradicts it fails there (the macros static_assert it).
+// One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
+// item, so a functor whose result type contradicts it fails there (the macros static_assert it).
 #line 132 "ops.yaml"
 REGISTER_BINARY_OP(atan2, float, float);
 #line 132 "ops.yaml"

@@ -16,6 +16,8 @@ const mpsgen::OpSpec atan2_spec{
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -28,25 +30,28 @@ const mpsgen::OpSpec atan2_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-void atan2_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common,
-                      const std::optional<c10::Scalar>& alpha) {
-  mpsgen::cpu::exec_binary_kernel(iter, "atan2", common, alpha);
+void atan2_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
+  const std::string kernel = "atan2";
+  mpsgen::cpu::exec_binary_kernel(iter, kernel, common);
 }
 
 // ops.yaml:131: atan2(Tensor self, Tensor other) -> Tensor
 at::Tensor atan2_cpu(const at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise(atan2_spec, mpsgen::Backend::CPU, {self, other}, std::nullopt,
-                             atan2_cpu_kernel);
+  return mpsgen::elementwise(atan2_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    atan2_cpu_kernel(iter, common);
+  });
 }
 
 at::Tensor& atan2_out_cpu(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  return mpsgen::elementwise_out(atan2_spec, mpsgen::Backend::CPU, {self, other}, std::nullopt,
-                                 out, atan2_cpu_kernel);
+  return mpsgen::elementwise_out(atan2_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    atan2_cpu_kernel(iter, common);
+  });
 }
 
 at::Tensor& atan2_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise_out(atan2_spec, mpsgen::Backend::CPU, {self, other}, std::nullopt,
-                                 self, atan2_cpu_kernel);
+  return mpsgen::elementwise_out(atan2_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    atan2_cpu_kernel(iter, common);
+  });
 }
 
 } // namespace

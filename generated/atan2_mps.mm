@@ -17,6 +17,8 @@ const mpsgen::OpSpec atan2_spec{
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -29,26 +31,29 @@ const mpsgen::OpSpec atan2_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-void atan2_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType /*common*/,
-                      const std::optional<c10::Scalar>& alpha) {
+void atan2_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("atan2");
-  library.exec_binary_kernel(iter, "atan2");
+  const std::string kernel = "atan2";
+  library.exec_binary_kernel(iter, kernel);
 }
 
 // ops.yaml:131: atan2(Tensor self, Tensor other) -> Tensor
 at::Tensor atan2_mps(const at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise(atan2_spec, mpsgen::Backend::MPS, {self, other}, std::nullopt,
-                             atan2_mps_kernel);
+  return mpsgen::elementwise(atan2_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    atan2_mps_kernel(iter, common);
+  });
 }
 
 at::Tensor& atan2_out_mps(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  return mpsgen::elementwise_out(atan2_spec, mpsgen::Backend::MPS, {self, other}, std::nullopt,
-                                 out, atan2_mps_kernel);
+  return mpsgen::elementwise_out(atan2_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    atan2_mps_kernel(iter, common);
+  });
 }
 
 at::Tensor& atan2_inplace_mps(at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise_out(atan2_spec, mpsgen::Backend::MPS, {self, other}, std::nullopt,
-                                 self, atan2_mps_kernel);
+  return mpsgen::elementwise_out(atan2_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    atan2_mps_kernel(iter, common);
+  });
 }
 
 } // namespace

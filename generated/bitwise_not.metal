@@ -21,8 +21,8 @@ struct bitwise_not_functor {
 };
 #line 23 "bitwise_not.metal"
 
-// One registration per dtype; `#line` attributes each to its ops.yaml `dtypes` item, so
-// a functor whose result type contradicts it fails there (the macros static_assert it).
+// One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
+// item, so a functor whose result type contradicts it fails there (the macros static_assert it).
 #line 87 "ops.yaml"
 REGISTER_UNARY_OP(bitwise_not, long, long);
 #line 87 "ops.yaml"

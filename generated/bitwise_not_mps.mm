@@ -17,6 +17,8 @@ const mpsgen::OpSpec bitwise_not_spec{
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Long, c10::ScalarType::Long},
         {c10::ScalarType::Int, c10::ScalarType::Int},
@@ -26,26 +28,29 @@ const mpsgen::OpSpec bitwise_not_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     }};
 
-void bitwise_not_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType /*common*/,
-                            const std::optional<c10::Scalar>& alpha) {
+void bitwise_not_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("bitwise_not");
-  library.exec_unary_kernel(iter, "bitwise_not");
+  const std::string kernel = "bitwise_not";
+  library.exec_unary_kernel(iter, kernel);
 }
 
 // ops.yaml:86: bitwise_not(Tensor self) -> Tensor
 at::Tensor bitwise_not_mps(const at::Tensor& self) {
-  return mpsgen::elementwise(bitwise_not_spec, mpsgen::Backend::MPS, {self}, std::nullopt,
-                             bitwise_not_mps_kernel);
+  return mpsgen::elementwise(bitwise_not_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    bitwise_not_mps_kernel(iter, common);
+  });
 }
 
 at::Tensor& bitwise_not_out_mps(const at::Tensor& self, at::Tensor& out) {
-  return mpsgen::elementwise_out(bitwise_not_spec, mpsgen::Backend::MPS, {self}, std::nullopt,
-                                 out, bitwise_not_mps_kernel);
+  return mpsgen::elementwise_out(bitwise_not_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    bitwise_not_mps_kernel(iter, common);
+  });
 }
 
 at::Tensor& bitwise_not_inplace_mps(at::Tensor& self) {
-  return mpsgen::elementwise_out(bitwise_not_spec, mpsgen::Backend::MPS, {self}, std::nullopt,
-                                 self, bitwise_not_mps_kernel);
+  return mpsgen::elementwise_out(bitwise_not_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    bitwise_not_mps_kernel(iter, common);
+  });
 }
 
 } // namespace

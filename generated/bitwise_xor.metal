@@ -17,8 +17,8 @@ struct bitwise_xor_functor {
 };
 #line 19 "bitwise_xor.metal"
 
-// One registration per dtype; `#line` attributes each to its ops.yaml `dtypes` item, so
-// a functor whose result type contradicts it fails there (the macros static_assert it).
+// One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
+// item, so a functor whose result type contradicts it fails there (the macros static_assert it).
 #line 203 "ops.yaml"
 REGISTER_BINARY_OP(bitwise_xor, long, long);
 #line 203 "ops.yaml"

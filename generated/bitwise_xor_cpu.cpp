@@ -16,6 +16,8 @@ const mpsgen::OpSpec bitwise_xor_spec{
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Long, c10::ScalarType::Long},
         {c10::ScalarType::Int, c10::ScalarType::Int},
@@ -25,25 +27,28 @@ const mpsgen::OpSpec bitwise_xor_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     }};
 
-void bitwise_xor_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common,
-                            const std::optional<c10::Scalar>& alpha) {
-  mpsgen::cpu::exec_binary_kernel(iter, "bitwise_xor", common, alpha);
+void bitwise_xor_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
+  const std::string kernel = "bitwise_xor";
+  mpsgen::cpu::exec_binary_kernel(iter, kernel, common);
 }
 
 // ops.yaml:202: bitwise_xor(Tensor self, Tensor other) -> Tensor
 at::Tensor bitwise_xor_cpu(const at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise(bitwise_xor_spec, mpsgen::Backend::CPU, {self, other}, std::nullopt,
-                             bitwise_xor_cpu_kernel);
+  return mpsgen::elementwise(bitwise_xor_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    bitwise_xor_cpu_kernel(iter, common);
+  });
 }
 
 at::Tensor& bitwise_xor_out_cpu(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  return mpsgen::elementwise_out(bitwise_xor_spec, mpsgen::Backend::CPU, {self, other}, std::nullopt,
-                                 out, bitwise_xor_cpu_kernel);
+  return mpsgen::elementwise_out(bitwise_xor_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    bitwise_xor_cpu_kernel(iter, common);
+  });
 }
 
 at::Tensor& bitwise_xor_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise_out(bitwise_xor_spec, mpsgen::Backend::CPU, {self, other}, std::nullopt,
-                                 self, bitwise_xor_cpu_kernel);
+  return mpsgen::elementwise_out(bitwise_xor_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    bitwise_xor_cpu_kernel(iter, common);
+  });
 }
 
 } // namespace

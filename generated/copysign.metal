@@ -21,8 +21,8 @@ struct copysign_functor {
 };
 #line 23 "copysign.metal"
 
-// One registration per dtype; `#line` attributes each to its ops.yaml `dtypes` item, so
-// a functor whose result type contradicts it fails there (the macros static_assert it).
+// One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
+// item, so a functor whose result type contradicts it fails there (the macros static_assert it).
 #line 149 "ops.yaml"
 REGISTER_BINARY_OP(copysign, float, float);
 #line 149 "ops.yaml"

@@ -16,6 +16,8 @@ const mpsgen::OpSpec copysign_spec{
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -28,25 +30,28 @@ const mpsgen::OpSpec copysign_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-void copysign_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common,
-                         const std::optional<c10::Scalar>& alpha) {
-  mpsgen::cpu::exec_binary_kernel(iter, "copysign", common, alpha);
+void copysign_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
+  const std::string kernel = "copysign";
+  mpsgen::cpu::exec_binary_kernel(iter, kernel, common);
 }
 
 // ops.yaml:148: copysign(Tensor self, Tensor other) -> Tensor
 at::Tensor copysign_cpu(const at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise(copysign_spec, mpsgen::Backend::CPU, {self, other}, std::nullopt,
-                             copysign_cpu_kernel);
+  return mpsgen::elementwise(copysign_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    copysign_cpu_kernel(iter, common);
+  });
 }
 
 at::Tensor& copysign_out_cpu(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  return mpsgen::elementwise_out(copysign_spec, mpsgen::Backend::CPU, {self, other}, std::nullopt,
-                                 out, copysign_cpu_kernel);
+  return mpsgen::elementwise_out(copysign_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    copysign_cpu_kernel(iter, common);
+  });
 }
 
 at::Tensor& copysign_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise_out(copysign_spec, mpsgen::Backend::CPU, {self, other}, std::nullopt,
-                                 self, copysign_cpu_kernel);
+  return mpsgen::elementwise_out(copysign_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    copysign_cpu_kernel(iter, common);
+  });
 }
 
 } // namespace

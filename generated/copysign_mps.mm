@@ -17,6 +17,8 @@ const mpsgen::OpSpec copysign_spec{
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -29,26 +31,29 @@ const mpsgen::OpSpec copysign_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-void copysign_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType /*common*/,
-                         const std::optional<c10::Scalar>& alpha) {
+void copysign_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("copysign");
-  library.exec_binary_kernel(iter, "copysign");
+  const std::string kernel = "copysign";
+  library.exec_binary_kernel(iter, kernel);
 }
 
 // ops.yaml:148: copysign(Tensor self, Tensor other) -> Tensor
 at::Tensor copysign_mps(const at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise(copysign_spec, mpsgen::Backend::MPS, {self, other}, std::nullopt,
-                             copysign_mps_kernel);
+  return mpsgen::elementwise(copysign_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    copysign_mps_kernel(iter, common);
+  });
 }
 
 at::Tensor& copysign_out_mps(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  return mpsgen::elementwise_out(copysign_spec, mpsgen::Backend::MPS, {self, other}, std::nullopt,
-                                 out, copysign_mps_kernel);
+  return mpsgen::elementwise_out(copysign_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    copysign_mps_kernel(iter, common);
+  });
 }
 
 at::Tensor& copysign_inplace_mps(at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise_out(copysign_spec, mpsgen::Backend::MPS, {self, other}, std::nullopt,
-                                 self, copysign_mps_kernel);
+  return mpsgen::elementwise_out(copysign_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    copysign_mps_kernel(iter, common);
+  });
 }
 
 } // namespace

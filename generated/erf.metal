@@ -21,8 +21,8 @@ struct erf_functor {
 };
 #line 23 "erf.metal"
 
-// One registration per dtype; `#line` attributes each to its ops.yaml `dtypes` item, so
-// a functor whose result type contradicts it fails there (the macros static_assert it).
+// One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
+// item, so a functor whose result type contradicts it fails there (the macros static_assert it).
 #line 69 "ops.yaml"
 REGISTER_UNARY_OP(erf, float, float);
 #line 69 "ops.yaml"

@@ -16,6 +16,8 @@ const mpsgen::OpSpec erf_spec{
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -28,25 +30,28 @@ const mpsgen::OpSpec erf_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-void erf_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common,
-                    const std::optional<c10::Scalar>& alpha) {
-  mpsgen::cpu::exec_unary_kernel(iter, "erf", common, alpha);
+void erf_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
+  const std::string kernel = "erf";
+  mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 
 // ops.yaml:68: erf(Tensor self) -> Tensor
 at::Tensor erf_cpu(const at::Tensor& self) {
-  return mpsgen::elementwise(erf_spec, mpsgen::Backend::CPU, {self}, std::nullopt,
-                             erf_cpu_kernel);
+  return mpsgen::elementwise(erf_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    erf_cpu_kernel(iter, common);
+  });
 }
 
 at::Tensor& erf_out_cpu(const at::Tensor& self, at::Tensor& out) {
-  return mpsgen::elementwise_out(erf_spec, mpsgen::Backend::CPU, {self}, std::nullopt,
-                                 out, erf_cpu_kernel);
+  return mpsgen::elementwise_out(erf_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    erf_cpu_kernel(iter, common);
+  });
 }
 
 at::Tensor& erf_inplace_cpu(at::Tensor& self) {
-  return mpsgen::elementwise_out(erf_spec, mpsgen::Backend::CPU, {self}, std::nullopt,
-                                 self, erf_cpu_kernel);
+  return mpsgen::elementwise_out(erf_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    erf_cpu_kernel(iter, common);
+  });
 }
 
 } // namespace

@@ -17,6 +17,8 @@ const mpsgen::OpSpec erf_spec{
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -29,26 +31,29 @@ const mpsgen::OpSpec erf_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-void erf_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType /*common*/,
-                    const std::optional<c10::Scalar>& alpha) {
+void erf_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("erf");
-  library.exec_unary_kernel(iter, "erf");
+  const std::string kernel = "erf";
+  library.exec_unary_kernel(iter, kernel);
 }
 
 // ops.yaml:68: erf(Tensor self) -> Tensor
 at::Tensor erf_mps(const at::Tensor& self) {
-  return mpsgen::elementwise(erf_spec, mpsgen::Backend::MPS, {self}, std::nullopt,
-                             erf_mps_kernel);
+  return mpsgen::elementwise(erf_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    erf_mps_kernel(iter, common);
+  });
 }
 
 at::Tensor& erf_out_mps(const at::Tensor& self, at::Tensor& out) {
-  return mpsgen::elementwise_out(erf_spec, mpsgen::Backend::MPS, {self}, std::nullopt,
-                                 out, erf_mps_kernel);
+  return mpsgen::elementwise_out(erf_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    erf_mps_kernel(iter, common);
+  });
 }
 
 at::Tensor& erf_inplace_mps(at::Tensor& self) {
-  return mpsgen::elementwise_out(erf_spec, mpsgen::Backend::MPS, {self}, std::nullopt,
-                                 self, erf_mps_kernel);
+  return mpsgen::elementwise_out(erf_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    erf_mps_kernel(iter, common);
+  });
 }
 
 } // namespace

@@ -21,8 +21,8 @@ struct exp_functor {
 };
 #line 23 "exp.metal"
 
-// One registration per dtype; `#line` attributes each to its ops.yaml `dtypes` item, so
-// a functor whose result type contradicts it fails there (the macros static_assert it).
+// One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
+// item, so a functor whose result type contradicts it fails there (the macros static_assert it).
 #line 8 "ops.yaml"
 REGISTER_UNARY_OP(exp, float, float);
 #line 8 "ops.yaml"

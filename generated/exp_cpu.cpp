@@ -16,6 +16,8 @@ const mpsgen::OpSpec exp_spec{
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -28,25 +30,28 @@ const mpsgen::OpSpec exp_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-void exp_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common,
-                    const std::optional<c10::Scalar>& alpha) {
-  mpsgen::cpu::exec_unary_kernel(iter, "exp", common, alpha);
+void exp_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
+  const std::string kernel = "exp";
+  mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 
 // ops.yaml:7: exp(Tensor self) -> Tensor
 at::Tensor exp_cpu(const at::Tensor& self) {
-  return mpsgen::elementwise(exp_spec, mpsgen::Backend::CPU, {self}, std::nullopt,
-                             exp_cpu_kernel);
+  return mpsgen::elementwise(exp_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    exp_cpu_kernel(iter, common);
+  });
 }
 
 at::Tensor& exp_out_cpu(const at::Tensor& self, at::Tensor& out) {
-  return mpsgen::elementwise_out(exp_spec, mpsgen::Backend::CPU, {self}, std::nullopt,
-                                 out, exp_cpu_kernel);
+  return mpsgen::elementwise_out(exp_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    exp_cpu_kernel(iter, common);
+  });
 }
 
 at::Tensor& exp_inplace_cpu(at::Tensor& self) {
-  return mpsgen::elementwise_out(exp_spec, mpsgen::Backend::CPU, {self}, std::nullopt,
-                                 self, exp_cpu_kernel);
+  return mpsgen::elementwise_out(exp_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    exp_cpu_kernel(iter, common);
+  });
 }
 
 } // namespace

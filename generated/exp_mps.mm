@@ -17,6 +17,8 @@ const mpsgen::OpSpec exp_spec{
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -29,26 +31,29 @@ const mpsgen::OpSpec exp_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-void exp_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType /*common*/,
-                    const std::optional<c10::Scalar>& alpha) {
+void exp_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("exp");
-  library.exec_unary_kernel(iter, "exp");
+  const std::string kernel = "exp";
+  library.exec_unary_kernel(iter, kernel);
 }
 
 // ops.yaml:7: exp(Tensor self) -> Tensor
 at::Tensor exp_mps(const at::Tensor& self) {
-  return mpsgen::elementwise(exp_spec, mpsgen::Backend::MPS, {self}, std::nullopt,
-                             exp_mps_kernel);
+  return mpsgen::elementwise(exp_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    exp_mps_kernel(iter, common);
+  });
 }
 
 at::Tensor& exp_out_mps(const at::Tensor& self, at::Tensor& out) {
-  return mpsgen::elementwise_out(exp_spec, mpsgen::Backend::MPS, {self}, std::nullopt,
-                                 out, exp_mps_kernel);
+  return mpsgen::elementwise_out(exp_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    exp_mps_kernel(iter, common);
+  });
 }
 
 at::Tensor& exp_inplace_mps(at::Tensor& self) {
-  return mpsgen::elementwise_out(exp_spec, mpsgen::Backend::MPS, {self}, std::nullopt,
-                                 self, exp_mps_kernel);
+  return mpsgen::elementwise_out(exp_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    exp_mps_kernel(iter, common);
+  });
 }
 
 } // namespace

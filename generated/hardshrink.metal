@@ -17,8 +17,8 @@ struct hardshrink_functor {
 };
 #line 19 "hardshrink.metal"
 
-// One registration per dtype; `#line` attributes each to its ops.yaml `dtypes` item, so
-// a functor whose result type contradicts it fails there (the macros static_assert it).
+// One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
+// item, so a functor whose result type contradicts it fails there (the macros static_assert it).
 #line 214 "ops.yaml"
 REGISTER_UNARY_ALPHA_OP(hardshrink, float, float, float);
 #line 214 "ops.yaml"

@@ -16,31 +16,36 @@ const mpsgen::OpSpec hardshrink_spec{
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-void hardshrink_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common,
-                           const std::optional<c10::Scalar>& alpha) {
-  mpsgen::cpu::exec_unary_kernel(iter, "hardshrink", common, alpha);
+void hardshrink_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& lambd) {
+  const std::string kernel = "hardshrink";
+  mpsgen::cpu::exec_unary_kernel(iter, kernel, common, lambd);
 }
 
 // ops.yaml:213: hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor
 at::Tensor hardshrink_cpu(const at::Tensor& self, const at::Scalar& lambd) {
-  return mpsgen::elementwise(hardshrink_spec, mpsgen::Backend::CPU, {self}, lambd,
-                             hardshrink_cpu_kernel);
+  return mpsgen::elementwise(hardshrink_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    hardshrink_cpu_kernel(iter, common, lambd);
+  });
 }
 
 at::Tensor& hardshrink_out_cpu(const at::Tensor& self, const at::Scalar& lambd, at::Tensor& out) {
-  return mpsgen::elementwise_out(hardshrink_spec, mpsgen::Backend::CPU, {self}, lambd,
-                                 out, hardshrink_cpu_kernel);
+  return mpsgen::elementwise_out(hardshrink_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    hardshrink_cpu_kernel(iter, common, lambd);
+  });
 }
 
 at::Tensor& hardshrink_inplace_cpu(at::Tensor& self, const at::Scalar& lambd) {
-  return mpsgen::elementwise_out(hardshrink_spec, mpsgen::Backend::CPU, {self}, lambd,
-                                 self, hardshrink_cpu_kernel);
+  return mpsgen::elementwise_out(hardshrink_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    hardshrink_cpu_kernel(iter, common, lambd);
+  });
 }
 
 } // namespace

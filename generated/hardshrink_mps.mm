@@ -7,6 +7,7 @@
 
 #include "elementwise.h"
 #include "metal_library.h"
+#include "kernels_with_params.h"
 
 namespace {
 
@@ -17,32 +18,37 @@ const mpsgen::OpSpec hardshrink_spec{
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-void hardshrink_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType /*common*/,
-                           const std::optional<c10::Scalar>& alpha) {
+void hardshrink_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& lambd) {
   auto& library = mpsgen::mps::library("hardshrink");
-  library.exec_unary_kernel(iter, "hardshrink", alpha);
+  const std::string kernel = "hardshrink";
+  library.exec_unary_kernel(iter, kernel, lambd);
 }
 
 // ops.yaml:213: hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor
 at::Tensor hardshrink_mps(const at::Tensor& self, const at::Scalar& lambd) {
-  return mpsgen::elementwise(hardshrink_spec, mpsgen::Backend::MPS, {self}, lambd,
-                             hardshrink_mps_kernel);
+  return mpsgen::elementwise(hardshrink_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    hardshrink_mps_kernel(iter, common, lambd);
+  });
 }
 
 at::Tensor& hardshrink_out_mps(const at::Tensor& self, const at::Scalar& lambd, at::Tensor& out) {
-  return mpsgen::elementwise_out(hardshrink_spec, mpsgen::Backend::MPS, {self}, lambd,
-                                 out, hardshrink_mps_kernel);
+  return mpsgen::elementwise_out(hardshrink_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    hardshrink_mps_kernel(iter, common, lambd);
+  });
 }
 
 at::Tensor& hardshrink_inplace_mps(at::Tensor& self, const at::Scalar& lambd) {
-  return mpsgen::elementwise_out(hardshrink_spec, mpsgen::Backend::MPS, {self}, lambd,
-                                 self, hardshrink_mps_kernel);
+  return mpsgen::elementwise_out(hardshrink_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    hardshrink_mps_kernel(iter, common, lambd);
+  });
 }
 
 } // namespace

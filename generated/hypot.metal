@@ -23,8 +23,8 @@ struct hypot_functor {
 };
 #line 25 "hypot.metal"
 
-// One registration per dtype; `#line` attributes each to its ops.yaml `dtypes` item, so
-// a functor whose result type contradicts it fails there (the macros static_assert it).
+// One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
+// item, so a functor whose result type contradicts it fails there (the macros static_assert it).
 #line 101 "ops.yaml"
 REGISTER_OPMATH_BINARY_OP(hypot, float, float);
 #line 101 "ops.yaml"

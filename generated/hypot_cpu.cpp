@@ -16,31 +16,36 @@ const mpsgen::OpSpec hypot_spec{
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-void hypot_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common,
-                      const std::optional<c10::Scalar>& alpha) {
-  mpsgen::cpu::exec_binary_kernel(iter, "hypot", common, alpha);
+void hypot_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
+  const std::string kernel = "hypot";
+  mpsgen::cpu::exec_binary_kernel(iter, kernel, common);
 }
 
 // ops.yaml:100: hypot(Tensor self, Tensor other) -> Tensor
 at::Tensor hypot_cpu(const at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise(hypot_spec, mpsgen::Backend::CPU, {self, other}, std::nullopt,
-                             hypot_cpu_kernel);
+  return mpsgen::elementwise(hypot_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    hypot_cpu_kernel(iter, common);
+  });
 }
 
 at::Tensor& hypot_out_cpu(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  return mpsgen::elementwise_out(hypot_spec, mpsgen::Backend::CPU, {self, other}, std::nullopt,
-                                 out, hypot_cpu_kernel);
+  return mpsgen::elementwise_out(hypot_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    hypot_cpu_kernel(iter, common);
+  });
 }
 
 at::Tensor& hypot_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise_out(hypot_spec, mpsgen::Backend::CPU, {self, other}, std::nullopt,
-                                 self, hypot_cpu_kernel);
+  return mpsgen::elementwise_out(hypot_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    hypot_cpu_kernel(iter, common);
+  });
 }
 
 } // namespace

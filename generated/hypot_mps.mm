@@ -17,32 +17,37 @@ const mpsgen::OpSpec hypot_spec{
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-void hypot_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType /*common*/,
-                      const std::optional<c10::Scalar>& alpha) {
+void hypot_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("hypot");
-  library.exec_binary_kernel(iter, "hypot");
+  const std::string kernel = "hypot";
+  library.exec_binary_kernel(iter, kernel);
 }
 
 // ops.yaml:100: hypot(Tensor self, Tensor other) -> Tensor
 at::Tensor hypot_mps(const at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise(hypot_spec, mpsgen::Backend::MPS, {self, other}, std::nullopt,
-                             hypot_mps_kernel);
+  return mpsgen::elementwise(hypot_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    hypot_mps_kernel(iter, common);
+  });
 }
 
 at::Tensor& hypot_out_mps(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  return mpsgen::elementwise_out(hypot_spec, mpsgen::Backend::MPS, {self, other}, std::nullopt,
-                                 out, hypot_mps_kernel);
+  return mpsgen::elementwise_out(hypot_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    hypot_mps_kernel(iter, common);
+  });
 }
 
 at::Tensor& hypot_inplace_mps(at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise_out(hypot_spec, mpsgen::Backend::MPS, {self, other}, std::nullopt,
-                                 self, hypot_mps_kernel);
+  return mpsgen::elementwise_out(hypot_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    hypot_mps_kernel(iter, common);
+  });
 }
 
 } // namespace

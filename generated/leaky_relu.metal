@@ -18,8 +18,8 @@ struct leaky_relu_functor {
 };
 #line 20 "leaky_relu.metal"
 
-// One registration per dtype; `#line` attributes each to its ops.yaml `dtypes` item, so
-// a functor whose result type contradicts it fails there (the macros static_assert it).
+// One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
+// item, so a functor whose result type contradicts it fails there (the macros static_assert it).
 #line 242 "ops.yaml"
 REGISTER_UNARY_ALPHA_OP(leaky_relu, float, float, float);
 #line 242 "ops.yaml"

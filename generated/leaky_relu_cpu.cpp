@@ -16,31 +16,36 @@ const mpsgen::OpSpec leaky_relu_spec{
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-void leaky_relu_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common,
-                           const std::optional<c10::Scalar>& alpha) {
-  mpsgen::cpu::exec_unary_kernel(iter, "leaky_relu", common, alpha);
+void leaky_relu_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& negative_slope) {
+  const std::string kernel = "leaky_relu";
+  mpsgen::cpu::exec_unary_kernel(iter, kernel, common, negative_slope);
 }
 
 // ops.yaml:241: leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
 at::Tensor leaky_relu_cpu(const at::Tensor& self, const at::Scalar& negative_slope) {
-  return mpsgen::elementwise(leaky_relu_spec, mpsgen::Backend::CPU, {self}, negative_slope,
-                             leaky_relu_cpu_kernel);
+  return mpsgen::elementwise(leaky_relu_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    leaky_relu_cpu_kernel(iter, common, negative_slope);
+  });
 }
 
 at::Tensor& leaky_relu_out_cpu(const at::Tensor& self, const at::Scalar& negative_slope, at::Tensor& out) {
-  return mpsgen::elementwise_out(leaky_relu_spec, mpsgen::Backend::CPU, {self}, negative_slope,
-                                 out, leaky_relu_cpu_kernel);
+  return mpsgen::elementwise_out(leaky_relu_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    leaky_relu_cpu_kernel(iter, common, negative_slope);
+  });
 }
 
 at::Tensor& leaky_relu_inplace_cpu(at::Tensor& self, const at::Scalar& negative_slope) {
-  return mpsgen::elementwise_out(leaky_relu_spec, mpsgen::Backend::CPU, {self}, negative_slope,
-                                 self, leaky_relu_cpu_kernel);
+  return mpsgen::elementwise_out(leaky_relu_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    leaky_relu_cpu_kernel(iter, common, negative_slope);
+  });
 }
 
 } // namespace

@@ -7,6 +7,7 @@
 
 #include "elementwise.h"
 #include "metal_library.h"
+#include "kernels_with_params.h"
 
 namespace {
 
@@ -17,32 +18,37 @@ const mpsgen::OpSpec leaky_relu_spec{
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-void leaky_relu_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType /*common*/,
-                           const std::optional<c10::Scalar>& alpha) {
+void leaky_relu_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& negative_slope) {
   auto& library = mpsgen::mps::library("leaky_relu");
-  library.exec_unary_kernel(iter, "leaky_relu", alpha);
+  const std::string kernel = "leaky_relu";
+  library.exec_unary_kernel(iter, kernel, negative_slope);
 }
 
 // ops.yaml:241: leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
 at::Tensor leaky_relu_mps(const at::Tensor& self, const at::Scalar& negative_slope) {
-  return mpsgen::elementwise(leaky_relu_spec, mpsgen::Backend::MPS, {self}, negative_slope,
-                             leaky_relu_mps_kernel);
+  return mpsgen::elementwise(leaky_relu_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    leaky_relu_mps_kernel(iter, common, negative_slope);
+  });
 }
 
 at::Tensor& leaky_relu_out_mps(const at::Tensor& self, const at::Scalar& negative_slope, at::Tensor& out) {
-  return mpsgen::elementwise_out(leaky_relu_spec, mpsgen::Backend::MPS, {self}, negative_slope,
-                                 out, leaky_relu_mps_kernel);
+  return mpsgen::elementwise_out(leaky_relu_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    leaky_relu_mps_kernel(iter, common, negative_slope);
+  });
 }
 
 at::Tensor& leaky_relu_inplace_mps(at::Tensor& self, const at::Scalar& negative_slope) {
-  return mpsgen::elementwise_out(leaky_relu_spec, mpsgen::Backend::MPS, {self}, negative_slope,
-                                 self, leaky_relu_mps_kernel);
+  return mpsgen::elementwise_out(leaky_relu_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    leaky_relu_mps_kernel(iter, common, negative_slope);
+  });
 }
 
 } // namespace

@@ -554,7 +554,7 @@ hardshrink_spec = Spec(
 # ops.yaml:213: hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor
 @torch.library.register_fake("mpsgen::hardshrink", lib=lib)
 def hardshrink_fake(self, lambd=0.5):
-    return fake_elementwise(hardshrink_spec, [self], lambd)
+    return fake_elementwise(hardshrink_spec, [self])
 
 
 def hardshrink_setup_context(ctx, inputs, output):
@@ -592,7 +592,7 @@ softshrink_spec = Spec(
 # ops.yaml:225: softshrink(Tensor self, Scalar lambd=0.5) -> Tensor
 @torch.library.register_fake("mpsgen::softshrink", lib=lib)
 def softshrink_fake(self, lambd=0.5):
-    return fake_elementwise(softshrink_spec, [self], lambd)
+    return fake_elementwise(softshrink_spec, [self])
 
 
 def softshrink_setup_context(ctx, inputs, output):
@@ -630,7 +630,7 @@ leaky_relu_spec = Spec(
 # ops.yaml:241: leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
 @torch.library.register_fake("mpsgen::leaky_relu", lib=lib)
 def leaky_relu_fake(self, negative_slope=0.01):
-    return fake_elementwise(leaky_relu_spec, [self], negative_slope)
+    return fake_elementwise(leaky_relu_spec, [self])
 
 
 def leaky_relu_setup_context(ctx, inputs, output):
@@ -676,7 +676,7 @@ add_spec = Spec(
 # ops.yaml:255: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
 @torch.library.register_fake("mpsgen::add.Tensor", lib=lib)
 def add_Tensor_fake(self, other, *, alpha=1):
-    return fake_elementwise(add_spec, [self, other], alpha)
+    return fake_elementwise(add_spec, [self, other], alpha=alpha)
 
 
 def add_Tensor_setup_context(ctx, inputs, keyword_only_inputs, output):
@@ -690,8 +690,8 @@ def add_Tensor_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     alpha = ctx.alpha
     return (
-        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:259
-        handle_r_to_c(other, grad * conj(alpha)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:260
+        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:260
+        handle_r_to_c(other, grad * conj(alpha)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:261
     )
 
 
@@ -700,10 +700,10 @@ torch.library.register_autograd("mpsgen::add.Tensor", add_Tensor_backward,
 register_variants(lib, "add.Tensor", out="add.out", inplace="add_.Tensor")
 
 
-# ops.yaml:274: add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+# ops.yaml:275: add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
 @torch.library.register_fake("mpsgen::add.Scalar", lib=lib)
 def add_Scalar_fake(self, other, alpha=1):
-    return fake_elementwise(add_spec, [self, other], alpha)
+    return fake_elementwise(add_spec, [self, other], alpha=alpha)
 
 
 def add_Scalar_setup_context(ctx, inputs, output):
@@ -714,7 +714,7 @@ def add_Scalar_setup_context(ctx, inputs, output):
 def add_Scalar_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:259
+        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:260
         None,  # other: a Scalar
         None,  # alpha: a Scalar
     )
@@ -725,9 +725,9 @@ torch.library.register_autograd("mpsgen::add.Scalar", add_Scalar_backward,
 register_variants(lib, "add.Scalar", out="add.Scalar_out", inplace="add_.Scalar")
 
 
-# ---- sub: ops.yaml:276 ----
+# ---- sub: ops.yaml:277 ----
 sub_spec = Spec(
-    "mpsgen::sub", "ops.yaml:276", int_to_float=False, bool_output=False,
+    "mpsgen::sub", "ops.yaml:277", int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -744,10 +744,10 @@ sub_spec = Spec(
 )
 
 
-# ops.yaml:276: sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
+# ops.yaml:277: sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
 @torch.library.register_fake("mpsgen::sub.Tensor", lib=lib)
 def sub_Tensor_fake(self, other, *, alpha=1):
-    return fake_elementwise(sub_spec, [self, other], alpha)
+    return fake_elementwise(sub_spec, [self, other], alpha=alpha)
 
 
 def sub_Tensor_setup_context(ctx, inputs, keyword_only_inputs, output):
@@ -761,8 +761,8 @@ def sub_Tensor_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     alpha = ctx.alpha
     return (
-        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:280
-        handle_r_to_c(other, -grad * conj(alpha)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:281
+        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:282
+        handle_r_to_c(other, -grad * conj(alpha)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:283
     )
 
 
@@ -771,10 +771,10 @@ torch.library.register_autograd("mpsgen::sub.Tensor", sub_Tensor_backward,
 register_variants(lib, "sub.Tensor", out="sub.out", inplace="sub_.Tensor")
 
 
-# ops.yaml:295: sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+# ops.yaml:297: sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
 @torch.library.register_fake("mpsgen::sub.Scalar", lib=lib)
 def sub_Scalar_fake(self, other, alpha=1):
-    return fake_elementwise(sub_spec, [self, other], alpha)
+    return fake_elementwise(sub_spec, [self, other], alpha=alpha)
 
 
 def sub_Scalar_setup_context(ctx, inputs, output):
@@ -785,7 +785,7 @@ def sub_Scalar_setup_context(ctx, inputs, output):
 def sub_Scalar_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:280
+        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:282
         None,  # other: a Scalar
         None,  # alpha: a Scalar
     )
@@ -796,9 +796,9 @@ torch.library.register_autograd("mpsgen::sub.Scalar", sub_Scalar_backward,
 register_variants(lib, "sub.Scalar", out="sub.Scalar_out", inplace="sub_.Scalar")
 
 
-# ---- lerp: ops.yaml:298 ----
+# ---- lerp: ops.yaml:300 ----
 lerp_spec = Spec(
-    "mpsgen::lerp", "ops.yaml:298", int_to_float=False, bool_output=False,
+    "mpsgen::lerp", "ops.yaml:300", int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -808,7 +808,7 @@ lerp_spec = Spec(
 )
 
 
-# ops.yaml:298: lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
+# ops.yaml:300: lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
 @torch.library.register_fake("mpsgen::lerp.Tensor", lib=lib)
 def lerp_Tensor_fake(self, end, weight):
     return fake_elementwise(lerp_spec, [self, end, weight])
@@ -822,9 +822,9 @@ def lerp_Tensor_setup_context(ctx, inputs, output):
 def lerp_Tensor_backward(ctx, grad):
     self, end, weight, = ctx.saved_tensors
     return (
-        grad * conj(1 - weight) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:302
-        grad * conj(weight) if ctx.needs_input_grad[1] else None,  # end: ops.yaml:303
-        grad * conj(end - self) if ctx.needs_input_grad[2] else None,  # weight: ops.yaml:304
+        grad * conj(1 - weight) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:304
+        grad * conj(weight) if ctx.needs_input_grad[1] else None,  # end: ops.yaml:305
+        grad * conj(end - self) if ctx.needs_input_grad[2] else None,  # weight: ops.yaml:306
     )
 
 
@@ -833,10 +833,22 @@ torch.library.register_autograd("mpsgen::lerp.Tensor", lerp_Tensor_backward,
 register_variants(lib, "lerp.Tensor", out="lerp.out", inplace="lerp_.Tensor")
 
 
-# ops.yaml:313: lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
+# ---- lerp_scalar: ops.yaml:317 ----
+lerp_scalar_spec = Spec(
+    "mpsgen::lerp", "ops.yaml:317", int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:317: lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
 @torch.library.register_fake("mpsgen::lerp.Scalar", lib=lib)
 def lerp_Scalar_fake(self, end, weight):
-    return fake_elementwise(lerp_spec, [self, end, weight])
+    return fake_elementwise(lerp_scalar_spec, [self, end])
 
 
 def lerp_Scalar_setup_context(ctx, inputs, output):
@@ -847,8 +859,8 @@ def lerp_Scalar_setup_context(ctx, inputs, output):
 def lerp_Scalar_backward(ctx, grad):
     weight = ctx.weight
     return (
-        grad * conj(1 - weight) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:302
-        grad * conj(weight) if ctx.needs_input_grad[1] else None,  # end: ops.yaml:303
+        grad * (1 - weight) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:324
+        grad * weight if ctx.needs_input_grad[1] else None,  # end: ops.yaml:325
         None,  # weight: a Scalar
     )
 
@@ -858,9 +870,9 @@ torch.library.register_autograd("mpsgen::lerp.Scalar", lerp_Scalar_backward,
 register_variants(lib, "lerp.Scalar", out="lerp.Scalar_out", inplace="lerp_.Scalar")
 
 
-# ---- addcmul: ops.yaml:323 ----
+# ---- addcmul: ops.yaml:337 ----
 addcmul_spec = Spec(
-    "mpsgen::addcmul", "ops.yaml:323", int_to_float=False, bool_output=False,
+    "mpsgen::addcmul", "ops.yaml:337", int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -875,23 +887,26 @@ addcmul_spec = Spec(
 )
 
 
-# ops.yaml:323: addcmul(Tensor self, Tensor tensor1, Tensor tensor2) -> Tensor
+# ops.yaml:337: addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
 @torch.library.register_fake("mpsgen::addcmul", lib=lib)
-def addcmul_fake(self, tensor1, tensor2):
+def addcmul_fake(self, tensor1, tensor2, *, value=1):
     return fake_elementwise(addcmul_spec, [self, tensor1, tensor2])
 
 
-def addcmul_setup_context(ctx, inputs, output):
+def addcmul_setup_context(ctx, inputs, keyword_only_inputs, output):
     self, tensor1, tensor2, = inputs
+    value = keyword_only_inputs["value"]
     ctx.save_for_backward(self, tensor1, tensor2)
+    ctx.value = value
 
 
 def addcmul_backward(ctx, grad):
     self, tensor1, tensor2, = ctx.saved_tensors
+    value = ctx.value
     return (
-        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:327
-        handle_r_to_c(tensor1, grad * conj(tensor2)) if ctx.needs_input_grad[1] else None,  # tensor1: ops.yaml:328
-        handle_r_to_c(tensor2, grad * conj(tensor1)) if ctx.needs_input_grad[2] else None,  # tensor2: ops.yaml:329
+        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:342
+        handle_r_to_c(tensor1, grad * conj(tensor2 * value)) if ctx.needs_input_grad[1] else None,  # tensor1: ops.yaml:343
+        handle_r_to_c(tensor2, grad * conj(tensor1 * value)) if ctx.needs_input_grad[2] else None,  # tensor2: ops.yaml:344
     )
 
 
@@ -900,9 +915,419 @@ torch.library.register_autograd("mpsgen::addcmul", addcmul_backward,
 register_variants(lib, "addcmul", out="addcmul.out", inplace="addcmul_")
 
 
-# ---- eq: ops.yaml:339 ----
+# ---- addcdiv: ops.yaml:351 ----
+addcdiv_spec = Spec(
+    "mpsgen::addcdiv", "ops.yaml:351", int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:351: addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+@torch.library.register_fake("mpsgen::addcdiv", lib=lib)
+def addcdiv_fake(self, tensor1, tensor2, *, value=1):
+    return fake_elementwise(addcdiv_spec, [self, tensor1, tensor2])
+
+
+def addcdiv_setup_context(ctx, inputs, keyword_only_inputs, output):
+    self, tensor1, tensor2, = inputs
+    value = keyword_only_inputs["value"]
+    ctx.save_for_backward(self, tensor1, tensor2)
+    ctx.value = value
+
+
+def addcdiv_backward(ctx, grad):
+    self, tensor1, tensor2, = ctx.saved_tensors
+    value = ctx.value
+    return (
+        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:356
+        handle_r_to_c(tensor1, grad * conj(torch.full_like(tensor2, value) / tensor2)) if ctx.needs_input_grad[1] else None,  # tensor1: ops.yaml:358
+        handle_r_to_c(tensor2, -grad * conj(value * tensor1 / (tensor2 * tensor2))) if ctx.needs_input_grad[2] else None,  # tensor2: ops.yaml:359
+    )
+
+
+torch.library.register_autograd("mpsgen::addcdiv", addcdiv_backward,
+                                setup_context=addcdiv_setup_context, lib=lib)
+register_variants(lib, "addcdiv", out="addcdiv.out", inplace="addcdiv_")
+
+
+# ---- elu: ops.yaml:369 ----
+elu_spec = Spec(
+    "mpsgen::elu", "ops.yaml:369", int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:369: elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+@torch.library.register_fake("mpsgen::elu", lib=lib)
+def elu_fake(self, alpha=1, scale=1, input_scale=1):
+    return fake_elementwise(elu_spec, [self])
+
+
+def elu_setup_context(ctx, inputs, output):
+    self, alpha, scale, input_scale, = inputs
+    ctx.save_for_backward(self)
+    ctx.alpha = alpha
+    ctx.scale = scale
+    ctx.input_scale = input_scale
+
+
+def elu_backward(ctx, grad):
+    self, = ctx.saved_tensors
+    alpha = ctx.alpha
+    scale = ctx.scale
+    input_scale = ctx.input_scale
+    return (
+        torch.ops.aten.elu_backward(grad, alpha, scale, input_scale, False, self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:375
+        None,  # alpha: a Scalar
+        None,  # scale: a Scalar
+        None,  # input_scale: a Scalar
+    )
+
+
+torch.library.register_autograd("mpsgen::elu", elu_backward,
+                                setup_context=elu_setup_context, lib=lib)
+register_variants(lib, "elu", out="elu.out", inplace="elu_")
+
+
+# ---- clamp: ops.yaml:385 ----
+clamp_spec = Spec(
+    "mpsgen::clamp", "ops.yaml:385", int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+        torch.int64: torch.int64,
+        torch.int32: torch.int32,
+        torch.int16: torch.int16,
+        torch.uint8: torch.uint8,
+        torch.int8: torch.int8,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:385: clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+@torch.library.register_fake("mpsgen::clamp", lib=lib)
+def clamp_fake(self, min=None, max=None):
+    if not (min is not None or max is not None):  # ops.yaml:390
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    return fake_elementwise(clamp_spec, [self], promoting=[min, max])
+
+
+def clamp_setup_context(ctx, inputs, output):
+    self, min, max, = inputs
+    ctx.save_for_backward(self)
+    ctx.min = min
+    ctx.max = max
+
+
+def clamp_backward(ctx, grad):
+    self, = ctx.saved_tensors
+    min = ctx.min
+    max = ctx.max
+    return (
+        grad * ((self >= (min if min is not None else self)) & (self <= (max if max is not None else self))) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:395
+        None,  # min: a Scalar
+        None,  # max: a Scalar
+    )
+
+
+torch.library.register_autograd("mpsgen::clamp", clamp_backward,
+                                setup_context=clamp_setup_context, lib=lib)
+register_variants(lib, "clamp", out="clamp.out", inplace="clamp_")
+
+
+# ---- nan_to_num: ops.yaml:412 ----
+nan_to_num_spec = Spec(
+    "mpsgen::nan_to_num", "ops.yaml:412", int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:412: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+@torch.library.register_fake("mpsgen::nan_to_num", lib=lib)
+def nan_to_num_fake(self, nan=None, posinf=None, neginf=None):
+    return fake_elementwise(nan_to_num_spec, [self])
+
+
+def nan_to_num_setup_context(ctx, inputs, output):
+    self, nan, posinf, neginf, = inputs
+    ctx.save_for_backward(self)
+
+
+def nan_to_num_backward(ctx, grad):
+    self, = ctx.saved_tensors
+    return (
+        grad * self.isfinite() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:416
+        None,  # nan: a Scalar
+        None,  # posinf: a Scalar
+        None,  # neginf: a Scalar
+    )
+
+
+torch.library.register_autograd("mpsgen::nan_to_num", nan_to_num_backward,
+                                setup_context=nan_to_num_setup_context, lib=lib)
+register_variants(lib, "nan_to_num", out="nan_to_num.out", inplace="nan_to_num_")
+
+
+# ---- threshold: ops.yaml:432 ----
+threshold_spec = Spec(
+    "mpsgen::threshold", "ops.yaml:432", int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+        torch.int64: torch.int64,
+        torch.int32: torch.int32,
+        torch.int16: torch.int16,
+        torch.uint8: torch.uint8,
+        torch.int8: torch.int8,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:432: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor
+@torch.library.register_fake("mpsgen::threshold", lib=lib)
+def threshold_fake(self, threshold, value):
+    return fake_elementwise(threshold_spec, [self])
+
+
+def threshold_setup_context(ctx, inputs, output):
+    self, threshold, value, = inputs
+    ctx.save_for_backward(self)
+    ctx.threshold = threshold
+
+
+def threshold_backward(ctx, grad):
+    self, = ctx.saved_tensors
+    threshold = ctx.threshold
+    return (
+        grad * (self > threshold) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:437
+        None,  # threshold: a Scalar
+        None,  # value: a Scalar
+    )
+
+
+torch.library.register_autograd("mpsgen::threshold", threshold_backward,
+                                setup_context=threshold_setup_context, lib=lib)
+register_variants(lib, "threshold", out="threshold.out", inplace="threshold_")
+
+
+# ---- softplus: ops.yaml:444 ----
+softplus_spec = Spec(
+    "mpsgen::softplus", "ops.yaml:444", int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:444: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+@torch.library.register_fake("mpsgen::softplus", lib=lib)
+def softplus_fake(self, beta=1, threshold=20):
+    return fake_elementwise(softplus_spec, [self])
+
+
+def softplus_setup_context(ctx, inputs, output):
+    self, beta, threshold, = inputs
+    ctx.save_for_backward(self)
+    ctx.beta = beta
+    ctx.threshold = threshold
+
+
+def softplus_backward(ctx, grad):
+    self, = ctx.saved_tensors
+    beta = ctx.beta
+    threshold = ctx.threshold
+    return (
+        torch.ops.aten.softplus_backward(grad, self, beta, threshold) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:450
+        None,  # beta: a Scalar
+        None,  # threshold: a Scalar
+    )
+
+
+torch.library.register_autograd("mpsgen::softplus", softplus_backward,
+                                setup_context=softplus_setup_context, lib=lib)
+register_variants(lib, "softplus", out="softplus.out", inplace="softplus_")
+
+
+# ---- hardtanh: ops.yaml:458 ----
+hardtanh_spec = Spec(
+    "mpsgen::hardtanh", "ops.yaml:458", int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:458: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor
+@torch.library.register_fake("mpsgen::hardtanh", lib=lib)
+def hardtanh_fake(self, min_val=-1, max_val=1):
+    return fake_elementwise(hardtanh_spec, [self])
+
+
+def hardtanh_setup_context(ctx, inputs, output):
+    self, min_val, max_val, = inputs
+    ctx.save_for_backward(self)
+    ctx.min_val = min_val
+    ctx.max_val = max_val
+
+
+def hardtanh_backward(ctx, grad):
+    self, = ctx.saved_tensors
+    min_val = ctx.min_val
+    max_val = ctx.max_val
+    return (
+        grad * ((self > min_val) & (self < max_val)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:463
+        None,  # min_val: a Scalar
+        None,  # max_val: a Scalar
+    )
+
+
+torch.library.register_autograd("mpsgen::hardtanh", hardtanh_backward,
+                                setup_context=hardtanh_setup_context, lib=lib)
+register_variants(lib, "hardtanh", out="hardtanh.out", inplace="hardtanh_")
+
+
+# ---- round_decimals: ops.yaml:471 ----
+round_decimals_spec = Spec(
+    "mpsgen::round", "ops.yaml:471", int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:471: round.decimals(Tensor self, *, int decimals) -> Tensor
+@torch.library.register_fake("mpsgen::round.decimals", lib=lib)
+def round_decimals_fake(self, *, decimals):
+    return fake_elementwise(round_decimals_spec, [self])
+
+
+def round_decimals_setup_context(ctx, inputs, keyword_only_inputs, output):
+    self, = inputs
+    decimals = keyword_only_inputs["decimals"]
+
+
+def round_decimals_backward(ctx, grad):
+    return (
+        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:477
+    )
+
+
+torch.library.register_autograd("mpsgen::round.decimals", round_decimals_backward,
+                                setup_context=round_decimals_setup_context, lib=lib)
+register_variants(lib, "round.decimals", out="round.decimals_out", inplace="round_.decimals")
+
+
+# ---- gelu: ops.yaml:490 ----
+gelu_spec = Spec(
+    "mpsgen::gelu", "ops.yaml:490", int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:490: gelu(Tensor self, *, str approximate='none') -> Tensor
+@torch.library.register_fake("mpsgen::gelu", lib=lib)
+def gelu_fake(self, *, approximate='none'):
+    return fake_elementwise(gelu_spec, [self], choice=("approximate", approximate, ['none', 'tanh']))
+
+
+def gelu_setup_context(ctx, inputs, keyword_only_inputs, output):
+    self, = inputs
+    approximate = keyword_only_inputs["approximate"]
+    ctx.save_for_backward(self)
+    ctx.approximate = approximate
+
+
+def gelu_backward(ctx, grad):
+    self, = ctx.saved_tensors
+    approximate = ctx.approximate
+    return (
+        torch.ops.aten.gelu_backward(grad, self, approximate=approximate) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:497
+    )
+
+
+torch.library.register_autograd("mpsgen::gelu", gelu_backward,
+                                setup_context=gelu_setup_context, lib=lib)
+register_variants(lib, "gelu", out="gelu.out", inplace="gelu_")
+
+
+# ---- leaky_relu_backward: ops.yaml:516 ----
+leaky_relu_backward_spec = Spec(
+    "mpsgen::leaky_relu_backward", "ops.yaml:516", int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:516: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor
+@torch.library.register_fake("mpsgen::leaky_relu_backward", lib=lib)
+def leaky_relu_backward_fake(grad_output, self, negative_slope, self_is_result):
+    if not (not self_is_result or negative_slope >= 0):  # ops.yaml:524
+        raise RuntimeError('In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. This is caused by calling in-place forward function with a negative slope, please call out-of-place version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu backward calculation with negative slope')
+    return fake_elementwise(leaky_relu_backward_spec, [grad_output, self])
+
+
+def leaky_relu_backward_setup_context(ctx, inputs, output):
+    grad_output, self, negative_slope, self_is_result, = inputs
+    ctx.save_for_backward(self)
+    ctx.negative_slope = negative_slope
+
+
+def leaky_relu_backward_backward(ctx, grad):
+    self, = ctx.saved_tensors
+    negative_slope = ctx.negative_slope
+    return (
+        torch.ops.aten.leaky_relu_backward(grad, self, negative_slope, False) if ctx.needs_input_grad[0] else None,  # grad_output: ops.yaml:521
+        torch.zeros_like(self) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:522
+        None,  # negative_slope: a Scalar
+        None,  # self_is_result: a Scalar
+    )
+
+
+torch.library.register_autograd("mpsgen::leaky_relu_backward", leaky_relu_backward_backward,
+                                setup_context=leaky_relu_backward_setup_context, lib=lib)
+register_variants(lib, "leaky_relu_backward", out="leaky_relu_backward.out", inplace="leaky_relu_backward_")
+
+
+# ---- eq: ops.yaml:535 ----
 eq_spec = Spec(
-    "mpsgen::eq", "ops.yaml:339", int_to_float=False, bool_output=True,
+    "mpsgen::eq", "ops.yaml:535", int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -920,7 +1345,7 @@ eq_spec = Spec(
 )
 
 
-# ops.yaml:339: eq.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:535: eq.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::eq.Tensor", lib=lib)
 def eq_Tensor_fake(self, other):
     return fake_elementwise(eq_spec, [self, other])
@@ -928,7 +1353,7 @@ register_not_differentiable(lib, "eq.Tensor")  # bool/integer results only
 register_variants(lib, "eq.Tensor", out="eq.out", inplace="eq_.Tensor")
 
 
-# ops.yaml:352: eq.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:548: eq.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::eq.Scalar", lib=lib)
 def eq_Scalar_fake(self, other):
     return fake_elementwise(eq_spec, [self, other])
@@ -936,9 +1361,9 @@ register_not_differentiable(lib, "eq.Scalar")  # bool/integer results only
 register_variants(lib, "eq.Scalar", out="eq.Scalar_out", inplace="eq_.Scalar")
 
 
-# ---- ne: ops.yaml:354 ----
+# ---- ne: ops.yaml:550 ----
 ne_spec = Spec(
-    "mpsgen::ne", "ops.yaml:354", int_to_float=False, bool_output=True,
+    "mpsgen::ne", "ops.yaml:550", int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -956,7 +1381,7 @@ ne_spec = Spec(
 )
 
 
-# ops.yaml:354: ne.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:550: ne.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::ne.Tensor", lib=lib)
 def ne_Tensor_fake(self, other):
     return fake_elementwise(ne_spec, [self, other])
@@ -964,9 +1389,9 @@ register_not_differentiable(lib, "ne.Tensor")  # bool/integer results only
 register_variants(lib, "ne.Tensor", out="ne.out", inplace="ne_.Tensor")
 
 
-# ---- lt: ops.yaml:367 ----
+# ---- lt: ops.yaml:563 ----
 lt_spec = Spec(
-    "mpsgen::lt", "ops.yaml:367", int_to_float=False, bool_output=True,
+    "mpsgen::lt", "ops.yaml:563", int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -982,7 +1407,7 @@ lt_spec = Spec(
 )
 
 
-# ops.yaml:367: lt.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:563: lt.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::lt.Tensor", lib=lib)
 def lt_Tensor_fake(self, other):
     return fake_elementwise(lt_spec, [self, other])
@@ -990,7 +1415,7 @@ register_not_differentiable(lib, "lt.Tensor")  # bool/integer results only
 register_variants(lib, "lt.Tensor", out="lt.out", inplace="lt_.Tensor")
 
 
-# ops.yaml:376: lt.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:572: lt.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::lt.Scalar", lib=lib)
 def lt_Scalar_fake(self, other):
     return fake_elementwise(lt_spec, [self, other])
@@ -998,9 +1423,9 @@ register_not_differentiable(lib, "lt.Scalar")  # bool/integer results only
 register_variants(lib, "lt.Scalar", out="lt.Scalar_out", inplace="lt_.Scalar")
 
 
-# ---- logical_and: ops.yaml:378 ----
+# ---- logical_and: ops.yaml:574 ----
 logical_and_spec = Spec(
-    "mpsgen::logical_and", "ops.yaml:378", int_to_float=False, bool_output=True,
+    "mpsgen::logical_and", "ops.yaml:574", int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1017,7 +1442,7 @@ logical_and_spec = Spec(
 )
 
 
-# ops.yaml:378: logical_and(Tensor self, Tensor other) -> Tensor
+# ops.yaml:574: logical_and(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_and", lib=lib)
 def logical_and_fake(self, other):
     return fake_elementwise(logical_and_spec, [self, other])
@@ -1025,9 +1450,9 @@ register_not_differentiable(lib, "logical_and")  # bool/integer results only
 register_variants(lib, "logical_and", out="logical_and.out", inplace="logical_and_")
 
 
-# ---- isnan: ops.yaml:388 ----
+# ---- isnan: ops.yaml:584 ----
 isnan_spec = Spec(
-    "mpsgen::isnan", "ops.yaml:388", int_to_float=False, bool_output=True,
+    "mpsgen::isnan", "ops.yaml:584", int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1043,7 +1468,7 @@ isnan_spec = Spec(
 )
 
 
-# ops.yaml:388: isnan(Tensor self) -> Tensor
+# ops.yaml:584: isnan(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::isnan", lib=lib)
 def isnan_fake(self):
     return fake_elementwise(isnan_spec, [self])
@@ -1051,9 +1476,9 @@ register_not_differentiable(lib, "isnan")  # bool/integer results only
 register_variants(lib, "isnan", out="isnan.out", inplace="isnan_")
 
 
-# ---- neg: ops.yaml:402 ----
+# ---- neg: ops.yaml:598 ----
 neg_spec = Spec(
-    "mpsgen::neg", "ops.yaml:402", int_to_float=False, bool_output=False,
+    "mpsgen::neg", "ops.yaml:598", int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1070,7 +1495,7 @@ neg_spec = Spec(
 )
 
 
-# ops.yaml:402: neg(Tensor self) -> Tensor
+# ops.yaml:598: neg(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::neg", lib=lib)
 def neg_fake(self):
     return fake_elementwise(neg_spec, [self])
@@ -1082,7 +1507,7 @@ def neg_setup_context(ctx, inputs, output):
 
 def neg_backward(ctx, grad):
     return (
-        -grad if ctx.needs_input_grad[0] else None,  # self: ops.yaml:406
+        -grad if ctx.needs_input_grad[0] else None,  # self: ops.yaml:602
     )
 
 
@@ -1091,9 +1516,9 @@ torch.library.register_autograd("mpsgen::neg", neg_backward,
 register_variants(lib, "neg", out="neg.out", inplace="neg_")
 
 
-# ---- abs: ops.yaml:414 ----
+# ---- abs: ops.yaml:610 ----
 abs_spec = Spec(
-    "mpsgen::abs", "ops.yaml:414", int_to_float=False, bool_output=False,
+    "mpsgen::abs", "ops.yaml:610", int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1110,7 +1535,7 @@ abs_spec = Spec(
 )
 
 
-# ops.yaml:414: abs(Tensor self) -> Tensor
+# ops.yaml:610: abs(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::abs", lib=lib)
 def abs_fake(self):
     return fake_elementwise(abs_spec, [self])
@@ -1124,10 +1549,202 @@ def abs_setup_context(ctx, inputs, output):
 def abs_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        grad * self.sgn() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:418
+        grad * self.sgn() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:614
     )
 
 
 torch.library.register_autograd("mpsgen::abs", abs_backward,
                                 setup_context=abs_setup_context, lib=lib)
 register_variants(lib, "abs", out="abs.out", inplace="abs_")
+
+
+# ---- polygamma: ops.yaml:638 ----
+polygamma_spec = Spec(
+    "mpsgen::polygamma", "ops.yaml:638", int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:638: polygamma(int n, Tensor self) -> Tensor
+@torch.library.register_fake("mpsgen::polygamma", lib=lib)
+def polygamma_fake(n, self):
+    if not (n >= 0):  # ops.yaml:643
+        raise RuntimeError('polygamma(n, x) does not support negative n.')
+    return fake_elementwise(polygamma_spec, [self])
+
+
+def polygamma_setup_context(ctx, inputs, output):
+    n, self, = inputs
+    ctx.save_for_backward(self)
+    ctx.n = n
+
+
+def polygamma_backward(ctx, grad):
+    self, = ctx.saved_tensors
+    n = ctx.n
+    return (
+        None,  # n: a Scalar
+        grad * torch.polygamma(n + 1, self) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:646
+    )
+
+
+torch.library.register_autograd("mpsgen::polygamma", polygamma_backward,
+                                setup_context=polygamma_setup_context, lib=lib)
+register_variants(lib, "polygamma", out="polygamma.out", inplace="polygamma_", self_index=1)
+
+
+# ---- div: ops.yaml:659 ----
+div_spec = Spec(
+    "mpsgen::div", "ops.yaml:659", int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:659: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+@torch.library.register_fake("mpsgen::div.Tensor_mode", lib=lib)
+def div_Tensor_mode_fake(self, other, *, rounding_mode):
+    return fake_elementwise(div_spec, [self, other], choice=("rounding_mode", rounding_mode, ['None', 'trunc', 'floor']))
+
+
+def div_Tensor_mode_setup_context(ctx, inputs, keyword_only_inputs, output):
+    self, other, = inputs
+    rounding_mode = keyword_only_inputs["rounding_mode"]
+    ctx.save_for_backward(self, other)
+    ctx.rounding_mode = rounding_mode
+
+
+def div_Tensor_mode_backward(ctx, grad):
+    self, other, = ctx.saved_tensors
+    rounding_mode = ctx.rounding_mode
+    return (
+        grad / conj(other) if rounding_mode is None else torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:666
+        -grad * conj((self / other) / other) if rounding_mode is None else torch.zeros_like(grad) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:667
+    )
+
+
+torch.library.register_autograd("mpsgen::div.Tensor_mode", div_Tensor_mode_backward,
+                                setup_context=div_Tensor_mode_setup_context, lib=lib)
+register_variants(lib, "div.Tensor_mode", out="div.Tensor_mode_out", inplace="div_.Tensor_mode")
+
+
+# ---- polar: ops.yaml:707 ----
+polar_spec = Spec(
+    "mpsgen::polar", "ops.yaml:707", int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.complex64,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:707: polar(Tensor abs, Tensor angle) -> Tensor
+@torch.library.register_fake("mpsgen::polar", lib=lib)
+def polar_fake(abs, angle):
+    if not (abs.dtype == angle.dtype):  # ops.yaml:711
+        raise RuntimeError('Expected both inputs to be Half, Float or Double tensors of one dtype')
+    return fake_elementwise(polar_spec, [abs, angle])
+
+
+def polar_setup_context(ctx, inputs, output):
+    abs, angle, = inputs
+    result = output
+    ctx.save_for_backward(result)
+
+
+def polar_backward(ctx, grad):
+    result, = ctx.saved_tensors
+    return (
+        torch.real(grad.conj() * torch.sgn(result)) if ctx.needs_input_grad[0] else None,  # abs: ops.yaml:714
+        torch.real(grad.conj() * result * 1j) if ctx.needs_input_grad[1] else None,  # angle: ops.yaml:715
+    )
+
+
+torch.library.register_autograd("mpsgen::polar", polar_backward,
+                                setup_context=polar_setup_context, lib=lib)
+register_variants(lib, "polar", out="polar.out", inplace="polar_")
+
+
+# ---- complex: ops.yaml:722 ----
+complex_spec = Spec(
+    "mpsgen::complex", "ops.yaml:722", int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.complex64,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:722: complex(Tensor real, Tensor imag) -> Tensor
+@torch.library.register_fake("mpsgen::complex", lib=lib)
+def complex_fake(real, imag):
+    if not (real.dtype == imag.dtype):  # ops.yaml:726
+        raise RuntimeError('Expected both inputs to be Half, Float or Double tensors of one dtype')
+    return fake_elementwise(complex_spec, [real, imag])
+
+
+def complex_setup_context(ctx, inputs, output):
+    real, imag, = inputs
+
+
+def complex_backward(ctx, grad):
+    return (
+        torch.real(grad) if ctx.needs_input_grad[0] else None,  # real: ops.yaml:729
+        torch.imag(grad) if ctx.needs_input_grad[1] else None,  # imag: ops.yaml:730
+    )
+
+
+torch.library.register_autograd("mpsgen::complex", complex_backward,
+                                setup_context=complex_setup_context, lib=lib)
+register_variants(lib, "complex", out="complex.out", inplace="complex_")
+
+
+# ---- angle: ops.yaml:737 ----
+angle_spec = Spec(
+    "mpsgen::angle", "ops.yaml:737", int_to_float=True, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+        torch.int64: torch.float32,
+        torch.int32: torch.float32,
+        torch.int16: torch.float32,
+        torch.uint8: torch.float32,
+        torch.int8: torch.float32,
+        torch.bool: torch.float32,
+        torch.complex64: torch.float32,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:737: angle(Tensor self) -> Tensor
+@torch.library.register_fake("mpsgen::angle", lib=lib)
+def angle_fake(self):
+    return fake_elementwise(angle_spec, [self])
+
+
+def angle_setup_context(ctx, inputs, output):
+    self, = inputs
+    ctx.save_for_backward(self)
+
+
+def angle_backward(ctx, grad):
+    self, = ctx.saved_tensors
+    return (
+        torch.where(self == 0, 0, grad * self / self.abs().pow(2) * 1j) if self.is_complex() else torch.zeros_like(self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:741
+    )
+
+
+torch.library.register_autograd("mpsgen::angle", angle_backward,
+                                setup_context=angle_setup_context, lib=lib)
+register_variants(lib, "angle", out="angle.out", inplace="angle_")

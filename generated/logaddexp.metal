@@ -17,8 +17,8 @@ struct logaddexp_functor {
 };
 #line 19 "logaddexp.metal"
 
-// One registration per dtype; `#line` attributes each to its ops.yaml `dtypes` item, so
-// a functor whose result type contradicts it fails there (the macros static_assert it).
+// One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
+// item, so a functor whose result type contradicts it fails there (the macros static_assert it).
 #line 119 "ops.yaml"
 REGISTER_OPMATH_BINARY_OP(logaddexp, float, float);
 #line 119 "ops.yaml"

@@ -16,31 +16,36 @@ const mpsgen::OpSpec logaddexp_spec{
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-void logaddexp_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common,
-                          const std::optional<c10::Scalar>& alpha) {
-  mpsgen::cpu::exec_binary_kernel(iter, "logaddexp", common, alpha);
+void logaddexp_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
+  const std::string kernel = "logaddexp";
+  mpsgen::cpu::exec_binary_kernel(iter, kernel, common);
 }
 
 // ops.yaml:118: logaddexp(Tensor self, Tensor other) -> Tensor
 at::Tensor logaddexp_cpu(const at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise(logaddexp_spec, mpsgen::Backend::CPU, {self, other}, std::nullopt,
-                             logaddexp_cpu_kernel);
+  return mpsgen::elementwise(logaddexp_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    logaddexp_cpu_kernel(iter, common);
+  });
 }
 
 at::Tensor& logaddexp_out_cpu(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  return mpsgen::elementwise_out(logaddexp_spec, mpsgen::Backend::CPU, {self, other}, std::nullopt,
-                                 out, logaddexp_cpu_kernel);
+  return mpsgen::elementwise_out(logaddexp_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    logaddexp_cpu_kernel(iter, common);
+  });
 }
 
 at::Tensor& logaddexp_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise_out(logaddexp_spec, mpsgen::Backend::CPU, {self, other}, std::nullopt,
-                                 self, logaddexp_cpu_kernel);
+  return mpsgen::elementwise_out(logaddexp_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    logaddexp_cpu_kernel(iter, common);
+  });
 }
 
 } // namespace

@@ -17,32 +17,37 @@ const mpsgen::OpSpec logaddexp_spec{
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-void logaddexp_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType /*common*/,
-                          const std::optional<c10::Scalar>& alpha) {
+void logaddexp_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("logaddexp");
-  library.exec_binary_kernel(iter, "logaddexp");
+  const std::string kernel = "logaddexp";
+  library.exec_binary_kernel(iter, kernel);
 }
 
 // ops.yaml:118: logaddexp(Tensor self, Tensor other) -> Tensor
 at::Tensor logaddexp_mps(const at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise(logaddexp_spec, mpsgen::Backend::MPS, {self, other}, std::nullopt,
-                             logaddexp_mps_kernel);
+  return mpsgen::elementwise(logaddexp_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    logaddexp_mps_kernel(iter, common);
+  });
 }
 
 at::Tensor& logaddexp_out_mps(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  return mpsgen::elementwise_out(logaddexp_spec, mpsgen::Backend::MPS, {self, other}, std::nullopt,
-                                 out, logaddexp_mps_kernel);
+  return mpsgen::elementwise_out(logaddexp_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    logaddexp_mps_kernel(iter, common);
+  });
 }
 
 at::Tensor& logaddexp_inplace_mps(at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise_out(logaddexp_spec, mpsgen::Backend::MPS, {self, other}, std::nullopt,
-                                 self, logaddexp_mps_kernel);
+  return mpsgen::elementwise_out(logaddexp_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    logaddexp_mps_kernel(iter, common);
+  });
 }
 
 } // namespace

@@ -18,8 +18,8 @@ struct maximum_functor {
 };
 #line 20 "maximum.metal"
 
-// One registration per dtype; `#line` attributes each to its ops.yaml `dtypes` item, so
-// a functor whose result type contradicts it fails there (the macros static_assert it).
+// One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
+// item, so a functor whose result type contradicts it fails there (the macros static_assert it).
 #line 166 "ops.yaml"
 REGISTER_BINARY_OP(maximum, float, float);
 #line 166 "ops.yaml"

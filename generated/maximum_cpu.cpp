@@ -16,6 +16,8 @@ const mpsgen::OpSpec maximum_spec{
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -28,25 +30,28 @@ const mpsgen::OpSpec maximum_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     }};
 
-void maximum_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common,
-                        const std::optional<c10::Scalar>& alpha) {
-  mpsgen::cpu::exec_binary_kernel(iter, "maximum", common, alpha);
+void maximum_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
+  const std::string kernel = "maximum";
+  mpsgen::cpu::exec_binary_kernel(iter, kernel, common);
 }
 
 // ops.yaml:165: maximum(Tensor self, Tensor other) -> Tensor
 at::Tensor maximum_cpu(const at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise(maximum_spec, mpsgen::Backend::CPU, {self, other}, std::nullopt,
-                             maximum_cpu_kernel);
+  return mpsgen::elementwise(maximum_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    maximum_cpu_kernel(iter, common);
+  });
 }
 
 at::Tensor& maximum_out_cpu(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  return mpsgen::elementwise_out(maximum_spec, mpsgen::Backend::CPU, {self, other}, std::nullopt,
-                                 out, maximum_cpu_kernel);
+  return mpsgen::elementwise_out(maximum_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    maximum_cpu_kernel(iter, common);
+  });
 }
 
 at::Tensor& maximum_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise_out(maximum_spec, mpsgen::Backend::CPU, {self, other}, std::nullopt,
-                                 self, maximum_cpu_kernel);
+  return mpsgen::elementwise_out(maximum_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    maximum_cpu_kernel(iter, common);
+  });
 }
 
 } // namespace

@@ -17,6 +17,8 @@ const mpsgen::OpSpec maximum_spec{
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -29,26 +31,29 @@ const mpsgen::OpSpec maximum_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     }};
 
-void maximum_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType /*common*/,
-                        const std::optional<c10::Scalar>& alpha) {
+void maximum_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("maximum");
-  library.exec_binary_kernel(iter, "maximum");
+  const std::string kernel = "maximum";
+  library.exec_binary_kernel(iter, kernel);
 }
 
 // ops.yaml:165: maximum(Tensor self, Tensor other) -> Tensor
 at::Tensor maximum_mps(const at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise(maximum_spec, mpsgen::Backend::MPS, {self, other}, std::nullopt,
-                             maximum_mps_kernel);
+  return mpsgen::elementwise(maximum_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    maximum_mps_kernel(iter, common);
+  });
 }
 
 at::Tensor& maximum_out_mps(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  return mpsgen::elementwise_out(maximum_spec, mpsgen::Backend::MPS, {self, other}, std::nullopt,
-                                 out, maximum_mps_kernel);
+  return mpsgen::elementwise_out(maximum_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    maximum_mps_kernel(iter, common);
+  });
 }
 
 at::Tensor& maximum_inplace_mps(at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise_out(maximum_spec, mpsgen::Backend::MPS, {self, other}, std::nullopt,
-                                 self, maximum_mps_kernel);
+  return mpsgen::elementwise_out(maximum_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    maximum_mps_kernel(iter, common);
+  });
 }
 
 } // namespace

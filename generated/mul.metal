@@ -17,8 +17,8 @@ struct mul_functor {
 };
 #line 19 "mul.metal"
 
-// One registration per dtype; `#line` attributes each to its ops.yaml `dtypes` item, so
-// a functor whose result type contradicts it fails there (the macros static_assert it).
+// One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
+// item, so a functor whose result type contradicts it fails there (the macros static_assert it).
 #line 180 "ops.yaml"
 REGISTER_OPMATH_BINARY_OP(mul, float, float);
 #line 180 "ops.yaml"

@@ -21,8 +21,8 @@ struct sigmoid_functor {
 };
 #line 23 "sigmoid.metal"
 
-// One registration per dtype; `#line` attributes each to its ops.yaml `dtypes` item, so
-// a functor whose result type contradicts it fails there (the macros static_assert it).
+// One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
+// item, so a functor whose result type contradicts it fails there (the macros static_assert it).
 #line 53 "ops.yaml"
 REGISTER_UNARY_OP(sigmoid, float, float);
 #line 53 "ops.yaml"

@@ -16,6 +16,8 @@ const mpsgen::OpSpec sigmoid_spec{
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -28,25 +30,28 @@ const mpsgen::OpSpec sigmoid_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-void sigmoid_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common,
-                        const std::optional<c10::Scalar>& alpha) {
-  mpsgen::cpu::exec_unary_kernel(iter, "sigmoid", common, alpha);
+void sigmoid_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
+  const std::string kernel = "sigmoid";
+  mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 
 // ops.yaml:52: sigmoid(Tensor self) -> Tensor
 at::Tensor sigmoid_cpu(const at::Tensor& self) {
-  return mpsgen::elementwise(sigmoid_spec, mpsgen::Backend::CPU, {self}, std::nullopt,
-                             sigmoid_cpu_kernel);
+  return mpsgen::elementwise(sigmoid_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    sigmoid_cpu_kernel(iter, common);
+  });
 }
 
 at::Tensor& sigmoid_out_cpu(const at::Tensor& self, at::Tensor& out) {
-  return mpsgen::elementwise_out(sigmoid_spec, mpsgen::Backend::CPU, {self}, std::nullopt,
-                                 out, sigmoid_cpu_kernel);
+  return mpsgen::elementwise_out(sigmoid_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    sigmoid_cpu_kernel(iter, common);
+  });
 }
 
 at::Tensor& sigmoid_inplace_cpu(at::Tensor& self) {
-  return mpsgen::elementwise_out(sigmoid_spec, mpsgen::Backend::CPU, {self}, std::nullopt,
-                                 self, sigmoid_cpu_kernel);
+  return mpsgen::elementwise_out(sigmoid_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    sigmoid_cpu_kernel(iter, common);
+  });
 }
 
 } // namespace

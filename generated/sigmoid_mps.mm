@@ -17,6 +17,8 @@ const mpsgen::OpSpec sigmoid_spec{
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -29,26 +31,29 @@ const mpsgen::OpSpec sigmoid_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-void sigmoid_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType /*common*/,
-                        const std::optional<c10::Scalar>& alpha) {
+void sigmoid_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("sigmoid");
-  library.exec_unary_kernel(iter, "sigmoid");
+  const std::string kernel = "sigmoid";
+  library.exec_unary_kernel(iter, kernel);
 }
 
 // ops.yaml:52: sigmoid(Tensor self) -> Tensor
 at::Tensor sigmoid_mps(const at::Tensor& self) {
-  return mpsgen::elementwise(sigmoid_spec, mpsgen::Backend::MPS, {self}, std::nullopt,
-                             sigmoid_mps_kernel);
+  return mpsgen::elementwise(sigmoid_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    sigmoid_mps_kernel(iter, common);
+  });
 }
 
 at::Tensor& sigmoid_out_mps(const at::Tensor& self, at::Tensor& out) {
-  return mpsgen::elementwise_out(sigmoid_spec, mpsgen::Backend::MPS, {self}, std::nullopt,
-                                 out, sigmoid_mps_kernel);
+  return mpsgen::elementwise_out(sigmoid_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    sigmoid_mps_kernel(iter, common);
+  });
 }
 
 at::Tensor& sigmoid_inplace_mps(at::Tensor& self) {
-  return mpsgen::elementwise_out(sigmoid_spec, mpsgen::Backend::MPS, {self}, std::nullopt,
-                                 self, sigmoid_mps_kernel);
+  return mpsgen::elementwise_out(sigmoid_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    sigmoid_mps_kernel(iter, common);
+  });
 }
 
 } // namespace

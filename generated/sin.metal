@@ -21,8 +21,8 @@ struct sin_functor {
 };
 #line 23 "sin.metal"
 
-// One registration per dtype; `#line` attributes each to its ops.yaml `dtypes` item, so
-// a functor whose result type contradicts it fails there (the macros static_assert it).
+// One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
+// item, so a functor whose result type contradicts it fails there (the macros static_assert it).
 #line 23 "ops.yaml"
 REGISTER_UNARY_OP(sin, float, float);
 #line 23 "ops.yaml"

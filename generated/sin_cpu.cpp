@@ -16,6 +16,8 @@ const mpsgen::OpSpec sin_spec{
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -28,25 +30,28 @@ const mpsgen::OpSpec sin_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-void sin_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common,
-                    const std::optional<c10::Scalar>& alpha) {
-  mpsgen::cpu::exec_unary_kernel(iter, "sin", common, alpha);
+void sin_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
+  const std::string kernel = "sin";
+  mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 
 // ops.yaml:22: sin(Tensor self) -> Tensor
 at::Tensor sin_cpu(const at::Tensor& self) {
-  return mpsgen::elementwise(sin_spec, mpsgen::Backend::CPU, {self}, std::nullopt,
-                             sin_cpu_kernel);
+  return mpsgen::elementwise(sin_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    sin_cpu_kernel(iter, common);
+  });
 }
 
 at::Tensor& sin_out_cpu(const at::Tensor& self, at::Tensor& out) {
-  return mpsgen::elementwise_out(sin_spec, mpsgen::Backend::CPU, {self}, std::nullopt,
-                                 out, sin_cpu_kernel);
+  return mpsgen::elementwise_out(sin_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    sin_cpu_kernel(iter, common);
+  });
 }
 
 at::Tensor& sin_inplace_cpu(at::Tensor& self) {
-  return mpsgen::elementwise_out(sin_spec, mpsgen::Backend::CPU, {self}, std::nullopt,
-                                 self, sin_cpu_kernel);
+  return mpsgen::elementwise_out(sin_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    sin_cpu_kernel(iter, common);
+  });
 }
 
 } // namespace

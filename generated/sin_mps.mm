@@ -17,6 +17,8 @@ const mpsgen::OpSpec sin_spec{
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -29,26 +31,29 @@ const mpsgen::OpSpec sin_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-void sin_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType /*common*/,
-                    const std::optional<c10::Scalar>& alpha) {
+void sin_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("sin");
-  library.exec_unary_kernel(iter, "sin");
+  const std::string kernel = "sin";
+  library.exec_unary_kernel(iter, kernel);
 }
 
 // ops.yaml:22: sin(Tensor self) -> Tensor
 at::Tensor sin_mps(const at::Tensor& self) {
-  return mpsgen::elementwise(sin_spec, mpsgen::Backend::MPS, {self}, std::nullopt,
-                             sin_mps_kernel);
+  return mpsgen::elementwise(sin_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    sin_mps_kernel(iter, common);
+  });
 }
 
 at::Tensor& sin_out_mps(const at::Tensor& self, at::Tensor& out) {
-  return mpsgen::elementwise_out(sin_spec, mpsgen::Backend::MPS, {self}, std::nullopt,
-                                 out, sin_mps_kernel);
+  return mpsgen::elementwise_out(sin_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    sin_mps_kernel(iter, common);
+  });
 }
 
 at::Tensor& sin_inplace_mps(at::Tensor& self) {
-  return mpsgen::elementwise_out(sin_spec, mpsgen::Backend::MPS, {self}, std::nullopt,
-                                 self, sin_mps_kernel);
+  return mpsgen::elementwise_out(sin_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    sin_mps_kernel(iter, common);
+  });
 }
 
 } // namespace

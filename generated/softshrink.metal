@@ -21,8 +21,8 @@ struct softshrink_functor {
 };
 #line 23 "softshrink.metal"
 
-// One registration per dtype; `#line` attributes each to its ops.yaml `dtypes` item, so
-// a functor whose result type contradicts it fails there (the macros static_assert it).
+// One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
+// item, so a functor whose result type contradicts it fails there (the macros static_assert it).
 #line 226 "ops.yaml"
 REGISTER_UNARY_ALPHA_OP(softshrink, float, float, float);
 #line 226 "ops.yaml"

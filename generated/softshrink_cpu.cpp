@@ -16,31 +16,36 @@ const mpsgen::OpSpec softshrink_spec{
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-void softshrink_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common,
-                           const std::optional<c10::Scalar>& alpha) {
-  mpsgen::cpu::exec_unary_kernel(iter, "softshrink", common, alpha);
+void softshrink_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& lambd) {
+  const std::string kernel = "softshrink";
+  mpsgen::cpu::exec_unary_kernel(iter, kernel, common, lambd);
 }
 
 // ops.yaml:225: softshrink(Tensor self, Scalar lambd=0.5) -> Tensor
 at::Tensor softshrink_cpu(const at::Tensor& self, const at::Scalar& lambd) {
-  return mpsgen::elementwise(softshrink_spec, mpsgen::Backend::CPU, {self}, lambd,
-                             softshrink_cpu_kernel);
+  return mpsgen::elementwise(softshrink_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    softshrink_cpu_kernel(iter, common, lambd);
+  });
 }
 
 at::Tensor& softshrink_out_cpu(const at::Tensor& self, const at::Scalar& lambd, at::Tensor& out) {
-  return mpsgen::elementwise_out(softshrink_spec, mpsgen::Backend::CPU, {self}, lambd,
-                                 out, softshrink_cpu_kernel);
+  return mpsgen::elementwise_out(softshrink_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    softshrink_cpu_kernel(iter, common, lambd);
+  });
 }
 
 at::Tensor& softshrink_inplace_cpu(at::Tensor& self, const at::Scalar& lambd) {
-  return mpsgen::elementwise_out(softshrink_spec, mpsgen::Backend::CPU, {self}, lambd,
-                                 self, softshrink_cpu_kernel);
+  return mpsgen::elementwise_out(softshrink_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    softshrink_cpu_kernel(iter, common, lambd);
+  });
 }
 
 } // namespace

@@ -7,6 +7,7 @@
 
 #include "elementwise.h"
 #include "metal_library.h"
+#include "kernels_with_params.h"
 
 namespace {
 
@@ -17,32 +18,37 @@ const mpsgen::OpSpec softshrink_spec{
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-void softshrink_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType /*common*/,
-                           const std::optional<c10::Scalar>& alpha) {
+void softshrink_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& lambd) {
   auto& library = mpsgen::mps::library("softshrink");
-  library.exec_unary_kernel(iter, "softshrink", alpha);
+  const std::string kernel = "softshrink";
+  library.exec_unary_kernel(iter, kernel, lambd);
 }
 
 // ops.yaml:225: softshrink(Tensor self, Scalar lambd=0.5) -> Tensor
 at::Tensor softshrink_mps(const at::Tensor& self, const at::Scalar& lambd) {
-  return mpsgen::elementwise(softshrink_spec, mpsgen::Backend::MPS, {self}, lambd,
-                             softshrink_mps_kernel);
+  return mpsgen::elementwise(softshrink_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    softshrink_mps_kernel(iter, common, lambd);
+  });
 }
 
 at::Tensor& softshrink_out_mps(const at::Tensor& self, const at::Scalar& lambd, at::Tensor& out) {
-  return mpsgen::elementwise_out(softshrink_spec, mpsgen::Backend::MPS, {self}, lambd,
-                                 out, softshrink_mps_kernel);
+  return mpsgen::elementwise_out(softshrink_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    softshrink_mps_kernel(iter, common, lambd);
+  });
 }
 
 at::Tensor& softshrink_inplace_mps(at::Tensor& self, const at::Scalar& lambd) {
-  return mpsgen::elementwise_out(softshrink_spec, mpsgen::Backend::MPS, {self}, lambd,
-                                 self, softshrink_mps_kernel);
+  return mpsgen::elementwise_out(softshrink_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    softshrink_mps_kernel(iter, common, lambd);
+  });
 }
 
 } // namespace

@@ -21,8 +21,8 @@ struct sqrt_functor {
 };
 #line 23 "sqrt.metal"
 
-// One registration per dtype; `#line` attributes each to its ops.yaml `dtypes` item, so
-// a functor whose result type contradicts it fails there (the macros static_assert it).
+// One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
+// item, so a functor whose result type contradicts it fails there (the macros static_assert it).
 #line 38 "ops.yaml"
 REGISTER_UNARY_OP(sqrt, float, float);
 #line 38 "ops.yaml"

@@ -16,6 +16,8 @@ const mpsgen::OpSpec sqrt_spec{
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -28,25 +30,28 @@ const mpsgen::OpSpec sqrt_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-void sqrt_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common,
-                     const std::optional<c10::Scalar>& alpha) {
-  mpsgen::cpu::exec_unary_kernel(iter, "sqrt", common, alpha);
+void sqrt_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
+  const std::string kernel = "sqrt";
+  mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 
 // ops.yaml:37: sqrt(Tensor self) -> Tensor
 at::Tensor sqrt_cpu(const at::Tensor& self) {
-  return mpsgen::elementwise(sqrt_spec, mpsgen::Backend::CPU, {self}, std::nullopt,
-                             sqrt_cpu_kernel);
+  return mpsgen::elementwise(sqrt_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    sqrt_cpu_kernel(iter, common);
+  });
 }
 
 at::Tensor& sqrt_out_cpu(const at::Tensor& self, at::Tensor& out) {
-  return mpsgen::elementwise_out(sqrt_spec, mpsgen::Backend::CPU, {self}, std::nullopt,
-                                 out, sqrt_cpu_kernel);
+  return mpsgen::elementwise_out(sqrt_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    sqrt_cpu_kernel(iter, common);
+  });
 }
 
 at::Tensor& sqrt_inplace_cpu(at::Tensor& self) {
-  return mpsgen::elementwise_out(sqrt_spec, mpsgen::Backend::CPU, {self}, std::nullopt,
-                                 self, sqrt_cpu_kernel);
+  return mpsgen::elementwise_out(sqrt_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    sqrt_cpu_kernel(iter, common);
+  });
 }
 
 } // namespace

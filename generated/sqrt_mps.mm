@@ -17,6 +17,8 @@ const mpsgen::OpSpec sqrt_spec{
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -29,26 +31,29 @@ const mpsgen::OpSpec sqrt_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-void sqrt_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType /*common*/,
-                     const std::optional<c10::Scalar>& alpha) {
+void sqrt_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("sqrt");
-  library.exec_unary_kernel(iter, "sqrt");
+  const std::string kernel = "sqrt";
+  library.exec_unary_kernel(iter, kernel);
 }
 
 // ops.yaml:37: sqrt(Tensor self) -> Tensor
 at::Tensor sqrt_mps(const at::Tensor& self) {
-  return mpsgen::elementwise(sqrt_spec, mpsgen::Backend::MPS, {self}, std::nullopt,
-                             sqrt_mps_kernel);
+  return mpsgen::elementwise(sqrt_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    sqrt_mps_kernel(iter, common);
+  });
 }
 
 at::Tensor& sqrt_out_mps(const at::Tensor& self, at::Tensor& out) {
-  return mpsgen::elementwise_out(sqrt_spec, mpsgen::Backend::MPS, {self}, std::nullopt,
-                                 out, sqrt_mps_kernel);
+  return mpsgen::elementwise_out(sqrt_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    sqrt_mps_kernel(iter, common);
+  });
 }
 
 at::Tensor& sqrt_inplace_mps(at::Tensor& self) {
-  return mpsgen::elementwise_out(sqrt_spec, mpsgen::Backend::MPS, {self}, std::nullopt,
-                                 self, sqrt_mps_kernel);
+  return mpsgen::elementwise_out(sqrt_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+    sqrt_mps_kernel(iter, common);
+  });
 }
 
 } // namespace

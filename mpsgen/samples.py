@@ -6,6 +6,7 @@ both judge an op on the same inputs, against the same torch reference.
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -40,32 +41,77 @@ def _opinfo(name: str):
     return {o.name: o for o in op_db if not o.variant_test_name}.get(name)
 
 
-def _bind(sample, params, device) -> tuple[tuple, dict] | None:
-    """OpInfo sample as (args, kwargs) for our schema, or None when it doesn't fit.
+@dataclass(frozen=True)
+class SchemaParam:
+    """What sample binding needs of one schema argument."""
 
-    params: [(name, "Tensor" | "Scalar", kwarg_only, has_default)] of the entry's schema.
+    name: str
+    kind: str  # "Tensor" | "Scalar" | "int" | "float" | "bool" | "str"
+    kwarg_only: bool
+    has_default: bool
+    optional: bool = False  # None is a value
+    choices: tuple = ()  # a `str` argument's values ("None" for None)
+    wants_value: bool = False  # an optional that the entry's `checks:` want given
+
+
+def _fits(kind: str, optional: bool, value) -> bool:
+    """Whether a Python value can be passed for an argument of this kind."""
+    if value is None:
+        return optional
+    if kind == "Tensor":
+        return isinstance(value, torch.Tensor)
+    if kind == "Scalar":
+        return isinstance(value, (bool, int, float, complex))
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "float":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "bool":
+        return isinstance(value, bool)
+    return isinstance(value, str)  # str
+
+
+def bind(sample, params, device) -> tuple[tuple, dict] | str:
+    """OpInfo sample as (args, kwargs) for our schema, or why it doesn't fit.
+
     A Python number given for a Tensor parameter becomes a 0-dim tensor, which
     promotes like the number would.
     """
     values, kwargs = [sample.input, *sample.args], dict(sample.kwargs)
-    args, kw = [], {}
-    for i, (name, kind, kwarg_only, has_default) in enumerate(params):
-        if i < len(values):
-            value = values[i]
-        elif name in kwargs:
-            value = kwargs.pop(name)
-        elif kind == "Scalar":
+    # OpInfo's sample.input is the Tensor a method would be called on: bind it to the
+    # first Tensor argument (polygamma(int n, Tensor self) samples are (self, n)).
+    first = next(i for i, p in enumerate(params) if p.kind == "Tensor")
+    order = [first, *(i for i in range(len(params)) if i != first)]
+    found: dict[int, tuple] = {}
+    for position, (i, p) in enumerate((i, params[i]) for i in order):
+        if position < len(values):
+            value = values[position]
+        elif p.name in kwargs:
+            value = kwargs.pop(p.name)
+        elif p.has_default:
             continue  # its default
         else:
-            return None
-        if kind == "Tensor" and isinstance(value, (bool, int, float, complex)):
+            return f"no value for argument '{p.name}'"
+        if p.kind == "Tensor" and isinstance(value, (bool, int, float, complex)):
             value = torch.tensor(value, device=device)
-        if (kind == "Tensor") != isinstance(value, torch.Tensor):
-            return None
-        _place(args, kw, name, value, kwarg_only or has_default)
-    if len(values) > len(params) or kwargs:
-        return None
+        if not _fits(p.kind, p.optional, value):
+            return f"argument '{p.name}' ({p.kind}{'?' if p.optional else ''}) got {type(value).__name__}"
+        if p.choices and ("None" if value is None else value) not in p.choices:
+            return f"argument '{p.name}' got {value!r}, which ops.yaml gives no kernel"
+        found[i] = value
+    args, kw = [], {}
+    for i in sorted(found):  # in schema order
+        _place(args, kw, params[i].name, found[i], params[i].kwarg_only or params[i].has_default)
+    if len(values) > len(params):
+        return f"{len(values)} positional values for {len(params)} arguments"
+    if kwargs:
+        return f"keyword argument(s) {sorted(kwargs)} not in the schema"
     return tuple(args), kw
+
+
+def _bind(sample, params, device) -> tuple[tuple, dict] | None:
+    bound = bind(sample, params, device)
+    return None if isinstance(bound, str) else bound
 
 
 def _make(shape, device, dtype, low=None, high=None):
@@ -84,30 +130,74 @@ def _number(dtype: torch.dtype):
 _NONFINITE = [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1.0, -1.0]
 
 
+def fill(params, tensors, dtype: torch.dtype, values: dict | None = None, inplace: bool = False):
+    """(args, kwargs) of a call: the tensors into the Tensor parameters in order, `values`
+    by name, a value of its kind for each other argument that needs one. inplace: in the
+    in-place variant's order, which puts the first Tensor first (polygamma_(self, n))."""
+    it, found = iter(tensors), []
+    given_first = False  # of the optionals a check needs, the first gets a value
+    for p in params:
+        if p.kind == "Tensor":
+            value = next(it)
+        elif values is not None and p.name in values:
+            value = values[p.name]
+            given_first |= p.wants_value
+        elif p.has_default and not (p.wants_value and not given_first):
+            continue
+        else:
+            given_first |= p.wants_value
+            value = _value(p, dtype)
+        found.append((p, value))
+    if inplace:
+        first = next(i for i, (p, _) in enumerate(found) if p.kind == "Tensor")
+        found.insert(0, found.pop(first))
+    args, kw = [], {}
+    for p, value in found:
+        _place(args, kw, p.name, value, p.kwarg_only or p.has_default)
+    return tuple(args), kw
+
+
+def as_inplace(params, args: tuple, kwargs: dict, self_: torch.Tensor | None = None) -> tuple[tuple, dict]:
+    """A call's (args, kwargs) rearranged for the in-place variant (the first Tensor first),
+    with that Tensor replaced by self_ if given."""
+    names = [p.name for p in params if not (p.kwarg_only or p.has_default)]
+    values = {**dict(zip(names, args)), **kwargs}
+    tensors = [values[p.name] for p in params if p.kind == "Tensor" and p.name in values]
+    if self_ is not None:
+        tensors[0] = self_
+    others = {k: v for k, v in values.items() if not any(p.name == k and p.kind == "Tensor" for p in params)}
+    return fill(params, tensors, torch.float32, others, inplace=True)
+
+
+def _value(p: SchemaParam, dtype: torch.dtype):
+    """A value for an argument without a default."""
+    if p.choices:
+        return None if p.choices[0] == "None" else p.choices[0]
+    return {"Scalar": _number(dtype), "int": 2, "float": 0.5, "bool": False}[p.kind]
+
+
+def _variations(p: SchemaParam, dtype: torch.dtype) -> list:
+    if p.kind == "Tensor":
+        return []
+    if p.kind == "str":
+        return [None if c == "None" else c for c in p.choices]
+    values = {"Scalar": list(dict.fromkeys([_number(dtype), 2, 0.5, True])), "int": [0, 3, -1],
+              "float": [0.5, -1.5, 0.0], "bool": [True, False]}[p.kind]
+    return values + ([None] if p.optional else [])
+
+
 def edge_samples(params, device: str, dtype: torch.dtype, registered: set, large: bool = True) -> list[Sample]:
     """Empty, 0-dim, non-contiguous, broadcasting, type-promoting, non-finite and large inputs.
 
-    params: [(name, kind, kwarg_only, has_default)]; the Tensor parameters get the
-    layouts, Scalar parameters a Python number (Tensor-Scalar overloads) or their default.
+    params: entry_params(); the Tensor parameters get the layouts, the others their
+    default or a value of their kind, and each is varied in a sample of its own.
     registered: the torch dtypes the op registers, to pick promotion partners.
     """
-    tensors = [p for p in params if p[1] == "Tensor"]
+    tensors = [p for p in params if p.kind == "Tensor"]
     n = len(tensors)
 
     def sample(name, *ts, scalars=None):
-        """Place the tensors ts into the Tensor parameters, numbers into the others."""
-        it, args, kw = iter(ts), [], {}
-        for pname, kind, kwarg_only, has_default in params:
-            if kind == "Tensor":
-                value = next(it)
-            elif scalars is not None and pname in scalars:
-                value = scalars[pname]
-            elif has_default:
-                continue
-            else:
-                value = _number(dtype)
-            _place(args, kw, pname, value, kwarg_only or has_default)
-        return Sample(name, tuple(args), kw)
+        return Sample(name, *fill(params, ts, dtype, scalars))
 
     make = lambda *shape: _make(shape, device, dtype)  # noqa: E731
     s = [
@@ -135,11 +225,11 @@ def edge_samples(params, device: str, dtype: torch.dtype, registered: set, large
                 first = make(4, 6)
                 if partner != dtype and torch.result_type(first, other) in registered:
                     s.append(sample(f"promote-{kind}-{str(partner)[6:]}", first, other, *rest))
-    scalars = [p for p in params if p[1] == "Scalar"]
-    for pname, *_ in scalars:
-        # an explicit value for each Scalar parameter, of each category torch promotes with
-        for number in dict.fromkeys([_number(dtype), 2, 0.5, True]):
-            s.append(sample(f"{pname}={number!r}", *(make(4, 6) for _ in range(n)), scalars={pname: number}))
+    for p in params:
+        # each non-Tensor argument varied: Scalars of each category torch promotes with,
+        # optionals present and absent, both bools, every `str` choice, ints of both signs
+        for value in _variations(p, dtype):
+            s.append(sample(f"{p.name}={value!r}", *(make(4, 6) for _ in range(n)), scalars={p.name: value}))
     if dtype.is_floating_point or dtype.is_complex:
         v = torch.tensor(_NONFINITE, device=device)
         if dtype.is_complex:
@@ -200,9 +290,15 @@ def _place(args: list, kwargs: dict, name: str, value, by_keyword: bool) -> None
         args.append(value)
 
 
-def entry_params(entry) -> list[tuple[str, str, bool, bool]]:
-    """(name, kind, kwarg_only, has_default) of an ops.yaml entry's schema arguments."""
-    return [(a.name, a.kind, a.kwarg_only, a.has_default) for a in entry.args]
+def entry_params(entry) -> list[SchemaParam]:
+    """The arguments of an ops.yaml entry's schema, as sample binding needs them."""
+    selector = getattr(entry, "selector", None)
+    choices = dict(selector.choices) if selector else {}
+    checked = " ".join(c.require for c in getattr(entry, "checks", ()))
+    return [SchemaParam(a.name, a.kind, a.kwarg_only, a.has_default, a.optional,
+                        tuple(choices) if selector and a.name == selector.arg else (),
+                        a.optional and re.search(rf"\b{a.name}\b", checked) is not None)
+            for a in entry.args]
 
 
 def registered_dtypes(op) -> set:

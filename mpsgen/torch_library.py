@@ -51,15 +51,19 @@ def _is_cpu_scalar(x) -> bool:
     return not isinstance(x, torch.Tensor) or (x.dim() == 0 and x.device.type == "cpu")
 
 
-def result_dtype(spec: Spec, operands: list, alpha=None) -> torch.dtype:
+def result_dtype(spec: Spec, operands: list, alpha=None, promoting=()) -> torch.dtype:
     """The dtype the kernel produces for these operands, with the C++ host's checks.
 
     operands: the op's tensor inputs; a Scalar overload's Scalars as Python numbers.
+    promoting: the Scalars that take part in type promotion (None when absent).
     """
-    _, common = elementwise_dtypes(*operands, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT)
+    scalars = [p for p in promoting if p is not None]
+    _, common = elementwise_dtypes(*operands, *scalars, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT)
     if spec.int_to_float and not (common.is_floating_point or common.is_complex):
         common = torch.get_default_dtype()
     dtypes = [_dtype(x) for x in operands]
+    if scalars and common != result_dtype_of_tensors(spec, operands):
+        dtypes = [common]  # a promoting Scalar changed the dtype: the host casts the inputs to it
     key = dtypes[0] if len(set(dtypes)) == 1 else common  # the dtype that names the kernel
     if key not in spec.registrations:
         registered = ", ".join(str(d).removeprefix("torch.") for d in spec.registrations)
@@ -68,6 +72,21 @@ def result_dtype(spec: Spec, operands: list, alpha=None) -> torch.dtype:
     if spec.alpha_checks and alpha is not None:
         _check_alpha(spec, common, alpha)
     return spec.registrations[key]
+
+
+def result_dtype_of_tensors(spec: Spec, operands: list) -> torch.dtype:
+    _, common = elementwise_dtypes(*operands, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT)
+    if spec.int_to_float and not (common.is_floating_point or common.is_complex):
+        common = torch.get_default_dtype()
+    return common
+
+
+def check_choice(spec: Spec, arg: str, value, allowed: list) -> None:
+    """A `str` argument's value must be one of the kernels' choices (as the C++ host checks)."""
+    given = "None" if value is None else value
+    if given not in allowed:
+        listed = ", ".join("None" if v == "None" else f"'{v}'" for v in allowed)
+        raise ValueError(f"{spec.name}: argument '{arg}' must be one of {listed}, got '{given}'")
 
 
 def _check_alpha(spec: Spec, common: torch.dtype, alpha) -> None:
@@ -81,10 +100,13 @@ def _check_alpha(spec: Spec, common: torch.dtype, alpha) -> None:
                            "complex number.")
 
 
-def fake_elementwise(spec: Spec, operands: list, alpha=None) -> torch.Tensor:
+def fake_elementwise(spec: Spec, operands: list, alpha=None, promoting=(), choice=None) -> torch.Tensor:
     """A new output as the C++ host makes it: broadcast shape, TensorIterator's
-    stride order, the registered result dtype, on the first non-CPU-scalar's device."""
-    dtype = result_dtype(spec, operands, alpha)
+    stride order, the registered result dtype, on the first non-CPU-scalar's device.
+    choice: (argument, value, allowed values) of a `str` argument that selects the kernel."""
+    if choice is not None:
+        check_choice(spec, *choice)
+    dtype = result_dtype(spec, operands, alpha, promoting)
     tensors = [x for x in operands if isinstance(x, torch.Tensor)]
     device = next((t.device for t in tensors if not _is_cpu_scalar(t)), tensors[0].device)
     for i, t in enumerate(tensors):
@@ -128,8 +150,11 @@ def _check_castable(name: str, result: torch.Tensor, out: torch.Tensor) -> None:
                            f"{out.dtype}")
 
 
-def register_variants(lib: torch.library.Library, name: str, out: str, inplace: str) -> None:
+def register_variants(lib: torch.library.Library, name: str, out: str, inplace: str, self_index: int = 0) -> None:
     """Decompositions and autograd kernels of the out= and in-place variants of op `name`.
+
+    self_index: where the in-place variant's first argument (the Tensor it writes) stands
+    among the functional op's positional arguments: polygamma_(self, n) is polygamma(n, self).
 
     The decompositions sit at CompositeImplicitAutograd: eager CPU/MPS calls keep
     running the C++ kernels (a backend kernel wins over it); functionalization,
@@ -141,7 +166,7 @@ def register_variants(lib: torch.library.Library, name: str, out: str, inplace: 
     def inplace_decomposition(self, *args, **kwargs):
         # under autograd the functional op may save self for its backward: give it a copy to keep
         saved_self = self.clone() if _requires_grad((self, *args), kwargs) else self
-        result = functional(saved_self, *args, **kwargs)
+        result = functional(*args[:self_index], saved_self, *args[self_index:], **kwargs)
         if result.shape != self.shape:
             raise RuntimeError(f"{inplace_name}: output with shape {list(self.shape)} doesn't match the "
                                f"broadcast shape {list(result.shape)}")

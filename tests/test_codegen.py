@@ -182,11 +182,24 @@ def test_rejects_schema_with_four_tensor_args(tmp_path):
 
 
 @pytest.mark.parametrize("arg,says", [
-    ("int n", "'Tensor' and 'Scalar' arguments only"),
-    ("Tensor? other", "'Tensor' and 'Scalar' arguments only"),
-    ("Tensor other=None", "positional, without defaults"),
-    ("*, Tensor other", "positional, without defaults"),
-    ("Scalar a, Scalar b", "at most one"),
+    ("Tensor? other", "argument 'other' has type Tensor?, which an elementwise kernel cannot take"),
+    ("Tensor[] others", "argument 'others' has type Tensor[]"),
+    ("int[] dims", "argument 'dims' has type int[]"),
+    ("Device device", "argument 'device' has type Device"),
+    ("ScalarType dtype", "argument 'dtype' has type ScalarType"),
+    ("Generator? generator=None", "argument 'generator' has type Generator?"),
+    ("bool? flag=None", "argument 'flag' has type bool?"),
+    ("Tensor other=None", "positional, without a default"),
+    ("*, Tensor other", "positional, without a default"),
+    ("Tensor(a) other", "alias annotation"),
+    ("Scalar a, Scalar a", "argument 'a' appears more than once"),
+    ("Scalar new", "argument name 'new' is reserved"),
+    ("Scalar grad", "argument name 'grad' is reserved"),
+    ("Scalar out", "argument name 'out' is reserved"),
+    ("Scalar x=0x10", "default '0x10' is not a plain decimal literal"),
+    ("Scalar x=inf", "default 'inf' is not a plain decimal literal"),
+    ("float x=None", "is None, but the argument is not optional"),
+    ("str s, str t", "at most one 'str' argument"),
 ])
 def test_rejects_schema_with_unsupported_args(tmp_path, arg, says):
     text = registry(unary_op("ok"),
@@ -795,3 +808,125 @@ def test_scalar_overload_inherits_formulas_of_the_tensors_it_keeps(tmp_path):
     scalar = library[library.index("def bar_Scalar_backward"):]
     assert "grad * conj(other) if ctx.needs_input_grad[0]" in scalar
     assert "None,  # other: a Scalar" in scalar
+
+
+# ---- arguments beyond one Scalar: params structs, str choices, kernel names ----------------
+
+PARAMS_BODY = """\
+      template <typename T, typename P>
+      inline T operator()(const T x, const P p) {
+        return x;
+      }
+"""
+
+
+def params_op(schema: str, extra: str = "", dtypes: str = "[float]", body: str = PARAMS_BODY) -> str:
+    return (f"  - func: {schema} -> Tensor\n    dtypes: {dtypes}\n    reference: torch.nn.functional.elu\n"
+            f"{extra}    functor: |\n{body}")
+
+
+def test_several_scalars_travel_as_a_params_struct(tmp_path):
+    text = registry(params_op("myelu(Tensor self, Scalar alpha=1, Scalar? scale=None, *, int n=0, bool flag=False)",
+                              extra="    args: {alpha: opmath}\n"))
+    out = tmp_path / "out"
+    generate_ok(write_ops(tmp_path, text), out)
+    metal = (out / "myelu.metal").read_text()
+    # Metal: the fields in schema order, an optional's presence flag right after it
+    assert re.search(r"struct myelu_params \{\n  opmath_t<T> alpha;\n  T scale;\n  bool has_scale;\n"
+                     r"  long n;\n  bool flag;\n\};", metal), metal
+    assert "typedef myelu_params<half> myelu_params_half;" in metal
+    assert "REGISTER_UNARY_ALPHA_OP(myelu, half, myelu_params_half, half);" in metal.splitlines()
+    cpu = (out / "myelu_cpu.cpp").read_text()
+    # the host spells the same layout, and fills it from the dispatcher's arguments
+    assert re.search(r"struct myelu_params \{\n  mpsgen::opmath_t<T> alpha;\n  T scale;\n  bool has_scale;\n"
+                     r"  int64_t n;\n  bool flag;\n\};", cpu), cpu
+    assert "const std::optional<at::Scalar>& scale, int64_t n, bool flag" in cpu
+    assert "scale.has_value() ? (*scale).to<T>() : T()" in cpu
+    assert 'exec_unary_kernel_with_params(iter, kernel, params, "myelu_params_" + mpsgen::metal_type(common))' in cpu
+    mps = (out / "myelu_mps.mm").read_text()
+    assert "library.exec_unary_kernel_with_params(iter, kernel, params" in mps
+
+
+def test_str_argument_selects_a_functor_per_choice(tmp_path):
+    body = ("      struct g_functor { template <typename T> inline T operator()(const T x) { return x; } };\n"
+            "      struct g_tanh_functor { template <typename T> inline T operator()(const T x) { return -x; } };\n")
+    text = registry(params_op("g(Tensor self, *, str approximate='none')", body=body,
+                              extra="    args: {approximate: {choices: {none: g, tanh: g_tanh}}}\n"))
+    out = tmp_path / "out"
+    generate_ok(write_ops(tmp_path, text), out)
+    lines = (out / "g.metal").read_text().splitlines()
+    assert "REGISTER_UNARY_OP(g, float, float);" in lines and "REGISTER_UNARY_OP(g_tanh, float, float);" in lines
+    cpu = (out / "g_cpu.cpp").read_text()
+    assert 'mpsgen::choose(g_spec, "approximate", approximate, {{"none", "g"}, {"tanh", "g_tanh"}})' in cpu
+    lib = (out / "library.py").read_text()
+    assert "choice=(\"approximate\", approximate, ['none', 'tanh'])" in lib
+
+
+def test_non_tensor_first_argument_keeps_torch_variant_schemas(tmp_path):
+    text = registry(params_op("poly(int n, Tensor self)"))
+    out = tmp_path / "out"
+    generate_ok(write_ops(tmp_path, text), out)
+    reg = (out / "registration.cpp").read_text()
+    for schema in ("poly(int n, Tensor self) -> Tensor", "poly.out(int n, Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+                   "poly_(Tensor(a!) self, int n) -> Tensor(a!)"):  # as torch's polygamma_
+        assert f'm.def("{schema}");' in reg
+    assert "at::Tensor& poly_inplace_cpu(at::Tensor& self, int64_t n)" in (out / "poly_cpu.cpp").read_text()
+
+
+def test_ternary_with_a_scalar_uses_the_projects_ternary_alpha_macro(tmp_path):
+    body = ("      template <typename T, typename V>\n"
+            "      inline T operator()(const T a, const T b, const T c, const V v) { return a; }\n")
+    text = registry(params_op("fmav(Tensor self, Tensor b, Tensor c, *, Scalar value=1)", body=body,
+                              dtypes="[opmath_float]"))
+    out = tmp_path / "out"
+    generate_ok(write_ops(tmp_path, text), out)
+    metal = (out / "fmav.metal").read_text()
+    assert "#include <mpsgen/ternary_alpha.h>" in metal
+    assert "REGISTER_OPMATH_TERNARY_ALPHA_OP(fmav, half, half, half);" in metal.splitlines()
+
+
+def test_kernel_key_renames_kernels_and_files(tmp_path):
+    text = registry(binary_op("mix"), params_op("mix.Scalar(Tensor self, Tensor other, Scalar w)",
+                                                extra="    kernel: mix_scalar\n    args: {w: float}\n",
+                                                body=BINARY_BODY.replace("const T b", "const T b, const float w")))
+    out = tmp_path / "out"
+    generate_ok(write_ops(tmp_path, text), out)
+    metal = (out / "mix_scalar.metal").read_text()
+    assert "  float w;" in metal
+    assert "REGISTER_BINARY_ALPHA_OP(mix_scalar, float, mix_scalar_params_float, float);" in metal.splitlines()
+
+
+@pytest.mark.parametrize("schema,extra,key,says", [
+    ("p(Tensor self, Scalar a, Scalar b)", "    args: {c: float}\n", "args", "'c' is not a non-Tensor argument"),
+    ("p(Tensor self, Scalar a, Scalar b)", "    args: {a: double}\n", "args", "unknown Metal type 'double'"),
+    ("p(Tensor self, int a, Scalar b)", "    args: {a: {type: long, promotes: true}}\n", "args",
+     "'promotes' is a boolean, for Scalar arguments"),
+    ("p(Tensor self, *, str mode)", "", "args", "str argument 'mode' needs the kernel each value selects"),
+    ("p(Tensor self, *, str mode='x')", "    args: {mode: {choices: {y: p}}}\n", "args",
+     "its default 'x' is not one of the choices"),
+    ("p(Tensor self, *, str? mode=None)", "    args: {mode: {choices: {y: p}}}\n", "args",
+     "'mode' is optional: add the kernel for None"),
+    ("p(Tensor self, *, str mode)", "    args: {mode: {choices: {y: p, z: p_z}}}\n", "functor",
+     "define struct p_functor, struct p_z_functor"),
+    ("p(Tensor self, Scalar a, Scalar b)", "    alpha_check: true\n", "alpha_check", "add/sub alpha checks"),
+    ("p(Tensor self, Tensor o, Scalar a, Scalar b)", "    dtypes: [opmath_float]\n", "dtypes",
+     "binary ops without params"),
+])
+def test_rejects_bad_args(tmp_path, schema, extra, key, says):
+    dtypes = "[float]"
+    if "dtypes:" in extra:
+        extra, dtypes = "", extra.split(": ", 1)[1].strip()
+    body = UNARY_BODY if "str" in schema else PARAMS_BODY
+    text = registry(params_op(schema, extra=extra, dtypes=dtypes, body=body))
+    errors = run_invalid(tmp_path, text)
+    line = lineno(text, f"{key}:") if f"    {key}:" in text else lineno(text, "func: p(")
+    msg = single_error(errors, line, key, "p")
+    assert says in msg, msg
+
+
+def test_rejects_two_ops_with_one_kernel_name(tmp_path):
+    text = registry(binary_op("mix"), params_op("mix.Scalar(Tensor self, Tensor other, Scalar w)",
+                                                body=BINARY_BODY))
+    errors = run_invalid(tmp_path, text)
+    msg = single_error(errors, lineno(text, "mix.Scalar("), "kernel", "mix.Scalar")
+    assert "kernel name 'mix' is already used" in msg

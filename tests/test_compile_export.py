@@ -19,7 +19,7 @@ import torch
 
 import mpsgen  # noqa: F401  (loads the extension and generated/library.py)
 from codegen.loader import load
-from mpsgen.samples import TORCH_DTYPES, edge_samples, entry_params, op_overload
+from mpsgen.samples import TORCH_DTYPES, as_inplace, edge_samples, entry_params, op_overload
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = load(ROOT / "ops.yaml")
@@ -48,19 +48,25 @@ def _all_variants(entry, sample):
     too); opcheck covers those."""
     names = entry.schema_names
     functional, out, inplace = (op_overload(NS, names[k]) for k in ("functional", "out", "inplace"))
-    # exp_ of an integer tensor is refused, as torch refuses it
-    with_inplace = torch.can_cast(functional(*sample.args, **sample.kwargs).dtype, sample.args[0].dtype)
+    params, inplace_ok = entry_params(entry), with_inplace(entry, sample)
 
     def f(*args, **kwargs):
         result = functional(*args, **kwargs)
         out_result = out(*args, **kwargs, out=torch.empty(result.shape, dtype=result.dtype))
-        self = args[0]
-        if with_inplace:
+        self = next(a for a in args if isinstance(a, torch.Tensor))
+        if inplace_ok:
             self = self.clone()
-            inplace(self, *args[1:], **kwargs)
+            inplace_args, inplace_kwargs = as_inplace(params, args, kwargs, self)
+            inplace(*inplace_args, **inplace_kwargs)
         return result, out_result, self
 
     return f
+
+
+def with_inplace(entry, sample) -> bool:
+    """exp_ of an integer tensor, polar_ of a float one: refused, as torch refuses them."""
+    result = op_overload(NS, entry.qualified_name)(*sample.args, **sample.kwargs)
+    return torch.can_cast(result.dtype, next(a for a in sample.args if isinstance(a, torch.Tensor)).dtype)
 
 
 def _recording_aot_eager(graphs: list):
@@ -83,8 +89,10 @@ def test_compile_fullgraph_matches_eager(op, entry, dtype):
     torch.testing.assert_close(compiled(*sample.args, **sample.kwargs), f(*sample.args, **sample.kwargs),
                                equal_nan=True)
     assert len(graphs) == 1
-    for variant in entry.schema_names.values():  # all three ops are in the one graph
-        assert f"torch.ops.{NS}.{variant}" in graphs[0].replace(".default", ""), variant
+    names = entry.schema_names
+    for kind in ("functional", "out") + (("inplace",) if with_inplace(entry, sample) else ()):
+        # the variants are in the one graph
+        assert f"torch.ops.{NS}.{names[kind]}" in graphs[0].replace(".default", ""), names[kind]
 
 
 @pytest.mark.parametrize("op,entry,dtype", [c for c in _cases() if c.values[0].differentiable])
@@ -97,7 +105,8 @@ def test_compile_backward_matches_eager(op, entry, dtype):
         a.requires_grad_(True)
 
     def f(*args, **kwargs):
-        return fn(*args, **kwargs).sum()
+        result = fn(*args, **kwargs)
+        return (result.abs() if result.is_complex() else result).sum()  # a real loss
 
     compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
     expected = torch.autograd.grad(f(*sample.args, **sample.kwargs), inputs)

@@ -24,19 +24,28 @@ BINARY = ["strided_{o}_{i}", "strided_cast_{o}_{i}", "dense_{o}_{i}", "dense_ilp
 UNARY_ALPHA = ["dense_{o}_{i}_{a}", "strided_{o}_{i}_{a}"]
 BINARY_ALPHA = [v + "_{a}" for v in BINARY if "ilp" not in v]
 TERNARY = ["strided_{o}_{i}", "strided_cast_{i}", "dense_{o}_{i}", "dense_cast_{i}"]
+# support/metal/mpsgen/ternary_alpha.h: operands of one dtype, so no _cast variants
+TERNARY_ALPHA = ["strided_{o}_{i}_{a}", "dense_{o}_{i}_{a}"]
 COMPARISON = BINARY + ["strided_castout_{o}_{i}"]  # REGISTER_BINARY_CASTOUT_OP
 FAMILIES = {"unary": UNARY, "unary_alpha": UNARY_ALPHA, "binary": BINARY, "binary_alpha": BINARY_ALPHA,
-            "ternary": TERNARY}
+            "ternary": TERNARY, "ternary_alpha": TERNARY_ALPHA}
+KERNELS = {k for op in REGISTRY.ops for k in op.kernels}
+
+
+def alpha_type(op, r) -> str:
+    """The Scalar's Metal type: the computation dtype (the output's, or the input's for bool
+    results), or the params struct typedef for it, `<op>_params_<T>`."""
+    compute = r.input if r.output == "bool" else r.output
+    return compute if op.transport == "alpha" else f"{op.name}_params_{compute}"
 
 
 @pytest.mark.parametrize("op", REGISTRY.ops, ids=lambda op: op.name)
 def test_cpu_registry_holds_exactly_the_macro_instantiations(op):
-    variants = COMPARISON if op.family == "binary" and op.bool_output else FAMILIES[op.family]
-    # the alpha travels in the output dtype
-    expected = {f"{op.name}_" + v.format(o=r.output, i=r.input, a=r.output)
-                for r in op.registrations for v in variants}
-    actual = {n for n in ext.cpu_kernel_names() if n.startswith(op.name + "_")}
-    # other ops sharing the prefix (e.g. "mul" vs "mul_foo") would show up as extras
-    actual = {n for n in actual if not any(n.startswith(o.name + "_") and len(o.name) > len(op.name)
-                                           for o in REGISTRY.ops)}
+    family = op.family + ("_alpha" if op.transport != "none" else "")
+    variants = COMPARISON if family == "binary" and op.bool_output else FAMILIES[family]
+    expected = {f"{k}_" + v.format(o=r.output, i=r.input, a=alpha_type(op, r))
+                for k in op.kernels for r in op.registrations for v in variants}
+    # the host_names of this op's kernels; not those of another kernel sharing the prefix ("mul" vs "mul_foo")
+    actual = {n for n in ext.cpu_kernel_names() for k in op.kernels if n.startswith(k + "_")
+              and not any(n.startswith(o + "_") and len(o) > len(k) and o not in op.kernels for o in KERNELS)}
     assert actual == expected

@@ -14,11 +14,13 @@ from torch.testing._comparison import default_tolerances
 
 import mpsgen._C as ext
 from codegen.loader import load
-from mpsgen.samples import TORCH_DTYPES, edge_samples, entry_params, op_overload, reference, registered_dtypes
+from mpsgen.samples import (TORCH_DTYPES, as_inplace, edge_samples, entry_params, fill, op_overload, reference,
+                            registered_dtypes)
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = load(ROOT / "ops.yaml")
 OPS = getattr(torch.ops, REGISTRY.namespace)
+REGISTRY_BY_NAME = {e.qualified_name: e for e in REGISTRY.entries}
 METAL_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
                 torch.int8, torch.uint8, torch.bool]
 
@@ -90,32 +92,37 @@ def _close_after_cast(actual, expected):
 def test_inplace_on_noncontiguous_self(op, entry, dtype):
     args, kwargs = _transposed_sample(op, entry, dtype)
     expected = reference(entry.reference)(*args, **kwargs)
-    self_ = args[0].clone().t().contiguous().t()  # same values, non-contiguous
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    self_ = tensors[0].clone().t().contiguous().t()  # same values, non-contiguous
     assert not self_.is_contiguous()
     inplace = overload(entry.schema_names["inplace"])
+    args, kwargs = as_inplace(entry_params(entry), args, kwargs, self_)
     if torch.can_cast(expected.dtype, dtype):
-        assert inplace(self_, *args[1:], **kwargs) is self_
+        assert inplace(*args, **kwargs) is self_
         assert not self_.is_contiguous()
         _close_after_cast(self_, expected)
     else:
         with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
-            inplace(self_, *args[1:], **kwargs)
+            inplace(*args, **kwargs)
 
 
-@pytest.mark.parametrize("op", [o for o in REGISTRY.ops if len(o.tensor_args) > 1], ids=lambda o: o.name)
+@pytest.mark.parametrize("op", [o for o in REGISTRY.ops if len(o.tensor_args) > 1
+                                and o.registrations[0].input == o.registrations[0].output], ids=lambda o: o.name)
 def test_inplace_rejects_broadcasting_self(op):
     dtype = TORCH_DTYPES[op.registrations[0].input]
-    args = [torch.ones(3, dtype=dtype)] + [torch.ones(2, 3, dtype=dtype) for _ in op.tensor_args[1:]]
+    tensors = [torch.ones(3, dtype=dtype)] + [torch.ones(2, 3, dtype=dtype) for _ in op.tensor_args[1:]]
+    args, kwargs = fill(entry_params(op), tensors, dtype, inplace=True)
     with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
-        overload(op.schema_names["inplace"])(*args)
+        overload(op.schema_names["inplace"])(*args, **kwargs)
 
 
 @pytest.mark.parametrize("op", [o for o in REGISTRY.ops if len(o.tensor_args) > 1], ids=lambda o: o.name)
 def test_mismatched_shapes_raise_like_torch(op):
     dtype = TORCH_DTYPES[op.registrations[0].input]
-    args = [torch.ones(3, dtype=dtype)] + [torch.ones(4, dtype=dtype) for _ in op.tensor_args[1:]]
+    tensors = [torch.ones(3, dtype=dtype)] + [torch.ones(4, dtype=dtype) for _ in op.tensor_args[1:]]
+    args, kwargs = fill(entry_params(op), tensors, dtype)
     with pytest.raises(RuntimeError, match="must match the size of tensor"):
-        overload(op.qualified_name)(*args)
+        overload(op.qualified_name)(*args, **kwargs)
 
 
 def _unregistered(op):
@@ -127,12 +134,12 @@ def _unregistered(op):
 def test_unregistered_dtype_raises_naming_op_and_registered_dtypes(entry):
     op = next(o for o in REGISTRY.ops if entry in o.entries)
     dtype = _unregistered(op)
-    args = [torch.ones(3, dtype=dtype) if a.kind == "Tensor" else 1 for a in entry.args if not a.kwarg_only]
+    args, kwargs = fill(entry_params(entry), [torch.ones(3, dtype=dtype) for _ in op.tensor_args], dtype)
     with pytest.raises(NotImplementedError) as info:
-        overload(entry.qualified_name)(*args)
+        overload(entry.qualified_name)(*args, **kwargs)
     message = str(info.value)
     c10_name = {torch.float64: "Double", torch.int16: "Short", torch.float32: "Float", torch.bool: "Bool"}[dtype]
-    assert f"{op.name}: no kernel registered for dtype {c10_name} " in message
+    assert f"{op.base_name}: no kernel registered for dtype {c10_name} " in message
     assert f"{op.loc} registers: " in message
     first = TORCH_DTYPES[op.registrations[0].input]
     assert {"float32": "Float", "int64": "Long"}[str(first)[6:]] in message
@@ -198,17 +205,37 @@ VARIANTS = [
     ("lt.Tensor", lambda: (torch.rand(8), torch.arange(8)), {}, ["lt_dense_cast_bool_float"]),
     ("hardshrink", lambda: (torch.rand(8, 8)[:, ::2],), {}, ["hardshrink_strided_float_float_float"]),
     ("lerp.Tensor", lambda: (torch.rand(8), torch.rand(8), torch.rand(8)), {}, ["lerp_dense_float_float"]),
-    # the wrapped weight broadcasts (stride 0): not contiguous
-    ("lerp.Scalar", lambda: (torch.rand(8), torch.rand(8), 0.5), {}, ["lerp_strided_float_float"]),
-    ("addcmul", lambda: (torch.rand(8), torch.rand(8, 8).t(), torch.rand(8)), {}, ["addcmul_strided_float_float"]),
-    ("addcmul", lambda: (torch.rand(8), torch.arange(8), torch.rand(8)), {}, ["addcmul_dense_cast_float"]),
+    # lerp.Scalar's own kernel, its weight a float field of lerp_scalar_params<T>
+    ("lerp.Scalar", lambda: (torch.rand(8), torch.rand(8), 0.5), {},
+     ["lerp_scalar_dense_float_float_lerp_scalar_params_float"]),
+    ("lerp.Scalar", lambda: (torch.rand(8).half(), torch.rand(8).half(), 0.5), {},
+     ["lerp_scalar_dense_half_half_lerp_scalar_params_half"]),
+    # ternary with a Scalar: the project's ternary_alpha kernels; mixed dtypes are cast first
+    ("addcmul", lambda: (torch.rand(8), torch.rand(8, 8).t(), torch.rand(8)), {"value": 2},
+     ["addcmul_strided_float_float_addcmul_params_float"]),
+    ("addcmul", lambda: (torch.rand(8), torch.arange(8), torch.rand(8)), {}, ["addcmul_dense_float_float_addcmul_params_float"]),
+    # several Scalars: a params struct (exec_unary_kernel_with_params)
+    ("elu", lambda: (torch.rand(8),), {"alpha": 0.5}, ["elu_dense_float_float_elu_params_float"]),
+    ("elu", lambda: (torch.rand(8, 8)[:, ::2],), {}, ["elu_strided_float_float_elu_params_float"]),
+    # a promoting Scalar: an int tensor clamped by 0.5 computes in float
+    ("clamp", lambda: (torch.arange(8),), {"min": 0.5}, ["clamp_dense_float_float_clamp_params_float"]),
+    ("clamp", lambda: (torch.arange(8),), {"min": 2}, ["clamp_dense_long_long_clamp_params_long"]),
+    # a str argument selects the functor
+    ("gelu", lambda: (torch.rand(8),), {"approximate": "tanh"}, ["gelu_tanh_dense_scalar_float_float"]),
+    ("div.Tensor_mode", lambda: (torch.rand(8), torch.rand(8)), {"rounding_mode": None},
+     ["div_true_dense_float_float"]),
+    ("div.Tensor_mode", lambda: (torch.rand(8), torch.rand(8)), {"rounding_mode": "floor"},
+     ["div_floor_dense_float_float"]),
+    # a binary op with params (exec_binary_kernel_with_params)
+    ("leaky_relu_backward", lambda: (torch.rand(8), torch.rand(8), 0.1, False), {},
+     ["leaky_relu_backward_dense_float_float_leaky_relu_backward_params_float"]),
 ]
 
 
 @pytest.mark.parametrize("name,make,kwargs,expected", VARIANTS, ids=[f"{v[0]}-{v[3][0]}" for v in VARIANTS])
 def test_selects_the_kernel_exec_kernel_would(name, make, kwargs, expected):
     args = make()
-    fn = overload(name if "out" not in kwargs else name.split(".")[0] + ".out")
+    fn = overload(name if "out" not in kwargs else REGISTRY_BY_NAME[name].schema_names["out"])
     ext.cpu_take_launches()
     fn(*args, **kwargs)
     assert ext.cpu_take_launches() == expected

@@ -8,31 +8,13 @@
 #include <cstring>
 #include <vector>
 
+#include "elementwise.h"
 #include "kernel_registry.h"
 
 namespace mpsgen::cpu {
 namespace {
 
-// scalarToMetalTypeString
-std::string metal_type(c10::ScalarType t) {
-  switch (t) {
-    case c10::kFloat: return "float";
-    case c10::kHalf: return "half";
-    case c10::kBFloat16: return "bfloat";
-    case c10::kLong: return "long";
-    case c10::kInt: return "int";
-    case c10::kShort: return "short";
-    case c10::kChar: return "char";
-    case c10::kByte: return "uchar";
-    case c10::kBool: return "bool";
-    case c10::kComplexFloat: return "float2";
-    case c10::kComplexHalf: return "half2";
-    case c10::kUInt16: return "ushort";
-    case c10::kUInt32: return "uint";
-    case c10::kUInt64: return "ulong";
-    default: TORCH_CHECK(false, "Undefined type ", t);
-  }
-}
+using mpsgen::metal_type;
 
 constexpr uint32_t kIlpPerThread = 4;         // c10::metal::ILP_PER_THREAD
 constexpr uint64_t kIlpThreshold = 1u << 18;  // exec_*_kernel's default crossover
@@ -141,18 +123,7 @@ void exec_unary_kernel(at::TensorIteratorBase& iter, const std::string& name, c1
     // REGISTER_UNARY_ALPHA_OP kernels: the alpha travels in the common dtype,
     // and there is no castout fallback.
     ScalarBytes a(*alpha, common);
-    const std::string kname = name + (contiguous ? "_dense_" : "_strided_") + metal_type(out_t) + "_" +
-                              metal_type(in_t) + "_" + metal_type(common);
-    if (!contiguous) {
-      packed[0] = static_cast<uint32_t>(iter.ndim());
-      l.push(shape.data());
-      l.push(in_strides.data());
-      l.push(out_strides.data());
-      l.push(packed.data());
-      l.grid_x = static_cast<uint32_t>(shape[0]);
-    }
-    l.push(a.data());
-    l.run(kname, contiguous ? 1 : 2);
+    exec_unary_kernel_with_params(iter, name, static_cast<const void*>(a.data()), metal_type(common));
     return;
   }
 
@@ -180,6 +151,90 @@ void exec_unary_kernel(at::TensorIteratorBase& iter, const std::string& name, c1
     l.threads = (length + kIlpPerThread - 1) / kIlpPerThread;
   }
   l.run(kname, contiguous ? 1 : 2);
+}
+
+void exec_unary_kernel_with_params(at::TensorIteratorBase& iter, const std::string& name, const void* params,
+                                   const std::string& params_type_name) {
+  if (!iter.can_use_32bit_indexing()) {
+    for (auto& sub : iter.with_32bit_indexing()) exec_unary_kernel_with_params(sub, name, params, params_type_name);
+    return;
+  }
+  if (iter.numel() == 0) return;
+  // unary_alpha_dense / unary_alpha_strided: the params at buffer 2, or 6 after the strides
+  const bool contiguous = iter.is_contiguous();
+  const std::string kname = name + (contiguous ? "_dense_" : "_strided_") + metal_type(iter.dtype(0)) + "_" +
+                            metal_type(iter.dtype(1)) + "_" + params_type_name;
+  auto shape = iter.shape();
+  auto in_strides = iter.strides(1), out_strides = iter.strides(0);
+  const uint32_t ndim = static_cast<uint32_t>(iter.ndim());
+  Launch l;
+  l.threads = static_cast<uint64_t>(iter.numel());
+  l.push(iter.data_ptr(0));
+  l.push(iter.data_ptr(1));
+  if (!contiguous) {
+    l.push(shape.data());
+    l.push(in_strides.data());
+    l.push(out_strides.data());
+    l.push(&ndim);
+    l.grid_x = static_cast<uint32_t>(shape[0]);
+  }
+  l.push(params);
+  l.run(kname, contiguous ? 1 : 2);
+}
+
+void exec_binary_kernel_with_params(at::TensorIteratorBase& iter, const std::string& name, const void* params,
+                                    const std::string& params_type_name) {
+  TORCH_CHECK(iter.output().scalar_type() != c10::kDouble, "float64 is not supported on MPS");
+  if (iter.numel() == 0) return;
+  if (!iter.can_use_32bit_indexing()) {
+    for (auto& sub : iter.with_32bit_indexing()) exec_binary_kernel_with_params(sub, name, params, params_type_name);
+    return;
+  }
+  // binary_alpha_dense / binary_alpha_strided with the params as alpha (buffer 3);
+  // the host gives both inputs one dtype, so the _cast kernels are not needed.
+  const auto a_t = iter.input(0).scalar_type(), b_t = iter.input(1).scalar_type(), out_t = iter.dtype(0);
+  TORCH_INTERNAL_ASSERT(a_t == b_t, name, ": params kernels expect inputs of one dtype");
+  const bool contiguous = iter.is_contiguous();
+  const std::string kname = name + (contiguous ? "_dense_" : "_strided_") + metal_type(out_t) + "_" +
+                            metal_type(a_t) + "_" + params_type_name;
+  std::array<uint32_t, 4> ndim_types{static_cast<uint32_t>(iter.ndim()), type_code(a_t), type_code(b_t),
+                                     type_code(out_t)};
+  Launch l;
+  l.threads = static_cast<uint64_t>(iter.numel());
+  bind_operands(l, iter);
+  l.push(params);
+  if (!contiguous) {
+    bind_shape_and_strides(l, iter);
+    l.push(ndim_types.data());
+  }
+  l.run(kname, 1);
+}
+
+void exec_ternary_kernel_with_params(at::TensorIteratorBase& iter, const std::string& name, const void* params,
+                                     const std::string& params_type_name) {
+  TORCH_CHECK(iter.output().scalar_type() != c10::kDouble, "float64 is not supported on MPS");
+  if (iter.numel() == 0) return;
+  if (!iter.can_use_32bit_indexing()) {
+    for (auto& sub : iter.with_32bit_indexing()) exec_ternary_kernel_with_params(sub, name, params, params_type_name);
+    return;
+  }
+  // ternary_alpha_dense / ternary_alpha_strided (support/metal/mpsgen/ternary_alpha.h)
+  const auto out_t = iter.dtype(0), in_t = iter.dtype(1);
+  TORCH_INTERNAL_ASSERT(in_t == iter.dtype(2) && in_t == iter.dtype(3), name,
+                        ": params kernels expect inputs of one dtype");
+  const bool contiguous = iter.is_contiguous();
+  const std::string kname = name + (contiguous ? "_dense_" : "_strided_") + metal_type(out_t) + "_" +
+                            metal_type(in_t) + "_" + params_type_name;
+  const uint32_t ndim = static_cast<uint32_t>(iter.ndim());
+  Launch l;
+  l.threads = static_cast<uint64_t>(iter.numel());
+  bind_operands(l, iter);
+  l.push(params);
+  if (!contiguous) {
+    bind_shape_and_strides(l, iter);
+    l.push(&ndim);
+  }
+  l.run(kname, 1);
 }
 
 namespace {
@@ -238,7 +293,8 @@ void exec_binary_kernel(at::TensorIteratorBase& iter, const std::string& name, c
   const auto a_t = a.scalar_type(), b_t = b.scalar_type();
   const auto alpha_t = cast ? out_t : common;
   const std::string A = alpha ? "_" + metal_type(alpha_t) : "";
-  const std::string C = metal_type(out_t) + "_" + metal_type(out_t == c10::kBool ? common : out_t);
+  // _cast kernels are keyed on (output, computation dtype): polar reads float into float2
+  const std::string C = metal_type(out_t) + "_" + metal_type(common);
   std::optional<ScalarBytes> alpha_bytes;
   if (alpha) alpha_bytes.emplace(*alpha, alpha_t);
   std::array<uint32_t, 4> sizes_types{elem_size(a_t), elem_size(b_t), type_code(a_t), type_code(b_t)};

@@ -23,4 +23,32 @@ void exec_binary_kernel(at::TensorIteratorBase& iter, const std::string& name, c
                         std::optional<c10::ScalarType> natural_output_dtype = std::nullopt);
 void exec_ternary_kernel(at::TensorIteratorBase& iter, const std::string& name);
 
+// MetalShaderLibrary::exec_{unary,binary}_kernel_with_params, and the ternary
+// kernels of support/metal/mpsgen/ternary_alpha.h: `params` is the struct (or
+// the one Scalar) the kernel reads, laid out as its Metal type
+// `params_type_name`, which ends the host_name.
+void exec_unary_kernel_with_params(at::TensorIteratorBase& iter, const std::string& name, const void* params,
+                                   const std::string& params_type_name);
+void exec_binary_kernel_with_params(at::TensorIteratorBase& iter, const std::string& name, const void* params,
+                                    const std::string& params_type_name);
+void exec_ternary_kernel_with_params(at::TensorIteratorBase& iter, const std::string& name, const void* params,
+                                     const std::string& params_type_name);
+
+// The same, called as MetalShaderLibrary's are: with the params struct itself.
+template <typename P>
+void exec_unary_kernel_with_params(at::TensorIteratorBase& iter, const std::string& name, const P& params,
+                                   const std::string& params_type_name) {
+  exec_unary_kernel_with_params(iter, name, static_cast<const void*>(&params), params_type_name);
+}
+template <typename P>
+void exec_binary_kernel_with_params(at::TensorIteratorBase& iter, const std::string& name, const P& params,
+                                    const std::string& params_type_name) {
+  exec_binary_kernel_with_params(iter, name, static_cast<const void*>(&params), params_type_name);
+}
+template <typename P>
+void exec_ternary_kernel_with_params(at::TensorIteratorBase& iter, const std::string& name, const P& params,
+                                     const std::string& params_type_name) {
+  exec_ternary_kernel_with_params(iter, name, static_cast<const void*>(&params), params_type_name);
+}
+
 } // namespace mpsgen::cpu

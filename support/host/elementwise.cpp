@@ -11,10 +11,17 @@ namespace mpsgen {
 namespace {
 
 // The dtype TensorIterator would compute in: result_type over all inputs
-// (0-dim tensors and wrapped Python numbers promote like scalars), then
-// integers (and bool) to the default float dtype for *_float_op style ops.
-c10::ScalarType compute_dtype(const OpSpec& op, at::TensorList inputs) {
-  c10::ScalarType common = at::native::result_type(inputs);
+// (0-dim tensors and wrapped Python numbers promote like scalars) and the
+// Scalars that promote, then integers (and bool) to the default float dtype
+// for *_float_op style ops.
+c10::ScalarType compute_dtype(const OpSpec& op, at::TensorList inputs,
+                              const std::vector<std::optional<c10::Scalar>>& promoting) {
+  at::native::ResultTypeState state{};
+  for (const auto& t : inputs) state = at::native::update_result_type_state(t, state);
+  for (const auto& s : promoting) {
+    if (s) state = at::native::update_result_type_state(*s, state);
+  }
+  c10::ScalarType common = at::native::result_type(state);
   if (op.int_to_float && c10::isIntegralType(common, /*includeBool=*/true)) {
     common = c10::typeMetaToScalarType(c10::get_default_dtype());
   }
@@ -71,15 +78,31 @@ void check_devices(const OpSpec& op, Backend backend, at::TensorList inputs, con
 }
 
 // torch's alpha_check for add/sub-style ops.
-void check_alpha(const OpSpec& op, at::TensorList inputs, c10::ScalarType common,
-                 const std::optional<c10::Scalar>& alpha) {
-  if (!alpha || inputs.size() != 2) return;
+void check_alpha(const OpSpec& op, c10::ScalarType common, const std::optional<c10::Scalar>& alpha) {
+  if (!alpha || !op.alpha_check) return;
   TORCH_CHECK(!alpha->isBoolean() || common == c10::kBool, op.name,
               ": Boolean alpha only supported for Boolean results.");
   TORCH_CHECK(c10::isFloatingType(common) || c10::isComplexType(common) || alpha->isIntegral(true), op.name,
               ": For integral input tensors, argument alpha must not be a floating point number.");
   TORCH_CHECK(c10::isComplexType(common) || !alpha->isComplex(), op.name,
               ": For non-complex input tensors, argument alpha must not be a complex number.");
+}
+
+// The operands as the kernels read them: a 0-dim operand (a Python number, or
+// a 0-dim tensor) enters the computation in the common dtype, as TensorIterator
+// casts it on CPU (2.1 added to a half tensor is added as half(2.1); a Python
+// float, a 0-dim double, would otherwise reach Metal, which has no double).
+// All operands are cast when a promoting Scalar changed the dtype (clamp of an
+// int tensor by 0.5 computes in float), or when the kernels read one dtype.
+std::vector<at::Tensor> operands(const OpSpec& op, at::TensorList inputs, const ScalarArgs& scalars,
+                                 c10::ScalarType common) {
+  bool cast_all = op.uniform_inputs;
+  if (!scalars.promoting.empty()) cast_all |= compute_dtype(op, inputs, {}) != common;
+  std::vector<at::Tensor> result(inputs.begin(), inputs.end());
+  for (auto& t : result) {
+    if (t.scalar_type() != common && (cast_all || (t.dim() == 0 && result.size() > 1))) t = t.to(common);
+  }
+  return result;
 }
 
 at::TensorIterator build(const OpSpec& op, Backend backend, at::TensorList inputs, const at::Tensor& out) {
@@ -107,60 +130,85 @@ at::TensorIterator build(const OpSpec& op, Backend backend, at::TensorList input
   return config.build();
 }
 
-void run(const OpSpec& op, Backend backend, at::TensorList inputs, const std::optional<c10::Scalar>& alpha,
-         at::Tensor& out, const KernelFn& kernel, c10::ScalarType common) {
-  // A 0-dim operand (a Python number, or a 0-dim tensor) enters the computation
-  // in the common dtype, as TensorIterator casts it on CPU: 2.1 added to a half
-  // tensor is added as half(2.1). The kernels would otherwise read it unrounded,
-  // and a Python float (a 0-dim double) would reach Metal, which has no double.
-  std::vector<at::Tensor> operands(inputs.begin(), inputs.end());
-  if (operands.size() > 1) {
-    for (auto& t : operands) {
-      if (t.dim() == 0 && t.scalar_type() != common) t = t.to(common);
-    }
-  }
+void run(const OpSpec& op, Backend backend, at::TensorList operands, at::Tensor& out, const KernelFn& kernel,
+         c10::ScalarType common) {
   auto iter = build(op, backend, operands, out);
-  kernel(iter, common, alpha);
+  kernel(iter, common);
 }
 
 } // namespace
 
-at::Tensor elementwise(const OpSpec& op, Backend backend, at::TensorList inputs,
-                       const std::optional<c10::Scalar>& alpha, const KernelFn& kernel) {
-  const auto common = compute_dtype(op, inputs);
-  const auto& reg = check_registered(op, inputs, common);
+at::Tensor elementwise(const OpSpec& op, Backend backend, at::TensorList inputs, const ScalarArgs& scalars,
+                       const KernelFn& kernel) {
+  const auto common = compute_dtype(op, inputs, scalars.promoting);
+  const auto args = operands(op, inputs, scalars, common);
+  const auto& reg = check_registered(op, args, common);
   check_devices(op, backend, inputs, nullptr);
-  check_alpha(op, inputs, common, alpha);
+  check_alpha(op, common, scalars.alpha);
   auto out = at::empty({0}, inputs[0].options().device(op_device(inputs)).dtype(reg.output));
-  run(op, backend, inputs, alpha, out, kernel, common);
+  run(op, backend, args, out, kernel, common);
   return out;
 }
 
-at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList inputs,
-                            const std::optional<c10::Scalar>& alpha, at::Tensor& out, const KernelFn& kernel) {
-  const auto common = compute_dtype(op, inputs);
-  const auto& reg = check_registered(op, inputs, common);
+at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList inputs, const ScalarArgs& scalars,
+                            at::Tensor& out, const KernelFn& kernel) {
+  const auto common = compute_dtype(op, inputs, scalars.promoting);
+  const auto args = operands(op, inputs, scalars, common);
+  const auto& reg = check_registered(op, args, common);
   check_devices(op, backend, inputs, &out);
-  check_alpha(op, inputs, common, alpha);
+  check_alpha(op, common, scalars.alpha);
   // torch's structured ops refuse an unsafe cast of the result (bool results
   // of comparisons cast to anything; abs of complex is real).
   TORCH_CHECK(c10::canCast(reg.output, out.scalar_type()), op.name, ": result type ", reg.output,
               " can't be cast to the desired output type ", out.scalar_type());
   if (out.scalar_type() == reg.output || op.castout) {
     // castout kernels store into any output dtype themselves
-    run(op, backend, inputs, alpha, out, kernel, common);
+    run(op, backend, args, out, kernel, common);
     return out;
   }
   // The other kernels produce their registered dtype; cast on the way out, as
   // TensorIterator does for CPU outputs.
   auto tmp = at::empty({0}, out.options().dtype(reg.output));
-  run(op, backend, inputs, alpha, tmp, kernel, common);
+  run(op, backend, args, tmp, kernel, common);
   if (at::native::resize_output(out, tmp.sizes())) {
     // a resized output takes the layout TensorIterator gives a new one (that of the inputs)
     out.as_strided_(tmp.sizes(), tmp.strides());
   }
   out.copy_(tmp);
   return out;
+}
+
+const char* choose(const OpSpec& op, const char* arg, std::optional<c10::string_view> value,
+                   std::initializer_list<std::pair<const char*, const char*>> choices) {
+  const c10::string_view given = value ? *value : c10::string_view("None");
+  std::ostringstream allowed;
+  for (const auto& [v, kernel] : choices) {
+    if (given == v) return kernel;
+    allowed << (allowed.tellp() ? ", " : "") << (std::string_view(v) == "None" ? "None" : "'" + std::string(v) + "'");
+  }
+  TORCH_CHECK_VALUE(false, op.name, ": argument '", arg, "' must be one of ", allowed.str(), ", got '",
+                    std::string(given), "'");
+}
+
+// scalarToMetalTypeString
+std::string metal_type(c10::ScalarType t) {
+  switch (t) {
+    case c10::kFloat: return "float";
+    case c10::kHalf: return "half";
+    case c10::kBFloat16: return "bfloat";
+    case c10::kLong: return "long";
+    case c10::kInt: return "int";
+    case c10::kShort: return "short";
+    case c10::kChar: return "char";
+    case c10::kByte: return "uchar";
+    case c10::kBool: return "bool";
+    case c10::kComplexFloat: return "float2";
+    case c10::kComplexHalf: return "half2";
+    case c10::kUInt16: return "ushort";
+    case c10::kUInt32: return "uint";
+    case c10::kUInt64: return "ulong";
+    default: TORCH_CHECK(false, "Undefined type ", t);
+  }
 }
 
 } // namespace mpsgen

@@ -13,7 +13,13 @@
 #include <c10/core/Scalar.h>
 #include <c10/core/ScalarType.h>
 
+#include <c10/util/Exception.h>
+#include <c10/util/complex.h>
+
 #include <functional>
+#include <initializer_list>
+#include <string>
+#include <utility>
 #include <optional>
 #include <vector>
 
@@ -32,19 +38,90 @@ struct OpSpec {
   bool int_to_float;           // integer inputs compute in the default float dtype
   bool bool_output;            // a comparison/predicate: kernels produce bool
   bool castout;                // out= of another dtype stores through castout kernels
+  bool alpha_check;            // torch's add/sub alpha_check applies to ScalarArgs::alpha
+  bool uniform_inputs;         // the kernels read one dtype: mixed inputs are cast to the common one
   std::vector<Registered> registrations;
 };
 
+// The Scalar arguments the host itself looks at (the kernels get theirs from
+// the generated kernel function).
+struct ScalarArgs {
+  std::optional<c10::Scalar> alpha;                   // checked by torch's alpha_check if op.alpha_check
+  std::vector<std::optional<c10::Scalar>> promoting;  // take part in type promotion as wrapped numbers
+};
+
 // Runs exec_*_kernel. compute_dtype is the dtype the op computes in (the
-// common dtype of torch's TensorIterator, integers promoted for *_float ops);
-// alpha is the op's Scalar parameter (alpha families only).
-using KernelFn = std::function<void(at::TensorIteratorBase&, c10::ScalarType compute_dtype,
-                                    const std::optional<c10::Scalar>& alpha)>;
+// common dtype of torch's TensorIterator, integers promoted for *_float ops).
+using KernelFn = std::function<void(at::TensorIteratorBase&, c10::ScalarType compute_dtype)>;
 
 // Functional, out= and in-place entry points for 1, 2 or 3 tensor inputs.
-at::Tensor elementwise(const OpSpec& op, Backend backend, at::TensorList inputs,
-                       const std::optional<c10::Scalar>& alpha, const KernelFn& kernel);
-at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList inputs,
-                            const std::optional<c10::Scalar>& alpha, at::Tensor& out, const KernelFn& kernel);
+at::Tensor elementwise(const OpSpec& op, Backend backend, at::TensorList inputs, const ScalarArgs& scalars,
+                       const KernelFn& kernel);
+at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList inputs, const ScalarArgs& scalars,
+                            at::Tensor& out, const KernelFn& kernel);
+
+// The kernel a `str` argument selects (ops.yaml `args: {<arg>: {choices: ...}}`);
+// an unknown value raises a ValueError listing the allowed ones. None is "None".
+const char* choose(const OpSpec& op, const char* arg, std::optional<c10::string_view> value,
+                   std::initializer_list<std::pair<const char*, const char*>> choices);
+
+// The Metal spelling of a dtype (scalarToMetalTypeString): names params structs.
+std::string metal_type(c10::ScalarType t);
+
+// c10/metal's opmath_t on the host: the type an `opmath` params field has.
+template <typename T>
+struct OpMath {
+  using type = T;
+};
+template <>
+struct OpMath<c10::Half> {
+  using type = float;
+};
+template <>
+struct OpMath<c10::BFloat16> {
+  using type = float;
+};
+template <>
+struct OpMath<int16_t> {
+  using type = int32_t;
+};
+template <>
+struct OpMath<int8_t> {
+  using type = int32_t;
+};
+template <>
+struct OpMath<uint8_t> {
+  using type = int32_t;
+};
+template <>
+struct OpMath<c10::complex<c10::Half>> {
+  using type = c10::complex<float>;
+};
+template <typename T>
+using opmath_t = typename OpMath<T>::type;
+
+// Calls f(Tag<T>{}) with the C++ type T of dtype t, to fill a params struct
+// whose layout matches the Metal one for that dtype.
+template <typename T>
+struct Tag {
+  using type = T;
+};
+template <typename F>
+void visit_dtype(const OpSpec& op, c10::ScalarType t, F&& f) {
+  switch (t) {
+    case c10::kFloat: return f(Tag<float>{});
+    case c10::kHalf: return f(Tag<c10::Half>{});
+    case c10::kBFloat16: return f(Tag<c10::BFloat16>{});
+    case c10::kLong: return f(Tag<int64_t>{});
+    case c10::kInt: return f(Tag<int32_t>{});
+    case c10::kShort: return f(Tag<int16_t>{});
+    case c10::kChar: return f(Tag<int8_t>{});
+    case c10::kByte: return f(Tag<uint8_t>{});
+    case c10::kBool: return f(Tag<bool>{});
+    case c10::kComplexFloat: return f(Tag<c10::complex<float>>{});
+    case c10::kComplexHalf: return f(Tag<c10::complex<c10::Half>>{});
+    default: TORCH_CHECK_NOT_IMPLEMENTED(false, op.name, ": no kernel computes in dtype ", t);
+  }
+}
 
 } // namespace mpsgen

@@ -1,0 +1,73 @@
+// macOS: the params-struct dispatch of generated ops.
+//
+// Unary and binary ops call MetalShaderLibrary::exec_{unary,binary}_kernel_with_params,
+// whose template bodies live in torch's Objective-C++ OperationUtils.h. Ternary ops
+// with a Scalar or params (support/metal/mpsgen/ternary_alpha.h) have no torch
+// counterpart: ternary_with_params binds and dispatches them the way torch's
+// exec_ternary_kernel does its own kernels. Compiled as C++ (the Linux syntax
+// check) only the declarations are seen; only a Mac compiles the bodies.
+#pragma once
+
+#include <ATen/TensorIterator.h>
+#include <ATen/native/mps/MetalShaderLibrary.h>
+
+#include <string>
+
+#ifdef __OBJC__
+#include <ATen/native/mps/OperationUtils.h>
+#endif
+
+namespace mpsgen::mps {
+
+class TernaryWithParams {
+ public:
+  explicit TernaryWithParams(at::native::mps::MetalShaderLibrary& library) : library_(library) {}
+
+  // Runs `<name>_<dense|strided>_<out>_<in>_<params_type_name>` with `params` at buffer 4.
+  template <typename T>
+  void operator()(at::TensorIteratorBase& iter, const std::string& name, const T& params,
+                  const std::string& params_type_name);
+
+ private:
+  at::native::mps::MetalShaderLibrary& library_;
+};
+
+inline TernaryWithParams ternary_with_params(at::native::mps::MetalShaderLibrary& library) {
+  return TernaryWithParams(library);
+}
+
+#ifdef __OBJC__
+template <typename T>
+void TernaryWithParams::operator()(at::TensorIteratorBase& iter, const std::string& name, const T& params,
+                                   const std::string& params_type_name) {
+  using namespace at::native::mps;
+  TORCH_CHECK(iter.output().scalar_type() != at::kDouble, "float64 is not supported on MPS");
+  if (iter.numel() == 0) return;
+  if (!iter.can_use_32bit_indexing()) {
+    for (auto&& sub : iter.with_32bit_indexing()) (*this)(sub, name, params, params_type_name);
+    return;
+  }
+  const bool contiguous = iter.is_contiguous();
+  const auto kernel_name = name + (contiguous ? "_dense_" : "_strided_") + scalarToMetalTypeString(iter.output()) +
+                           "_" + scalarToMetalTypeString(iter.input(0)) + "_" + params_type_name;
+  auto* stream = at::mps::getCurrentMPSStream();
+  dispatch_sync_with_rethrow(stream->queue(), ^() {
+    @autoreleasepool {
+      auto encoder = stream->commandEncoder();
+      auto pso = library_.getPipelineStateForFunc(kernel_name);
+      getMPSProfiler().beginProfileKernel(pso, kernel_name, {iter.input(0), iter.input(1), iter.input(2)});
+      [encoder setComputePipelineState:pso];
+      bind_iter_tensors(encoder, iter);
+      detail::mtl_setArg(encoder, params, 4);
+      if (!contiguous) {
+        mtl_setArgs<5>(encoder, iter.shape(), iter.strides(0), iter.strides(1), iter.strides(2), iter.strides(3),
+                       static_cast<uint32_t>(iter.ndim()));
+      }
+      mtl_dispatch1DJob(encoder, pso, iter.numel());
+      getMPSProfiler().endProfileKernel(pso);
+    }
+  });
+}
+#endif
+
+} // namespace mpsgen::mps
