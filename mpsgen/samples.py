@@ -11,6 +11,8 @@ from functools import lru_cache
 
 import torch
 
+from codegen.opinfo_names import parse as parse_opinfo
+
 TORCH_DTYPES = {
     "float": torch.float32, "half": torch.float16, "bfloat": torch.bfloat16,
     "long": torch.int64, "int": torch.int32, "short": torch.int16, "char": torch.int8,
@@ -35,9 +37,14 @@ def reference(path: str):
 
 @lru_cache(maxsize=None)
 def _opinfo(name: str):
+    """The OpInfo `name` (without variant) or `name[variant_test_name]` names, or None."""
     from torch.testing._internal.common_methods_invocations import op_db
 
-    return {o.name: o for o in op_db if not o.variant_test_name}.get(name)
+    parsed = parse_opinfo(name)
+    if parsed is None:
+        return None
+    base, variant = parsed
+    return next((o for o in op_db if o.name == base and (o.variant_test_name or "") == variant), None)
 
 
 def _bind(sample, params, device) -> tuple[tuple, dict] | None:
