@@ -211,3 +211,15 @@ def test_report_shows_a_row_whose_reference_raises_and_goes_on(tmp_path, capsys)
     # every row of neg, after exp's error
     assert re.search(r"^neg +float32 +cpu", out, re.M) and re.search(r"^neg +complex32 +cpu", out, re.M)
     assert "Samples with no torch result" in out and "no compared sample ran a kernel" in out
+
+
+def test_output_match_passes_a_dtype_only_a_widened_oracle_can_judge(monkeypatch):
+    # neg's complex32 kernels, against a torch.neg whose CPU kernel lacks complex32, as
+    # torch's does for exp, div or sqrt: every sample is compared with the widened oracle
+    op, entry = _entry("neg")
+    import test_ops as T
+    recorded = {}
+    monkeypatch.setattr(T, "reference", lambda path: _refusing(torch.neg, torch.complex32, "ComplexHalf"))
+    T.test_output_match(op, entry, "half2", (), record_property=lambda k, v: recorded.setdefault(k, v))
+    widened = recorded["widened_oracle"]
+    assert len(widened) >= 10 and all(w.endswith("(complex32->complex64)") for w in widened)
