@@ -3,25 +3,109 @@
     python -m mpsgen.report [--quick]
 
 Prints one row per (op, registered dtype, device): how many samples matched the
-torch reference within dtype tolerances, and the largest absolute error; then
-how many (op, dtype, sample) cases matched per op. Exits 1 if any sample
-mismatched, other than the ones an xfail in ops.yaml names.
+torch reference within dtype tolerances, the largest absolute error, how many
+samples were compared against a widened oracle (torch's CPU lacks the dtype, so
+the reference ran in a wider one and was cast back), how many had no torch
+result, and how many OpInfo samples bound to the entry's schema. Then, per op,
+the (op, dtype, sample) totals, the OpInfo samples dropped with the reason,
+the samples with no torch result with the reason, and the samples that used a
+widened oracle. Exits 1 if any sample mismatched (other than the ones an xfail
+in ops.yaml names), if no sample ran a registered dtype's own kernel, or if a
+row could not be run at all.
 """
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+import traceback
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
 
 import mpsgen  # noqa: F401  (loads the extension)
 from codegen.loader import load
-from mpsgen.samples import (MATCH, MISMATCH, TORCH_DTYPES, UNSUPPORTED, compare, devices, entry_params, op_overload,
-                            reference, registered_dtypes, registered_outputs, samples)
+from mpsgen.samples import (MATCH, MISMATCH, NO_REFERENCE, TORCH_DTYPES, UNSUPPORTED, LaunchLog, compare, devices,
+                            entry_params, kernel_input_type, op_overload, reference, registered_dtypes,
+                            registered_outputs, samples)
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Totals:
+    """(op, dtype, sample) cases of one entry, over its dtypes and devices."""
+
+    matched: int = 0
+    compared: int = 0
+    xfailed: int = 0
+    unsupported: int = 0
+    no_reference: int = 0
+    widened: int = 0
+    bound: int = 0
+    dropped: int = 0
+    errors: int = 0  # rows that could not run, and dtypes whose own kernel never ran
+    drop_reasons: Counter = field(default_factory=Counter)
+    no_ref_reasons: Counter = field(default_factory=Counter)
+    widened_rows: list = field(default_factory=list)  # (dtype, device, [(sample, oracle)])
+    problems: list = field(default_factory=list)
+
+
+def _first_line(text: str, limit: int = 160) -> str:
+    line = text.splitlines()[0] if text else ""
+    return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
+def run_row(fn, ref, op, entry, r, device, large, xfail, t: Totals) -> tuple[str, str]:
+    """One (entry, dtype, device) row: updates t; returns (counts text, where it differs)."""
+    dtype = TORCH_DTYPES[r.input]
+    dropped: list = []
+    found = samples(entry.opinfo, entry_params(entry), device, dtype, registered_dtypes(op), large=large,
+                    dropped=dropped)
+    bound = sum(s.name.startswith(("opinfo[", "reference[")) for s in found)
+    t.bound += bound
+    t.dropped += len(dropped)
+    t.drop_reasons.update(reason for _, reason in dropped)
+    traced = LaunchLog(fn)
+    matched = compared = no_ref = 0
+    worst, where, widened, ran_own = 0.0, [], [], False
+    for sample in found:
+        c = compare(traced, ref, sample, registered_outputs(op))
+        t.unsupported += c.status == UNSUPPORTED
+        if c.status == NO_REFERENCE:
+            no_ref += 1
+            t.no_ref_reasons[c.message] += 1
+            continue
+        if c.status not in (MATCH, MISMATCH):
+            continue
+        if c.oracle:
+            widened.append((sample.name, c.oracle))
+        ran_own |= any(kernel_input_type(k, op.name) == r.input for k in traced.last)
+        if c.status == MISMATCH and xfail and (not xfail.samples or sample.name in xfail.samples):
+            t.xfailed += 1  # expected to differ: ops.yaml says why
+            where.append(f"{sample.name} (xfail)")
+            continue
+        compared += 1
+        matched += c.status == MATCH
+        worst = max(worst, c.error)
+        if c.status == MISMATCH:
+            where.append(sample.name)
+    if device == "cpu" and not ran_own:
+        # the CPU executor's launch log: no compared sample selected this dtype's kernel
+        t.errors += 1
+        where.insert(0, f"no sample ran a {r.input} kernel")
+        t.problems.append(f"{entry.qualified_name} {str(dtype)[6:]}: no compared sample ran a kernel "
+                          f"instantiated for {r.input}")
+    t.matched += matched
+    t.compared += compared
+    t.no_reference += no_ref
+    t.widened += len(widened)
+    if widened:
+        t.widened_rows.append((str(dtype)[6:], device, widened))
+    counts = (f"{f'{matched}/{compared}':>10}{worst:>12.3g}{len(widened):>9}{no_ref:>8}"
+              f"{f'{bound}/{bound + len(dropped)}':>9}")
+    return counts, ", ".join(where[:4]) + (f" (+{len(where) - 4})" if len(where) > 4 else "")
 
 
 def main(argv=None) -> int:
@@ -31,48 +115,78 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     registry = load(args.ops)
     start = time.perf_counter()
-    header = f"{'op':<18}{'dtype':<11}{'device':<8}{'matched':>10}{'max error':>12}  where it differs"
+    header = (f"{'op':<18}{'dtype':<11}{'device':<8}{'matched':>10}{'max error':>12}{'widened':>9}{'no-ref':>8}"
+              f"{'opinfo':>9}  where it differs")
     print(header)
     print("-" * len(header))
-    per_op: dict[str, list[int]] = {}  # name -> [matched, compared, xfailed, unsupported]
+    per_op: dict[str, Totals] = {}
     for op in registry.ops:
         for entry in op.entries:
-            fn, ref = op_overload(registry.namespace, entry.qualified_name), reference(entry.reference)
+            t = per_op.setdefault(entry.qualified_name, Totals())
+            try:
+                fn, ref = op_overload(registry.namespace, entry.qualified_name), reference(entry.reference)
+            except Exception as e:
+                t.errors += 1
+                t.problems.append(f"{entry.qualified_name}: {type(e).__name__}: {_first_line(str(e))}")
+                print(f"{entry.qualified_name:<18}{'-':<11}{'-':<8}  error: {type(e).__name__}: {_first_line(str(e))}")
+                continue
             xfails = {x.dtype: x for x in entry.xfails}
-            counts = per_op.setdefault(entry.qualified_name, [0, 0, 0, 0])
             for r in op.registrations:
-                dtype, xfail = TORCH_DTYPES[r.input], xfails.get(r.input)
+                dtype = TORCH_DTYPES[r.input]
                 for device in devices():
-                    matched = compared = 0
-                    worst, where = 0.0, []
-                    for sample in samples(entry.opinfo, entry_params(entry), device, dtype, registered_dtypes(op),
-                                          large=not args.quick):
-                        status, err, _ = compare(fn, ref, sample, registered_outputs(op))
-                        counts[3] += status == UNSUPPORTED
-                        if status not in (MATCH, MISMATCH):
-                            continue
-                        if status == MISMATCH and xfail and (not xfail.samples or sample.name in xfail.samples):
-                            counts[2] += 1  # expected to differ: ops.yaml says why
-                            where.append(f"{sample.name} (xfail)")
-                            continue
-                        compared += 1
-                        matched += status == MATCH
-                        worst = max(worst, err)
-                        if status == MISMATCH:
-                            where.append(sample.name)
-                    counts[0] += matched
-                    counts[1] += compared
-                    print(f"{entry.qualified_name:<18}{str(dtype)[6:]:<11}{device:<8}{f'{matched}/{compared}':>10}"
-                          f"{worst:>12.3g}  {', '.join(where[:4])}")
-    print(f"\n{'op':<18}{'matched':>14}{'xfailed':>9}{'unsupported':>13}   (op, dtype, sample) cases")
-    for name, (matched, compared, xfailed, unsupported) in per_op.items():
-        print(f"{name:<18}{f'{matched}/{compared}':>14}{xfailed:>9}{unsupported:>13}")
-    total = sum(c[1] for c in per_op.values())
-    bad = total - sum(c[0] for c in per_op.values())
+                    label = f"{entry.qualified_name:<18}{str(dtype)[6:]:<11}{device:<8}"
+                    try:
+                        counts, where = run_row(fn, ref, op, entry, r, device, not args.quick, xfails.get(r.input), t)
+                    except Exception as e:  # report the row and go on
+                        t.errors += 1
+                        where = traceback.format_exception_only(type(e), e)[-1].strip()
+                        t.problems.append(f"{entry.qualified_name} {str(dtype)[6:]} {device}: {_first_line(where)}")
+                        print(f"{label}  error: {_first_line(where)}")
+                        continue
+                    print(f"{label}{counts}  {where}")
+
+    print(f"\n{'op':<18}{'matched':>14}{'xfailed':>9}{'unsupported':>13}{'widened':>9}{'no-ref':>8}"
+          f"{'opinfo bound':>14}{'dropped':>9}   (op, dtype, sample) cases")
+    for name, t in per_op.items():
+        print(f"{name:<18}{f'{t.matched}/{t.compared}':>14}{t.xfailed:>9}{t.unsupported:>13}{t.widened:>9}"
+              f"{t.no_reference:>8}{t.bound:>14}{t.dropped:>9}")
+
+    if any(t.dropped for t in per_op.values()):
+        print("\nOpInfo samples dropped, per op (over its dtypes and devices):")
+        for name, t in per_op.items():
+            for reason, n in sorted(t.drop_reasons.items(), key=lambda kv: -kv[1]):
+                print(f"  {name}: {n} x {reason}")
+    if any(t.no_reference for t in per_op.values()):
+        print("\nSamples with no torch result (torch rejects the input), per op:")
+        for name, t in per_op.items():
+            for reason, n in sorted(t.no_ref_reasons.items(), key=lambda kv: -kv[1]):
+                print(f"  {name}: {n} x {_first_line(reason)}")
+    if any(t.widened_rows for t in per_op.values()):
+        print("\nSamples compared against a widened oracle (torch's CPU lacks the dtype: the reference "
+              "ran in a wider dtype, cast back, narrow-dtype tolerances):")
+        for name, t in per_op.items():
+            for dtype, device, widened in t.widened_rows:
+                by_oracle: dict[str, list[str]] = {}
+                for sample, oracle in widened:
+                    by_oracle.setdefault(oracle, []).append(sample)
+                for oracle, names in by_oracle.items():
+                    print(f"  {name} {dtype} {device} ({oracle}): {len(names)}: {', '.join(names)}")
+    problems = [p for t in per_op.values() for p in t.problems]
+    if problems:
+        print("\nProblems:")
+        for p in problems:
+            print(f"  {p}")
+
+    total = sum(t.compared for t in per_op.values())
+    bad = total - sum(t.matched for t in per_op.values())
+    errors = sum(t.errors for t in per_op.values())
     print(f"\n{len(registry.ops)} ops ({len(per_op)} entries with overloads), {total} (op, dtype, sample) cases: "
-          f"{total - bad} matched, {bad} differ, {sum(c[2] for c in per_op.values())} xfailed as ops.yaml says "
+          f"{total - bad} matched, {bad} differ, {sum(t.xfailed for t in per_op.values())} xfailed as ops.yaml says, "
+          f"{sum(t.widened for t in per_op.values())} against a widened oracle, "
+          f"{sum(t.no_reference for t in per_op.values())} with no torch result, "
+          f"{sum(t.dropped for t in per_op.values())} OpInfo samples dropped; {errors} problem(s) "
           f"({time.perf_counter() - start:.1f} s)")
-    return 1 if bad else 0
+    return 1 if bad or errors else 0
 
 
 if __name__ == "__main__":

@@ -9,8 +9,11 @@ import importlib
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import NamedTuple
 
 import torch
+
+from codegen.opinfo_names import parse as parse_opinfo
 
 TORCH_DTYPES = {
     "float": torch.float32, "half": torch.float16, "bfloat": torch.bfloat16,
@@ -36,9 +39,14 @@ def reference(path: str):
 
 @lru_cache(maxsize=None)
 def _opinfo(name: str):
+    """The OpInfo `name` (without variant) or `name[variant_test_name]` names, or None."""
     from torch.testing._internal.common_methods_invocations import op_db
 
-    return {o.name: o for o in op_db if not o.variant_test_name}.get(name)
+    parsed = parse_opinfo(name)
+    if parsed is None:
+        return None
+    base, variant = parsed
+    return next((o for o in op_db if o.name == base and (o.variant_test_name or "") == variant), None)
 
 
 @dataclass(frozen=True)
@@ -244,22 +252,46 @@ def edge_samples(params, device: str, dtype: torch.dtype, registered: set, large
 
 
 def opinfo_samples(opinfo_name: str, params, device: str, dtype: torch.dtype, requires_grad: bool = False,
-                   reference_inputs: bool = True) -> list[Sample]:
-    """OpInfo's sample_inputs (and reference_inputs) that fit the entry's schema."""
+                   reference_inputs: bool = True, dropped: list | None = None) -> list[Sample]:
+    """OpInfo's sample_inputs (and reference_inputs) that fit the entry's schema.
+
+    dropped: if given, receives (sample name, reason) for each OpInfo sample that
+    does not bind to the schema, and for an OpInfo that cannot be found or whose
+    generator raises (then the error propagates only when dropped is None).
+    """
     found: list[Sample] = []
     opinfo = _opinfo(opinfo_name) if opinfo_name else None
     if opinfo is None:
+        if opinfo_name and dropped is not None:
+            dropped.append(("opinfo", f"no OpInfo {opinfo_name!r} in op_db"))
         return found
     gens = [("opinfo", opinfo.sample_inputs)] + ([("reference", opinfo.reference_inputs)] if reference_inputs else [])
     for kind, gen in gens:
-        for i, sample in enumerate(gen(device, dtype)):
-            bound = _bind(sample, params, device)
-            if bound is not None:
-                found.append(Sample(f"{kind}[{i}]", *bound))
+        i = -1
+        try:
+            for i, sample in enumerate(gen(device, dtype)):
+                bound = _bind(sample, params, device)
+                if bound is not None:
+                    found.append(Sample(f"{kind}[{i}]", *bound))
+                elif dropped is not None:
+                    dropped.append((f"{kind}[{i}]", f"does not fit the schema: {describe_opinfo_sample(sample)}"))
+        except Exception as e:
+            if dropped is None:
+                raise
+            dropped.append((f"{kind}[{i + 1}:]", f"the OpInfo generator raised {type(e).__name__}: "
+                                                 f"{str(e).splitlines()[0] if str(e) else ''}"))
     if requires_grad:  # set here: some reference_inputs generators refuse requires_grad for integer partners
         for sample in found:
             require_grad(sample)
     return found
+
+
+def describe_opinfo_sample(sample) -> str:
+    """An OpInfo SampleInput's argument kinds, e.g. `(Tensor, Tensor, rounding_mode=str)`."""
+    def kind(v):
+        return "Tensor" if isinstance(v, torch.Tensor) else type(v).__name__
+    parts = [kind(sample.input), *map(kind, sample.args)] + [f"{k}={kind(v)}" for k, v in sample.kwargs.items()]
+    return f"({', '.join(parts)})"
 
 
 def require_grad(sample: Sample) -> Sample:
@@ -271,8 +303,10 @@ def require_grad(sample: Sample) -> Sample:
 
 
 def samples(opinfo_name: str, params, device: str, dtype: torch.dtype, registered: set,
-            large: bool = True) -> list[Sample]:
-    return opinfo_samples(opinfo_name, params, device, dtype) + edge_samples(params, device, dtype, registered, large)
+            large: bool = True, dropped: list | None = None) -> list[Sample]:
+    """OpInfo samples that bind (the others go to `dropped`, see opinfo_samples), then edge samples."""
+    return (opinfo_samples(opinfo_name, params, device, dtype, dropped=dropped)
+            + edge_samples(params, device, dtype, registered, large))
 
 
 def op_overload(namespace: str, qualified_name: str):
@@ -318,25 +352,124 @@ def devices() -> list[str]:
 MATCH, MISMATCH, NO_REFERENCE, UNSUPPORTED = "match", "mismatch", "no-reference", "unsupported"
 
 
-def compare(op_fn, ref_fn, sample: Sample, registered_outputs: set = frozenset()) -> tuple[str, float, str]:
-    """Run op and reference on the same inputs: (status, max abs error, message).
+class Comparison(NamedTuple):
+    """What compare() found for one sample."""
 
+    status: str  # MATCH, MISMATCH, NO_REFERENCE or UNSUPPORTED
+    error: float  # largest absolute error (inf when one side raised)
+    message: str
+    oracle: str = ""  # "" when torch ran the sample as given; else how it was widened, e.g. "complex32->complex64"
+
+    @property
+    def widened(self) -> bool:
+        return bool(self.oracle)
+
+
+# The dtypes whose missing CPU kernels a wider dtype stands in for, by c10's name in
+# torch's `"<kernel>" not implemented for '<dtype>'` errors. Any other refusal (a bool
+# negation, a bad alpha, a float bitwise op) is torch's semantics, not a missing kernel.
+_NOT_IMPLEMENTED = re.compile(r"not implemented for '(\w+)'")
+_NARROW_C10_NAMES = {"ComplexHalf", "Half", "BFloat16", "Bool", "Byte", "Char", "Short", "Int", "Long"}
+_FLOAT_WIDER = {torch.complex32: torch.complex64, torch.float16: torch.float32, torch.bfloat16: torch.float32}
+_INTEGRAL = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
+# tried in order; the first under which torch computes wins: complex32 as complex64,
+# float16/bfloat16 as float32 (the CPU-side upcast of PyTorch's MPS consistency tests,
+# as issue 9 describes them), then bool/integers as int64, and as a last resort float32
+WIDENINGS = (
+    _FLOAT_WIDER,
+    {**_FLOAT_WIDER, **{d: torch.int64 for d in _INTEGRAL if d != torch.int64}},
+    {**_FLOAT_WIDER, **{d: torch.float32 for d in _INTEGRAL}},
+)
+
+
+def _map_tensors(fn, args, kwargs):
+    conv = lambda v: fn(v) if isinstance(v, torch.Tensor) else v  # noqa: E731
+    return tuple(conv(a) for a in args), {k: conv(v) for k, v in kwargs.items()}
+
+
+def _result_dtype(ref_fn, sample: Sample) -> torch.dtype | None:
+    """The dtype torch's reference produces for the sample as given, from its meta
+    kernel (which computes dtypes without a CPU kernel for them); None if it has none."""
+    meta = lambda t: torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")  # noqa: E731
+    try:
+        args, kwargs = _map_tensors(meta, sample.args, sample.kwargs)
+        out = ref_fn(*args, **kwargs)
+        return out.dtype if isinstance(out, torch.Tensor) else None
+    except Exception:
+        return None
+
+
+def _narrowed_back(dtype: torch.dtype, widened: dict) -> torch.dtype:
+    """Without a meta kernel: map a widened result dtype back to the narrow one."""
+    back = {wide: narrow for narrow, wide in widened.items()}
+    if dtype in back:
+        return back[dtype]
+    for narrow, wide in widened.items():  # complex -> real ops (abs): complex32 widened, float32 out
+        if wide.is_complex and dtype == wide.to_real():
+            return narrow.to_real()
+    return dtype
+
+
+def widened_reference(ref_fn, sample: Sample, error: Exception):
+    """torch's reference for a sample whose dtype torch's CPU kernels lack (`error`):
+    computed in the nearest wider dtype, cast back to the dtype torch would produce.
+
+    Returns (expected, description such as "complex32->complex64"); re-raises
+    `error` when it is not a missing-kernel error, or the last error when no widening helps.
+    """
+    m = _NOT_IMPLEMENTED.search(str(error))
+    if m is None or m[1] not in _NARROW_C10_NAMES:
+        raise error
+    present = {v.dtype for v in (*sample.args, *sample.kwargs.values()) if isinstance(v, torch.Tensor)}
+    target = _result_dtype(ref_fn, sample)
+    tried, last = set(), error
+    for widening in WIDENINGS:
+        used = {narrow: wide for narrow, wide in widening.items() if narrow in present}
+        key = tuple(sorted((str(a), str(b)) for a, b in used.items()))
+        if not used or key in tried:
+            continue
+        tried.add(key)
+        args, kwargs = _map_tensors(lambda t: t.to(used.get(t.dtype, t.dtype)), sample.args, sample.kwargs)
+        try:
+            wide = ref_fn(*args, **kwargs)
+        except Exception as e:
+            last = e
+            continue
+        description = ", ".join(f"{str(a)[6:]}->{str(b)[6:]}" for a, b in used.items())
+        return wide.to(target or _narrowed_back(wide.dtype, used)), description
+    raise last
+
+
+def compare(op_fn, ref_fn, sample: Sample, registered_outputs: set = frozenset()) -> Comparison:
+    """Run op and reference on the same inputs: Comparison(status, max abs error, message, oracle).
+
+    When torch's CPU has no kernel for the sample's dtype (complex32, float16/bfloat16
+    for some special functions, bool or integers for some ops), the reference runs
+    in a wider dtype and is cast back (widened_reference); `oracle` then says how,
+    and the comparison uses the narrow dtype's tolerances.
     NO_REFERENCE: torch itself rejects the input, so there is nothing to match.
     UNSUPPORTED: torch's result has a dtype the op does not register, and the op
     says so (NotImplementedError naming its registered dtypes).
     """
+    oracle = ""
     try:
         expected = ref_fn(*sample.args, **sample.kwargs)
     except Exception as e:
-        return NO_REFERENCE, 0.0, str(e).splitlines()[0]
+        try:
+            expected, oracle = widened_reference(ref_fn, sample, e)
+        except Exception as e2:
+            message = str(e).splitlines()[0] if str(e) else type(e).__name__
+            if e2 is not e:
+                message += f"; widened, torch still raises: {str(e2).splitlines()[0] if str(e2) else type(e2).__name__}"
+            return Comparison(NO_REFERENCE, 0.0, message)
     try:
         actual = op_fn(*sample.args, **sample.kwargs)
     except NotImplementedError as e:
         if "no kernel registered" in str(e) and str(expected.dtype)[6:] not in registered_outputs:
-            return UNSUPPORTED, 0.0, str(e).splitlines()[0]
-        return MISMATCH, float("inf"), f"NotImplementedError: {e}"
+            return Comparison(UNSUPPORTED, 0.0, str(e).splitlines()[0], oracle)
+        return Comparison(MISMATCH, float("inf"), f"NotImplementedError: {e}", oracle)
     except Exception as e:  # torch computes a result where we raise
-        return MISMATCH, float("inf"), f"{type(e).__name__}: {e}"
+        return Comparison(MISMATCH, float("inf"), f"{type(e).__name__}: {e}", oracle)
     err = 0.0
     if actual.shape == expected.shape and actual.numel() and actual.dtype == expected.dtype:
         diff = (actual.to(torch.complex128 if actual.is_complex() else torch.float64)
@@ -349,5 +482,45 @@ def compare(op_fn, ref_fn, sample: Sample, registered_outputs: set = frozenset()
     try:
         torch.testing.assert_close(actual, expected, equal_nan=True)
     except AssertionError as e:
-        return MISMATCH, err, str(e)
-    return MATCH, err, ""
+        message = str(e) + (f"\n(reference computed widened: {oracle})" if oracle else "")
+        return Comparison(MISMATCH, err, message, oracle)
+    return Comparison(MATCH, err, "", oracle)
+
+
+# ---- which kernel a call ran: the CPU executor's launch log ----------------------------
+
+METAL_TYPES = ("float", "half", "bfloat", "long", "int", "short", "char", "uchar", "bool", "float2", "half2")
+
+
+def kernel_input_type(host_name: str, op_name: str) -> str | None:
+    """The Metal input dtype whose registration instantiated a kernel, from its host_name.
+
+    torch's REGISTER_* macros (c10/metal/indexing.h) name kernels
+    `<op>_<variant>_<out>_<in>[_<alpha>]` (dense, strided, scalar, broadcast, and the
+    binary `_cast_<out>_<in>` and castout `_strided_castout_<out>_<in>`), and key the
+    single-dtype ones on the input: unary `_castout_<in>`, ternary `_cast_<in>`. The
+    input is the dtype the functor computes in: a `_cast` kernel loads operands of
+    other dtypes and converts them to it. None when host_name is not this op's.
+    """
+    if not host_name.startswith(op_name + "_"):
+        return None
+    types = [t for t in host_name[len(op_name) + 1:].split("_") if t in METAL_TYPES]
+    if not types:
+        return None
+    return types[0] if len(types) == 1 else types[1]
+
+
+class LaunchLog:
+    """op_fn wrapped to record the host_names each call launched on the CPU executor."""
+
+    def __init__(self, fn):
+        from . import _C
+
+        self.fn, self._C, self.last = fn, _C, []
+
+    def __call__(self, *args, **kwargs):
+        self._C.cpu_take_launches()
+        try:
+            return self.fn(*args, **kwargs)
+        finally:
+            self.last = list(self._C.cpu_take_launches())

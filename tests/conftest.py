@@ -1,0 +1,60 @@
+"""pytest's summary gets an "op-output-match" section: what test_output_match compared
+with a widened oracle, what had no torch result, and the OpInfo samples each entry
+bound or dropped (with the reason). The tests record these with `record_property`,
+which pytest-xdist carries back from its workers.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+
+def _props(reports):
+    for report in reports:
+        if getattr(report, "when", "call") != "call":
+            continue
+        props = dict(getattr(report, "user_properties", ()) or ())
+        if "opinfo" in props:
+            yield report, props
+
+
+def pytest_terminal_summary(terminalreporter):
+    reports = [r for key in ("passed", "failed", "xfailed", "xpassed") for r in terminalreporter.stats.get(key, ())]
+    found = sorted(_props(reports), key=lambda rp: rp[0].nodeid)
+    if not found:
+        return
+    tr = terminalreporter
+    tr.section("op-output-match")
+
+    widened = [(r, p["widened_oracle"]) for r, p in found if p.get("widened_oracle")]
+    tr.write_line(f"samples compared against a widened oracle (torch's CPU lacks the dtype; the reference ran "
+                  f"in a wider dtype and was cast back): {sum(len(w) for _, w in widened)} in {len(widened)} tests")
+    for r, w in widened:
+        tr.write_line(f"  {_test_id(r)}: {len(w)}: {', '.join(w)}")
+
+    no_ref = [(r, p["no_reference"]) for r, p in found if p.get("no_reference")]
+    tr.write_line(f"samples with no torch result (torch rejects the input): "
+                  f"{sum(len(n) for _, n in no_ref)} in {len(no_ref)} tests")
+    for r, n in no_ref:
+        tr.write_line(f"  {_test_id(r)}: {len(n)}: {'; '.join(n[:3])}{' ...' if len(n) > 3 else ''}")
+
+    # OpInfo samples per entry (binding hardly depends on the dtype: bound is shown as a range)
+    per_entry: dict[str, dict] = defaultdict(lambda: {"opinfo": "", "bound": [], "dropped": Counter()})
+    for r, p in found:
+        opinfo, bound, dropped = p["opinfo"]
+        e = per_entry[_test_id(r).rsplit("-", 1)[0]]
+        e["opinfo"] = opinfo
+        e["bound"].append(bound)
+        e["dropped"].update(reason.split(": ", 1)[1] if ": " in reason else reason for reason in dropped)
+    tr.write_line("OpInfo samples per entry (bound per dtype; dropped over all dtypes, with the reason):")
+    for name, e in per_entry.items():
+        lo, hi = min(e["bound"]), max(e["bound"])
+        bound = f"{lo}" if lo == hi else f"{lo}-{hi}"
+        opinfo = f"opinfo {e['opinfo']!r}" if e["opinfo"] else "no opinfo"
+        tr.write_line(f"  {name} ({opinfo}): {bound} bound, {sum(e['dropped'].values())} dropped")
+        for reason, count in e["dropped"].most_common():
+            tr.write_line(f"      {count} x {reason}")
+
+
+def _test_id(report) -> str:
+    nodeid = report.nodeid
+    return nodeid[nodeid.index("[") + 1:-1] if "[" in nodeid else nodeid

@@ -1,0 +1,225 @@
+"""The sample and oracle machinery behind op-output-match and the main job.
+
+- OpInfo samples that do not bind to the schema are reported, with the reason;
+- the widened oracle for dtypes torch's CPU lacks, and what is not widened;
+- which registered dtype a kernel's host_name belongs to (the launch-log check);
+- test_output_match shows mismatches before the sample floor, and fails when no
+  sample ran the dtype's own kernel;
+- the main job reports a row whose reference raises, and goes on.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+import mpsgen._C as ext
+from codegen.loader import load
+from mpsgen import samples as S
+from mpsgen.samples import (MATCH, MISMATCH, NO_REFERENCE, Comparison, Sample, compare, kernel_input_type,
+                            opinfo_samples)
+
+ROOT = Path(__file__).resolve().parent.parent
+REGISTRY = load(ROOT / "ops.yaml")
+
+
+# ---- dropped OpInfo samples ----------------------------------------------------------------
+
+def test_opinfo_samples_report_what_they_drop():
+    params = [("self", "Tensor", False, False), ("other", "Tensor", False, False)]
+    dropped = []
+    found = opinfo_samples("div[floor_rounding]", params, "cpu", torch.float32, dropped=dropped)
+    # every div sample passes rounding_mode, which this two-Tensor schema has no place for
+    assert not found and dropped
+    assert all(reason.startswith("does not fit the schema: (") and "rounding_mode=str" in reason
+               for _, reason in dropped)
+    missing = []
+    assert opinfo_samples("no_such_op", params, "cpu", torch.float32, dropped=missing) == []
+    assert missing == [("opinfo", "no OpInfo 'no_such_op' in op_db")]
+    # without `dropped`, the list is what it always was
+    assert [s.name for s in opinfo_samples("hypot", params, "cpu", torch.float32)] == \
+        [s.name for s in opinfo_samples("hypot", params, "cpu", torch.float32, dropped=[])]
+
+
+# ---- the widened oracle ----------------------------------------------------------------------
+
+def _make(dtype, *shape):
+    return torch.testing.make_tensor(shape or (4, 5), dtype=dtype, device="cpu", low=-3, high=3)
+
+
+def _via(dtype_map, fn):
+    """An 'op' that computes fn in wider dtypes and casts back: what a correct kernel returns."""
+    def op(*args):
+        out_dtype = fn(*[torch.empty_like(a, device="meta") for a in args]).dtype
+        return fn(*[a.to(dtype_map.get(a.dtype, a.dtype)) for a in args]).to(out_dtype)
+    return op
+
+
+def test_complex32_reference_is_widened_to_complex64():
+    x, y = _make(torch.complex32), _make(torch.complex32)
+    with pytest.raises(NotImplementedError, match="ComplexHalf"):
+        torch.div(x, y)  # torch's CPU has no such kernel: what the widened oracle stands in for
+    c = compare(_via({torch.complex32: torch.complex64}, torch.div), torch.div, Sample("s", (x, y)))
+    assert c == Comparison(MATCH, c.error, "", "complex32->complex64") and c.widened
+    # a wrong result is still a mismatch, and says the oracle was widened
+    wrong = compare(lambda a, b: torch.zeros_like(a), torch.div, Sample("s", (x, y)))
+    assert wrong.status == MISMATCH and wrong.oracle == "complex32->complex64"
+    assert "widened" in wrong.message
+
+
+def test_widened_result_is_cast_to_the_dtype_torch_would_produce():
+    x = _make(torch.complex32)
+    # exp keeps complex32; the result of the widened reference is cast back to it
+    expected, oracle = S.widened_reference(torch.exp, Sample("s", (x,)), NotImplementedError(
+        "\"exp_vml_cpu\" not implemented for 'ComplexHalf'"))
+    assert expected.dtype == torch.complex32 and oracle == "complex32->complex64"
+    torch.testing.assert_close(expected, torch.exp(x.to(torch.complex64)).to(torch.complex32))
+    # without a meta kernel: complex64 -> complex32, and a complex->real result float32 -> float16
+    assert S._narrowed_back(torch.complex64, {torch.complex32: torch.complex64}) == torch.complex32
+    assert S._narrowed_back(torch.float32, {torch.complex32: torch.complex64}) == torch.float16
+
+
+def test_half_special_function_widened_to_float32():
+    x = _make(torch.float16)
+    ref = _refusing(torch.special.i1e, torch.float16, "Half")
+    c = compare(lambda t: torch.special.i1e(t.float()).half(), ref, Sample("s", (x,)))
+    assert c.status == MATCH and c.oracle == "float16->float32"
+
+
+def test_bool_and_integer_references_widened():
+    a, b = _make(torch.bool), _make(torch.bool)
+    with pytest.raises(NotImplementedError, match="'Bool'"):
+        torch.gcd(a, b)
+    c = compare(lambda x, y: torch.gcd(x.long(), y.long()).bool(), torch.gcd, Sample("s", (a, b)))
+    assert c.status == MATCH and c.oracle == "bool->int64"
+    # an integer op torch lacks for int8 here: int64 first
+    i = _make(torch.int8)
+    c = compare(lambda t: t.long().bitwise_not().to(torch.int8), _refusing(torch.bitwise_not, torch.int8, "Char"),
+                Sample("s", (i,)))
+    assert c.status == MATCH and c.oracle == "int8->int64"
+
+
+def _refusing(fn, dtype, c10_name):
+    """fn as a CPU kernel that lacks `dtype` would behave."""
+    def ref(*args, **kwargs):
+        if any(isinstance(a, torch.Tensor) and a.dtype == dtype and a.device.type != "meta" for a in args):
+            raise NotImplementedError(f"\"{fn.__name__}_cpu\" not implemented for '{c10_name}'")
+        return fn(*args, **kwargs)
+    return ref
+
+
+@pytest.mark.parametrize("make,ref", [
+    (lambda: (_make(torch.bool),), torch.neg),  # torch's semantics: bool negation is an error
+    (lambda: (_make(torch.bool), _make(torch.bool)), torch.sub),
+    (lambda: (_make(torch.float32), _make(torch.float32)), torch.bitwise_and),  # no wider float to go to
+    (lambda: (_make(torch.complex32), _make(torch.complex32)), torch.lt),  # complex lt: no kernel at any width
+])
+def test_refusals_that_are_not_missing_narrow_kernels_are_not_widened(make, ref):
+    c = compare(lambda *a: torch.zeros(()), ref, Sample("s", make()))
+    assert c.status == NO_REFERENCE and not c.widened, c
+
+
+def test_compare_never_raises_when_the_reference_raises():
+    def broken(*a, **k):
+        raise ValueError("boom")
+    assert compare(torch.exp, broken, Sample("s", (_make(torch.float32),))) == Comparison(NO_REFERENCE, 0.0, "boom")
+
+
+# ---- the kernel a call ran ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("host_name,op,expected", [
+    ("exp_dense_float_long", "exp", "long"),
+    ("exp_dense_scalar_float_long", "exp", "long"),
+    ("exp_dense_castout_long", "exp", "long"),
+    ("exp_dense_castout_ilp_half", "exp", "half"),
+    ("add_dense_cast_float_float_float", "add", "float"),
+    ("add_dense_broadcast_rhs_long_long_long", "add", "long"),
+    ("lt_strided_castout_bool_float", "lt", "float"),
+    ("lt_dense_cast_bool_half2", "lt", "half2"),
+    ("lerp_dense_cast_float", "lerp", "float"),  # ternary cast: keyed on the input (compute) dtype
+    ("hardshrink_strided_half_half_half", "hardshrink", "half"),
+    ("bitwise_not_dense_uchar_uchar", "bitwise_not", "uchar"),
+    ("addcmul_dense_float_float", "add", None),  # another op's kernel
+])
+def test_kernel_input_type(host_name, op, expected):
+    assert kernel_input_type(host_name, op) == expected
+
+
+def test_every_built_kernel_belongs_to_a_registered_input_dtype():
+    names = ext.cpu_kernel_names()
+    for op in REGISTRY.ops:
+        mine = [n for n in names if n.startswith(op.name + "_") and kernel_input_type(n, op.name)]
+        kinds = {kernel_input_type(n, op.name) for n in mine}
+        assert kinds == {r.input for r in op.registrations}, op.name
+
+
+# ---- test_output_match: the order of its checks, and the own-kernel check ------------------------
+
+def _entry(qualified):
+    for op in REGISTRY.ops:
+        for e in op.entries:
+            if e.qualified_name == qualified:
+                return op, e
+    raise KeyError(qualified)
+
+
+def _run_output_match(monkeypatch, qualified, metal_dtype, make_samples, reference=None):
+    import test_ops as T
+    op, entry = _entry(qualified)
+    monkeypatch.setattr(T, "samples", lambda *a, **k: make_samples())
+    monkeypatch.setattr(T, "reference", S.reference if reference is None else lambda path: reference)
+    T.test_output_match(op, entry, metal_dtype, (), record_property=lambda *a: None)
+
+
+def test_mismatches_are_reported_before_the_sample_floor(monkeypatch):
+    make = lambda: [Sample(f"s{i}", (torch.rand(5),)) for i in range(3)]  # noqa: E731
+    with pytest.raises(AssertionError) as info:
+        _run_output_match(monkeypatch, "exp", "float", make, reference=lambda x: torch.exp(x) + 1)
+    assert "3 of 3 samples differ" in str(info.value) and "only" not in str(info.value).splitlines()[0]
+    # with no mismatch, the floor still fires
+    with pytest.raises(AssertionError, match="only 3 samples had a torch reference result"):
+        _run_output_match(monkeypatch, "exp", "float", make)
+
+
+def test_a_dtype_whose_own_kernel_never_ran_fails(monkeypatch):
+    # issue 16: every int64 sample promoted by a float32 operand runs the float kernel
+    make = lambda: [Sample(f"s{i}", (torch.arange(12), torch.rand(12))) for i in range(12)]  # noqa: E731
+    with pytest.raises(AssertionError, match="no compared sample launched a mul kernel instantiated for long"):
+        _run_output_match(monkeypatch, "mul.Tensor", "long", make)
+    # one sample in int64 is enough
+    _run_output_match(monkeypatch, "mul.Tensor", "long",
+                      lambda: make() + [Sample("own", (torch.arange(12), torch.arange(12)))])
+
+
+# ---- the main job ---------------------------------------------------------------------------------
+
+def test_report_shows_a_row_whose_reference_raises_and_goes_on(tmp_path, capsys):
+    from mpsgen import report
+    spec = yaml.safe_load((ROOT / "ops.yaml").read_text())
+    exp = next(o for o in spec["ops"] if o["func"].startswith("exp("))
+    neg = next(o for o in spec["ops"] if o["func"].startswith("neg("))
+    broken = {**exp, "reference": "torch.no_such_function"}  # resolving it raises
+    raising = {**neg, "reference": "torch.linalg.cholesky", "opinfo": None}  # raises on every sample
+    path = tmp_path / "ops.yaml"
+    path.write_text(yaml.safe_dump({"namespace": spec["namespace"], "ops": [broken, raising]}, sort_keys=False))
+    assert report.main(["--ops", str(path), "--quick"]) == 1
+    out = capsys.readouterr().out
+    assert re.search(r"^exp +- +- +error: AttributeError", out, re.M)
+    # every row of neg, after exp's error
+    assert re.search(r"^neg +float32 +cpu", out, re.M) and re.search(r"^neg +complex32 +cpu", out, re.M)
+    assert "Samples with no torch result" in out and "no compared sample ran a kernel" in out
+
+
+def test_output_match_passes_a_dtype_only_a_widened_oracle_can_judge(monkeypatch):
+    # neg's complex32 kernels, against a torch.neg whose CPU kernel lacks complex32, as
+    # torch's does for exp, div or sqrt: every sample is compared with the widened oracle
+    op, entry = _entry("neg")
+    import test_ops as T
+    recorded = {}
+    monkeypatch.setattr(T, "reference", lambda path: _refusing(torch.neg, torch.complex32, "ComplexHalf"))
+    T.test_output_match(op, entry, "half2", (), record_property=lambda k, v: recorded.setdefault(k, v))
+    widened = recorded["widened_oracle"]
+    assert len(widened) >= 10 and all(w.endswith("(complex32->complex64)") for w in widened)
