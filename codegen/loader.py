@@ -16,6 +16,7 @@ from torchgen.model import BaseTy, BaseType, FunctionSchema, SchemaKind
 
 from .dtypes import DTYPES, GROUPS
 from .checks import CheckError, to_cpp
+from .opinfo_names import check_opinfo
 from .model import (DEFAULT_PARAM_TYPE, Check, PARAM_TYPES, Derivative, Location, Op, Overload, Param, Registration,
                     Registry, Selector, XFail, schema_args)
 
@@ -213,6 +214,8 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
         opinfo = ""  # `opinfo: null`: the op has no OpInfo entry
     if not isinstance(opinfo, str):
         errors.add(line_of("opinfo"), label, "opinfo", f"expected an OpInfo name or null, got {opinfo!r}")
+    elif "opinfo" in entry and opinfo and (reason := check_opinfo(opinfo)):
+        errors.add(line_of("opinfo"), label, "opinfo", reason)
 
     derivatives = _check_derivatives(entry["derivatives"], schema, label, line_of("derivatives"), errors) \
         if "derivatives" in entry and schema is not None else None

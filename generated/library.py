@@ -1560,11 +1560,17 @@ register_variants(lib, "abs", out="abs.out", inplace="abs_")
 
 # ---- polygamma: ops.yaml:638 ----
 polygamma_spec = Spec(
-    "mpsgen::polygamma", "ops.yaml:638", int_to_float=False, bool_output=False,
+    "mpsgen::polygamma", "ops.yaml:638", int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
         torch.bfloat16: torch.bfloat16,
+        torch.int64: torch.float32,
+        torch.int32: torch.float32,
+        torch.int16: torch.float32,
+        torch.uint8: torch.float32,
+        torch.int8: torch.float32,
+        torch.bool: torch.float32,
     },
     alpha_checks=False,
 )

@@ -39,3 +39,15 @@ REGISTER_UNARY_ALPHA_OP(polygamma, float, polygamma_params_float, float);
 REGISTER_UNARY_ALPHA_OP(polygamma, half, polygamma_params_half, half);
 #line 639 "ops.yaml"
 REGISTER_UNARY_ALPHA_OP(polygamma, bfloat, polygamma_params_bfloat, bfloat);
+#line 639 "ops.yaml"
+REGISTER_UNARY_ALPHA_OP(polygamma, long, polygamma_params_float, float);
+#line 639 "ops.yaml"
+REGISTER_UNARY_ALPHA_OP(polygamma, int, polygamma_params_float, float);
+#line 639 "ops.yaml"
+REGISTER_UNARY_ALPHA_OP(polygamma, short, polygamma_params_float, float);
+#line 639 "ops.yaml"
+REGISTER_UNARY_ALPHA_OP(polygamma, uchar, polygamma_params_float, float);
+#line 639 "ops.yaml"
+REGISTER_UNARY_ALPHA_OP(polygamma, char, polygamma_params_float, float);
+#line 639 "ops.yaml"
+REGISTER_UNARY_ALPHA_OP(polygamma, bool, polygamma_params_float, float);

@@ -15,7 +15,7 @@ namespace {
 const mpsgen::OpSpec polygamma_spec{
     "polygamma",
     "ops.yaml:638",
-    /*int_to_float=*/false,
+    /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/false,
     /*alpha_check=*/false,
@@ -24,6 +24,12 @@ const mpsgen::OpSpec polygamma_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
 // ops.yaml:638: what the kernels read, laid out as `polygamma_params<T>` in polygamma.metal

@@ -117,11 +117,6 @@ def bind(sample, params, device) -> tuple[tuple, dict] | str:
     return tuple(args), kw
 
 
-def _bind(sample, params, device) -> tuple[tuple, dict] | None:
-    bound = bind(sample, params, device)
-    return None if isinstance(bound, str) else bound
-
-
 def _make(shape, device, dtype, low=None, high=None):
     return torch.testing.make_tensor(shape, device=device, dtype=dtype, low=low, high=high)
 
@@ -270,11 +265,12 @@ def opinfo_samples(opinfo_name: str, params, device: str, dtype: torch.dtype, re
         i = -1
         try:
             for i, sample in enumerate(gen(device, dtype)):
-                bound = _bind(sample, params, device)
-                if bound is not None:
+                bound = bind(sample, params, device)
+                if not isinstance(bound, str):
                     found.append(Sample(f"{kind}[{i}]", *bound))
                 elif dropped is not None:
-                    dropped.append((f"{kind}[{i}]", f"does not fit the schema: {describe_opinfo_sample(sample)}"))
+                    dropped.append((f"{kind}[{i}]", f"does not fit the schema: {describe_opinfo_sample(sample)}: "
+                                                    f"{bound}"))
         except Exception as e:
             if dropped is None:
                 raise

@@ -124,8 +124,6 @@ def test_opinfo_variant_syntax_selects_the_variant():
 
 # ---- at generate time ---------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="codegen/loader.py does not call check_opinfo yet; when it does, "
-                                      "remove this marker")
 def test_loader_reports_a_bad_opinfo_with_its_line(tmp_path):
     import yaml
 
