@@ -15,6 +15,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import metal_syntax
+
 _INSTANTIATION = re.compile(
     r'template\s*\[\[\s*host_name\s*\(((?:\s*"[^"]*")+)\s*\)\s*\]\]\s*void\s*'
     r'((?:::)?\s*c10\s*::\s*metal\s*::\s*\w+)\s*<'
@@ -55,13 +57,25 @@ def preprocess(compiler: str, metal: Path, include_dirs: list[Path]) -> str:
 
     Line markers are kept, so diagnostics still point into the .metal file
     (and, through its #line directives, into ops.yaml).
+    Include dirs outside this project (torch's) are system dirs: the line markers then
+    say so, and the compile of this text stays quiet about torch's own warnings.
+    Metal syntax C++ lacks (swizzles) is rewritten (codegen/metal_syntax.py).
     """
     cmd = [compiler, "-std=c++20", "-E", "-x", "c++", "-include", "metal_stdlib", "-include", "kernel_launch.h"]
-    cmd += [f"-I{d}" for d in include_dirs] + [str(metal)]
+    cmd += [_include_flag(d) for d in include_dirs] + [str(metal)]
     result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode:
         raise RuntimeError(f"preprocessing {metal} failed:\n{result.stderr}")
-    return result.stdout
+    return metal_syntax.to_cpp(result.stdout)
+
+
+_PROJECT = Path(__file__).resolve().parent.parent
+
+
+def _include_flag(d: Path) -> str:
+    d = Path(d).resolve()
+    ours = d.is_relative_to(_PROJECT) and "site-packages" not in d.parts  # not .venv's torch
+    return f"-I{d}" if ours else f"-isystem{d}"
 
 
 _HOST_NAME_ATTRIBUTE = re.compile(r'\[\[\s*host_name\s*\((?:\s*"[^"]*")+\s*\)\s*\]\]')
