@@ -20,11 +20,13 @@ held to these rules, and torch's warnings stay quiet.
 """
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -309,11 +311,15 @@ def main(generated: Path, ops: list[str] | None = None, compiler: str = "c++", v
         if missing:
             print(f"check-metal: no {generated}/<op>.metal for {', '.join(sorted(missing))}", file=sys.stderr)
             return 1
-    rejected, start = 0, time.perf_counter()
-    for metal in metals:
+    def timed(metal: Path):
         t0 = time.perf_counter()
-        findings, stderr = check_file(metal, include_dirs, compiler)
-        took = time.perf_counter() - t0
+        return metal, *check_file(metal, include_dirs, compiler), time.perf_counter() - t0
+
+    rejected, start = 0, time.perf_counter()
+    # the compiler runs in subprocesses: threads keep the cores busy, results in op order
+    with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
+        results = list(pool.map(timed, metals))
+    for metal, findings, stderr, took in results:
         if findings:
             rejected += 1
             print(f"FAIL {metal.stem} ({took:.1f} s):")

@@ -292,7 +292,7 @@ def test_integer_functions(tmp_path):
         # rotate left, modulo the width
         ("rotate(uint(0x80000001u), 1u)", 3), ("rotate(uchar(0x81), uchar(9))", 3), ("rotate(uint(5), 32u)", 5),
         ("rotate(uint2(1u, 0x80000000u), uint2(4u, 1u))", [16, 1]),
-        ("absdiff(3, 10)", 7), ("absdiff(uint(3), uint(10))", 7), ("absdiff(int2(-5, 5), int2(5, -5))", [10, 10]),
+        ("absdiff(3, 10)", 7), ("absdiff(char(-128), char(127))", 255), ("absdiff(-2147483647 - 1, 2147483647)", 2**32 - 1), ("absdiff(uint(3), uint(10))", 7), ("absdiff(int2(-5, 5), int2(5, -5))", [10, 10]),
         ("addsat(char(100), char(100))", 127), ("addsat(uchar(200), uchar(100))", 255),
         ("subsat(uchar(5), uchar(10))", 0), ("subsat(-2147483647, 10)", -2 ** 31),
         ("addsat(int2(2147483647, 1), int2(1))", [2 ** 31 - 1, 2]),
