@@ -32,7 +32,11 @@ from pathlib import Path
 
 from .host_names import preprocess, strip_host_name_attributes
 
-USER_FILES = {"ops.yaml"}
+
+
+def is_user_file(name: str) -> bool:
+    """The registry (ops.yaml, or whatever --ops named): what `#line` attributes to the user."""
+    return name.endswith((".yaml", ".yml"))
 
 
 @dataclass(frozen=True, order=True)
@@ -51,7 +55,7 @@ class Finding:
 _LINE_DIRECTIVE = re.compile(r'^\s*#\s*line\s+(\d+)\s+"([^"]*)"\s*$')
 
 
-def user_regions(metal_text: str, user_files=USER_FILES) -> list[tuple[str, int, str]]:
+def user_regions(metal_text: str) -> list[tuple[str, int, str]]:
     """(file, first line, text) of each stretch a `#line N "ops.yaml"` attributes to the user."""
     regions, current = [], None
     for raw in metal_text.splitlines():
@@ -60,7 +64,7 @@ def user_regions(metal_text: str, user_files=USER_FILES) -> list[tuple[str, int,
             if current:
                 regions.append(current)
             name = m.group(2)
-            current = (name, int(m.group(1)), []) if Path(name).name in user_files or name in user_files else None
+            current = (name, int(m.group(1)), []) if is_user_file(name) else None
             continue
         if current:
             current[2].append(raw)
@@ -193,7 +197,7 @@ _CI_EDGE = re.compile(r'edge: \{ sourcename: "(?P<src>[^"]*)" targetname: "(?P<d
 _LOCATION = re.compile(r"(?P<file>[^:\\]+):(?P<line>\d+):(?P<col>\d+)$")
 
 
-def recursion_findings(callgraph: str, user_files=USER_FILES) -> list[Finding]:
+def recursion_findings(callgraph: str) -> list[Finding]:
     """Cycles of calls (gcc -fcallgraph-info) through a function defined in the user's code."""
     names, where, edges = {}, {}, {}
     for m in _CI_NODE.finditer(callgraph):
@@ -251,11 +255,11 @@ def recursion_findings(callgraph: str, user_files=USER_FILES) -> list[Finding]:
         cyclic = len(comp) > 1 or any(dst in comp for dst, _ in edges.get(next(iter(comp)), []))
         if not cyclic:
             continue
-        user = [n for n in comp if n in where and Path(where[n][0]).name in user_files]
+        user = [n for n in comp if n in where and is_user_file(where[n][0])]
         if not user:
             continue
         calls = sorted((site, src, dst) for src in comp for dst, site in edges.get(src, [])
-                       if dst in comp and site and Path(site[0]).name in user_files)
+                       if dst in comp and site and is_user_file(site[0]))
         site, src, dst = calls[0] if calls else (where[user[0]], user[0], user[0])
         cycle = " -> ".join(sorted({names.get(n, n) for n in comp}))
         findings.append(Finding(site[0], site[1], site[2],

@@ -178,3 +178,12 @@ def test_cli_reports_the_ops_yaml_line(tmp_path):
     assert r.returncode == 1
     assert f"ops.yaml:{marked_line(functor)}:5: error: Metal does not allow the double type" in r.stdout, r.stdout
     assert "FAIL foo" in r.stdout and "1 rejected" in r.stdout
+
+
+def test_registry_of_another_name_is_the_users_code(tmp_path):
+    functor, says = FORBIDDEN["goto"]
+    metal = tmp_path / "foo.metal"
+    metal.write_text(metal_source(functor).replace('"ops.yaml"', '"my_ops.yml"'))
+    findings, _ = check_file(metal, [SHIM_INCLUDE, CPU_SUPPORT, torch_include()])
+    assert [(f.file, f.line) for f in findings] == [("my_ops.yml", marked_line(functor))]
+    assert findings[0].message.startswith(says)

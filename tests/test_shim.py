@@ -378,3 +378,13 @@ def test_build_route_finds_every_kernel_and_compiles_quietly(tmp_path):
                         "-x", "c++", "-"], input=strip_host_name_attributes(text) + registration_lines(kernels),
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and not r.stderr, r.stderr[-3000:]
+
+
+def test_swizzle_rewrite_leaves_other_syntax_alone():
+    from codegen.metal_syntax import to_cpp
+
+    assert to_cpp("a = v.yx + w.xyzw;") == "a = v.template swizzle<1, 0>() + w.template swizzle<0, 1, 2, 3>();"
+    assert to_cpp("f(v).zy * a[1].ww") == "f(v).template swizzle<2, 1>() * a[1].template swizzle<3, 3>()"
+    assert to_cpp("v.xy.yx") == "v.template swizzle<0, 1>().template swizzle<1, 0>()"
+    for unchanged in ('p.x + p.y', 'v.xy()', 'puts("v.xy");', "c = '.'; v.xyzwx", "o.xray", "t.wx_"):
+        assert to_cpp(unchanged) == unchanged
