@@ -168,7 +168,7 @@ def lexical_findings(metal_text: str) -> list[Finding]:
                 findings.append(Finding(file, t.line, t.col, _STD))
             elif t.text.startswith("__builtin_"):
                 findings.append(Finding(file, t.line, t.col, _BUILTIN.format(name=t.text)))
-            elif t.text == "static" and "block" in scopes:
+            elif t.text == "static" and [k for k in scopes if k != "init"][-1:] == ["block"]:
                 findings.append(Finding(file, t.line, t.col, _STATIC))
     return findings
 

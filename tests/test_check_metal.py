@@ -187,3 +187,18 @@ def test_registry_of_another_name_is_the_users_code(tmp_path):
     findings, _ = check_file(metal, [SHIM_INCLUDE, CPU_SUPPORT, torch_include()])
     assert [(f.file, f.line) for f in findings] == [("my_ops.yml", marked_line(functor))]
     assert findings[0].message.startswith(says)
+
+
+def test_static_is_rejected_only_at_function_scope():
+    functor = (
+        "struct foo_functor {\n"
+        "  static constexpr int k = 1;\n"
+        "  static float h(float v) {\n"
+        "    struct Local { static float one() { return 1.0f; } };\n"
+        "    for (int i = 0; i < 2; ++i) { static int calls = 0; }  // <-\n"
+        "    return v * Local::one();\n"
+        "  }\n"
+        "};")
+    findings = lexical_findings(metal_source(functor))
+    assert [(f.line, f.message) for f in findings] == [
+        (marked_line(functor), "Metal does not allow function-scope static variables")]
