@@ -4,11 +4,12 @@ Applied to the preprocessed `.metal` text (codegen/host_names.py's preprocess), 
 macros have expanded and comments are gone; string and character literals are left
 alone.
 
-- Read swizzles: `v.yx`, `v.xxyz` become `v.template swizzle<1, 0>()` (a member
-  template of the shim's vectors that returns a new vector). The value is const, so
-  assigning to a swizzle fails to compile instead of silently writing a temporary.
-  Only `xyzw` names are rewritten, and only with 2 to 4 components; a field of a
-  user struct spelt like a swizzle (`p.xy`) would be rewritten too.
+- Swizzles: `v.yx`, `v.xxyz` become `v.template swizzle<1, 0>()` (a member template of
+  the shim's vectors that returns a new, const vector), and a swizzle assigned to
+  (`v.xy = w`, `v.zy += w`) becomes `v.template swizzle_ref<0, 1>()`, which writes the
+  components (distinct ones only, as Metal requires). Only `xyzw` names are rewritten,
+  with 2 to 4 components (not `rgba`, which user struct fields such as `.bar` could
+  spell); a user struct field spelt like a swizzle (`p.xy`) would be rewritten too.
 - Half literals (`2.0h`) need no rewrite: the shim defines a literal operator `h`.
 """
 from __future__ import annotations
@@ -22,6 +23,7 @@ _COMPONENT = {"x": 0, "y": 1, "z": 2, "w": 3}
 _TOKEN = re.compile(
     r'(?P<literal>"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\')'
     r'|(?<=[\w)\]])(?P<dot>\s*\.\s*)(?P<swizzle>[xyzw]{2,4})\b(?!\s*\()'
+    r'(?P<assigned>(?=\s*(?:=(?!=)|[-+*/]=)))?'
 )
 
 
@@ -29,7 +31,8 @@ def _replace(m: re.Match) -> str:
     if m.group("literal"):
         return m.group(0)
     indices = ", ".join(str(_COMPONENT[c]) for c in m.group("swizzle"))
-    return f".template swizzle<{indices}>()"
+    method = "swizzle_ref" if m.group("assigned") is not None else "swizzle"
+    return f".template {method}<{indices}>()"
 
 
 def to_cpp(text: str) -> str:

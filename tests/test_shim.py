@@ -341,6 +341,10 @@ def test_vectors_swizzles_literals_as_type_limits(tmp_path):
         ("float3(1.0f, 2.0f, 3.0f).xy * 2.0f", [2.0, 4.0]),
         ("[] { float4 v = float4(1.0f, 2.0f, 3.0f, 4.0f); return dot(v.xy, v.zw); }()", 11.0),
         ("[] { float4 v = float4(5.0f, 6.0f, 7.0f, 8.0f); auto s = v.zy; return s.yx.x; }()", 6.0),
+        # swizzles assigned to (distinct components)
+        ("[] { float4 v = float4(1.0f, 2.0f, 3.0f, 4.0f); v.yx = float2(9.0f, 8.0f); return v; }()", [8, 9, 3, 4]),
+        ("[] { float3 v = float3(1.0f); v.zx += float2(1.0f, 2.0f); v.xy *= 2.0f; return v; }()", [6, 2, 2]),
+        ("[] { int4 v = int4(0); v.wzy = int3(1, 2, 3); return v; }()", [0, 3, 2, 1]),
         ("float4(float2(1.0f, 2.0f), 3.0f, 4.0f)", [1, 2, 3, 4]), ("float4(float2(1.0f, 2.0f), float2(3.0f))",
                                                                    [1, 2, 3, 3]),
         ("float3(1.0f, float2(2.0f, 3.0f))", [1, 2, 3]), ("float4(int4(1, 2, 3, 4).yzw, 0)", [2, 3, 4, 0]),
@@ -386,5 +390,22 @@ def test_swizzle_rewrite_leaves_other_syntax_alone():
     assert to_cpp("a = v.yx + w.xyzw;") == "a = v.template swizzle<1, 0>() + w.template swizzle<0, 1, 2, 3>();"
     assert to_cpp("f(v).zy * a[1].ww") == "f(v).template swizzle<2, 1>() * a[1].template swizzle<3, 3>()"
     assert to_cpp("v.xy.yx") == "v.template swizzle<0, 1>().template swizzle<1, 0>()"
+    assert to_cpp("v.zx = w; v.xy += w; b = v.xy == w;") == (
+        "v.template swizzle_ref<2, 0>() = w; v.template swizzle_ref<0, 1>() += w; "
+        "b = v.template swizzle<0, 1>() == w;")
     for unchanged in ('p.x + p.y', 'v.xy()', 'puts("v.xy");', "c = '.'; v.xyzwx", "o.xray", "t.wx_"):
         assert to_cpp(unchanged) == unchanged
+
+
+@pytest.mark.parametrize("statement,says", [
+    ("float2 v = float2(1.0f); v.xx = float2(2.0f);", "a swizzle assigned to repeats a component"),
+    ("float2 v = float2(1.0f); v.xz = float2(2.0f);", "swizzle component out of range"),
+    ("float2 v = float2(1.0f); float3 w = v.xyz;", "swizzle component out of range"),
+])
+def test_invalid_swizzles_fail_to_compile(tmp_path, statement, says):
+    metal = tmp_path / "probe.metal"
+    metal.write_text(f"#include <metal_stdlib>\nusing namespace metal;\nvoid probe() {{ {statement} }}\n")
+    text = preprocess("c++", metal, [SHIM_INCLUDE, CPU_SUPPORT, torch_include()])
+    r = subprocess.run(["c++", "-std=c++20", "-fsyntax-only", "-x", "c++", "-"],
+                       input=text, capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and says in r.stderr, r.stderr[-2000:]
