@@ -8,8 +8,9 @@ not allow it:
 
 - lexically, in the user's code only: the `double` type, exceptions (`throw`, `try`,
   `catch`), `new`/`delete`, `virtual`, `dynamic_cast`, `typeid`, `goto`,
-  function-scope `static` variables, the C++ standard library (`std::`) and compiler
-  builtins (`__builtin_*`);
+  function-scope `static` variables, the C++ standard library (`std::`), compiler
+  builtins (`__builtin_*`), and pointer or reference parameters of a function or lambda
+  definition without an address space (`device`, `constant`, `thread`, `threadgroup`);
 - by the compiler (g++, -O0, -fno-exceptions -fno-rtti -Werror=vla), over the whole
   translation unit: variable-length arrays, and every ordinary compile error;
 - recursion, from the compiler's call graph (-fcallgraph-info): any cycle of calls
@@ -170,7 +171,90 @@ def lexical_findings(metal_text: str) -> list[Finding]:
                 findings.append(Finding(file, t.line, t.col, _BUILTIN.format(name=t.text)))
             elif t.text == "static" and [k for k in scopes if k != "init"][-1:] == ["block"]:
                 findings.append(Finding(file, t.line, t.col, _STATIC))
+        findings += [Finding(file, t.line, t.col, _ADDRESS_SPACE) for t in _unqualified_parameters(toks)]
     return findings
+
+
+# Pointer and reference parameters of a function (or lambda) definition need an address space.
+_ADDRESS_SPACE = ("Metal requires an address space (device, constant, thread or threadgroup) on "
+                  "pointer and reference parameters")
+_ADDRESS_SPACES = {"device", "constant", "thread", "threadgroup", "threadgroup_imageblock", "ray_data",
+                   "object_data"}
+_NOT_A_FUNCTION = {"if", "while", "for", "switch", "catch", "return", "sizeof", "alignof", "alignas",
+                   "decltype", "static_assert", "noexcept", "requires", "typeid", "new", "delete"}
+_AFTER_PARAMETERS = {"const", "noexcept", "override", "final", "mutable", "constexpr", "volatile"}
+_OPEN, _CLOSE = {"(": ")", "[": "]", "{": "}"}, {")", "]", "}"}
+
+
+def _matching(toks: list[_Tok], i: int) -> int:
+    depth = 0
+    for j in range(i, len(toks)):
+        if toks[j].text in _OPEN:
+            depth += 1
+        elif toks[j].text in _CLOSE:
+            depth -= 1
+            if depth == 0:
+                return j
+    return len(toks)
+
+
+def _is_definition(toks: list[_Tok], i: int, close: int) -> bool:
+    """Does the `(` at toks[i] open the parameters of a function or lambda definition?"""
+    j = close + 1
+    while j < len(toks) and toks[j].text in _AFTER_PARAMETERS:
+        j += 1
+    if j < len(toks) and toks[j].text == "->":  # trailing return type
+        while j < len(toks) and toks[j].text not in ("{", ";", "="):
+            j += 1
+    if j >= len(toks) or toks[j].text != "{":
+        return False
+    prev = toks[i - 1] if i else None
+    before = toks[i - 2] if i >= 2 else None
+    if prev is None:
+        return False
+    if prev.text == "]":  # a lambda
+        return True
+    if prev.text == ")" and i >= 3 and toks[i - 3].text == "operator":  # operator()
+        return True
+    if prev.kind == "punct" and before is not None and before.text == "operator":  # operator+ etc.
+        return True
+    if prev.kind == "ident" and prev.text not in _NOT_A_FUNCTION and before is not None:
+        # a name after a type (or Class::name, ~Class): not a call, nor a member initializer
+        return (before.kind == "ident" and before.text not in ("return", "else", "do", "case", "new")) \
+            or before.text in (">", "*", "&", "&&", "::", "~")
+    return False
+
+
+def _unqualified_parameters(toks: list[_Tok]) -> list[_Tok]:
+    found = []
+    for i, t in enumerate(toks):
+        if t.text != "(":
+            continue
+        close = _matching(toks, i)
+        if not _is_definition(toks, i, close):
+            continue
+        params, current, depth = [], [], 0
+        for tok in toks[i + 1:close]:
+            if tok.text in _OPEN:
+                depth += 1
+            elif tok.text in _CLOSE:
+                depth -= 1
+            if tok.text == "," and depth == 0:
+                params.append(current)
+                current = []
+            else:
+                current.append(tok)
+        params.append(current)
+        for param in params:
+            declarator = []
+            for tok in param:
+                if tok.text == "=":  # a default argument: its `*` multiplies
+                    break
+                declarator.append(tok)
+            refs = [x for x in declarator if x.text in ("*", "&", "&&")]
+            if refs and not any(x.text in _ADDRESS_SPACES for x in declarator):
+                found.append(refs[0])
+    return found
 
 
 # ---- compiler: strict flags and the call graph ----------------------------------------

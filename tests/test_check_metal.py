@@ -101,6 +101,18 @@ FORBIDDEN = {
         "Metal does not allow recursion"),
     "recursive functor": (
         unary("return x > T(1) ? (*this)(x - T(1)) : x;  // <-"), "Metal does not allow recursion"),
+    "pointer parameter": (
+        unary("float v = static_cast<float>(x);\nreturn static_cast<T>(load(&v));",
+              "inline float load(const float* p) {  // <-\n  return *p;\n}\n"),
+        "Metal requires an address space"),
+    "reference parameter": (
+        unary("float v = static_cast<float>(x);\ntwice(v);\nreturn static_cast<T>(v);",
+              "inline void twice(float& v) { v *= 2.0f; }  // <-\n"),
+        "Metal requires an address space"),
+    "lambda pointer parameter": (
+        unary("auto at = [](const float* p) { return *p; };  // <-\nfloat v = static_cast<float>(x);\n"
+              "return static_cast<T>(at(&v));"),
+        "Metal requires an address space"),
     "std::": (unary("return static_cast<T>(std::numeric_limits<float>::max());  // <-"),
               "Metal does not allow the C++ standard library"),
     "__builtin_": (unary("return static_cast<T>(__builtin_sqrtf(static_cast<float>(x)));  // <-"),
@@ -128,6 +140,12 @@ ALLOWED = {
     "c10::metal special functions": unary(
         "const float a = static_cast<float>(x);\n"
         "return static_cast<T>(c10::metal::igamma(a, 2.0f) + c10::metal::log1p(a) + c10::metal::erf(a));"),
+    "address spaces on pointer and reference parameters, default arguments": unary(
+        "float hi, lo;\nsplit(static_cast<float>(x) * 2.0f, hi, &lo);\n"
+        "auto add = [](thread float& a, float b) { a += b; };\nadd(hi, lo);\nreturn static_cast<T>(scaled(hi));",
+        "inline float scaled(float v, float s = 2.0f * 3.0f) { return v * s; }\n"
+        "inline void split(float v, thread float& hi, thread float* lo) { hi = v; *lo = v - hi; }\n"
+        "inline float first(constant float* p, device const float* q) { return p[0] * q[0]; }\n"),
     "class-scope static, deleted function, words in comments and strings": (
         "struct foo_functor {\n"
         "  static constexpr float k = 2.0f;  // not a double, no std::, no goto, no new\n"
