@@ -20,6 +20,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops", type=Path, default=ROOT / "ops.yaml", help="the registry (default: ops.yaml)")
     parser.add_argument("--out", type=Path, default=ROOT / "generated", help="output folder (default: generated/)")
     args = parser.parse_args(argv)
+    if args.only and args.command != "check-metal":
+        parser.error(f"{args.command} takes no op names")
     if args.command == "check-metal":
         from . import check_metal
 
