@@ -1,4 +1,5 @@
-"""Command line: `python -m codegen generate` and `python -m codegen check`."""
+"""Command line: `python -m codegen generate`, `python -m codegen check` and
+`python -m codegen check-metal` (Metal-strict check of generated/*.metal, codegen/check_metal.py)."""
 from __future__ import annotations
 
 import argparse
@@ -12,11 +13,19 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m codegen", description=__doc__)
-    parser.add_argument("command", choices=["generate", "check"],
-                        help="generate: write generated/; check: fail if generated/ is stale")
+    parser.add_argument("command", choices=["generate", "check", "check-metal"],
+                        help="generate: write generated/; check: fail if generated/ is stale; "
+                             "check-metal: reject what Metal does not allow in generated/*.metal")
+    parser.add_argument("only", nargs="*", help="check-metal: only these ops (default: all)")
     parser.add_argument("--ops", type=Path, default=ROOT / "ops.yaml", help="the registry (default: ops.yaml)")
     parser.add_argument("--out", type=Path, default=ROOT / "generated", help="output folder (default: generated/)")
     args = parser.parse_args(argv)
+    if args.only and args.command != "check-metal":
+        parser.error(f"{args.command} takes no op names")
+    if args.command == "check-metal":
+        from . import check_metal
+
+        return check_metal.main(args.out, args.only)
 
     try:
         registry = loader.load(args.ops)

@@ -15,6 +15,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import metal_syntax
+
 _INSTANTIATION = re.compile(
     r'template\s*\[\[\s*host_name\s*\(((?:\s*"[^"]*")+)\s*\)\s*\]\]\s*void\s*'
     r'((?:::)?\s*c10\s*::\s*metal\s*::\s*\w+)\s*<'
@@ -55,13 +57,39 @@ def preprocess(compiler: str, metal: Path, include_dirs: list[Path]) -> str:
 
     Line markers are kept, so diagnostics still point into the .metal file
     (and, through its #line directives, into ops.yaml).
+    The line markers of headers from include dirs outside this project (torch's) are
+    flagged as system headers, so compiling this text stays quiet about torch's own
+    warnings. (Not -isystem: g++ -E would then split every REGISTER_* expansion with
+    line markers.) Metal syntax C++ lacks (swizzles) is rewritten (codegen/metal_syntax.py).
     """
     cmd = [compiler, "-std=c++20", "-E", "-x", "c++", "-include", "metal_stdlib", "-include", "kernel_launch.h"]
     cmd += [f"-I{d}" for d in include_dirs] + [str(metal)]
     result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode:
         raise RuntimeError(f"preprocessing {metal} failed:\n{result.stderr}")
-    return result.stdout
+    system = [str(Path(d).resolve()) + "/" for d in include_dirs if not _ours(Path(d))]
+    return metal_syntax.to_cpp(_flag_system_headers(result.stdout, system))
+
+
+_PROJECT = Path(__file__).resolve().parent.parent
+_LINE_MARKER = re.compile(r'^(# \d+ "([^"]*)")((?: [1-4])*)$', re.M)
+
+
+def _ours(d: Path) -> bool:
+    d = d.resolve()
+    return d.is_relative_to(_PROJECT) and "site-packages" not in d.parts  # not .venv's torch
+
+
+def _flag_system_headers(text: str, system_dirs: list[str]) -> str:
+    """Add flag 3 (system header) to the line markers of files under system_dirs."""
+    def flag(m: re.Match) -> str:
+        flags = m.group(3).split()
+        if "3" in flags or not any(m.group(2).startswith(d) for d in system_dirs):
+            return m.group(0)
+        flags = [f for f in flags if f != "4"] + ["3"] + (["4"] if "4" in flags else [])
+        return m.group(1) + "".join(" " + f for f in flags)
+
+    return _LINE_MARKER.sub(flag, text)
 
 
 _HOST_NAME_ATTRIBUTE = re.compile(r'\[\[\s*host_name\s*\((?:\s*"[^"]*")+\s*\)\s*\]\]')

@@ -1,0 +1,422 @@
+"""Metal-strict check of the generated kernels: `python -m codegen check-metal`.
+
+g++ compiling a `.metal` through the Metal host shim accepts C++ that Metal rejects.
+This check rejects, in the user's code (what `#line N "ops.yaml"` attributes to the
+registry: functors and their helpers), what the Metal Shading Language Specification
+forbids of C++, each reported at its ops.yaml line with a message saying Metal does
+not allow it:
+
+- lexically, in the user's code only: the `double` type, exceptions (`throw`, `try`,
+  `catch`), `new`/`delete`, `virtual`, `dynamic_cast`, `typeid`, `goto`,
+  function-scope `static` variables, the C++ standard library (`std::`), compiler
+  builtins (`__builtin_*`), and pointer or reference parameters of a function or lambda
+  definition without an address space (`device`, `constant`, `thread`, `threadgroup`);
+- by the compiler (g++, -O0, -fno-exceptions -fno-rtti -Werror=vla), over the whole
+  translation unit: variable-length arrays, and every ordinary compile error;
+- recursion, from the compiler's call graph (-fcallgraph-info): any cycle of calls
+  through a function defined in the user's code.
+
+torch's c10/metal headers and the shim are system headers here: only the user's code is
+held to these rules, and torch's warnings stay quiet.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from .host_names import preprocess, strip_host_name_attributes
+
+
+
+def is_user_file(name: str) -> bool:
+    """The registry (ops.yaml, or whatever --ops named): what `#line` attributes to the user."""
+    return name.endswith((".yaml", ".yml"))
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    file: str
+    line: int
+    col: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}: error: {self.message}"
+
+
+# ---- user regions of a generated .metal -------------------------------------------
+
+_LINE_DIRECTIVE = re.compile(r'^\s*#\s*line\s+(\d+)\s+"([^"]*)"\s*$')
+
+
+def user_regions(metal_text: str) -> list[tuple[str, int, str]]:
+    """(file, first line, text) of each stretch a `#line N "ops.yaml"` attributes to the user."""
+    regions, current = [], None
+    for raw in metal_text.splitlines():
+        m = _LINE_DIRECTIVE.match(raw)
+        if m:
+            if current:
+                regions.append(current)
+            name = m.group(2)
+            current = (name, int(m.group(1)), []) if is_user_file(name) else None
+            continue
+        if current:
+            current[2].append(raw)
+    if current:
+        regions.append(current)
+    return [(f, first, "\n".join(lines)) for f, first, lines in regions]
+
+
+# ---- lexical rules --------------------------------------------------------------------
+
+_TOKEN = re.compile(
+    r"(?P<comment>//[^\n]*|/\*.*?\*/)"
+    r'|(?P<string>"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\')'
+    r"|(?P<ident>[A-Za-z_]\w*)"
+    r"|(?P<number>\.?\d(?:[\w.]|[eEpP][+-])*)"
+    r"|(?P<punct>::|->|[^\s\w])",
+    re.S,
+)
+
+_KEYWORD_RULES = {
+    "double": "Metal does not allow the double type (use float)",
+    "throw": "Metal does not allow exceptions (throw)",
+    "try": "Metal does not allow exceptions (try)",
+    "catch": "Metal does not allow exceptions (catch)",
+    "new": "Metal does not allow dynamic allocation (new)",
+    "delete": "Metal does not allow dynamic allocation (delete)",
+    "virtual": "Metal does not allow virtual functions",
+    "dynamic_cast": "Metal does not allow dynamic_cast (no run-time type information)",
+    "typeid": "Metal does not allow typeid (no run-time type information)",
+    "goto": "Metal does not allow goto",
+}
+_STD = ("Metal does not allow the C++ standard library (std::); use the Metal Standard "
+        "Library (metal::) or c10::metal")
+_BUILTIN = "Metal does not allow compiler builtins ({name}); use the Metal Standard Library"
+_STATIC = "Metal does not allow function-scope static variables"
+
+
+@dataclass
+class _Tok:
+    kind: str
+    text: str
+    line: int
+    col: int
+
+
+def _tokens(text: str, first_line: int) -> list[_Tok]:
+    toks, line, line_start = [], first_line, 0
+    for m in _TOKEN.finditer(text):
+        # advance the line count to the token's start
+        chunk = text[line_start:m.start()]
+        nl = chunk.count("\n")
+        if nl:
+            line += nl
+            line_start += chunk.rfind("\n") + 1
+        col = m.start() - line_start + 1
+        kind = m.lastgroup
+        if kind not in ("comment", "string"):
+            toks.append(_Tok(kind, m.group(0), line, col))
+        inner = m.group(0).count("\n")  # a block comment spanning lines
+        if inner:
+            line += inner
+            line_start = m.start() + m.group(0).rfind("\n") + 1
+    return toks
+
+
+def _brace_kind(toks: list[_Tok], i: int) -> str:
+    """What the `{` at toks[i] opens: class, namespace, init (a braced initializer) or block."""
+    prev = toks[i - 1].text if i else ";"
+    if prev in ("=", ",", "(", "{", "[", "return"):
+        return "init"
+    j = i - 1
+    while j >= 0 and toks[j].text not in (";", "{", "}"):
+        if toks[j].text in ("struct", "class", "union", "enum"):
+            return "class"
+        if toks[j].text == "namespace" or (toks[j].text == "extern" and j + 1 < i and toks[j + 1].kind == "string"):
+            return "namespace"
+        j -= 1
+    return "block"  # a function body, a lambda's, or a statement block
+
+
+def lexical_findings(metal_text: str) -> list[Finding]:
+    findings = []
+    for file, first, text in user_regions(metal_text):
+        toks = _tokens(text, first)
+        scopes: list[str] = []
+        for i, t in enumerate(toks):
+            nxt = toks[i + 1].text if i + 1 < len(toks) else ""
+            prev = toks[i - 1].text if i else ""
+            if t.text == "{":
+                scopes.append(_brace_kind(toks, i))
+            elif t.text == "}":
+                if scopes:
+                    scopes.pop()
+            elif t.kind != "ident":
+                continue
+            elif t.text in _KEYWORD_RULES:
+                if t.text == "delete" and prev == "=":
+                    continue  # a deleted function is fine
+                findings.append(Finding(file, t.line, t.col, _KEYWORD_RULES[t.text]))
+            elif t.text == "std" and (nxt == "::" or prev == "namespace"):
+                findings.append(Finding(file, t.line, t.col, _STD))
+            elif t.text.startswith("__builtin_"):
+                findings.append(Finding(file, t.line, t.col, _BUILTIN.format(name=t.text)))
+            elif t.text == "static" and [k for k in scopes if k != "init"][-1:] == ["block"]:
+                findings.append(Finding(file, t.line, t.col, _STATIC))
+        findings += [Finding(file, t.line, t.col, _ADDRESS_SPACE) for t in _unqualified_parameters(toks)]
+    return findings
+
+
+# Pointer and reference parameters of a function (or lambda) definition need an address space.
+_ADDRESS_SPACE = ("Metal requires an address space (device, constant, thread or threadgroup) on "
+                  "pointer and reference parameters")
+_ADDRESS_SPACES = {"device", "constant", "thread", "threadgroup", "threadgroup_imageblock", "ray_data",
+                   "object_data"}
+_NOT_A_FUNCTION = {"if", "while", "for", "switch", "catch", "return", "sizeof", "alignof", "alignas",
+                   "decltype", "static_assert", "noexcept", "requires", "typeid", "new", "delete"}
+_AFTER_PARAMETERS = {"const", "noexcept", "override", "final", "mutable", "constexpr", "volatile"}
+_OPEN, _CLOSE = {"(": ")", "[": "]", "{": "}"}, {")", "]", "}"}
+
+
+def _matching(toks: list[_Tok], i: int) -> int:
+    depth = 0
+    for j in range(i, len(toks)):
+        if toks[j].text in _OPEN:
+            depth += 1
+        elif toks[j].text in _CLOSE:
+            depth -= 1
+            if depth == 0:
+                return j
+    return len(toks)
+
+
+def _is_definition(toks: list[_Tok], i: int, close: int) -> bool:
+    """Does the `(` at toks[i] open the parameters of a function or lambda definition?"""
+    j = close + 1
+    while j < len(toks) and toks[j].text in _AFTER_PARAMETERS:
+        j += 1
+    if j < len(toks) and toks[j].text == "->":  # trailing return type
+        while j < len(toks) and toks[j].text not in ("{", ";", "="):
+            j += 1
+    if j >= len(toks) or toks[j].text != "{":
+        return False
+    prev = toks[i - 1] if i else None
+    before = toks[i - 2] if i >= 2 else None
+    if prev is None:
+        return False
+    if prev.text == "]":  # a lambda
+        return True
+    if prev.text == ")" and i >= 3 and toks[i - 3].text == "operator":  # operator()
+        return True
+    if prev.kind == "punct" and before is not None and before.text == "operator":  # operator+ etc.
+        return True
+    if prev.kind == "ident" and prev.text not in _NOT_A_FUNCTION and before is not None:
+        # a name after a type (or Class::name, ~Class): not a call, nor a member initializer
+        return (before.kind == "ident" and before.text not in ("return", "else", "do", "case", "new")) \
+            or before.text in (">", "*", "&", "&&", "::", "~")
+    return False
+
+
+def _unqualified_parameters(toks: list[_Tok]) -> list[_Tok]:
+    found = []
+    for i, t in enumerate(toks):
+        if t.text != "(":
+            continue
+        close = _matching(toks, i)
+        if not _is_definition(toks, i, close):
+            continue
+        params, current, depth = [], [], 0
+        for tok in toks[i + 1:close]:
+            if tok.text in _OPEN:
+                depth += 1
+            elif tok.text in _CLOSE:
+                depth -= 1
+            if tok.text == "," and depth == 0:
+                params.append(current)
+                current = []
+            else:
+                current.append(tok)
+        params.append(current)
+        for param in params:
+            declarator = []
+            for tok in param:
+                if tok.text == "=":  # a default argument: its `*` multiplies
+                    break
+                declarator.append(tok)
+            refs = [x for x in declarator if x.text in ("*", "&", "&&")]
+            if refs and not any(x.text in _ADDRESS_SPACES for x in declarator):
+                found.append(refs[0])
+    return found
+
+
+# ---- compiler: strict flags and the call graph ----------------------------------------
+
+STRICT_FLAGS = ["-fno-exceptions", "-fno-rtti", "-Werror=vla", "-Wno-attributes"]
+_DIAGNOSTIC = re.compile(r"^(?P<file>[^:\s][^:]*):(?P<line>\d+):(?P<col>\d+): (?:fatal )?error: (?P<msg>.*)$")
+_REWORD = [
+    (re.compile(r"variable length array"), "Metal does not allow variable-length arrays"),
+    (re.compile(r"exception handling disabled"), "Metal does not allow exceptions"),
+    (re.compile(r"typeid.*-fno-rtti"), "Metal does not allow typeid (no run-time type information)"),
+    (re.compile(r"dynamic_cast.*-fno-rtti"), "Metal does not allow dynamic_cast (no run-time type information)"),
+]
+
+
+def _reword(message: str) -> str:
+    for pattern, says in _REWORD:
+        if pattern.search(message):
+            return says
+    return message
+
+
+_CI_NODE = re.compile(r'node: \{ title: "(?P<title>[^"]*)" label: "(?P<label>[^"]*)"')
+_CI_EDGE = re.compile(r'edge: \{ sourcename: "(?P<src>[^"]*)" targetname: "(?P<dst>[^"]*)" label: "(?P<label>[^"]*)"')
+_LOCATION = re.compile(r"(?P<file>[^:\\]+):(?P<line>\d+):(?P<col>\d+)$")
+
+
+def recursion_findings(callgraph: str) -> list[Finding]:
+    """Cycles of calls (gcc -fcallgraph-info) through a function defined in the user's code."""
+    names, where, edges = {}, {}, {}
+    for m in _CI_NODE.finditer(callgraph):
+        parts = m.group("label").split("\\n")
+        names[m.group("title")] = parts[0]
+        loc = _LOCATION.search(parts[1]) if len(parts) > 1 else None
+        if loc:
+            where[m.group("title")] = (loc.group("file"), int(loc.group("line")), int(loc.group("col")))
+    for m in _CI_EDGE.finditer(callgraph):
+        loc = _LOCATION.search(m.group("label"))
+        site = (loc.group("file"), int(loc.group("line")), int(loc.group("col"))) if loc else None
+        edges.setdefault(m.group("src"), []).append((m.group("dst"), site))
+
+    # Tarjan's strongly connected components, iteratively
+    index, low, on_stack, stack, sccs, counter = {}, {}, set(), [], [], [0]
+    for root in list(edges):
+        if root in index:
+            continue
+        work = [(root, iter(edges.get(root, [])))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, it = work[-1]
+            advanced = False
+            for w, _ in it:
+                if w not in index:
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(edges.get(w, []))))
+                    advanced = True
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = set()
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.add(w)
+                    if w == v:
+                        break
+                sccs.append(comp)
+
+    findings = []
+    for comp in sccs:
+        cyclic = len(comp) > 1 or any(dst in comp for dst, _ in edges.get(next(iter(comp)), []))
+        if not cyclic:
+            continue
+        user = [n for n in comp if n in where and is_user_file(where[n][0])]
+        if not user:
+            continue
+        calls = sorted((site, src, dst) for src in comp for dst, site in edges.get(src, [])
+                       if dst in comp and site and is_user_file(site[0]))
+        site, src, dst = calls[0] if calls else (where[user[0]], user[0], user[0])
+        cycle = " -> ".join(sorted({names.get(n, n) for n in comp}))
+        findings.append(Finding(site[0], site[1], site[2],
+                                f"Metal does not allow recursion ({names.get(src, src)} calls "
+                                f"{names.get(dst, dst)}; cycle: {cycle})"))
+    return findings
+
+
+def compile_findings(metal: Path, include_dirs: list[Path], compiler: str = "c++") -> tuple[list[Finding], str]:
+    """Strict compile (-O0, call graph kept): the findings and the compiler's other output."""
+    text = strip_host_name_attributes(preprocess(compiler, metal, include_dirs))
+    with tempfile.TemporaryDirectory(prefix="mpsgen-check-metal-") as tmp:
+        obj = Path(tmp) / "kernels.o"
+        r = subprocess.run([compiler, "-std=c++20", "-O0", "-c", "-fcallgraph-info", *STRICT_FLAGS,
+                            "-x", "c++", "-", "-o", str(obj)],
+                           input=text, capture_output=True, text=True)
+        ci = obj.with_suffix(".ci")
+        callgraph = ci.read_text() if ci.is_file() else ""
+    findings = []
+    for line in r.stderr.splitlines():
+        m = _DIAGNOSTIC.match(line)
+        if m:
+            findings.append(Finding(m.group("file"), int(m.group("line")), int(m.group("col")),
+                                    _reword(m.group("msg"))))
+    if r.returncode and not findings:
+        findings.append(Finding(str(metal), 1, 1, "compile failed:\n" + r.stderr[-2000:]))
+    if r.returncode == 0:
+        findings += recursion_findings(callgraph)
+    return findings, r.stderr
+
+
+def check_file(metal: Path, include_dirs: list[Path], compiler: str = "c++") -> tuple[list[Finding], str]:
+    """Every finding for one generated .metal (deduplicated, in line order) and the compiler's output."""
+    found = lexical_findings(metal.read_text())
+    compiled, stderr = compile_findings(metal, include_dirs, compiler)
+    seen, unique = set(), []
+    for f in sorted(found) + compiled:
+        key = (f.file, f.line, f.message)
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    return sorted(unique), stderr
+
+
+def main(generated: Path, ops: list[str] | None = None, compiler: str = "c++", verbose: bool = False) -> int:
+    from .build import CPU_SUPPORT, SHIM_INCLUDE, torch_include
+
+    include_dirs = [SHIM_INCLUDE, CPU_SUPPORT, torch_include()]
+    metals = sorted(generated.glob("*.metal"))
+    if ops:
+        metals = [m for m in metals if m.stem in ops]
+        missing = set(ops) - {m.stem for m in metals}
+        if missing:
+            print(f"check-metal: no {generated}/<op>.metal for {', '.join(sorted(missing))}", file=sys.stderr)
+            return 1
+    def timed(metal: Path):
+        t0 = time.perf_counter()
+        return metal, *check_file(metal, include_dirs, compiler), time.perf_counter() - t0
+
+    rejected, start = 0, time.perf_counter()
+    # the compiler runs in subprocesses: threads keep the cores busy, results in op order
+    with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
+        results = list(pool.map(timed, metals))
+    for metal, findings, stderr, took in results:
+        if findings:
+            rejected += 1
+            print(f"FAIL {metal.stem} ({took:.1f} s):")
+            for f in findings:
+                print(f"  {f}")
+            if verbose:
+                print(stderr)
+        else:
+            print(f"ok   {metal.stem} ({took:.1f} s)")
+    print(f"check-metal: {len(metals)} op(s), {rejected} rejected, {time.perf_counter() - start:.1f} s "
+          "(Metal-strict: the user's code in ops.yaml may use only what Metal allows)")
+    return 1 if rejected else 0

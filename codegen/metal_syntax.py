@@ -1,0 +1,40 @@
+"""Metal syntax that C++ lacks, rewritten so the Metal host shim can compile it.
+
+Applied to the preprocessed `.metal` text (codegen/host_names.py's preprocess), so
+macros have expanded and comments are gone; string and character literals are left
+alone.
+
+- Swizzles: `v.yx`, `v.xxyz` become `v.template swizzle<1, 0>()` (a member template of
+  the shim's vectors that returns a new, const vector), and a swizzle assigned to
+  (`v.xy = w`, `v.zy += w`) becomes `v.template swizzle_ref<0, 1>()`, which writes the
+  components (distinct ones only, as Metal requires). Only `xyzw` names are rewritten,
+  with 2 to 4 components (not `rgba`, which user struct fields such as `.bar` could
+  spell); a user struct field spelt like a swizzle (`p.xy`) would be rewritten too.
+- Half literals (`2.0h`) need no rewrite: the shim defines a literal operator `h`.
+"""
+from __future__ import annotations
+
+import re
+
+_COMPONENT = {"x": 0, "y": 1, "z": 2, "w": 3}
+
+# A string or character literal (kept as is), or a swizzle after a value: an
+# identifier, `)` or `]`, then `.xy..`, not followed by `(` (a method call).
+_TOKEN = re.compile(
+    r'(?P<literal>"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\')'
+    r'|(?<=[\w)\]])(?P<dot>\s*\.\s*)(?P<swizzle>[xyzw]{2,4})\b(?!\s*\()'
+    r'(?P<assigned>(?=\s*(?:=(?!=)|[-+*/]=)))?'
+)
+
+
+def _replace(m: re.Match) -> str:
+    if m.group("literal"):
+        return m.group(0)
+    indices = ", ".join(str(_COMPONENT[c]) for c in m.group("swizzle"))
+    method = "swizzle_ref" if m.group("assigned") is not None else "swizzle"
+    return f".template {method}<{indices}>()"
+
+
+def to_cpp(text: str) -> str:
+    """The preprocessed Metal text with its swizzles rewritten for the host shim."""
+    return _TOKEN.sub(_replace, text)
