@@ -27,6 +27,12 @@ def torch_include() -> Path:
     return Path(include_paths()[0])
 
 
+def kernel_include_dirs() -> list[Path]:
+    """Where a .metal's includes resolve when it is compiled as C++: the host shim, the
+    CPU launcher, the project's Metal headers, then torch's (c10/metal)."""
+    return [SHIM_INCLUDE, CPU_SUPPORT, METAL_INCLUDE, torch_include()]
+
+
 def _write_if_changed(path: Path, text: str) -> None:
     if not path.is_file() or path.read_text() != text:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -38,7 +44,7 @@ def cpu_kernel_sources(build_dir: Path, compiler: str = "c++") -> list[Path]:
     sources = []
     for metal in sorted(GENERATED.glob("*.metal")):
         op = metal.stem
-        text = preprocess(compiler, metal, [SHIM_INCLUDE, CPU_SUPPORT, METAL_INCLUDE, torch_include()])
+        text = preprocess(compiler, metal, kernel_include_dirs())
         kernels = parse_instantiations(text)
         if not kernels:
             raise RuntimeError(f"{metal}: no `template [[host_name(...)]]` kernels instantiated")

@@ -389,9 +389,9 @@ def check_file(metal: Path, include_dirs: list[Path], compiler: str = "c++") -> 
 
 
 def main(generated: Path, ops: list[str] | None = None, compiler: str = "c++", verbose: bool = False) -> int:
-    from .build import CPU_SUPPORT, SHIM_INCLUDE, torch_include
+    from .build import kernel_include_dirs
 
-    include_dirs = [SHIM_INCLUDE, CPU_SUPPORT, torch_include()]
+    include_dirs = kernel_include_dirs()
     metals = sorted(generated.glob("*.metal"))
     if ops:
         metals = [m for m in metals if m.stem in ops]
