@@ -5,14 +5,13 @@ RegistryError listing all problems found.
 """
 from __future__ import annotations
 
-import ast
 import dataclasses
 import re
 from pathlib import Path
 
-import yaml
 from torchgen.model import BaseTy, BaseType, FunctionSchema, SchemaKind
 
+from . import formulas, names, yaml_source
 from .dtypes import DTYPES, GROUPS
 from .model import Derivative, Location, Op, Overload, Registration, Registry, XFail, schema_args
 
@@ -26,8 +25,8 @@ FORMULA_NAMES = {"grad", "result", "torch", "math", "conj", "handle_r_to_c"}
 REQUIRED_OP_KEYS = ("func", "functor", "dtypes", "reference")
 FAMILIES = {1: "unary", 2: "binary", 3: "ternary"}
 TENSOR, SCALAR = BaseType(BaseTy.Tensor), BaseType(BaseTy.Scalar)
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")  # \Z: `$` would accept a trailing newline
+_DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+\Z")
 
 
 class RegistryError(Exception):
@@ -36,48 +35,23 @@ class RegistryError(Exception):
         self.errors = errors
 
 
-class _Mapping(dict):
-    """A YAML mapping that remembers its own line and each key's line."""
-
-    line: int = 0
-    key_lines: dict
-
-
-class _Loader(yaml.SafeLoader):
-    def construct_mapping(self, node, deep=False):
-        mapping = _Mapping(super().construct_mapping(node, deep=deep))
-        mapping.line = node.start_mark.line + 1
-        mapping.key_lines = {
-            self.construct_object(k): k.start_mark.line + 1 for k, _ in node.value
-        }
-        return mapping
-
-
-class _Sequence(list):
-    """A YAML sequence that remembers the line of each item."""
-
-    item_lines: list
-
-
-def _construct_sequence(loader, node):
-    seq = _Sequence(loader.construct_sequence(node, deep=True))
-    seq.item_lines = [n.start_mark.line + 1 for n in node.value]
-    return seq
-
-
-_Loader.add_constructor(
-    "tag:yaml.org,2002:map", lambda loader, node: loader.construct_mapping(node, deep=True)
-)
-_Loader.add_constructor("tag:yaml.org,2002:seq", _construct_sequence)
+# YAML values that remember their lines (codegen/yaml_source.py)
+_Mapping, _Sequence = yaml_source.Mapping, yaml_source.Sequence
+MAX_MESSAGE = 600  # characters; a message quotes values, which aliases may have made large
 
 
 class _Errors:
     def __init__(self, file: str):
         self.file, self.messages = file, []
 
-    def add(self, line: int, op: str | None, key: str | None, message: str) -> None:
+    def add(self, line: int, op: str | None, key: object, message: str) -> None:
+        """`key` is a key's name, or None for none; a YAML key null/0/false is named by
+        yaml_source.key_name (the caller passes that string)."""
         where = f"{self.file}:{line}"
-        what = ", ".join(p for p in (f"op '{op}'" if op else "", f"key '{key}'" if key else "") if p)
+        what = ", ".join(p for p in (f"op '{op}'" if op else "",
+                                     f"key '{key}'" if key is not None else "") if p)
+        if len(message) > MAX_MESSAGE:
+            message = message[: MAX_MESSAGE - 3] + "..."
         self.messages.append(f"{where}: {what + ': ' if what else ''}{message}")
 
 
@@ -86,30 +60,46 @@ def load(path: str | Path) -> Registry:
     display = path.name
     errors = _Errors(display)
     try:
-        doc = yaml.load(path.read_text(), Loader=_Loader)
-    except yaml.YAMLError as e:
-        line = getattr(getattr(e, "problem_mark", None), "line", -1) + 1
-        raise RegistryError([f"{display}:{line}: not valid YAML: {getattr(e, 'problem', e)}"])
+        data = path.read_bytes()
+    except OSError as e:
+        raise RegistryError([f"{path}: cannot read the registry: {e.strerror or e}"]) from None
+    try:
+        doc = yaml_source.load(yaml_source.decode(data))
+    except yaml_source.SourceError as e:
+        errors.add(e.line, None, yaml_source.key_name(e.key) if e.has_key else None, e.message)
+        raise RegistryError(errors.messages) from None
     if not isinstance(doc, _Mapping):
-        raise RegistryError([f"{display}:1: expected a mapping with keys 'namespace' and 'ops'"])
+        line = getattr(doc, "line", 1)
+        raise RegistryError([f"{display}:{line}: expected a mapping with keys 'namespace' and 'ops', "
+                             f"got {yaml_source.short(doc)}"])
 
     for key in sorted(set(doc) - TOP_KEYS, key=str):
-        errors.add(doc.key_lines[key], None, key, f"unknown key; expected one of {sorted(TOP_KEYS)}")
+        errors.add(doc.key_lines[key], None, yaml_source.key_name(key),
+                   f"unknown key; expected one of {sorted(TOP_KEYS)}")
     namespace = doc.get("namespace")
-    if not isinstance(namespace, str) or not _IDENT.match(namespace):
-        errors.add(doc.key_lines.get("namespace", doc.line), None, "namespace",
-                   f"expected a C++ identifier naming the torch library, got {namespace!r}")
+    problem = names.check_namespace(namespace)
+    if problem:
+        errors.add(doc.key_lines.get("namespace", doc.line), None, "namespace", problem)
     entries = doc.get("ops")
     if not isinstance(entries, list) or not entries:
         errors.add(doc.key_lines.get("ops", doc.line), None, "ops", "expected a non-empty list of ops")
         entries = []
+    entry_lines = getattr(entries, "item_lines", [doc.key_lines.get("ops", doc.line)] * len(entries))
 
     ops: list[Op] = []
     overloads: list[_PendingOverload] = []
     first_seen: dict[str, int] = {}
-    for entry in entries:
+    for entry, entry_line in zip(entries, entry_lines):
+        if not isinstance(entry, _Mapping):
+            errors.add(entry_line, None, "ops", "each entry of 'ops' must be a mapping such as "
+                       f"'- func: exp(Tensor self) -> Tensor', got {yaml_source.short(entry)}")
+            continue
         loaded = _load_entry(entry, errors)
         if loaded is None:
+            continue
+        problem = names.check_op_name(loaded.name) if isinstance(loaded, Op) else None
+        if problem:  # it names the generated files, kernels and C++ functions
+            errors.add(entry.key_lines.get("func", entry.line), loaded.qualified_name, "func", problem)
             continue
         name = loaded.qualified_name
         if name in first_seen:
@@ -157,7 +147,7 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
 
     allowed = OVERLOAD_KEYS if is_overload else OP_KEYS
     for key in sorted(set(entry) - allowed, key=str):
-        errors.add(line_of(key), label, key, f"unknown key; expected one of {sorted(allowed)}")
+        errors.add(line_of(key), label, yaml_source.key_name(key), f"unknown key; expected one of {sorted(allowed)}")
     required = () if is_overload else REQUIRED_OP_KEYS[1:]
     for key in required:
         if key not in entry:
@@ -374,7 +364,8 @@ def _check_dtypes(spec, family, label, line, errors) -> tuple[Registration, ...]
                 errors.add(item_line, label, "dtypes",
                            f"a pair needs keys 'in' and 'out' (and optional 'opmath'), got {dict(item)}")
                 continue
-            bad = [str(item[k]) for k in ("in", "out") if item[k] not in DTYPES]
+            bad = [yaml_source.short(item[k], quote=False) for k in ("in", "out")
+                   if not isinstance(item[k], str) or item[k] not in DTYPES]
             if bad:
                 errors.add(item_line, label, "dtypes",
                            f"unknown dtype {', '.join(bad)}; expected one of {sorted(DTYPES)}")
@@ -417,13 +408,11 @@ def _check_derivatives(spec, schema, label, line, errors) -> tuple[Derivative, .
         if not isinstance(formula, str) or not formula.strip():
             errors.add(item_line, label, "derivatives", f"the formula for {arg!r} must be a Python expression")
             continue
-        try:
-            tree = ast.parse(formula.strip(), mode="eval")
-        except SyntaxError as e:
-            errors.add(item_line, label, "derivatives",
-                       f"the formula for {arg!r} is not a Python expression: {e.msg} in {formula.strip()!r}")
+        checked = formulas.check(formula)  # one line of library.py: no comment, no '\\' (formulas.py)
+        if isinstance(checked, str):
+            errors.add(item_line, label, "derivatives", f"the formula for {arg!r} {checked}")
             continue
-        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        names = set(checked.names)
         unknown = sorted(names - allowed)
         if unknown:
             errors.add(item_line, label, "derivatives",
@@ -431,7 +420,7 @@ def _check_derivatives(spec, schema, label, line, errors) -> tuple[Derivative, .
                        f"grad, result, the arguments ({', '.join(a.name for a in args)}), torch, math, "
                        "conj and handle_r_to_c")
             continue
-        found.append(Derivative(arg, " ".join(formula.split()), item_line, frozenset(names)))
+        found.append(Derivative(arg, checked.text, item_line, frozenset(names)))
     return tuple(found)
 
 
@@ -446,7 +435,7 @@ def _check_xfails(spec, registrations, label, line, errors) -> tuple[XFail, ...]
         if not isinstance(item, dict) or not {"dtype", "reason"} <= set(item) <= {"dtype", "reason", "samples"}:
             errors.add(item_line, label, "xfail",
                        f"expected {{dtype: T, reason: text[, samples: [name, ...]]}}, got {item!r}")
-        elif item["dtype"] not in registered:
+        elif not isinstance(item["dtype"], str) or item["dtype"] not in registered:
             errors.add(item_line, label, "xfail",
                        f"dtype {item['dtype']!r} is not registered for this op")
         elif not isinstance(item["reason"], str) or not item["reason"].strip():
