@@ -12,6 +12,7 @@ bind to it.
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import tokenize
 from dataclasses import dataclass
@@ -27,15 +28,23 @@ class Formula:
     tree: ast.Expression
 
 
-def _depth(tree: ast.AST) -> int:
-    deepest, todo = 0, [(tree, 1)]
+def _scan(tree: ast.Expression) -> frozenset | str:
+    """The names a formula reads, in one walk that also bounds its depth and refuses
+    what it may not contain."""
+    names, todo = set(), [(tree, 1)]
     while todo:
         node, depth = todo.pop()
-        deepest = max(deepest, depth)
-        if deepest > MAX_DEPTH:
-            break
+        if depth > MAX_DEPTH:
+            return f"nests more than {MAX_DEPTH} levels deep; split it into smaller terms"
+        kind = type(node)
+        if kind is ast.Name:
+            names.add(node.id)
+        elif kind is ast.NamedExpr:
+            return "assigns with ':='; a formula only reads grad, result and the arguments"
+        elif kind in (ast.Yield, ast.YieldFrom, ast.Await):
+            return f"uses '{kind.__name__.lower()}', which a formula cannot"
         todo.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
-    return deepest
+    return frozenset(names)
 
 
 def _parse(text: str) -> ast.Expression | str:
@@ -70,6 +79,7 @@ def _layout_problem(text: str) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
 def check(formula: str) -> Formula | str:
     """The formula as library.py will hold it, or what is wrong with it (a phrase that
     follows "the formula for 'self' ")."""
@@ -79,24 +89,19 @@ def check(formula: str) -> Formula | str:
     tree = _parse(text)
     if isinstance(tree, str):
         return tree
-    if _depth(tree) > MAX_DEPTH:
-        return f"nests more than {MAX_DEPTH} levels deep; split it into smaller terms"
-    problem = _layout_problem(text)
+    names = _scan(tree)
+    if isinstance(names, str):
+        return names
+    problem = _layout_problem(text) if ("#" in text or "\\" in text) else None
     if problem:
         return problem
-    for node in ast.walk(tree):
-        if isinstance(node, ast.NamedExpr):
-            return "assigns with ':='; a formula only reads grad, result and the arguments"
-        if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)):
-            return f"uses '{type(node).__name__.lower()}', which a formula cannot"
     if isinstance(tree.body, (ast.Tuple, ast.Starred)):
         return "is a tuple; a formula is the gradient of one input, a single expression"
     one_line = " ".join(text.split())
-    folded = _parse(one_line)
-    if isinstance(folded, str) or ast.dump(folded) != ast.dump(tree):
+    folded = _parse(one_line) if one_line != text else tree
+    if isinstance(folded, str) or (folded is not tree and ast.dump(folded) != ast.dump(tree)):
         return ("changes meaning when written on one line (a string with a line break or repeated "
                 "spaces?); write it so that single spaces between its parts keep it the same")
     if isinstance(tree.body, (ast.IfExp, ast.Lambda)):
         one_line = f"({one_line})"  # library.py appends `if ctx.needs_input_grad[i] else None`
-    names = frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
     return Formula(one_line, names, tree)

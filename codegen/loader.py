@@ -55,12 +55,13 @@ class _Errors:
         self.messages.append(f"{where}: {what + ': ' if what else ''}{message}")
 
 
-def load(path: str | Path) -> Registry:
+def load(path: str | Path, data: bytes | None = None) -> Registry:
+    """`data`: the file's bytes, if the caller already read them (so they cannot change between)."""
     path = Path(path)
     display = path.name
     errors = _Errors(display)
     try:
-        data = path.read_bytes()
+        data = path.read_bytes() if data is None else data
     except OSError as e:
         raise RegistryError([f"{path}: cannot read the registry: {e.strerror or e}"]) from None
     try:
