@@ -48,11 +48,10 @@ class _Errors:
         """`key` is a key's name, or None for none; a YAML key null/0/false is named by
         yaml_source.key_name (the caller passes that string)."""
         where = f"{self.file}:{line}"
+        op, key = (None if x is None else yaml_source.one_line(str(x), 80) for x in (op, key))
         what = ", ".join(p for p in (f"op '{op}'" if op else "",
                                      f"key '{key}'" if key is not None else "") if p)
-        if len(message) > MAX_MESSAGE:
-            message = message[: MAX_MESSAGE - 3] + "..."
-        self.messages.append(f"{where}: {what + ': ' if what else ''}{message}")
+        self.messages.append(f"{where}: {what + ': ' if what else ''}{yaml_source.one_line(message, MAX_MESSAGE)}")
 
 
 def load(path: str | Path, data: bytes | None = None) -> Registry:

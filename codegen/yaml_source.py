@@ -76,6 +76,16 @@ def short(value: object, quote: bool = True, limit: int = MAX_SCALAR_REPR) -> st
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+_LINE_BREAKING = re.compile("[\x00-\x1f\x7f\x85\u2028\u2029]")
+
+
+def one_line(text: str, limit: int) -> str:
+    """`text` for a one-line message: line breaks and control characters escaped, and at
+    most `limit` characters."""
+    text = _LINE_BREAKING.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def decode(data: bytes) -> str:
     """UTF-8 text of ops.yaml, or a SourceError at the first byte that is not."""
     try:
