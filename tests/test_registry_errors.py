@@ -53,6 +53,8 @@ def errors_of(tmp_path: Path, text: str | bytes) -> list[str]:
 
 def single(errors: list[str], line: int, key: str | None, op: str | None = None) -> str:
     assert len(errors) == 1, errors
+    if op is not None and len(op) > 80:
+        op = op[:77] + "..."  # labels in messages are bounded
     what = ", ".join(p for p in (f"op '{op}'" if op else "", f"key '{key}'" if key is not None else "") if p)
     prefix = f"ops.yaml:{line}: " + (f"{what}: " if what else "")
     assert errors[0].startswith(prefix), (prefix, errors[0])
