@@ -75,12 +75,14 @@ def fresh(out_dir: Path, stamp_key: str) -> dict | None:
         if record.get("key") != stamp_key or record.get("out") != os.path.realpath(out_dir):
             return None
         files: dict[str, str] = record["files"]
+        folder = os.fspath(out_dir)
         for name, digest in files.items():
-            path = out_dir / name
-            if not stat.S_ISREG(path.lstat().st_mode):
+            path = os.path.join(folder, name)
+            if not stat.S_ISREG(os.lstat(path).st_mode):
                 return None
-            if hashlib.sha256(path.read_bytes()).hexdigest() != digest:
-                return None
+            with open(path, "rb") as f:
+                if hashlib.sha256(f.read()).hexdigest() != digest:
+                    return None
         if writer.stale_files(out_dir, files):
             return None
         return record
