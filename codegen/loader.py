@@ -89,6 +89,7 @@ def load(path: str | Path, data: bytes | None = None) -> Registry:
     ops: list[Op] = []
     overloads: list[_PendingOverload] = []
     first_seen: dict[str, int] = {}
+    file_names: dict[str, tuple[str, int]] = {}  # lower-case op name -> (qualified name, line)
     for entry, entry_line in zip(entries, entry_lines):
         if not isinstance(entry, _Mapping):
             errors.add(entry_line, None, "ops", "each entry of 'ops' must be a mapping such as "
@@ -106,6 +107,15 @@ def load(path: str | Path, data: bytes | None = None) -> Registry:
             errors.add(loaded.loc.line, name, "func",
                        f"duplicate op name; first defined at {display}:{first_seen[name]}")
             continue
+        if isinstance(loaded, Op):  # its name names its files, also on case-insensitive file systems
+            other = file_names.get(loaded.name.lower())
+            if other is not None:
+                errors.add(loaded.loc.line, name, "func",
+                           f"the op at {display}:{other[1]} ({other[0]}) already has a functor and "
+                           f"generates the files {loaded.name}.metal, ...; one op per base name (add "
+                           "an entry without functor and dtypes for a Scalar overload)")
+                continue
+            file_names[loaded.name.lower()] = (name, loaded.loc.line)
         first_seen[name] = loaded.loc.line
         if isinstance(loaded, Op):
             ops.append(loaded)  # the overloads go into Op.overloads below

@@ -195,6 +195,14 @@ def test_rejects_op_name_that_generated_code_cannot_use(tmp_path, name):
     assert name[:20] in message or "characters long" in message
 
 
+@pytest.mark.parametrize("second", ["hypot.Tensor", "Hypot"])
+def test_two_ops_with_functors_cannot_share_files(tmp_path, second):
+    text = registry(op(func="hypot(Tensor self) -> Tensor"), op(func=f"{second}(Tensor self) -> Tensor"))
+    message = single(errors_of(tmp_path, text), lineno(text, f"func: {second}("), "func", second)
+    assert f"the op at ops.yaml:{lineno(text, 'func: hypot(')} (hypot)" in message
+    assert f"{second.split('.')[0]}.metal" in message
+
+
 def test_op_name_of_64_characters_is_fine(tmp_path):
     path = tmp_path / "ops.yaml"
     path.write_text(registry(op("z" * 64)))
