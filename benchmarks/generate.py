@@ -45,7 +45,7 @@ def synthetic_registry(n_ops: int) -> str:
             new = f"{base}_k{k}"
             block = re.sub(rf"^(  - func: ){base}\b", rf"\g<1>{new}", block, count=1)
             block = re.sub(rf"\bstruct {base}_functor\b", f"struct {new}_functor", block)
-            block = re.sub(r"([&*])(\w+)", rf"\1\2_k{k}", block)  # anchors are unique per file
+            block = re.sub(r"(:[ \t]+)([&*])(\w+)", rf"\1\2\3_k{k}", block)  # anchors are unique per file
             if "opinfo:" not in block:  # keep the OpInfo the clone's original uses
                 block = block.replace("\n", f"\n    opinfo: {base}\n", 1)
             out.append(block if block.endswith("\n") else block + "\n")
