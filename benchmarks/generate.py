@@ -6,7 +6,7 @@ The registry clones the shipped ops.yaml's entries (functors, dtypes, derivative
 overloads) under new names until it has N ops, in a temporary directory. Each figure
 is the median wall time of R runs of the command line, as a user runs it:
 
-- first: into an empty output folder (every file rendered and written);
+- first: into a new output folder (every file rendered and written);
 - unchanged: again, nothing changed (must write 0 files);
 - one op edited: one functor changed (renders again, writes that op's files).
 
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -55,23 +54,44 @@ def synthetic_registry(n_ops: int) -> str:
     return "".join(out)
 
 
-def run(ops: Path, out: Path) -> tuple[float, str]:
+def run(ops: Path, out: Path, root: Path = ROOT) -> tuple[float, str]:
     t = time.perf_counter()
     r = subprocess.run([sys.executable, "-m", "codegen", "generate", "--ops", str(ops), "--out", str(out)],
-                       cwd=ROOT, capture_output=True, text=True)
+                       cwd=root, capture_output=True, text=True)
     elapsed = time.perf_counter() - t
     if r.returncode:
         sys.exit(f"generate failed:\n{r.stderr}")
     return elapsed, r.stdout.strip()
 
 
+def phases(ops: Path, tmp: Path, root: Path, repeat: int) -> str:
+    """Where a first run's time goes: load, render, write (in a child process)."""
+    code = f"""
+import statistics, sys, time
+from pathlib import Path
+sys.path.insert(0, {str(root)!r})
+t = {{"load": [], "render": [], "write": []}}
+from codegen import loader, render, writer
+for i in range({repeat}):
+    s = time.perf_counter(); registry = loader.load({str(ops)!r}); t["load"].append(time.perf_counter() - s)
+    s = time.perf_counter(); files = render.render(registry); t["render"].append(time.perf_counter() - s)
+    out = Path({str(tmp)!r}) / f"phase_{{i}}"
+    s = time.perf_counter(); writer.apply(out, files, writer.plan(out, files)); t["write"].append(time.perf_counter() - s)
+print(", ".join(f"{{k}} {{statistics.median(v):.3f}} s" for k, v in t.items()))
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
+    return r.stdout.strip() or r.stderr.strip().splitlines()[-1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--root", type=Path, default=ROOT,
+                        help="checkout whose codegen to time (e.g. another worktree, to compare)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        ops, out = Path(tmp) / "ops.yaml", Path(tmp) / "generated"
+        ops = Path(tmp) / "ops.yaml"
         text = synthetic_registry(args.ops)
         ops.write_text(text)
         print(f"registry: {args.ops} ops, {text.count(chr(10))} lines, {len(text) // 1024} KB; "
@@ -79,15 +99,15 @@ def main() -> None:
         figures: dict[str, tuple[float, str]] = {}
 
         times, report = [], ""
-        for _ in range(args.repeat):
-            shutil.rmtree(out, ignore_errors=True)
-            elapsed, report = run(ops, out)
+        for i in range(args.repeat):  # a new folder each time: no deletion of the last run's files
+            out = Path(tmp) / f"generated_{i}"
+            elapsed, report = run(ops, out, args.root)
             times.append(elapsed)
         figures["first"] = (statistics.median(times), report)
 
         times = []
         for _ in range(args.repeat):
-            elapsed, report = run(ops, out)
+            elapsed, report = run(ops, out, args.root)
             times.append(elapsed)
             if "wrote 0 file(s)" not in report:
                 sys.exit(f"an unchanged registry wrote files: {report}")
@@ -97,10 +117,11 @@ def main() -> None:
         for i in range(args.repeat):
             ops.write_text(text.replace("return x;", f"return x; // edit {i}", 1)
                            if "return x;" in text else text.replace("inline", f"/* edit {i} */ inline", 1))
-            elapsed, report = run(ops, out)
+            elapsed, report = run(ops, out, args.root)
             times.append(elapsed)
         figures["one op edited"] = (statistics.median(times), report)
 
+        print(f"{'phases':>14}: {phases(ops, Path(tmp), args.root, args.repeat)}  (in-process medians)")
         failed = False
         for name, (seconds, report) in figures.items():
             target = TARGETS.get(name)
