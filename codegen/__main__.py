@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import stamp, writer
+from . import stamp, writer, yaml_source
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     try:
-        data = args.ops.read_bytes()
+        data = yaml_source.read(args.ops)
     except OSError as e:
         print(f"cannot read {args.ops}: {e.strerror or e}; nothing was written", file=sys.stderr)
         return 1

@@ -60,7 +60,7 @@ def load(path: str | Path, data: bytes | None = None) -> Registry:
     display = path.name
     errors = _Errors(display)
     try:
-        data = path.read_bytes() if data is None else data
+        data = yaml_source.read(path) if data is None else data
     except OSError as e:
         raise RegistryError([f"{path}: cannot read the registry: {e.strerror or e}"]) from None
     try:

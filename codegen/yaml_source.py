@@ -16,6 +16,7 @@ are built here by one iterative walk over the events, so that:
 """
 from __future__ import annotations
 
+import errno
 import re
 
 import yaml
@@ -74,6 +75,19 @@ def short(value: object, quote: bool = True, limit: int = MAX_SCALAR_REPR) -> st
     except (ValueError, RecursionError):  # an int beyond sys.get_int_max_str_digits()
         text = f"<{type(value).__name__}>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+MAX_FILE_BYTES = 64 << 20  # a 1,000-op registry is ~650 KB
+
+
+def read(path) -> bytes:
+    """The file's bytes, at most MAX_FILE_BYTES (so --ops /dev/zero fails instead of
+    filling memory); OSError otherwise."""
+    with open(path, "rb") as f:
+        data = f.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise OSError(errno.EFBIG, f"larger than {MAX_FILE_BYTES >> 20} MiB, which no registry needs")
+    return data
 
 
 _LINE_BREAKING = re.compile("[\x00-\x1f\x7f\x85\u2028\u2029]")

@@ -274,3 +274,9 @@ def test_cli_prints_located_errors_without_traceback(tmp_path):
     assert "Traceback" not in r.stderr
     assert re.search(r"ops\.yaml:\d+: byte 0xff", r.stderr), r.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_endless_input_is_refused_not_read_forever():
+    r = subprocess.run([sys.executable, "-m", "codegen", "check", "--ops", "/dev/zero", "--out", "/nonexistent"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "larger than 64 MiB" in r.stderr and "Traceback" not in r.stderr
