@@ -245,3 +245,10 @@ def test_stamp_key_covers_the_generator(tmp_path):
     assert stamp.key(b"x", "ops.yaml") != stamp.key(b"x", "other.yaml")
     sources = {p.name for folder in stamp._SOURCES for p in folder.iterdir()}
     assert {"loader.py", "render.py", "library.py.j2"} <= sources
+
+
+def test_every_shipped_generated_file_is_recognised_as_ours():
+    """Stale-file removal relies on the exact banner: each generated kind must carry it."""
+    shipped = sorted(p for p in (ROOT / "generated").iterdir() if p.is_file())
+    assert shipped and all(writer._is_ours(p) for p in shipped)
+    assert {p.suffix for p in shipped} >= {".metal", ".mm", ".cpp", ".py"}
