@@ -4,7 +4,7 @@
 
 Runs K seeds (N, N+1, ...) for --seconds each, and stops at the first failure, which
 it saves as <work>/failing.yaml and prints (exit 1). The suite's test runs one seed for
-FUZZ_SECONDS (40 by default).
+FUZZ_SECONDS (35 by default).
 """
 from __future__ import annotations
 

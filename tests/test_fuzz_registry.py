@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 from codegen import __main__ as cli  # noqa: E402
 
 SHIPPED = (ROOT / "ops.yaml").read_text()
-FUZZ_SECONDS = float(os.environ.get("FUZZ_SECONDS", "40"))
+FUZZ_SECONDS = float(os.environ.get("FUZZ_SECONDS", "35"))
 FUZZ_SEED = int(os.environ.get("FUZZ_SEED", "20261122"))
 
 LOCATED = re.compile(r"ops\.yaml:(\d+): (.*)")
