@@ -30,6 +30,7 @@ from yaml.resolver import Resolver
 _PARSER = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
 MAX_DEPTH = 64  # ops.yaml needs 5 (ops, entry, xfail list, xfail item, samples)
 MAX_ALIAS_NODES = 10_000  # values that aliases may add, counted as expanded
+MAX_INT_BITS = 4096  # far beyond any registry's numbers, far below Python's 4,300-digit str limit
 MAX_SCALAR_REPR = 60  # characters of a value quoted in a message
 
 STR, MAP, SEQ, MERGE = ("tag:yaml.org,2002:" + t for t in ("str", "map", "seq", "merge"))
@@ -228,6 +229,10 @@ def _compose(text: str) -> object:
                 except Exception as e:  # ConstructorError (bad !!binary, timestamps), OverflowError
                     fail(line, f"cannot read {short(value)} as {tag.rsplit(':', 1)[-1]}: "
                                f"{getattr(e, 'problem', None) or e}")
+                if type(result) is int and result.bit_length() > MAX_INT_BITS:
+                    # 0x/0b/sexagesimal spellings: Python could not even print it (4,300 digits)
+                    fail(line, f"the number {short(value, limit=30)} is too large (more than "
+                               f"{MAX_INT_BITS:,} bits)")
             if event.anchor is not None:
                 anchors[event.anchor] = (result, 1)
             deliver(result, line, 1)

@@ -44,7 +44,7 @@ FILE_LEVEL = ("not valid YAML", "not UTF-8", "control character", "expected a ma
 BAD_VALUES = [
     "null", "~", "0", "-1", "false", "true", "[]", "{}", "''", "' '", "[float]", "[[float]]",
     "{in: [float], out: float}", "{in: float, out: {x: 1}}", "{dtype: [float], reason: r}",
-    "9" * 4301, "1e999", ".nan", "-.inf", "0x10", "!!binary aGk=", "2001-01-01", "!!set {a}",
+    "9" * 4301, "0x" + "f" * 4000, "0b" + "1" * 20000, ":".join(["59"] * 3000), "1e999", ".nan", "-.inf", "0x10", "!!binary aGk=", "2001-01-01", "!!set {a}",
     '"mpsgen\\n"', "NULL", "errno", "int", "new", "aten", "'a''b\"c'", "'\\'", '"\\u0000"',
     '"x\\ty"', "x" * 300, "grad", "*nope", "&a [*a]", "{<<: []}", "'# not a comment'",
     "[" * 200 + "]" * 200, "{func: 1}", "torch.exp\n", "'grad  # c'", "|\n  grad \\\n  * 2",

@@ -89,6 +89,13 @@ def test_huge_number_names_its_key(tmp_path):
     assert "4301 characters is too long" in message
 
 
+@pytest.mark.parametrize("number", ["0x" + "f" * 4000, "0b" + "1" * 20000, ":".join(["59"] * 3000)])
+def test_huge_number_in_other_spellings_names_its_key(tmp_path, number):
+    text = registry(namespace=number)
+    message = single(errors_of(tmp_path, text), 1, "namespace")
+    assert "too large" in message
+
+
 def test_deep_nesting_is_refused_at_its_line(tmp_path):
     text = registry(op(extra="    opinfo: " + "[" * 1000 + "]" * 1000 + "\n"))
     message = single(errors_of(tmp_path, text), lineno(text, "opinfo"), "opinfo")
