@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import loader, render, writer
+from . import stamp, writer, yaml_source
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,7 +28,25 @@ def main(argv: list[str] | None = None) -> int:
         return check_metal.main(args.out, args.only)
 
     try:
-        registry = loader.load(args.ops)
+        data = yaml_source.read(args.ops)
+    except OSError as e:
+        print(f"cannot read {args.ops}: {e.strerror or e}; nothing was written", file=sys.stderr)
+        return 1
+    # Unchanged ops.yaml and generator, generated/ as recorded: nothing to load or render.
+    stamp_key = stamp.key(data, args.ops.name)
+    known = stamp.fresh(args.out, stamp_key)
+    if known is not None:
+        n_files, n_ops = len(known["files"]), known["ops"]
+        if args.command == "check":
+            print(f"generated/ is fresh ({n_files} files, {n_ops} ops)")
+        else:
+            print(f"{n_ops} ops: wrote 0 file(s), removed 0, {n_files} unchanged")
+        return 0
+
+    from . import loader, render  # torchgen and jinja2: only when there is work
+
+    try:
+        registry = loader.load(args.ops, data)
     except loader.RegistryError as e:
         print(f"{len(e.errors)} error(s) in {args.ops}; nothing was written:", file=sys.stderr)
         for message in e.errors:
@@ -36,14 +54,28 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     files = render.render(registry)
     p = writer.plan(args.out, files)
+    if p.problems:
+        print(f"{len(p.problems)} problem(s) with {args.out}; nothing was written:", file=sys.stderr)
+        for message in p.problems:
+            print(f"  {message}", file=sys.stderr)
+        return 1
     if args.command == "check":
         if p.stale:
             print(f"generated/ is stale ({len(p.stale)} file(s)): {', '.join(p.stale)}", file=sys.stderr)
             print("run `python -m codegen generate`", file=sys.stderr)
             return 1
+        stamp.record(args.out, stamp_key, files, len(registry.ops))
         print(f"generated/ is fresh ({len(files)} files, {len(registry.ops)} ops)")
         return 0
-    writer.apply(args.out, files, p)
+    try:
+        writer.apply(args.out, files, p)
+    except writer.WriteError as e:
+        stamp.forget(args.out)
+        print(f"cannot write {args.out}; nothing was written:", file=sys.stderr)
+        for message in e.errors:
+            print(f"  {message}", file=sys.stderr)
+        return 1
+    stamp.record(args.out, stamp_key, files, len(registry.ops))
     print(f"{len(registry.ops)} ops: wrote {len(p.write)} file(s), removed {len(p.delete)}, "
           f"{len(files) - len(p.write)} unchanged")
     return 0

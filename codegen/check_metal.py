@@ -260,7 +260,7 @@ def _unqualified_parameters(toks: list[_Tok]) -> list[_Tok]:
 # ---- compiler: strict flags and the call graph ----------------------------------------
 
 STRICT_FLAGS = ["-fno-exceptions", "-fno-rtti", "-Werror=vla", "-Wno-attributes"]
-_DIAGNOSTIC = re.compile(r"^(?P<file>[^:\s][^:]*):(?P<line>\d+):(?P<col>\d+): (?:fatal )?error: (?P<msg>.*)$")
+_DIAGNOSTIC = re.compile(r"^(?P<file>[^:\s][^:]*):(?P<line>\d+):(?P<col>\d+): (?:fatal )?error: (?P<msg>.*)(?=\n?\Z)")
 _REWORD = [
     (re.compile(r"variable length array"), "Metal does not allow variable-length arrays"),
     (re.compile(r"exception handling disabled"), "Metal does not allow exceptions"),
@@ -278,7 +278,7 @@ def _reword(message: str) -> str:
 
 _CI_NODE = re.compile(r'node: \{ title: "(?P<title>[^"]*)" label: "(?P<label>[^"]*)"')
 _CI_EDGE = re.compile(r'edge: \{ sourcename: "(?P<src>[^"]*)" targetname: "(?P<dst>[^"]*)" label: "(?P<label>[^"]*)"')
-_LOCATION = re.compile(r"(?P<file>[^:\\]+):(?P<line>\d+):(?P<col>\d+)$")
+_LOCATION = re.compile(r"(?P<file>[^:\\]+):(?P<line>\d+):(?P<col>\d+)(?=\n?\Z)")
 
 
 def recursion_findings(callgraph: str) -> list[Finding]:

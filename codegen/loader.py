@@ -5,24 +5,22 @@ RegistryError listing all problems found.
 """
 from __future__ import annotations
 
-import ast
 import dataclasses
-import keyword
 import re
 from pathlib import Path
 
-import yaml
 from torchgen.model import BaseTy, BaseType, FunctionSchema, SchemaKind
 
+from . import formulas, names, yaml_source
 from .dtypes import DTYPES, GROUPS
 from .checks import CheckError, to_cpp
 from .opinfo_names import check_opinfo
-from .model import (DEFAULT_PARAM_TYPE, Check, PARAM_TYPES, Derivative, Location, Op, Overload, Param, Registration,
+from .model import (DEFAULT_PARAM_TYPE, Check, Tolerance, PARAM_TYPES, Derivative, Location, Op, Overload, Param, Registration,
                     Registry, Selector, XFail, schema_args)
 
 TOP_KEYS = {"namespace", "ops"}
 OP_KEYS = {"func", "functor", "dtypes", "reference", "opinfo", "xfail", "derivatives", "args", "kernel",
-           "alpha_check", "checks"}
+           "alpha_check", "checks", "tolerances"}
 OVERLOAD_KEYS = {"func", "reference", "opinfo", "xfail", "derivatives"}
 # what a derivative formula may name besides the entry's arguments (mpsgen/torch_library.py)
 _NOT_DIFFERENTIABLE = ("{op} kernels produce only bool or integer results, which autograd does not "
@@ -36,8 +34,8 @@ SUPPORTED_TYPES = ("Tensor", "Scalar", "Scalar?", "int", "int?", "float", "float
 # names the generated C++ and Python use for their own purposes
 RESERVED_ARG_NAMES = {"out", "grad", "result", "iter", "common", "params", "ctx", "kernel", "torch", "math",
                       "lib", "self_", "inputs", "output"}
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")  # \Z: `$` would accept a trailing newline
+_DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+\Z")
 
 
 class RegistryError(Exception):
@@ -46,86 +44,87 @@ class RegistryError(Exception):
         self.errors = errors
 
 
-class _Mapping(dict):
-    """A YAML mapping that remembers its own line and each key's line."""
-
-    line: int = 0
-    key_lines: dict
-
-
-class _Loader(yaml.SafeLoader):
-    def construct_mapping(self, node, deep=False):
-        mapping = _Mapping(super().construct_mapping(node, deep=deep))
-        mapping.line = node.start_mark.line + 1
-        mapping.key_lines = {
-            self.construct_object(k): k.start_mark.line + 1 for k, _ in node.value
-        }
-        return mapping
-
-
-class _Sequence(list):
-    """A YAML sequence that remembers the line of each item."""
-
-    item_lines: list
-
-
-def _construct_sequence(loader, node):
-    seq = _Sequence(loader.construct_sequence(node, deep=True))
-    seq.item_lines = [n.start_mark.line + 1 for n in node.value]
-    return seq
-
-
-_Loader.add_constructor(
-    "tag:yaml.org,2002:map", lambda loader, node: loader.construct_mapping(node, deep=True)
-)
-_Loader.add_constructor("tag:yaml.org,2002:seq", _construct_sequence)
+# YAML values that remember their lines (codegen/yaml_source.py)
+_Mapping, _Sequence = yaml_source.Mapping, yaml_source.Sequence
+MAX_MESSAGE = 600  # characters; a message quotes values, which aliases may have made large
 
 
 class _Errors:
     def __init__(self, file: str):
         self.file, self.messages = file, []
 
-    def add(self, line: int, op: str | None, key: str | None, message: str) -> None:
+    def add(self, line: int, op: str | None, key: object, message: str) -> None:
+        """`key` is a key's name, or None for none; a YAML key null/0/false is named by
+        yaml_source.key_name (the caller passes that string)."""
         where = f"{self.file}:{line}"
-        what = ", ".join(p for p in (f"op '{op}'" if op else "", f"key '{key}'" if key else "") if p)
-        self.messages.append(f"{where}: {what + ': ' if what else ''}{message}")
+        op, key = (None if x is None else yaml_source.one_line(str(x), 80) for x in (op, key))
+        what = ", ".join(p for p in (f"op '{op}'" if op else "",
+                                     f"key '{key}'" if key is not None else "") if p)
+        self.messages.append(f"{where}: {what + ': ' if what else ''}{yaml_source.one_line(message, MAX_MESSAGE)}")
 
 
-def load(path: str | Path) -> Registry:
+def load(path: str | Path, data: bytes | None = None) -> Registry:
+    """`data`: the file's bytes, if the caller already read them (so they cannot change between)."""
     path = Path(path)
     display = path.name
     errors = _Errors(display)
     try:
-        doc = yaml.load(path.read_text(), Loader=_Loader)
-    except yaml.YAMLError as e:
-        line = getattr(getattr(e, "problem_mark", None), "line", -1) + 1
-        raise RegistryError([f"{display}:{line}: not valid YAML: {getattr(e, 'problem', e)}"])
+        data = yaml_source.read(path) if data is None else data
+    except OSError as e:
+        raise RegistryError([f"{path}: cannot read the registry: {e.strerror or e}"]) from None
+    try:
+        doc = yaml_source.load(yaml_source.decode(data))
+    except yaml_source.SourceError as e:
+        errors.add(e.line, None, yaml_source.key_name(e.key) if e.has_key else None, e.message)
+        raise RegistryError(errors.messages) from None
     if not isinstance(doc, _Mapping):
-        raise RegistryError([f"{display}:1: expected a mapping with keys 'namespace' and 'ops'"])
+        line = getattr(doc, "line", 1)
+        raise RegistryError([f"{display}:{line}: expected a mapping with keys 'namespace' and 'ops', "
+                             f"got {yaml_source.short(doc)}"])
 
     for key in sorted(set(doc) - TOP_KEYS, key=str):
-        errors.add(doc.key_lines[key], None, key, f"unknown key; expected one of {sorted(TOP_KEYS)}")
+        errors.add(doc.key_lines[key], None, yaml_source.key_name(key),
+                   f"unknown key; expected one of {sorted(TOP_KEYS)}")
     namespace = doc.get("namespace")
-    if not isinstance(namespace, str) or not _IDENT.fullmatch(namespace):
-        errors.add(doc.key_lines.get("namespace", doc.line), None, "namespace",
-                   f"expected a C++ identifier naming the torch library, got {namespace!r}")
+    problem = names.check_namespace(namespace)
+    if problem:
+        errors.add(doc.key_lines.get("namespace", doc.line), None, "namespace", problem)
     entries = doc.get("ops")
     if not isinstance(entries, list) or not entries:
         errors.add(doc.key_lines.get("ops", doc.line), None, "ops", "expected a non-empty list of ops")
         entries = []
+    entry_lines = getattr(entries, "item_lines", [doc.key_lines.get("ops", doc.line)] * len(entries))
 
     ops: list[Op] = []
     overloads: list[_PendingOverload] = []
     first_seen: dict[str, int] = {}
-    for entry in entries:
+    file_names: dict[str, tuple[str, int]] = {}  # lower-case op name -> (qualified name, line)
+    for entry, entry_line in zip(entries, entry_lines):
+        if not isinstance(entry, _Mapping):
+            errors.add(entry_line, None, "ops", "each entry of 'ops' must be a mapping such as "
+                       f"'- func: exp(Tensor self) -> Tensor', got {yaml_source.short(entry)}")
+            continue
         loaded = _load_entry(entry, errors)
         if loaded is None:
+            continue
+        problem = names.check_op_name(loaded.name) if isinstance(loaded, Op) else None
+        if problem:  # it names the generated files, kernels and C++ functions
+            errors.add(entry.key_lines.get("func", entry.line), loaded.qualified_name, "func", problem)
             continue
         name = loaded.qualified_name
         if name in first_seen:
             errors.add(loaded.loc.line, name, "func",
                        f"duplicate op name; first defined at {display}:{first_seen[name]}")
             continue
+        if isinstance(loaded, Op):  # its name names its files, also on case-insensitive file systems
+            other = file_names.get(loaded.name.lower())
+            if other is not None:
+                errors.add(loaded.loc.line, name, "func",
+                           f"the op at {display}:{other[1]} ({other[0]}) already has a functor and "
+                           f"generates the files {loaded.name}.metal, ...; give this op's kernels and files "
+                           "another name with 'kernel:', or make it a Scalar overload (no functor and dtypes)")
+                continue
+            file_names[loaded.name.lower()] = (name, loaded.loc.line)
         first_seen[name] = loaded.loc.line
         if isinstance(loaded, Op):
             ops.append(loaded)  # the overloads go into Op.overloads below
@@ -175,7 +174,7 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
 
     allowed = OVERLOAD_KEYS if is_overload else OP_KEYS
     for key in sorted(set(entry) - allowed, key=str):
-        errors.add(line_of(key), label, key, f"unknown key; expected one of {sorted(allowed)}")
+        errors.add(line_of(key), label, yaml_source.key_name(key), f"unknown key; expected one of {sorted(allowed)}")
     required = () if is_overload else REQUIRED_OP_KEYS[1:]
     for key in required:
         if key not in entry:
@@ -228,11 +227,14 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
         return _PendingOverload(schema, reference, entry.get("opinfo", False), entry.get("xfail", []),
                                 line_of("xfail"), loc, derivatives)
     xfails = _check_xfails(entry.get("xfail", []), registrations, label, line_of("xfail"), errors)
+    tolerances = _check_tolerances(entry.get("tolerances", []), registrations, label, line_of("tolerances"),
+                                   errors)
     if len(errors.messages) > n_before:
         return None
     op = Op(schema=schema, reference=reference, opinfo=opinfo, xfails=xfails, loc=loc,
             derivatives=derivatives or (), name=kernel, family=family, functor=functor,
             registrations=registrations, params=params, selector=selector, alpha_check=alpha_check, checks=checks,
+            tolerances=tolerances,
             functor_line=_functor_line(entry["functor"], line_of("functor")))
     if op.derivatives and not op.differentiable:
         errors.add(line_of("derivatives"), label, "derivatives", _NOT_DIFFERENTIABLE.format(op="this op's"))
@@ -349,16 +351,16 @@ def _check_schema(schema: FunctionSchema, name: str, line: int, errors: _Errors,
         elif a.type == TENSOR and (a.default is not None or a in args.flat_kwarg_only):
             errors.add(line, name, "func", f"Tensor argument '{a.name}' must be positional, without a default")
             ok = False
-        elif a.name in RESERVED_ARG_NAMES or keyword.iskeyword(a.name) or a.name in _CPP_KEYWORDS:
-            errors.add(line, name, "func", f"argument name '{a.name}' is reserved (C++/Python keyword, or a "
-                       f"name the generated code uses: {', '.join(sorted(RESERVED_ARG_NAMES))}); rename it")
+        elif a.name in RESERVED_ARG_NAMES or names.check_cpp_name(a.name):
+            why = names.check_cpp_name(a.name) or f"a name the generated code uses ({', '.join(sorted(RESERVED_ARG_NAMES))})"
+            errors.add(line, name, "func", f"argument name '{a.name}' is reserved: {why}; rename it")
             ok = False
         elif a.default is not None and _default_error(str(a.type), a.default):
             errors.add(line, name, "func", f"argument '{a.name}': default {a.default!r} "
                        f"{_default_error(str(a.type), a.default)}")
             ok = False
-    names = [a.name for a in every]
-    for dup in sorted({n for n in names if names.count(n) > 1}):
+    arg_names = [a.name for a in every]
+    for dup in sorted({n for n in arg_names if arg_names.count(n) > 1}):
         errors.add(line, name, "func", f"argument '{dup}' appears more than once")
         ok = False
     if not ok or is_overload:
@@ -374,20 +376,6 @@ def _check_schema(schema: FunctionSchema, name: str, line: int, errors: _Errors,
     return FAMILIES[len(tensors)]
 
 
-_CPP_KEYWORDS = {
-    "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
-    "char", "class", "compl", "concept", "const", "consteval", "constexpr", "constinit", "const_cast", "continue",
-    "co_await", "co_return", "co_yield", "decltype", "default", "delete", "do", "double", "dynamic_cast", "else",
-    "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto", "if", "inline", "int",
-    "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq",
-    "private", "protected", "public", "register", "reinterpret_cast", "requires", "return", "short", "signed",
-    "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local",
-    "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void",
-    "volatile", "wchar_t", "while", "xor", "xor_eq",
-    # Metal's address spaces and types, macros in the host shim
-    "device", "constant", "thread", "threadgroup", "kernel", "half", "bfloat", "uint", "uchar", "ushort", "ulong",
-    "NULL", "EOF", "errno", "assert",
-}
 
 
 def _default_error(type_: str, default: str) -> str | None:
@@ -554,7 +542,8 @@ def _check_dtypes(spec, family, opmath_ok, label, line, errors) -> tuple[Registr
                 errors.add(item_line, label, "dtypes",
                            f"a pair needs keys 'in' and 'out' (and optional 'opmath'), got {dict(item)}")
                 continue
-            bad = [str(item[k]) for k in ("in", "out") if item[k] not in DTYPES]
+            bad = [yaml_source.short(item[k], quote=False) for k in ("in", "out")
+                   if not isinstance(item[k], str) or item[k] not in DTYPES]
             if bad:
                 errors.add(item_line, label, "dtypes",
                            f"unknown dtype {', '.join(bad)}; expected one of {sorted(DTYPES)}")
@@ -597,13 +586,11 @@ def _check_derivatives(spec, schema, label, line, errors) -> tuple[Derivative, .
         if not isinstance(formula, str) or not formula.strip():
             errors.add(item_line, label, "derivatives", f"the formula for {arg!r} must be a Python expression")
             continue
-        try:
-            tree = ast.parse(formula.strip(), mode="eval")
-        except SyntaxError as e:
-            errors.add(item_line, label, "derivatives",
-                       f"the formula for {arg!r} is not a Python expression: {e.msg} in {formula.strip()!r}")
+        checked = formulas.check(formula)  # one line of library.py: no comment, no '\\' (formulas.py)
+        if isinstance(checked, str):
+            errors.add(item_line, label, "derivatives", f"the formula for {arg!r} {checked}")
             continue
-        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        names = set(checked.names)
         unknown = sorted(names - allowed)
         if unknown:
             errors.add(item_line, label, "derivatives",
@@ -611,7 +598,30 @@ def _check_derivatives(spec, schema, label, line, errors) -> tuple[Derivative, .
                        f"grad, result, the arguments ({', '.join(a.name for a in args)}), torch, math, "
                        "conj and handle_r_to_c")
             continue
-        found.append(Derivative(arg, " ".join(formula.split()), item_line, frozenset(names)))
+        found.append(Derivative(arg, checked.text, item_line, frozenset(names)))
+    return tuple(found)
+
+
+def _check_tolerances(spec, registrations, label, line, errors) -> tuple[Tolerance, ...]:
+    expected = "expected a list of {dtype: T, rtol: number, atol: number, reason: text}"
+    if not isinstance(spec, list):
+        errors.add(line, label, "tolerances", expected)
+        return ()
+    registered = {r.input for r in registrations}
+    found = []
+    for item, item_line in zip(spec, getattr(spec, "item_lines", [line] * len(spec))):
+        number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1  # noqa: E731
+        if not (isinstance(item, dict) and set(item) == {"dtype", "rtol", "atol", "reason"}):
+            errors.add(item_line, label, "tolerances", f"{expected}, got {yaml_source.short(item)}")
+        elif not isinstance(item["dtype"], str) or item["dtype"] not in registered:
+            errors.add(item_line, label, "tolerances", f"dtype {yaml_source.short(item['dtype'])} is not registered "
+                       "for this op")
+        elif not (number(item["rtol"]) and number(item["atol"])):
+            errors.add(item_line, label, "tolerances", "rtol and atol are numbers in [0, 1)")
+        elif not isinstance(item["reason"], str) or not item["reason"].strip():
+            errors.add(item_line, label, "tolerances", "a looser tolerance needs a non-empty reason")
+        else:
+            found.append(Tolerance(item["dtype"], float(item["rtol"]), float(item["atol"]), item["reason"].strip()))
     return tuple(found)
 
 
@@ -626,7 +636,7 @@ def _check_xfails(spec, registrations, label, line, errors) -> tuple[XFail, ...]
         if not isinstance(item, dict) or not {"dtype", "reason"} <= set(item) <= {"dtype", "reason", "samples"}:
             errors.add(item_line, label, "xfail",
                        f"expected {{dtype: T, reason: text[, samples: [name, ...]]}}, got {item!r}")
-        elif item["dtype"] not in registered:
+        elif not isinstance(item["dtype"], str) or item["dtype"] not in registered:
             errors.add(item_line, label, "xfail",
                        f"dtype {item['dtype']!r} is not registered for this op")
         elif not isinstance(item["reason"], str) or not item["reason"].strip():

@@ -50,6 +50,17 @@ class XFail:
 
 
 @dataclass(frozen=True)
+class Tolerance:
+    """A looser op-output-match tolerance for one dtype, as PyTorch's tests override
+    theirs per op (toleranceOverride), with the reason."""
+
+    dtype: str  # Metal type name
+    rtol: float
+    atol: float
+    reason: str
+
+
+@dataclass(frozen=True)
 class Derivative:
     """One `derivatives:` item: the gradient of input `arg`, a Python expression
     in `grad`, `result` and the entry's arguments (derivatives.yaml's spirit)."""
@@ -214,6 +225,7 @@ class Op(Entry):
     selector: Selector | None = None  # a `str` argument choosing among several functors
     alpha_check: bool = False  # torch's alpha_check of add/sub (`alpha_check: true`)
     checks: tuple[Check, ...] = ()  # argument conditions torch enforces (`checks:`)
+    tolerances: tuple[Tolerance, ...] = ()  # op-output-match overrides, also for its overloads
 
     @property
     def transport(self) -> str:

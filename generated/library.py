@@ -1558,28 +1558,21 @@ torch.library.register_autograd("mpsgen::abs", abs_backward,
 register_variants(lib, "abs", out="abs.out", inplace="abs_")
 
 
-# ---- polygamma: ops.yaml:638 ----
+# ---- polygamma: ops.yaml:642 ----
 polygamma_spec = Spec(
-    "mpsgen::polygamma", "ops.yaml:638", int_to_float=True, bool_output=False,
+    "mpsgen::polygamma", "ops.yaml:642", int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
-        torch.float16: torch.float16,
         torch.bfloat16: torch.bfloat16,
-        torch.int64: torch.float32,
-        torch.int32: torch.float32,
-        torch.int16: torch.float32,
-        torch.uint8: torch.float32,
-        torch.int8: torch.float32,
-        torch.bool: torch.float32,
     },
     alpha_checks=False,
 )
 
 
-# ops.yaml:638: polygamma(int n, Tensor self) -> Tensor
+# ops.yaml:642: polygamma(int n, Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::polygamma", lib=lib)
 def polygamma_fake(n, self):
-    if not (n >= 0):  # ops.yaml:643
+    if not (n >= 0):  # ops.yaml:655
         raise RuntimeError('polygamma(n, x) does not support negative n.')
     return fake_elementwise(polygamma_spec, [self])
 
@@ -1595,7 +1588,7 @@ def polygamma_backward(ctx, grad):
     n = ctx.n
     return (
         None,  # n: a Scalar
-        grad * torch.polygamma(n + 1, self) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:646
+        grad * torch.polygamma(n + 1, self) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:658
     )
 
 
@@ -1604,9 +1597,9 @@ torch.library.register_autograd("mpsgen::polygamma", polygamma_backward,
 register_variants(lib, "polygamma", out="polygamma.out", inplace="polygamma_", self_index=1)
 
 
-# ---- div: ops.yaml:659 ----
+# ---- div: ops.yaml:671 ----
 div_spec = Spec(
-    "mpsgen::div", "ops.yaml:659", int_to_float=False, bool_output=False,
+    "mpsgen::div", "ops.yaml:671", int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1616,7 +1609,7 @@ div_spec = Spec(
 )
 
 
-# ops.yaml:659: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+# ops.yaml:671: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
 @torch.library.register_fake("mpsgen::div.Tensor_mode", lib=lib)
 def div_Tensor_mode_fake(self, other, *, rounding_mode):
     return fake_elementwise(div_spec, [self, other], choice=("rounding_mode", rounding_mode, ['None', 'trunc', 'floor']))
@@ -1633,8 +1626,8 @@ def div_Tensor_mode_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     rounding_mode = ctx.rounding_mode
     return (
-        grad / conj(other) if rounding_mode is None else torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:666
-        -grad * conj((self / other) / other) if rounding_mode is None else torch.zeros_like(grad) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:667
+        (grad / conj(other) if rounding_mode is None else torch.zeros_like(grad)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:678
+        (-grad * conj((self / other) / other) if rounding_mode is None else torch.zeros_like(grad)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:679
     )
 
 
@@ -1643,9 +1636,9 @@ torch.library.register_autograd("mpsgen::div.Tensor_mode", div_Tensor_mode_backw
 register_variants(lib, "div.Tensor_mode", out="div.Tensor_mode_out", inplace="div_.Tensor_mode")
 
 
-# ---- polar: ops.yaml:707 ----
+# ---- polar: ops.yaml:719 ----
 polar_spec = Spec(
-    "mpsgen::polar", "ops.yaml:707", int_to_float=False, bool_output=False,
+    "mpsgen::polar", "ops.yaml:719", int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
     },
@@ -1653,10 +1646,10 @@ polar_spec = Spec(
 )
 
 
-# ops.yaml:707: polar(Tensor abs, Tensor angle) -> Tensor
+# ops.yaml:719: polar(Tensor abs, Tensor angle) -> Tensor
 @torch.library.register_fake("mpsgen::polar", lib=lib)
 def polar_fake(abs, angle):
-    if not (abs.dtype == angle.dtype):  # ops.yaml:711
+    if not (abs.dtype == angle.dtype):  # ops.yaml:723
         raise RuntimeError('Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(polar_spec, [abs, angle])
 
@@ -1670,8 +1663,8 @@ def polar_setup_context(ctx, inputs, output):
 def polar_backward(ctx, grad):
     result, = ctx.saved_tensors
     return (
-        torch.real(grad.conj() * torch.sgn(result)) if ctx.needs_input_grad[0] else None,  # abs: ops.yaml:714
-        torch.real(grad.conj() * result * 1j) if ctx.needs_input_grad[1] else None,  # angle: ops.yaml:715
+        torch.real(grad.conj() * torch.sgn(result)) if ctx.needs_input_grad[0] else None,  # abs: ops.yaml:726
+        torch.real(grad.conj() * result * 1j) if ctx.needs_input_grad[1] else None,  # angle: ops.yaml:727
     )
 
 
@@ -1680,9 +1673,9 @@ torch.library.register_autograd("mpsgen::polar", polar_backward,
 register_variants(lib, "polar", out="polar.out", inplace="polar_")
 
 
-# ---- complex: ops.yaml:722 ----
+# ---- complex: ops.yaml:734 ----
 complex_spec = Spec(
-    "mpsgen::complex", "ops.yaml:722", int_to_float=False, bool_output=False,
+    "mpsgen::complex", "ops.yaml:734", int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
     },
@@ -1690,10 +1683,10 @@ complex_spec = Spec(
 )
 
 
-# ops.yaml:722: complex(Tensor real, Tensor imag) -> Tensor
+# ops.yaml:734: complex(Tensor real, Tensor imag) -> Tensor
 @torch.library.register_fake("mpsgen::complex", lib=lib)
 def complex_fake(real, imag):
-    if not (real.dtype == imag.dtype):  # ops.yaml:726
+    if not (real.dtype == imag.dtype):  # ops.yaml:738
         raise RuntimeError('Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(complex_spec, [real, imag])
 
@@ -1704,8 +1697,8 @@ def complex_setup_context(ctx, inputs, output):
 
 def complex_backward(ctx, grad):
     return (
-        torch.real(grad) if ctx.needs_input_grad[0] else None,  # real: ops.yaml:729
-        torch.imag(grad) if ctx.needs_input_grad[1] else None,  # imag: ops.yaml:730
+        torch.real(grad) if ctx.needs_input_grad[0] else None,  # real: ops.yaml:741
+        torch.imag(grad) if ctx.needs_input_grad[1] else None,  # imag: ops.yaml:742
     )
 
 
@@ -1714,9 +1707,9 @@ torch.library.register_autograd("mpsgen::complex", complex_backward,
 register_variants(lib, "complex", out="complex.out", inplace="complex_")
 
 
-# ---- angle: ops.yaml:737 ----
+# ---- angle: ops.yaml:749 ----
 angle_spec = Spec(
-    "mpsgen::angle", "ops.yaml:737", int_to_float=True, bool_output=False,
+    "mpsgen::angle", "ops.yaml:749", int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1733,7 +1726,7 @@ angle_spec = Spec(
 )
 
 
-# ops.yaml:737: angle(Tensor self) -> Tensor
+# ops.yaml:749: angle(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::angle", lib=lib)
 def angle_fake(self):
     return fake_elementwise(angle_spec, [self])
@@ -1747,7 +1740,7 @@ def angle_setup_context(ctx, inputs, output):
 def angle_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        torch.where(self == 0, 0, grad * self / self.abs().pow(2) * 1j) if self.is_complex() else torch.zeros_like(self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:741
+        (torch.where(self == 0, 0, grad * self / self.abs().pow(2) * 1j) if self.is_complex() else torch.zeros_like(self)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:753
     )
 
 

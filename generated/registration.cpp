@@ -175,23 +175,23 @@ TORCH_LIBRARY(mpsgen, m) {
   m.def("abs(Tensor self) -> Tensor");
   m.def("abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("abs_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:638
+  // ops.yaml:642
   m.def("polygamma(int n, Tensor self) -> Tensor");
   m.def("polygamma.out(int n, Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("polygamma_(Tensor(a!) self, int n) -> Tensor(a!)");
-  // ops.yaml:659
+  // ops.yaml:671
   m.def("div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor");
   m.def("div.Tensor_mode_out(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)");
   m.def("div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)");
-  // ops.yaml:707
+  // ops.yaml:719
   m.def("polar(Tensor abs, Tensor angle) -> Tensor");
   m.def("polar.out(Tensor abs, Tensor angle, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("polar_(Tensor(a!) abs, Tensor angle) -> Tensor(a!)");
-  // ops.yaml:722
+  // ops.yaml:734
   m.def("complex(Tensor real, Tensor imag) -> Tensor");
   m.def("complex.out(Tensor real, Tensor imag, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("complex_(Tensor(a!) real, Tensor imag) -> Tensor(a!)");
-  // ops.yaml:737
+  // ops.yaml:749
   m.def("angle(Tensor self) -> Tensor");
   m.def("angle.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("angle_(Tensor(a!) self) -> Tensor(a!)");

@@ -17,7 +17,7 @@ const mpsgen::OpSpec threshold_spec{
     /*bool_output=*/false,
     /*castout=*/false,
     /*alpha_check=*/false,
-    /*uniform_inputs=*/true,
+    /*uniform_inputs=*/false,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},

@@ -28,7 +28,7 @@ import mpsgen  # noqa: F401  (loads the extension)
 from codegen.loader import load
 from mpsgen.samples import (MATCH, MISMATCH, NO_REFERENCE, TORCH_DTYPES, UNSUPPORTED, LaunchLog, compare, devices,
                             entry_params, kernel_input_type, op_overload, reference, registered_dtypes,
-                            registered_outputs, samples)
+                            registered_outputs, samples, tolerance)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -71,7 +71,7 @@ def run_row(fn, ref, op, entry, r, device, large, xfail, t: Totals) -> tuple[str
     matched = compared = no_ref = 0
     worst, where, widened, ran_own = 0.0, [], [], False
     for sample in found:
-        c = compare(traced, ref, sample, registered_outputs(op))
+        c = compare(traced, ref, sample, registered_outputs(op), tolerance(op, r.input))
         t.unsupported += c.status == UNSUPPORTED
         if c.status == NO_REFERENCE:
             no_ref += 1

@@ -436,13 +436,20 @@ def widened_reference(ref_fn, sample: Sample, error: Exception):
     raise last
 
 
-def compare(op_fn, ref_fn, sample: Sample, registered_outputs: set = frozenset()) -> Comparison:
+def tolerance(op, metal_dtype: str) -> dict:
+    """The op's `tolerances:` override for a dtype, as assert_close keywords ({} for torch's defaults)."""
+    t = next((t for t in getattr(op, "tolerances", ()) if t.dtype == metal_dtype), None)
+    return {"rtol": t.rtol, "atol": t.atol} if t else {}
+
+
+def compare(op_fn, ref_fn, sample: Sample, registered_outputs: set = frozenset(), tol: dict | None = None) -> Comparison:
     """Run op and reference on the same inputs: Comparison(status, max abs error, message, oracle).
 
     When torch's CPU has no kernel for the sample's dtype (complex32, float16/bfloat16
     for some special functions, bool or integers for some ops), the reference runs
     in a wider dtype and is cast back (widened_reference); `oracle` then says how,
-    and the comparison uses the narrow dtype's tolerances.
+    and the comparison uses the narrow dtype's tolerances. tol: assert_close's rtol and
+    atol where ops.yaml overrides them (see tolerance()).
     NO_REFERENCE: torch itself rejects the input, so there is nothing to match.
     UNSUPPORTED: torch's result has a dtype the op does not register, and the op
     says so (NotImplementedError naming its registered dtypes).
@@ -476,7 +483,7 @@ def compare(op_fn, ref_fn, sample: Sample, registered_outputs: set = frozenset()
         diff = diff.masked_fill(same, 0)
         err = float(diff.nan_to_num(nan=float("inf")).max())
     try:
-        torch.testing.assert_close(actual, expected, equal_nan=True)
+        torch.testing.assert_close(actual, expected, equal_nan=True, **(tol or {}))
     except AssertionError as e:
         message = str(e) + (f"\n(reference computed widened: {oracle})" if oracle else "")
         return Comparison(MISMATCH, err, message, oracle)

@@ -1,11 +1,29 @@
-"""pytest's summary gets an "op-output-match" section: what test_output_match compared
-with a widened oracle, what had no torch result, and the OpInfo samples each entry
-bound or dropped (with the reason). The tests record these with `record_property`,
-which pytest-xdist carries back from its workers.
+"""Suite-wide settings, and an "op-output-match" section in pytest's summary: what
+test_output_match compared with a widened oracle, what had no torch result, and the
+OpInfo samples each entry bound or dropped (with the reason). The tests record these
+with `record_property`, which pytest-xdist carries back from its workers.
 """
 from __future__ import annotations
 
+import os
+import tempfile
 from collections import Counter, defaultdict
+
+import pytest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _generator_cache_in_a_temporary_folder():
+    """`python -m codegen` keeps its stamps (codegen/stamp.py) in a cache folder; the
+    suite's many output folders would otherwise crowd the user's ~/.cache/mpsgen."""
+    with tempfile.TemporaryDirectory(prefix="mpsgen-test-cache-") as folder:
+        old = os.environ.get("MPSGEN_CACHE_DIR")
+        os.environ["MPSGEN_CACHE_DIR"] = folder
+        yield
+        if old is None:
+            os.environ.pop("MPSGEN_CACHE_DIR", None)
+        else:
+            os.environ["MPSGEN_CACHE_DIR"] = old
 
 
 def _props(reports):

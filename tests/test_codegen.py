@@ -928,5 +928,5 @@ def test_rejects_two_ops_with_one_kernel_name(tmp_path):
     text = registry(binary_op("mix"), params_op("mix.Scalar(Tensor self, Tensor other, Scalar w)",
                                                 body=BINARY_BODY))
     errors = run_invalid(tmp_path, text)
-    msg = single_error(errors, lineno(text, "mix.Scalar("), "kernel", "mix.Scalar")
-    assert "kernel name 'mix' is already used" in msg
+    msg = single_error(errors, lineno(text, "mix.Scalar("), "func", "mix.Scalar")
+    assert "already has a functor and generates the files mix.metal" in msg and "'kernel:'" in msg

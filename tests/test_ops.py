@@ -18,7 +18,8 @@ import pytest
 import mpsgen  # noqa: F401  (loads the extension)
 from codegen.loader import load
 from mpsgen.samples import (MATCH, MISMATCH, NO_REFERENCE, TORCH_DTYPES, LaunchLog, compare, devices, entry_params,
-                            kernel_input_type, op_overload, reference, registered_dtypes, registered_outputs, samples)
+                            kernel_input_type, op_overload, reference, registered_dtypes, registered_outputs, samples,
+                            tolerance)
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = load(ROOT / "ops.yaml")
@@ -53,7 +54,7 @@ def test_output_match(op, entry, metal_dtype, xfail_samples, record_property):
         found = samples(entry.opinfo, entry_params(entry), device, dtype, registered_dtypes(op), dropped=dropped)
         bound += sum(s.name.startswith(("opinfo[", "reference[")) for s in found)
         for sample in found:
-            c = compare(fn, ref, sample, registered_outputs(op))
+            c = compare(fn, ref, sample, registered_outputs(op), tolerance(op, metal_dtype))
             if c.status == NO_REFERENCE:
                 no_reference.append(f"{device} {sample.name}: {c.message}")
             if c.status not in (MATCH, MISMATCH):

@@ -19,7 +19,7 @@ import yaml
 import mpsgen._C as ext
 from codegen.loader import load
 from mpsgen import samples as S
-from mpsgen.samples import (MATCH, MISMATCH, NO_REFERENCE, Comparison, Sample, compare, kernel_input_type,
+from mpsgen.samples import (MATCH, MISMATCH, NO_REFERENCE, Comparison, Sample, SchemaParam, compare, kernel_input_type,
                             opinfo_samples)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,12 +29,13 @@ REGISTRY = load(ROOT / "ops.yaml")
 # ---- dropped OpInfo samples ----------------------------------------------------------------
 
 def test_opinfo_samples_report_what_they_drop():
-    params = [("self", "Tensor", False, False), ("other", "Tensor", False, False)]
+    params = [SchemaParam("self", "Tensor", False, False), SchemaParam("other", "Tensor", False, False)]
     dropped = []
     found = opinfo_samples("div[floor_rounding]", params, "cpu", torch.float32, dropped=dropped)
     # every div sample passes rounding_mode, which this two-Tensor schema has no place for
     assert not found and dropped
     assert all(reason.startswith("does not fit the schema: (") and "rounding_mode=str" in reason
+               and reason.endswith("keyword argument(s) ['rounding_mode'] not in the schema")
                for _, reason in dropped)
     missing = []
     assert opinfo_samples("no_such_op", params, "cpu", torch.float32, dropped=missing) == []

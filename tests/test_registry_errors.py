@@ -1,0 +1,289 @@
+"""Hostile registries: every problem is an `ops.yaml:LINE` error naming the key (issue 10).
+
+Each test loads in-process (codegen.loader.load) and expects RegistryError, never
+another exception; expected lines are computed from the YAML text itself.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from codegen import loader, names, yaml_source  # noqa: E402
+
+BODY = ("    functor: |\n"
+        "      template <typename T>\n"
+        "      inline T operator()(const T x) { return x; }\n")
+
+
+def op(name: str = "foo", dtypes: str = "[float]", extra: str = "", func: str | None = None) -> str:
+    return (f"  - func: {func or f'{name}(Tensor self) -> Tensor'}\n"
+            f"    dtypes: {dtypes}\n"
+            f"    reference: torch.exp\n"
+            f"{extra}{BODY}")
+
+
+def registry(*ops: str, namespace: str = "testns") -> str:
+    return f"namespace: {namespace}\nops:\n" + "".join(ops or (op(),))
+
+
+def lineno(text: str, needle: str) -> int:
+    hits = [i + 1 for i, line in enumerate(text.splitlines()) if needle in line]
+    assert len(hits) == 1, (needle, hits)
+    return hits[0]
+
+
+def errors_of(tmp_path: Path, text: str | bytes) -> list[str]:
+    path = tmp_path / "ops.yaml"
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+    with pytest.raises(loader.RegistryError) as info:
+        loader.load(path)
+    for message in info.value.errors:
+        m = re.match(r"ops\.yaml:(\d+): ", message)
+        assert m and int(m.group(1)) > 0, message
+    return info.value.errors
+
+
+def single(errors: list[str], line: int, key: str | None, op: str | None = None) -> str:
+    assert len(errors) == 1, errors
+    if op is not None and len(op) > 80:
+        op = op[:77] + "..."  # labels in messages are bounded
+    what = ", ".join(p for p in (f"op '{op}'" if op else "", f"key '{key}'" if key is not None else "") if p)
+    prefix = f"ops.yaml:{line}: " + (f"{what}: " if what else "")
+    assert errors[0].startswith(prefix), (prefix, errors[0])
+    return errors[0][len(prefix):]
+
+
+# ---- reading the file ----------------------------------------------------------------
+
+
+def test_non_utf8_byte_is_located(tmp_path):
+    text = registry(op(extra="    opinfo: caf\xe9\n"))
+    data = text.encode().replace("caf\xe9".encode(), b"caf\xe9")
+    message = single(errors_of(tmp_path, data), lineno(text, "opinfo"), None)
+    assert "byte 0xe9" in message and "not UTF-8" in message
+
+
+def test_control_character_is_located(tmp_path):
+    text = registry(op(extra="    opinfo: a\x07b\n"))
+    message = single(errors_of(tmp_path, text), lineno(text, "opinfo"), None)
+    assert "U+0007" in message
+
+
+def test_yaml_syntax_error_is_located(tmp_path):
+    text = registry(op(extra="    opinfo: [unclosed\n"))
+    errors = errors_of(tmp_path, text)
+    assert len(errors) == 1 and "not valid YAML" in errors[0]
+
+
+def test_huge_number_names_its_key(tmp_path):
+    text = registry(op(extra="    opinfo: " + "9" * 4301 + "\n"))
+    message = single(errors_of(tmp_path, text), lineno(text, "opinfo"), "opinfo")
+    assert "4301 characters is too long" in message
+
+
+@pytest.mark.parametrize("number", ["0x" + "f" * 4000, "0b" + "1" * 20000, ":".join(["59"] * 3000)])
+def test_huge_number_in_other_spellings_names_its_key(tmp_path, number):
+    text = registry(namespace=number)
+    message = single(errors_of(tmp_path, text), 1, "namespace")
+    assert "too large" in message
+
+
+def test_deep_nesting_is_refused_at_its_line(tmp_path):
+    text = registry(op(extra="    opinfo: " + "[" * 1000 + "]" * 1000 + "\n"))
+    message = single(errors_of(tmp_path, text), lineno(text, "opinfo"), "opinfo")
+    assert "nested more than" in message
+
+
+def test_alias_bomb_fails_fast_at_the_alias(tmp_path):
+    lines = ["a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 10)]
+    text = registry() + "\n".join(lines) + "\n"
+    start = time.perf_counter()
+    errors = errors_of(tmp_path, text)
+    assert time.perf_counter() - start < 2
+    message = single(errors, lineno(text, "a3: &a3"), "a3")  # 10 x 1,111 values
+    assert "aliases expand to more than" in message
+
+
+def test_recursive_alias_is_located(tmp_path):
+    text = registry(op(extra="    opinfo: &loop [*loop]\n"))
+    message = single(errors_of(tmp_path, text), lineno(text, "opinfo"), "opinfo")
+    assert "contains it" in message
+
+
+def test_small_aliases_and_merge_keys_still_work(tmp_path):
+    text = ("namespace: testns\nops:\n  - &first\n    " + op("foo")[4:]
+            + "  - <<: *first\n    func: bar(Tensor self) -> Tensor\n")
+    path = tmp_path / "ops.yaml"
+    path.write_text(text)
+    registry_ = loader.load(path)
+    assert [o.name for o in registry_.ops] == ["foo", "bar"]
+    assert registry_.ops[1].reference == "torch.exp"
+
+
+def test_duplicate_key_is_an_error(tmp_path):
+    text = registry(op(extra="    reference: torch.sin\n"))
+    message = single(errors_of(tmp_path, text), lineno(text, "torch.sin"), "reference")
+    assert "given twice" in message and f"line {lineno(text, 'torch.exp')}" in message
+
+
+def test_unsupported_tag_is_located(tmp_path):
+    text = registry(op(extra="    opinfo: !!python/object:os.system x\n"))
+    message = single(errors_of(tmp_path, text), lineno(text, "opinfo"), "opinfo")
+    assert "unsupported YAML tag" in message
+
+
+@pytest.mark.parametrize("key", ["null", "0", "false", "~", "''"])
+def test_odd_keys_are_named(tmp_path, key):
+    text = registry(op(extra=f"    {key}: 1\n"))
+    named = {"~": "null", "''": ""}.get(key, key)
+    message = single(errors_of(tmp_path, text), lineno(text, f"    {key}: 1"), named, "foo")
+    assert "unknown key" in message
+
+
+def test_odd_top_level_key_is_named(tmp_path):
+    text = registry() + "null: 1\n"
+    message = single(errors_of(tmp_path, text), lineno(text, "null: 1"), "null")
+    assert "unknown key" in message
+
+
+@pytest.mark.parametrize("entry", ["  - just a string\n", "  - [a, list]\n", "  - 42\n", "  -\n"])
+def test_entry_that_is_not_a_mapping_has_its_line(tmp_path, entry):
+    text = registry(op(), entry)
+    message = single(errors_of(tmp_path, text), len(text.splitlines()), "ops")
+    assert "must be a mapping" in message
+
+
+def test_document_that_is_not_a_mapping_has_a_line(tmp_path):
+    errors = errors_of(tmp_path, "- a\n- b\n")
+    assert errors[0].startswith("ops.yaml:1: expected a mapping")
+
+
+# ---- values of the wrong type ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("pair", ["{in: [float], out: float}", "{in: float, out: {a: 1}}", "{in: null, out: float}"])
+def test_dtype_pair_of_wrong_type_is_located(tmp_path, pair):
+    text = registry(op(dtypes=f"[{pair}]"))
+    message = single(errors_of(tmp_path, text), lineno(text, "dtypes"), "dtypes", "foo")
+    assert "unknown dtype" in message
+
+
+@pytest.mark.parametrize("dtype", ["[float]", "{a: 1}", "null", "1"])
+def test_xfail_dtype_of_wrong_type_is_located(tmp_path, dtype):
+    text = registry(op(extra=f"    xfail:\n      - {{dtype: {dtype}, reason: because}}\n"))
+    message = single(errors_of(tmp_path, text), lineno(text, "reason: because"), "xfail", "foo")
+    assert "not registered" in message
+
+
+# ---- names ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("namespace", ['"mpsgen\\n"', "aten", "prims", "prim", "quantized", "torch", "_C",
+                                       "c10", "int", "_private", "'x y'"])
+def test_rejects_bad_namespace(tmp_path, namespace):
+    text = registry(namespace=namespace)
+    single(errors_of(tmp_path, text), 1, "namespace")
+
+
+@pytest.mark.parametrize("name", ["NULL", "errno", "EOF", "assert", "int", "new", "this", "class",
+                                  "kernel", "lambda", "INT_MAX", "x" * 65, "y" * 246])
+def test_rejects_op_name_that_generated_code_cannot_use(tmp_path, name):
+    text = registry(op(name))
+    message = single(errors_of(tmp_path, text), lineno(text, "func:"), "func", name)
+    assert name[:20] in message or "characters long" in message
+
+
+@pytest.mark.parametrize("second", ["hypot.Tensor", "Hypot"])
+def test_two_ops_with_functors_cannot_share_files(tmp_path, second):
+    text = registry(op(func="hypot(Tensor self) -> Tensor"), op(func=f"{second}(Tensor self) -> Tensor"))
+    message = single(errors_of(tmp_path, text), lineno(text, f"func: {second}("), "func", second)
+    assert f"the op at ops.yaml:{lineno(text, 'func: hypot(')} (hypot)" in message
+    assert f"{second.split('.')[0]}.metal" in message
+
+
+def test_op_name_of_64_characters_is_fine(tmp_path):
+    path = tmp_path / "ops.yaml"
+    path.write_text(registry(op("z" * 64)))
+    assert loader.load(path).ops[0].name == "z" * 64
+
+
+@pytest.mark.parametrize("name,refused", [("self", False), ("alpha", False), ("new", True), ("NULL", True),
+                                          ("int", True), ("x\n", True), ("__x", True), ("errno", True)])
+def test_check_cpp_name(name, refused):
+    reason = names.check_cpp_name(name)
+    assert (reason is not None) == refused, reason
+    if refused:
+        assert isinstance(reason, str) and reason
+
+
+def test_codegen_never_matches_with_dollar():
+    """`$` accepts a trailing newline; identifiers are matched with \\Z or fullmatch."""
+    for path in (ROOT / "codegen").glob("*.py"):
+        for m in re.finditer(r're\.compile\(r?"([^"]*)"', path.read_text()):
+            assert not m.group(1).endswith("$"), (path.name, m.group(1))
+
+
+# ---- derivative formulas -------------------------------------------------------------
+
+
+def _derivative(formula_yaml: str) -> str:
+    return registry(op(extra=f"    derivatives:\n      self: {formula_yaml}\n"))
+
+
+@pytest.mark.parametrize("formula,says", [
+    ("|\n        grad * self  # d/dx", "comment"),
+    ("'grad * self  # d/dx'", "comment"),
+    ("|\n        grad * \\\n        self", "continues a line"),
+    ("'(grad :=  self)'", "assigns"),
+    ("grad, self", "tuple"),
+    (" + ".join(["grad"] * 3000), "characters long"),
+    (" + ".join(["grad"] * 500), "levels deep"),
+    ("-" * 3000 + "grad", "nest"),
+])
+def test_rejects_formula_that_would_break_library_py(tmp_path, formula, says):
+    text = _derivative(formula)
+    message = single(errors_of(tmp_path, text), lineno(text, "self: "), "derivatives", "foo")
+    assert says in message
+
+
+def test_conditional_formula_is_parenthesised(tmp_path):
+    path = tmp_path / "ops.yaml"
+    path.write_text(_derivative("grad if True else -grad"))
+    (d,) = loader.load(path).ops[0].derivatives
+    assert d.formula == "(grad if True else -grad)"
+
+
+def test_formula_over_several_yaml_lines_is_one_line(tmp_path):
+    path = tmp_path / "ops.yaml"
+    path.write_text(_derivative(">-\n        grad *\n        torch.cos(self)"))
+    (d,) = loader.load(path).ops[0].derivatives
+    assert d.formula == "grad * torch.cos(self)"
+
+
+# ---- the command line ----------------------------------------------------------------
+
+
+def test_cli_prints_located_errors_without_traceback(tmp_path):
+    text = registry(op(dtypes="[{in: [float], out: float}]"), op("NULL"))
+    (tmp_path / "ops.yaml").write_bytes(text.encode() + b"# \xff\n")
+    r = subprocess.run([sys.executable, "-m", "codegen", "generate", "--ops", str(tmp_path / "ops.yaml"),
+                        "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "Traceback" not in r.stderr
+    assert re.search(r"ops\.yaml:\d+: byte 0xff", r.stderr), r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_endless_input_is_refused_not_read_forever():
+    r = subprocess.run([sys.executable, "-m", "codegen", "check", "--ops", "/dev/zero", "--out", "/nonexistent"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "larger than 64 MiB" in r.stderr and "Traceback" not in r.stderr
