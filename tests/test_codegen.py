@@ -930,3 +930,21 @@ def test_rejects_two_ops_with_one_kernel_name(tmp_path):
     errors = run_invalid(tmp_path, text)
     msg = single_error(errors, lineno(text, "mix.Scalar("), "func", "mix.Scalar")
     assert "already has a functor and generates the files mix.metal" in msg and "'kernel:'" in msg
+
+
+def test_alpha_checks_belong_to_the_entries_that_ask_for_them(tmp_path):
+    """torch's add/sub alpha checks (no bool alpha but for bool results, ...) apply only with
+    `alpha_check: true`: a binary op with one Scalar, such as lerp's weight, takes True."""
+    body = BINARY_BODY.replace("const T b", "const T b, const T w")
+    text = registry(
+        f"  - func: lerp_alpha(Tensor self, Tensor end, Scalar weight) -> Tensor\n    dtypes: [float]\n"
+        f"    reference: torch.lerp\n    functor: |\n{body}",
+        f"  - func: plus(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor\n    alpha_check: true\n"
+        f"    dtypes: [float]\n    reference: torch.add\n    functor: |\n{body}")
+    out = tmp_path / "out"
+    generate_ok(write_ops(tmp_path, text), out)
+    assert "/*alpha_check=*/false," in (out / "lerp_alpha_cpu.cpp").read_text()
+    assert "{std::nullopt, {}}" in (out / "lerp_alpha_cpu.cpp").read_text()  # no alpha handed to the check
+    assert "/*alpha_check=*/true," in (out / "plus_cpu.cpp").read_text()
+    lib = (out / "library.py").read_text()
+    assert "alpha_checks=False" in lib.split("plus_spec")[0] and "alpha_checks=True" in lib.split("plus_spec")[1]

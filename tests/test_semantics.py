@@ -155,6 +155,19 @@ def test_add_alpha_checks_match_torch(alpha, match):
         OPS.add(a, b, alpha=alpha)
 
 
+@pytest.mark.parametrize("call,ref", [
+    (lambda g, x: OPS.leaky_relu_backward(g, x, True, False),
+     lambda g, x: torch.ops.aten.leaky_relu_backward(g, x, True, False)),
+    (lambda g, x: OPS.hardshrink(x, True), lambda g, x: torch.nn.functional.hardshrink(x, True)),
+    (lambda g, x: OPS.lerp(g, x, True), lambda g, x: torch.lerp(g, x, True)),
+])
+def test_bool_scalars_pass_where_torch_has_no_alpha_check(call, ref):
+    """torch's add/sub alpha checks belong to add and sub (`alpha_check: true`); other ops
+    take a bool Scalar as torch does."""
+    g, x = torch.randn(6), torch.randn(6)
+    torch.testing.assert_close(call(g, x), ref(g, x))
+
+
 # ---- tensors that need more than 32-bit indexing ------------------------------------
 
 BIG = {"exp": (torch.exp, 1), "add.Tensor": (torch.add, 2), "lt.Tensor": (torch.lt, 2),
