@@ -10,14 +10,15 @@ using namespace c10::metal;
 // functor from ops.yaml:300
 #line 307 "ops.yaml"
 struct lerp_functor {
-  // torch's lerp: exact at both ends, weight < 0.5 from self, else from end
+  // torch's lerp: exact at both ends, |weight| < 0.5 from self, else from end; fused as
+  // torch's CPU kernel fuses it, so lerp(0, FLT_MAX, -0.5) is -FLT_MAX / 2, not -inf
   template <typename T>
   inline T operator()(const T a, const T b, const T w) {
     const T diff = b - a;
-    return ::metal::abs(w) < T(0.5) ? a + w * diff : b - diff * (T(1) - w);
+    return ::metal::abs(w) < T(0.5) ? ::metal::fma(w, diff, a) : ::metal::fma(-diff, T(1) - w, b);
   }
 };
-#line 21 "lerp.metal"
+#line 22 "lerp.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).

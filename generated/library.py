@@ -833,9 +833,9 @@ torch.library.register_autograd("mpsgen::lerp.Tensor", lerp_Tensor_backward,
 register_variants(lib, "lerp.Tensor", out="lerp.out", inplace="lerp_.Tensor")
 
 
-# ---- lerp_scalar: ops.yaml:317 ----
+# ---- lerp_scalar: ops.yaml:318 ----
 lerp_scalar_spec = Spec(
-    "mpsgen::lerp", "ops.yaml:317", int_to_float=False, bool_output=False,
+    "mpsgen::lerp", "ops.yaml:318", int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -845,7 +845,7 @@ lerp_scalar_spec = Spec(
 )
 
 
-# ops.yaml:317: lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
+# ops.yaml:318: lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
 @torch.library.register_fake("mpsgen::lerp.Scalar", lib=lib)
 def lerp_Scalar_fake(self, end, weight):
     return fake_elementwise(lerp_scalar_spec, [self, end])
@@ -859,8 +859,8 @@ def lerp_Scalar_setup_context(ctx, inputs, output):
 def lerp_Scalar_backward(ctx, grad):
     weight = ctx.weight
     return (
-        grad * (1 - weight) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:324
-        grad * weight if ctx.needs_input_grad[1] else None,  # end: ops.yaml:325
+        grad * (1 - weight) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:325
+        grad * weight if ctx.needs_input_grad[1] else None,  # end: ops.yaml:326
         None,  # weight: a Scalar
     )
 
@@ -870,9 +870,9 @@ torch.library.register_autograd("mpsgen::lerp.Scalar", lerp_Scalar_backward,
 register_variants(lib, "lerp.Scalar", out="lerp.Scalar_out", inplace="lerp_.Scalar")
 
 
-# ---- addcmul: ops.yaml:337 ----
+# ---- addcmul: ops.yaml:338 ----
 addcmul_spec = Spec(
-    "mpsgen::addcmul", "ops.yaml:337", int_to_float=False, bool_output=False,
+    "mpsgen::addcmul", "ops.yaml:338", int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -887,7 +887,7 @@ addcmul_spec = Spec(
 )
 
 
-# ops.yaml:337: addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+# ops.yaml:338: addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
 @torch.library.register_fake("mpsgen::addcmul", lib=lib)
 def addcmul_fake(self, tensor1, tensor2, *, value=1):
     return fake_elementwise(addcmul_spec, [self, tensor1, tensor2])
@@ -904,9 +904,9 @@ def addcmul_backward(ctx, grad):
     self, tensor1, tensor2, = ctx.saved_tensors
     value = ctx.value
     return (
-        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:342
-        handle_r_to_c(tensor1, grad * conj(tensor2 * value)) if ctx.needs_input_grad[1] else None,  # tensor1: ops.yaml:343
-        handle_r_to_c(tensor2, grad * conj(tensor1 * value)) if ctx.needs_input_grad[2] else None,  # tensor2: ops.yaml:344
+        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:343
+        handle_r_to_c(tensor1, grad * conj(tensor2 * value)) if ctx.needs_input_grad[1] else None,  # tensor1: ops.yaml:344
+        handle_r_to_c(tensor2, grad * conj(tensor1 * value)) if ctx.needs_input_grad[2] else None,  # tensor2: ops.yaml:345
     )
 
 
@@ -915,9 +915,9 @@ torch.library.register_autograd("mpsgen::addcmul", addcmul_backward,
 register_variants(lib, "addcmul", out="addcmul.out", inplace="addcmul_")
 
 
-# ---- addcdiv: ops.yaml:351 ----
+# ---- addcdiv: ops.yaml:357 ----
 addcdiv_spec = Spec(
-    "mpsgen::addcdiv", "ops.yaml:351", int_to_float=False, bool_output=False,
+    "mpsgen::addcdiv", "ops.yaml:357", int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -927,7 +927,7 @@ addcdiv_spec = Spec(
 )
 
 
-# ops.yaml:351: addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+# ops.yaml:357: addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
 @torch.library.register_fake("mpsgen::addcdiv", lib=lib)
 def addcdiv_fake(self, tensor1, tensor2, *, value=1):
     return fake_elementwise(addcdiv_spec, [self, tensor1, tensor2])
@@ -944,9 +944,9 @@ def addcdiv_backward(ctx, grad):
     self, tensor1, tensor2, = ctx.saved_tensors
     value = ctx.value
     return (
-        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:356
-        handle_r_to_c(tensor1, grad * conj(torch.full_like(tensor2, value) / tensor2)) if ctx.needs_input_grad[1] else None,  # tensor1: ops.yaml:358
-        handle_r_to_c(tensor2, -grad * conj(value * tensor1 / (tensor2 * tensor2))) if ctx.needs_input_grad[2] else None,  # tensor2: ops.yaml:359
+        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:362
+        handle_r_to_c(tensor1, grad * conj(torch.full_like(tensor2, value) / tensor2)) if ctx.needs_input_grad[1] else None,  # tensor1: ops.yaml:364
+        handle_r_to_c(tensor2, -grad * conj(value * tensor1 / (tensor2 * tensor2))) if ctx.needs_input_grad[2] else None,  # tensor2: ops.yaml:365
     )
 
 
@@ -955,9 +955,9 @@ torch.library.register_autograd("mpsgen::addcdiv", addcdiv_backward,
 register_variants(lib, "addcdiv", out="addcdiv.out", inplace="addcdiv_")
 
 
-# ---- elu: ops.yaml:369 ----
+# ---- elu: ops.yaml:375 ----
 elu_spec = Spec(
-    "mpsgen::elu", "ops.yaml:369", int_to_float=False, bool_output=False,
+    "mpsgen::elu", "ops.yaml:375", int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -967,7 +967,7 @@ elu_spec = Spec(
 )
 
 
-# ops.yaml:369: elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+# ops.yaml:375: elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
 @torch.library.register_fake("mpsgen::elu", lib=lib)
 def elu_fake(self, alpha=1, scale=1, input_scale=1):
     return fake_elementwise(elu_spec, [self])
@@ -987,7 +987,7 @@ def elu_backward(ctx, grad):
     scale = ctx.scale
     input_scale = ctx.input_scale
     return (
-        torch.ops.aten.elu_backward(grad, alpha, scale, input_scale, False, self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:375
+        torch.ops.aten.elu_backward(grad, alpha, scale, input_scale, False, self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:381
         None,  # alpha: a Scalar
         None,  # scale: a Scalar
         None,  # input_scale: a Scalar
@@ -999,9 +999,9 @@ torch.library.register_autograd("mpsgen::elu", elu_backward,
 register_variants(lib, "elu", out="elu.out", inplace="elu_")
 
 
-# ---- clamp: ops.yaml:385 ----
+# ---- clamp: ops.yaml:391 ----
 clamp_spec = Spec(
-    "mpsgen::clamp", "ops.yaml:385", int_to_float=False, bool_output=False,
+    "mpsgen::clamp", "ops.yaml:391", int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1016,10 +1016,10 @@ clamp_spec = Spec(
 )
 
 
-# ops.yaml:385: clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+# ops.yaml:391: clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
 @torch.library.register_fake("mpsgen::clamp", lib=lib)
 def clamp_fake(self, min=None, max=None):
-    if not (min is not None or max is not None):  # ops.yaml:390
+    if not (min is not None or max is not None):  # ops.yaml:396
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     return fake_elementwise(clamp_spec, [self], promoting=[min, max])
 
@@ -1036,7 +1036,7 @@ def clamp_backward(ctx, grad):
     min = ctx.min
     max = ctx.max
     return (
-        grad * ((self >= (min if min is not None else self)) & (self <= (max if max is not None else self))) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:395
+        grad * ((self >= (min if min is not None else self)) & (self <= (max if max is not None else self))) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:401
         None,  # min: a Scalar
         None,  # max: a Scalar
     )
@@ -1047,9 +1047,9 @@ torch.library.register_autograd("mpsgen::clamp", clamp_backward,
 register_variants(lib, "clamp", out="clamp.out", inplace="clamp_")
 
 
-# ---- nan_to_num: ops.yaml:412 ----
+# ---- nan_to_num: ops.yaml:418 ----
 nan_to_num_spec = Spec(
-    "mpsgen::nan_to_num", "ops.yaml:412", int_to_float=False, bool_output=False,
+    "mpsgen::nan_to_num", "ops.yaml:418", int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1059,7 +1059,7 @@ nan_to_num_spec = Spec(
 )
 
 
-# ops.yaml:412: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+# ops.yaml:418: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
 @torch.library.register_fake("mpsgen::nan_to_num", lib=lib)
 def nan_to_num_fake(self, nan=None, posinf=None, neginf=None):
     return fake_elementwise(nan_to_num_spec, [self])
@@ -1073,7 +1073,7 @@ def nan_to_num_setup_context(ctx, inputs, output):
 def nan_to_num_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        grad * self.isfinite() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:416
+        grad * self.isfinite() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:422
         None,  # nan: a Scalar
         None,  # posinf: a Scalar
         None,  # neginf: a Scalar
@@ -1085,9 +1085,9 @@ torch.library.register_autograd("mpsgen::nan_to_num", nan_to_num_backward,
 register_variants(lib, "nan_to_num", out="nan_to_num.out", inplace="nan_to_num_")
 
 
-# ---- threshold: ops.yaml:432 ----
+# ---- threshold: ops.yaml:438 ----
 threshold_spec = Spec(
-    "mpsgen::threshold", "ops.yaml:432", int_to_float=False, bool_output=False,
+    "mpsgen::threshold", "ops.yaml:438", int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1102,7 +1102,7 @@ threshold_spec = Spec(
 )
 
 
-# ops.yaml:432: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor
+# ops.yaml:438: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor
 @torch.library.register_fake("mpsgen::threshold", lib=lib)
 def threshold_fake(self, threshold, value):
     return fake_elementwise(threshold_spec, [self])
@@ -1118,7 +1118,7 @@ def threshold_backward(ctx, grad):
     self, = ctx.saved_tensors
     threshold = ctx.threshold
     return (
-        grad * (self > threshold) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:437
+        grad * (self > threshold) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:443
         None,  # threshold: a Scalar
         None,  # value: a Scalar
     )
@@ -1129,9 +1129,9 @@ torch.library.register_autograd("mpsgen::threshold", threshold_backward,
 register_variants(lib, "threshold", out="threshold.out", inplace="threshold_")
 
 
-# ---- softplus: ops.yaml:444 ----
+# ---- softplus: ops.yaml:450 ----
 softplus_spec = Spec(
-    "mpsgen::softplus", "ops.yaml:444", int_to_float=False, bool_output=False,
+    "mpsgen::softplus", "ops.yaml:450", int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1141,7 +1141,7 @@ softplus_spec = Spec(
 )
 
 
-# ops.yaml:444: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+# ops.yaml:450: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
 @torch.library.register_fake("mpsgen::softplus", lib=lib)
 def softplus_fake(self, beta=1, threshold=20):
     return fake_elementwise(softplus_spec, [self])
@@ -1159,7 +1159,7 @@ def softplus_backward(ctx, grad):
     beta = ctx.beta
     threshold = ctx.threshold
     return (
-        torch.ops.aten.softplus_backward(grad, self, beta, threshold) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:450
+        torch.ops.aten.softplus_backward(grad, self, beta, threshold) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:456
         None,  # beta: a Scalar
         None,  # threshold: a Scalar
     )
@@ -1170,9 +1170,9 @@ torch.library.register_autograd("mpsgen::softplus", softplus_backward,
 register_variants(lib, "softplus", out="softplus.out", inplace="softplus_")
 
 
-# ---- hardtanh: ops.yaml:458 ----
+# ---- hardtanh: ops.yaml:464 ----
 hardtanh_spec = Spec(
-    "mpsgen::hardtanh", "ops.yaml:458", int_to_float=False, bool_output=False,
+    "mpsgen::hardtanh", "ops.yaml:464", int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1182,7 +1182,7 @@ hardtanh_spec = Spec(
 )
 
 
-# ops.yaml:458: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor
+# ops.yaml:464: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor
 @torch.library.register_fake("mpsgen::hardtanh", lib=lib)
 def hardtanh_fake(self, min_val=-1, max_val=1):
     return fake_elementwise(hardtanh_spec, [self])
@@ -1200,7 +1200,7 @@ def hardtanh_backward(ctx, grad):
     min_val = ctx.min_val
     max_val = ctx.max_val
     return (
-        grad * ((self > min_val) & (self < max_val)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:463
+        grad * ((self > min_val) & (self < max_val)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:469
         None,  # min_val: a Scalar
         None,  # max_val: a Scalar
     )
@@ -1211,9 +1211,9 @@ torch.library.register_autograd("mpsgen::hardtanh", hardtanh_backward,
 register_variants(lib, "hardtanh", out="hardtanh.out", inplace="hardtanh_")
 
 
-# ---- round_decimals: ops.yaml:471 ----
+# ---- round_decimals: ops.yaml:477 ----
 round_decimals_spec = Spec(
-    "mpsgen::round", "ops.yaml:471", int_to_float=False, bool_output=False,
+    "mpsgen::round", "ops.yaml:477", int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1223,7 +1223,7 @@ round_decimals_spec = Spec(
 )
 
 
-# ops.yaml:471: round.decimals(Tensor self, *, int decimals) -> Tensor
+# ops.yaml:477: round.decimals(Tensor self, *, int decimals) -> Tensor
 @torch.library.register_fake("mpsgen::round.decimals", lib=lib)
 def round_decimals_fake(self, *, decimals):
     return fake_elementwise(round_decimals_spec, [self])
@@ -1236,7 +1236,7 @@ def round_decimals_setup_context(ctx, inputs, keyword_only_inputs, output):
 
 def round_decimals_backward(ctx, grad):
     return (
-        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:477
+        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:483
     )
 
 
@@ -1245,9 +1245,9 @@ torch.library.register_autograd("mpsgen::round.decimals", round_decimals_backwar
 register_variants(lib, "round.decimals", out="round.decimals_out", inplace="round_.decimals")
 
 
-# ---- gelu: ops.yaml:490 ----
+# ---- gelu: ops.yaml:496 ----
 gelu_spec = Spec(
-    "mpsgen::gelu", "ops.yaml:490", int_to_float=False, bool_output=False,
+    "mpsgen::gelu", "ops.yaml:496", int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1257,7 +1257,7 @@ gelu_spec = Spec(
 )
 
 
-# ops.yaml:490: gelu(Tensor self, *, str approximate='none') -> Tensor
+# ops.yaml:496: gelu(Tensor self, *, str approximate='none') -> Tensor
 @torch.library.register_fake("mpsgen::gelu", lib=lib)
 def gelu_fake(self, *, approximate='none'):
     return fake_elementwise(gelu_spec, [self], choice=("approximate", approximate, ['none', 'tanh']))
@@ -1274,7 +1274,7 @@ def gelu_backward(ctx, grad):
     self, = ctx.saved_tensors
     approximate = ctx.approximate
     return (
-        torch.ops.aten.gelu_backward(grad, self, approximate=approximate) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:497
+        torch.ops.aten.gelu_backward(grad, self, approximate=approximate) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:503
     )
 
 
@@ -1283,9 +1283,9 @@ torch.library.register_autograd("mpsgen::gelu", gelu_backward,
 register_variants(lib, "gelu", out="gelu.out", inplace="gelu_")
 
 
-# ---- leaky_relu_backward: ops.yaml:516 ----
+# ---- leaky_relu_backward: ops.yaml:522 ----
 leaky_relu_backward_spec = Spec(
-    "mpsgen::leaky_relu_backward", "ops.yaml:516", int_to_float=False, bool_output=False,
+    "mpsgen::leaky_relu_backward", "ops.yaml:522", int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1295,10 +1295,10 @@ leaky_relu_backward_spec = Spec(
 )
 
 
-# ops.yaml:516: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor
+# ops.yaml:522: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor
 @torch.library.register_fake("mpsgen::leaky_relu_backward", lib=lib)
 def leaky_relu_backward_fake(grad_output, self, negative_slope, self_is_result):
-    if not (not self_is_result or negative_slope >= 0):  # ops.yaml:524
+    if not (not self_is_result or negative_slope >= 0):  # ops.yaml:530
         raise RuntimeError('In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. This is caused by calling in-place forward function with a negative slope, please call out-of-place version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu backward calculation with negative slope')
     return fake_elementwise(leaky_relu_backward_spec, [grad_output, self])
 
@@ -1313,8 +1313,8 @@ def leaky_relu_backward_backward(ctx, grad):
     self, = ctx.saved_tensors
     negative_slope = ctx.negative_slope
     return (
-        torch.ops.aten.leaky_relu_backward(grad, self, negative_slope, False) if ctx.needs_input_grad[0] else None,  # grad_output: ops.yaml:521
-        torch.zeros_like(self) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:522
+        torch.ops.aten.leaky_relu_backward(grad, self, negative_slope, False) if ctx.needs_input_grad[0] else None,  # grad_output: ops.yaml:527
+        torch.zeros_like(self) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:528
         None,  # negative_slope: a Scalar
         None,  # self_is_result: a Scalar
     )
@@ -1325,9 +1325,9 @@ torch.library.register_autograd("mpsgen::leaky_relu_backward", leaky_relu_backwa
 register_variants(lib, "leaky_relu_backward", out="leaky_relu_backward.out", inplace="leaky_relu_backward_")
 
 
-# ---- eq: ops.yaml:535 ----
+# ---- eq: ops.yaml:541 ----
 eq_spec = Spec(
-    "mpsgen::eq", "ops.yaml:535", int_to_float=False, bool_output=True,
+    "mpsgen::eq", "ops.yaml:541", int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1345,7 +1345,7 @@ eq_spec = Spec(
 )
 
 
-# ops.yaml:535: eq.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:541: eq.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::eq.Tensor", lib=lib)
 def eq_Tensor_fake(self, other):
     return fake_elementwise(eq_spec, [self, other])
@@ -1353,7 +1353,7 @@ register_not_differentiable(lib, "eq.Tensor")  # bool/integer results only
 register_variants(lib, "eq.Tensor", out="eq.out", inplace="eq_.Tensor")
 
 
-# ops.yaml:548: eq.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:554: eq.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::eq.Scalar", lib=lib)
 def eq_Scalar_fake(self, other):
     return fake_elementwise(eq_spec, [self, other])
@@ -1361,9 +1361,9 @@ register_not_differentiable(lib, "eq.Scalar")  # bool/integer results only
 register_variants(lib, "eq.Scalar", out="eq.Scalar_out", inplace="eq_.Scalar")
 
 
-# ---- ne: ops.yaml:550 ----
+# ---- ne: ops.yaml:556 ----
 ne_spec = Spec(
-    "mpsgen::ne", "ops.yaml:550", int_to_float=False, bool_output=True,
+    "mpsgen::ne", "ops.yaml:556", int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1381,7 +1381,7 @@ ne_spec = Spec(
 )
 
 
-# ops.yaml:550: ne.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:556: ne.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::ne.Tensor", lib=lib)
 def ne_Tensor_fake(self, other):
     return fake_elementwise(ne_spec, [self, other])
@@ -1389,9 +1389,9 @@ register_not_differentiable(lib, "ne.Tensor")  # bool/integer results only
 register_variants(lib, "ne.Tensor", out="ne.out", inplace="ne_.Tensor")
 
 
-# ---- lt: ops.yaml:563 ----
+# ---- lt: ops.yaml:569 ----
 lt_spec = Spec(
-    "mpsgen::lt", "ops.yaml:563", int_to_float=False, bool_output=True,
+    "mpsgen::lt", "ops.yaml:569", int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1407,7 +1407,7 @@ lt_spec = Spec(
 )
 
 
-# ops.yaml:563: lt.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:569: lt.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::lt.Tensor", lib=lib)
 def lt_Tensor_fake(self, other):
     return fake_elementwise(lt_spec, [self, other])
@@ -1415,7 +1415,7 @@ register_not_differentiable(lib, "lt.Tensor")  # bool/integer results only
 register_variants(lib, "lt.Tensor", out="lt.out", inplace="lt_.Tensor")
 
 
-# ops.yaml:572: lt.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:578: lt.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::lt.Scalar", lib=lib)
 def lt_Scalar_fake(self, other):
     return fake_elementwise(lt_spec, [self, other])
@@ -1423,9 +1423,9 @@ register_not_differentiable(lib, "lt.Scalar")  # bool/integer results only
 register_variants(lib, "lt.Scalar", out="lt.Scalar_out", inplace="lt_.Scalar")
 
 
-# ---- logical_and: ops.yaml:574 ----
+# ---- logical_and: ops.yaml:580 ----
 logical_and_spec = Spec(
-    "mpsgen::logical_and", "ops.yaml:574", int_to_float=False, bool_output=True,
+    "mpsgen::logical_and", "ops.yaml:580", int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1442,7 +1442,7 @@ logical_and_spec = Spec(
 )
 
 
-# ops.yaml:574: logical_and(Tensor self, Tensor other) -> Tensor
+# ops.yaml:580: logical_and(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_and", lib=lib)
 def logical_and_fake(self, other):
     return fake_elementwise(logical_and_spec, [self, other])
@@ -1450,9 +1450,9 @@ register_not_differentiable(lib, "logical_and")  # bool/integer results only
 register_variants(lib, "logical_and", out="logical_and.out", inplace="logical_and_")
 
 
-# ---- isnan: ops.yaml:584 ----
+# ---- isnan: ops.yaml:590 ----
 isnan_spec = Spec(
-    "mpsgen::isnan", "ops.yaml:584", int_to_float=False, bool_output=True,
+    "mpsgen::isnan", "ops.yaml:590", int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1468,7 +1468,7 @@ isnan_spec = Spec(
 )
 
 
-# ops.yaml:584: isnan(Tensor self) -> Tensor
+# ops.yaml:590: isnan(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::isnan", lib=lib)
 def isnan_fake(self):
     return fake_elementwise(isnan_spec, [self])
@@ -1476,9 +1476,9 @@ register_not_differentiable(lib, "isnan")  # bool/integer results only
 register_variants(lib, "isnan", out="isnan.out", inplace="isnan_")
 
 
-# ---- neg: ops.yaml:598 ----
+# ---- neg: ops.yaml:604 ----
 neg_spec = Spec(
-    "mpsgen::neg", "ops.yaml:598", int_to_float=False, bool_output=False,
+    "mpsgen::neg", "ops.yaml:604", int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1495,7 +1495,7 @@ neg_spec = Spec(
 )
 
 
-# ops.yaml:598: neg(Tensor self) -> Tensor
+# ops.yaml:604: neg(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::neg", lib=lib)
 def neg_fake(self):
     return fake_elementwise(neg_spec, [self])
@@ -1507,7 +1507,7 @@ def neg_setup_context(ctx, inputs, output):
 
 def neg_backward(ctx, grad):
     return (
-        -grad if ctx.needs_input_grad[0] else None,  # self: ops.yaml:602
+        -grad if ctx.needs_input_grad[0] else None,  # self: ops.yaml:608
     )
 
 
@@ -1516,9 +1516,9 @@ torch.library.register_autograd("mpsgen::neg", neg_backward,
 register_variants(lib, "neg", out="neg.out", inplace="neg_")
 
 
-# ---- abs: ops.yaml:610 ----
+# ---- abs: ops.yaml:616 ----
 abs_spec = Spec(
-    "mpsgen::abs", "ops.yaml:610", int_to_float=False, bool_output=False,
+    "mpsgen::abs", "ops.yaml:616", int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1535,7 +1535,7 @@ abs_spec = Spec(
 )
 
 
-# ops.yaml:610: abs(Tensor self) -> Tensor
+# ops.yaml:616: abs(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::abs", lib=lib)
 def abs_fake(self):
     return fake_elementwise(abs_spec, [self])
@@ -1549,7 +1549,7 @@ def abs_setup_context(ctx, inputs, output):
 def abs_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        grad * self.sgn() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:614
+        grad * self.sgn() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:620
     )
 
 
@@ -1558,9 +1558,9 @@ torch.library.register_autograd("mpsgen::abs", abs_backward,
 register_variants(lib, "abs", out="abs.out", inplace="abs_")
 
 
-# ---- polygamma: ops.yaml:642 ----
+# ---- polygamma: ops.yaml:648 ----
 polygamma_spec = Spec(
-    "mpsgen::polygamma", "ops.yaml:642", int_to_float=False, bool_output=False,
+    "mpsgen::polygamma", "ops.yaml:648", int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.bfloat16: torch.bfloat16,
@@ -1569,10 +1569,10 @@ polygamma_spec = Spec(
 )
 
 
-# ops.yaml:642: polygamma(int n, Tensor self) -> Tensor
+# ops.yaml:648: polygamma(int n, Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::polygamma", lib=lib)
 def polygamma_fake(n, self):
-    if not (n >= 0):  # ops.yaml:655
+    if not (n >= 0):  # ops.yaml:661
         raise RuntimeError('polygamma(n, x) does not support negative n.')
     return fake_elementwise(polygamma_spec, [self])
 
@@ -1588,7 +1588,7 @@ def polygamma_backward(ctx, grad):
     n = ctx.n
     return (
         None,  # n: a Scalar
-        grad * torch.polygamma(n + 1, self) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:658
+        grad * torch.polygamma(n + 1, self) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:664
     )
 
 
@@ -1597,9 +1597,9 @@ torch.library.register_autograd("mpsgen::polygamma", polygamma_backward,
 register_variants(lib, "polygamma", out="polygamma.out", inplace="polygamma_", self_index=1)
 
 
-# ---- div: ops.yaml:671 ----
+# ---- div: ops.yaml:677 ----
 div_spec = Spec(
-    "mpsgen::div", "ops.yaml:671", int_to_float=False, bool_output=False,
+    "mpsgen::div", "ops.yaml:677", int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1609,7 +1609,7 @@ div_spec = Spec(
 )
 
 
-# ops.yaml:671: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+# ops.yaml:677: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
 @torch.library.register_fake("mpsgen::div.Tensor_mode", lib=lib)
 def div_Tensor_mode_fake(self, other, *, rounding_mode):
     return fake_elementwise(div_spec, [self, other], choice=("rounding_mode", rounding_mode, ['None', 'trunc', 'floor']))
@@ -1626,8 +1626,8 @@ def div_Tensor_mode_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     rounding_mode = ctx.rounding_mode
     return (
-        (grad / conj(other) if rounding_mode is None else torch.zeros_like(grad)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:678
-        (-grad * conj((self / other) / other) if rounding_mode is None else torch.zeros_like(grad)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:679
+        (grad / conj(other) if rounding_mode is None else torch.zeros_like(grad)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:684
+        (-grad * conj((self / other) / other) if rounding_mode is None else torch.zeros_like(grad)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:685
     )
 
 
@@ -1636,9 +1636,9 @@ torch.library.register_autograd("mpsgen::div.Tensor_mode", div_Tensor_mode_backw
 register_variants(lib, "div.Tensor_mode", out="div.Tensor_mode_out", inplace="div_.Tensor_mode")
 
 
-# ---- polar: ops.yaml:719 ----
+# ---- polar: ops.yaml:725 ----
 polar_spec = Spec(
-    "mpsgen::polar", "ops.yaml:719", int_to_float=False, bool_output=False,
+    "mpsgen::polar", "ops.yaml:725", int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
     },
@@ -1646,10 +1646,10 @@ polar_spec = Spec(
 )
 
 
-# ops.yaml:719: polar(Tensor abs, Tensor angle) -> Tensor
+# ops.yaml:725: polar(Tensor abs, Tensor angle) -> Tensor
 @torch.library.register_fake("mpsgen::polar", lib=lib)
 def polar_fake(abs, angle):
-    if not (abs.dtype == angle.dtype):  # ops.yaml:723
+    if not (abs.dtype == angle.dtype):  # ops.yaml:729
         raise RuntimeError('Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(polar_spec, [abs, angle])
 
@@ -1663,8 +1663,8 @@ def polar_setup_context(ctx, inputs, output):
 def polar_backward(ctx, grad):
     result, = ctx.saved_tensors
     return (
-        torch.real(grad.conj() * torch.sgn(result)) if ctx.needs_input_grad[0] else None,  # abs: ops.yaml:726
-        torch.real(grad.conj() * result * 1j) if ctx.needs_input_grad[1] else None,  # angle: ops.yaml:727
+        torch.real(grad.conj() * torch.sgn(result)) if ctx.needs_input_grad[0] else None,  # abs: ops.yaml:732
+        torch.real(grad.conj() * result * 1j) if ctx.needs_input_grad[1] else None,  # angle: ops.yaml:733
     )
 
 
@@ -1673,9 +1673,9 @@ torch.library.register_autograd("mpsgen::polar", polar_backward,
 register_variants(lib, "polar", out="polar.out", inplace="polar_")
 
 
-# ---- complex: ops.yaml:734 ----
+# ---- complex: ops.yaml:740 ----
 complex_spec = Spec(
-    "mpsgen::complex", "ops.yaml:734", int_to_float=False, bool_output=False,
+    "mpsgen::complex", "ops.yaml:740", int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
     },
@@ -1683,10 +1683,10 @@ complex_spec = Spec(
 )
 
 
-# ops.yaml:734: complex(Tensor real, Tensor imag) -> Tensor
+# ops.yaml:740: complex(Tensor real, Tensor imag) -> Tensor
 @torch.library.register_fake("mpsgen::complex", lib=lib)
 def complex_fake(real, imag):
-    if not (real.dtype == imag.dtype):  # ops.yaml:738
+    if not (real.dtype == imag.dtype):  # ops.yaml:744
         raise RuntimeError('Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(complex_spec, [real, imag])
 
@@ -1697,8 +1697,8 @@ def complex_setup_context(ctx, inputs, output):
 
 def complex_backward(ctx, grad):
     return (
-        torch.real(grad) if ctx.needs_input_grad[0] else None,  # real: ops.yaml:741
-        torch.imag(grad) if ctx.needs_input_grad[1] else None,  # imag: ops.yaml:742
+        torch.real(grad) if ctx.needs_input_grad[0] else None,  # real: ops.yaml:747
+        torch.imag(grad) if ctx.needs_input_grad[1] else None,  # imag: ops.yaml:748
     )
 
 
@@ -1707,9 +1707,9 @@ torch.library.register_autograd("mpsgen::complex", complex_backward,
 register_variants(lib, "complex", out="complex.out", inplace="complex_")
 
 
-# ---- angle: ops.yaml:749 ----
+# ---- angle: ops.yaml:755 ----
 angle_spec = Spec(
-    "mpsgen::angle", "ops.yaml:749", int_to_float=True, bool_output=False,
+    "mpsgen::angle", "ops.yaml:755", int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1726,7 +1726,7 @@ angle_spec = Spec(
 )
 
 
-# ops.yaml:749: angle(Tensor self) -> Tensor
+# ops.yaml:755: angle(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::angle", lib=lib)
 def angle_fake(self):
     return fake_elementwise(angle_spec, [self])
@@ -1740,7 +1740,7 @@ def angle_setup_context(ctx, inputs, output):
 def angle_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        (torch.where(self == 0, 0, grad * self / self.abs().pow(2) * 1j) if self.is_complex() else torch.zeros_like(self)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:753
+        (torch.where(self == 0, 0, grad * self / self.abs().pow(2) * 1j) if self.is_complex() else torch.zeros_like(self)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:759
     )
 
 

@@ -168,6 +168,60 @@ def test_bool_scalars_pass_where_torch_has_no_alpha_check(call, ref):
     torch.testing.assert_close(call(g, x), ref(g, x))
 
 
+# ---- more dimensions than c10/metal's kernels index (max_ndim = 16) -----------------
+
+def _unmergeable(ndim: int, sizes: int):
+    """Two broadcasting operands whose result has `sizes` dimensions of size 2 that
+    TensorIterator cannot merge, among `ndim` dimensions (the rest of size 1)."""
+    shape_a = [2 if i % 2 == 0 else 1 for i in range(sizes)] + [1] * (ndim - sizes)
+    shape_b = [1 if i % 2 == 0 else 2 for i in range(sizes)] + [1] * (ndim - sizes)
+    return torch.randn(shape_a), torch.randn(shape_b)
+
+
+@pytest.mark.parametrize("ndim,sizes", [(16, 16), (17, 17), (25, 20), (64, 20)])
+def test_beyond_sixteen_dimensions_matches_torch(ndim, sizes):
+    a, b = _unmergeable(ndim, sizes)
+    torch.testing.assert_close(OPS.hypot(a, b), torch.hypot(a, b))  # broadcast
+    big = a.expand(torch.broadcast_shapes(a.shape, b.shape))  # expanded (stride 0)
+    torch.testing.assert_close(OPS.exp(big), torch.exp(big))
+    torch.testing.assert_close(OPS.lerp(a, b, 0.25), torch.lerp(a, b, 0.25))
+    torch.testing.assert_close(OPS.elu(big, 0.5), torch.nn.functional.elu(big, 0.5))
+    w = torch.rand(b.shape)
+    torch.testing.assert_close(OPS.addcmul(a, b, w, value=2), torch.addcmul(a, b, w, value=2))
+    out = torch.empty(big.shape[::-1]).permute(*reversed(range(big.dim())))  # a strided out=
+    OPS.hypot.out(a, b, out=out)
+    torch.testing.assert_close(out, torch.hypot(a, b))
+
+
+def test_the_issue_reproductions_beyond_sixteen_dimensions():
+    a, b = torch.randn([2, 1] * 10), torch.randn([1, 2] * 10)
+    torch.testing.assert_close(OPS.hypot(a, b), torch.hypot(a, b))
+    x = torch.randn([2, 1] * 8 + [2]).expand([2] * 17)
+    torch.testing.assert_close(OPS.exp(x), torch.exp(x))
+    x = torch.randn([2, 1] * 10).expand([2] * 20)
+    torch.testing.assert_close(OPS.exp(x), torch.exp(x))
+    a, b = torch.randn([2, 1] * 8 + [2]), torch.randn([1, 2] * 8 + [2])
+    torch.testing.assert_close(OPS.hypot(a, b), torch.hypot(a, b))
+
+
+# ---- extremes where torch's formulas avoid overflow --------------------------------
+
+F32_MAX = torch.finfo(torch.float32).max
+
+
+def test_lerp_with_a_negative_weight_does_not_overflow():
+    args = torch.tensor([0.0]), torch.tensor([F32_MAX]), torch.tensor([-0.5])
+    torch.testing.assert_close(OPS.lerp(*args), torch.lerp(*args))  # -1.7014e38, not -inf
+    torch.testing.assert_close(OPS.lerp(args[0], args[1], -0.5), torch.lerp(args[0], args[1], -0.5))
+
+
+@pytest.mark.parametrize("value", [1, 2])
+def test_addcmul_fuses_like_torch(value):
+    args = torch.tensor([float("inf")]), torch.tensor([F32_MAX]), torch.tensor([-F32_MAX])
+    # torch computes fma(value * tensor1, tensor2, self): inf for value=1, nan for 2
+    torch.testing.assert_close(OPS.addcmul(*args, value=value), torch.addcmul(*args, value=value), equal_nan=True)
+
+
 # ---- tensors that need more than 32-bit indexing ------------------------------------
 
 BIG = {"exp": (torch.exp, 1), "add.Tensor": (torch.add, 2), "lt.Tensor": (torch.lt, 2),

@@ -130,10 +130,29 @@ at::TensorIterator build(const OpSpec& op, Backend backend, at::TensorList input
   return config.build();
 }
 
+// c10/metal's strided kernels keep a coordinate per dimension in `int pos[max_ndim]`.
+constexpr int64_t kMaxDims = 16;  // c10::metal::max_ndim
+
 void run(const OpSpec& op, Backend backend, at::TensorList operands, at::Tensor& out, const KernelFn& kernel,
          c10::ScalarType common) {
   auto iter = build(op, backend, operands, out);
-  kernel(iter, common);
+  if (iter.ndim() <= kMaxDims) {
+    kernel(iter, common);
+    return;
+  }
+  // More dimensions than the kernels can index, even after TensorIterator merged what
+  // it could: compute on dense operands of the result's shape (one dimension once
+  // coalesced), then copy into `out` with its own strides.
+  const auto sizes = out.sizes().vec();
+  std::vector<at::Tensor> dense;
+  for (const auto& t : operands) {
+    dense.push_back(t.dim() == 0 ? t : t.expand(sizes).contiguous());
+  }
+  auto result = at::empty(sizes, out.options().memory_format(at::MemoryFormat::Contiguous));
+  auto dense_iter = build(op, backend, dense, result);
+  TORCH_INTERNAL_ASSERT(dense_iter.ndim() <= kMaxDims, op.name, ": dense operands did not coalesce");
+  kernel(dense_iter, common);
+  out.copy_(result);
 }
 
 } // namespace
