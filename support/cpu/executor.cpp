@@ -108,6 +108,14 @@ void exec_unary_kernel(at::TensorIteratorBase& iter, const std::string& name, c1
   }
   const uint32_t length = static_cast<uint32_t>(iter.numel());
   if (length == 0) return;
+  if (alpha) {
+    // REGISTER_UNARY_ALPHA_OP kernels: the alpha travels in the common dtype,
+    // and there is no castout fallback.
+    ScalarBytes a(*alpha, common);
+    exec_unary_kernel_with_params(iter, name, static_cast<const void*>(a.data()), metal_type(common));
+    return;
+  }
+
   const auto out_t = iter.dtype(0), in_t = iter.dtype(1);
   const bool contiguous = iter.is_contiguous();
   auto shape = iter.shape();
@@ -118,14 +126,6 @@ void exec_unary_kernel(at::TensorIteratorBase& iter, const std::string& name, c1
   l.push(iter.data_ptr(0));
   l.push(iter.data_ptr(1));
   l.threads = length;
-
-  if (alpha) {
-    // REGISTER_UNARY_ALPHA_OP kernels: the alpha travels in the common dtype,
-    // and there is no castout fallback.
-    ScalarBytes a(*alpha, common);
-    exec_unary_kernel_with_params(iter, name, static_cast<const void*>(a.data()), metal_type(common));
-    return;
-  }
 
   const bool dense_ilp = contiguous && c10::isFloatingType(out_t) && length >= kIlpThreshold;
   std::string kname = name + "_" + (!contiguous ? "strided" : dense_ilp ? "dense" : "dense_scalar") + "_" +
