@@ -245,6 +245,14 @@ class Op(Entry):
         return self.selector.kernels if self.selector else [self.name]
 
     @property
+    def uniform_inputs(self) -> bool:
+        """The kernels read operands of one dtype, so the host casts mixed inputs first:
+        REGISTER_BINARY_ALPHA_OP's cast kernels take no params struct, and the project's
+        ternary alpha kernels have no cast variants."""
+        return self.transport != "none" and (self.family == "ternary" or
+                                             (self.family == "binary" and self.transport == "params"))
+
+    @property
     def promotes_int_to_float(self) -> bool:
         """Integer inputs produce a float result (TensorIterator's *_float_op)."""
         return any(

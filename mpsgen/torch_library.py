@@ -51,6 +51,15 @@ def _is_cpu_scalar(x) -> bool:
     return not isinstance(x, torch.Tensor) or (x.dim() == 0 and x.device.type == "cpu")
 
 
+def _compute_dtype(spec: Spec, values: list) -> torch.dtype:
+    """The dtype the host computes in: torch's promotion over the tensors and numbers
+    (0-dim tensors and Python numbers as scalars), integers to float for *_float ops."""
+    _, common = elementwise_dtypes(*values, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT)
+    if spec.int_to_float and not (common.is_floating_point or common.is_complex):
+        common = torch.get_default_dtype()
+    return common
+
+
 def result_dtype(spec: Spec, operands: list, alpha=None, promoting=()) -> torch.dtype:
     """The dtype the kernel produces for these operands, with the C++ host's checks.
 
@@ -58,11 +67,9 @@ def result_dtype(spec: Spec, operands: list, alpha=None, promoting=()) -> torch.
     promoting: the Scalars that take part in type promotion (None when absent).
     """
     scalars = [p for p in promoting if p is not None]
-    _, common = elementwise_dtypes(*operands, *scalars, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT)
-    if spec.int_to_float and not (common.is_floating_point or common.is_complex):
-        common = torch.get_default_dtype()
+    common = _compute_dtype(spec, [*operands, *scalars])
     dtypes = [_dtype(x) for x in operands]
-    if scalars and common != result_dtype_of_tensors(spec, operands):
+    if scalars and common != _compute_dtype(spec, operands):
         dtypes = [common]  # a promoting Scalar changed the dtype: the host casts the inputs to it
     key = dtypes[0] if len(set(dtypes)) == 1 else common  # the dtype that names the kernel
     if key not in spec.registrations:
@@ -72,13 +79,6 @@ def result_dtype(spec: Spec, operands: list, alpha=None, promoting=()) -> torch.
     if spec.alpha_checks and alpha is not None:
         _check_alpha(spec, common, alpha)
     return spec.registrations[key]
-
-
-def result_dtype_of_tensors(spec: Spec, operands: list) -> torch.dtype:
-    _, common = elementwise_dtypes(*operands, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT)
-    if spec.int_to_float and not (common.is_floating_point or common.is_complex):
-        common = torch.get_default_dtype()
-    return common
 
 
 def check_choice(spec: Spec, arg: str, value, allowed: list) -> None:

@@ -98,6 +98,19 @@ void bind_shape_and_strides(Launch& l, at::TensorIteratorBase& iter) {
   for (int i = 0; i < iter.ntensors(); ++i) l.push(iter.strides(i).data());
 }
 
+// exec_{binary,ternary}_kernel's prologue: false when nothing is left to launch for
+// `iter` (it is empty, or it was split into 32-bit sub-iterators, each run by `again`).
+template <typename F>
+bool ready_to_launch(at::TensorIteratorBase& iter, F&& again) {
+  TORCH_CHECK(iter.output().scalar_type() != c10::kDouble, "float64 is not supported on MPS");
+  if (iter.numel() == 0) return false;
+  if (!iter.can_use_32bit_indexing()) {
+    for (auto& sub : iter.with_32bit_indexing()) again(sub);
+    return false;
+  }
+  return true;
+}
+
 } // namespace
 
 void exec_unary_kernel(at::TensorIteratorBase& iter, const std::string& name, c10::ScalarType common,
@@ -184,10 +197,7 @@ void exec_unary_kernel_with_params(at::TensorIteratorBase& iter, const std::stri
 
 void exec_binary_kernel_with_params(at::TensorIteratorBase& iter, const std::string& name, const void* params,
                                     const std::string& params_type_name) {
-  TORCH_CHECK(iter.output().scalar_type() != c10::kDouble, "float64 is not supported on MPS");
-  if (iter.numel() == 0) return;
-  if (!iter.can_use_32bit_indexing()) {
-    for (auto& sub : iter.with_32bit_indexing()) exec_binary_kernel_with_params(sub, name, params, params_type_name);
+  if (!ready_to_launch(iter, [&](auto& sub) { exec_binary_kernel_with_params(sub, name, params, params_type_name); })) {
     return;
   }
   // binary_alpha_dense / binary_alpha_strided with the params as alpha (buffer 3);
@@ -212,10 +222,7 @@ void exec_binary_kernel_with_params(at::TensorIteratorBase& iter, const std::str
 
 void exec_ternary_kernel_with_params(at::TensorIteratorBase& iter, const std::string& name, const void* params,
                                      const std::string& params_type_name) {
-  TORCH_CHECK(iter.output().scalar_type() != c10::kDouble, "float64 is not supported on MPS");
-  if (iter.numel() == 0) return;
-  if (!iter.can_use_32bit_indexing()) {
-    for (auto& sub : iter.with_32bit_indexing()) exec_ternary_kernel_with_params(sub, name, params, params_type_name);
+  if (!ready_to_launch(iter, [&](auto& sub) { exec_ternary_kernel_with_params(sub, name, params, params_type_name); })) {
     return;
   }
   // ternary_alpha_dense / ternary_alpha_strided (support/metal/mpsgen/ternary_alpha.h)
@@ -254,12 +261,7 @@ bool dense_broadcastable(const at::TensorBase& from, const at::TensorBase& into)
 void exec_binary_kernel(at::TensorIteratorBase& iter, const std::string& name, c10::ScalarType common,
                         const std::optional<c10::Scalar>& alpha,
                         std::optional<c10::ScalarType> natural_output_dtype) {
-  TORCH_CHECK(iter.output().scalar_type() != c10::kDouble, "float64 is not supported on MPS");
-  if (iter.numel() == 0) return;
-  if (!iter.can_use_32bit_indexing()) {
-    for (auto& sub : iter.with_32bit_indexing()) {
-      exec_binary_kernel(sub, name, common, alpha, natural_output_dtype);
-    }
+  if (!ready_to_launch(iter, [&](auto& sub) { exec_binary_kernel(sub, name, common, alpha, natural_output_dtype); })) {
     return;
   }
   const uint32_t numel = static_cast<uint32_t>(iter.numel());
@@ -343,12 +345,7 @@ void exec_binary_kernel(at::TensorIteratorBase& iter, const std::string& name, c
 }
 
 void exec_ternary_kernel(at::TensorIteratorBase& iter, const std::string& name) {
-  TORCH_CHECK(iter.output().scalar_type() != c10::kDouble, "float64 is not supported on MPS");
-  if (iter.numel() == 0) return;
-  if (!iter.can_use_32bit_indexing()) {
-    for (auto& sub : iter.with_32bit_indexing()) exec_ternary_kernel(sub, name);
-    return;
-  }
+  if (!ready_to_launch(iter, [&](auto& sub) { exec_ternary_kernel(sub, name); })) return;
   const auto out_t = iter.dtype(0), in_t = iter.dtype(1), o1_t = iter.dtype(2), o2_t = iter.dtype(3);
   const bool cast = in_t != o1_t || in_t != o2_t || in_t != out_t;
   const bool contiguous = iter.is_contiguous();
