@@ -43,7 +43,11 @@ def synthetic_registry(n_ops: int) -> str:
                 break
             new = f"{base}_k{k}"
             block = re.sub(rf"^(  - func: ){base}\b", rf"\g<1>{new}", block, count=1)
-            block = re.sub(rf"\bstruct {base}_functor\b", f"struct {new}_functor", block)
+            # every kernel name of the entry (`kernel:`, str choices, functor structs) gets the suffix
+            block = re.sub(r"(\bkernel:[ \t]*)(\w+)", rf"\1\2_k{k}", block)
+            block = re.sub(r"\bchoices: \{[^}]*\}",
+                           lambda m: re.sub(r"(:[ \t]*)(\w+)(?=[ \t]*[,}])", rf"\1\2_k{k}", m[0]), block)
+            block = re.sub(r"\bstruct (\w+)_functor\b", rf"struct \1_k{k}_functor", block)
             block = re.sub(r"(:[ \t]+)([&*])(\w+)", rf"\1\2\3_k{k}", block)  # anchors are unique per file
             if "opinfo:" not in block:  # keep the OpInfo the clone's original uses
                 block = block.replace("\n", f"\n    opinfo: {base}\n", 1)

@@ -7,8 +7,13 @@
 """
 from __future__ import annotations
 
+import functools
+import hashlib
+import os
+import re
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .host_names import parse_instantiations, preprocess, registration_lines, strip_host_name_attributes
@@ -39,40 +44,115 @@ def _write_if_changed(path: Path, text: str) -> None:
         path.write_text(text)
 
 
-def cpu_kernel_sources(build_dir: Path, compiler: str = "c++") -> list[Path]:
-    """One `<op>_kernels.cpp` per generated .metal; returns their paths."""
-    sources = []
-    for metal in sorted(GENERATED.glob("*.metal")):
-        op = metal.stem
-        text = preprocess(compiler, metal, kernel_include_dirs())
-        kernels = parse_instantiations(text)
-        if not kernels:
-            raise RuntimeError(f"{metal}: no `template [[host_name(...)]]` kernels instantiated")
-        wrapper = build_dir / f"{op}_kernels.cpp"
-        _write_if_changed(
-            wrapper,
-            f"// Kernels of {metal.name} compiled as C++ for the CPU backend (written by the build):\n"
-            "// the preprocessed .metal (Metal host shim and launcher first), then one registration per\n"
-            "// host_name that torch's REGISTER_* macros instantiated.\n"
-            + strip_host_name_attributes(text)
-            + "\n"
-            + registration_lines(kernels),
-        )
-        sources.append(wrapper)
+_KEY = "// mpsgen build key: "
+_LINE_NUMBER = re.compile(r"(#line )\d+|(\.ya?ml:)\d+")
+
+
+def _unnumbered(m: re.Match) -> str:
+    return (m.group(1) or m.group(2)) + "N"
+
+
+def _toolchain_key(compiler: str) -> bytes:
+    """What a preprocessed kernel depends on besides its .metal: the compiler, torch's
+    headers (its version and place), the project's shim and launcher headers, and the code
+    that rewrites the preprocessor's output."""
+    import torch
+
+    h = hashlib.sha256()
+    version = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout
+    h.update(f"{shutil.which(compiler)}\n{version}\n{torch.__version__}\n{torch_include()}\n".encode())
+    here = Path(__file__).resolve().parent
+    inputs = [p for d in (SHIM_INCLUDE, CPU_SUPPORT, METAL_INCLUDE) for p in d.rglob("*")
+              if p.is_file() and p.suffix not in (".cpp", ".mm")]
+    for p in sorted(inputs) + [here / "build.py", here / "host_names.py", here / "metal_syntax.py"]:
+        h.update(f"{p.name}\n".encode() + p.read_bytes())
+    return h.digest()
+
+
+def _keys(toolchain: bytes, metal_text: str) -> tuple[str, str]:
+    """The two cache keys of one op's kernels: exact, and with registry line numbers left
+    out. An edit that moves the ops after it changes only their `#line`s, and those change
+    no compiled code (the build has no debug info) unless something expands `__LINE__`
+    there; a unit found line-insensitive when it was made is keyed without them, so those
+    ops are neither preprocessed nor compiled again."""
+    exact = hashlib.sha256(toolchain + metal_text.encode()).hexdigest()
+    unnumbered = _LINE_NUMBER.sub(_unnumbered, metal_text)
+    return exact, hashlib.sha256(toolchain + b"unnumbered\n" + unnumbered.encode()).hexdigest()
+
+
+_MARKER = re.compile(r"^#[^\n]*", re.M)
+
+
+def _line_insensitive(compiler: str, metal: Path, text: str, scratch: Path) -> bool:
+    """Whether the preprocessed .metal is the same, but for line markers, when every
+    `#line` in it moves one line down: true unless `__LINE__` is expanded in the user's code."""
+    shifted = re.sub(r"(?m)^#line (\d+)", lambda m: f"#line {int(m[1]) + 1}", metal.read_text())
+    scratch.write_text(shifted)
+    try:
+        again = preprocess(compiler, scratch, kernel_include_dirs())
+    finally:
+        scratch.unlink()
+    return _MARKER.sub("", again) == _MARKER.sub("", text)
+
+
+def _kernel_unit(compiler: str, metal: Path, keys: tuple[str, str], build_dir: Path) -> str:
+    text = preprocess(compiler, metal, kernel_include_dirs())
+    kernels = parse_instantiations(text)
+    if not kernels:
+        raise RuntimeError(f"{metal}: no `template [[host_name(...)]]` kernels instantiated")
+    scratch = build_dir / f"{metal.stem}.shifted.metal"
+    key = keys[1] if _line_insensitive(compiler, metal, text, scratch) else keys[0]
+    return (
+        f"{_KEY}{key}\n"
+        f"// Kernels of {metal.name} compiled as C++ for the CPU backend (written by the build):\n"
+        "// the preprocessed .metal (Metal host shim and launcher first), then one registration per\n"
+        "// host_name that torch's REGISTER_* macros instantiated.\n"
+        + strip_host_name_attributes(text)
+        + "\n"
+        + registration_lines(kernels)
+    )
+
+
+def cpu_kernel_sources(build_dir: Path, compiler: str = "c++", generated: Path = GENERATED) -> list[Path]:
+    """One `<op>_kernels.cpp` per generated .metal; returns their paths. A unit whose key
+    (its first line) still matches is left as it is: not preprocessed, not rewritten, so
+    ninja does not compile it again. The others are preprocessed on every core."""
+    toolchain = _toolchain_key(compiler)
+    todo, sources = [], []
+    for metal in sorted(generated.glob("*.metal")):
+        unit = build_dir / f"{metal.stem}_kernels.cpp"
+        keys = _keys(toolchain, metal.read_text())
+        sources.append(unit)
+        if not unit.is_file() or unit.open().readline().removeprefix(_KEY).strip() not in keys:
+            todo.append((metal, unit, keys))
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        texts = pool.map(lambda job: _kernel_unit(compiler, job[0], job[2], build_dir), todo)
+        for (_, unit, _), text in zip(todo, texts):
+            _write_if_changed(unit, text)
     return sources
 
 
-def host_unity_source(build_dir: Path, suffix: str) -> Path:
-    """One translation unit including every generated `<op><suffix>` host stub (`_cpu.cpp`,
-    `_mps.mm`), and registration.cpp with the CPU ones (built on every platform). The stubs are small; the ATen headers each includes
-    dominate their compile time, so they are compiled once for the whole registry. Every
-    name in a stub is op-prefixed or in an anonymous namespace, so they compose."""
-    stubs = sorted(GENERATED.glob(f"*{suffix}"))
+def host_unity_source(build_dir: Path, suffix: str, generated: Path = GENERATED) -> Path:
+    """One translation unit of every generated `<op><suffix>` host stub (`_cpu.cpp`,
+    `_mps.mm`), and registration.cpp with the CPU ones (built on every platform). The stubs
+    are small; the ATen headers each includes dominate their compile time, so they are
+    compiled once for the whole registry. Every name in a stub is op-prefixed or in an
+    anonymous namespace, so they compose.
+
+    The stubs' text is inlined (under `#line`, so diagnostics name the stub), keyed like the
+    kernel units with registry line numbers left out of the key: those appear only in the
+    stubs' comments (an op's line is data in op_specs.cpp), so an edit that moves ops to
+    other lines does not compile the ATen headers again."""
+    stubs = sorted(generated.glob(f"*{suffix}"))
     if suffix == "_cpu.cpp":
-        stubs.append(GENERATED / "registration.cpp")
+        stubs.append(generated / "registration.cpp")
+    texts = [p.read_text() for p in stubs]
+    key = hashlib.sha256("".join(_LINE_NUMBER.sub(_unnumbered, t) for t in texts).encode()).hexdigest()
     unit = build_dir / f"mpsgen_host{Path(suffix).stem}{Path(suffix).suffix}"
-    _write_if_changed(unit, "// The host stubs of generated/, one translation unit (written by the build).\n"
-                      + "".join(f'#include "{p.resolve()}"\n' for p in stubs))
+    if unit.is_file() and unit.open().readline() == f"{_KEY}{key}\n":
+        return unit
+    _write_if_changed(unit, f"{_KEY}{key}\n// The host stubs of generated/, one translation unit (written by the build).\n"
+                      + "".join(f'#line 1 "{p.resolve()}"\n{t}\n' for p, t in zip(stubs, texts)))
     return unit
 
 
@@ -82,10 +162,26 @@ def _c_string_literal(text: str) -> str:
     return "\n".join(f'R"MPSGEN_METAL({c})MPSGEN_METAL"' for c in chunks)
 
 
-def _metallib(metal: Path, build_dir: Path) -> bytes | None:
+@functools.cache
+def _metal_compiler() -> str | None:
+    """`xcrun metal`'s version, or None where there is none (Linux; Command Line Tools only)."""
     if shutil.which("xcrun") is None:
         return None
+    r = subprocess.run(["xcrun", "-sdk", "macosx", "metal", "--version"], capture_output=True, text=True)
+    return r.stdout if r.returncode == 0 else None
+
+
+def _metallib(metal: Path, source: str, build_dir: Path) -> bytes | None:
+    """The op's metallib, compiled again only when its header-inlined source or the Metal
+    compiler changed (the key beside it)."""
+    version = _metal_compiler()
+    if version is None:
+        return None
     air, lib = build_dir / f"{metal.stem}.air", build_dir / f"{metal.stem}.metallib"
+    key_file = build_dir / f"{metal.stem}.metallib.key"
+    key = hashlib.sha256((version + source).encode()).hexdigest()
+    if lib.is_file() and key_file.is_file() and key_file.read_text() == key:
+        return lib.read_bytes()
     try:
         subprocess.run(["xcrun", "-sdk", "macosx", "metal", "-std=metal3.1", f"-I{torch_include()}",
                         f"-I{METAL_INCLUDE}",
@@ -94,6 +190,7 @@ def _metallib(metal: Path, build_dir: Path) -> bytes | None:
                        check=True, capture_output=True)
     except (subprocess.CalledProcessError, FileNotFoundError):
         return None  # Command Line Tools only: fall back to runtime compilation
+    key_file.write_text(key)
     return lib.read_bytes()
 
 
@@ -103,7 +200,7 @@ def mps_metal_sources_header(build_dir: Path, with_metallib: bool = True) -> Pat
     entries, blobs = [], []
     for i, metal in enumerate(sorted(GENERATED.glob("*.metal"))):
         source = embed_headers(str(metal), [str(torch_include()), str(METAL_INCLUDE)])
-        lib = _metallib(metal, build_dir) if with_metallib else None
+        lib = _metallib(metal, source, build_dir) if with_metallib else None
         if lib:
             blobs.append(f"static const uint8_t kMetallib{i}[] = {{{', '.join(map(str, lib))}}};")
         entries.append(
@@ -123,3 +220,41 @@ def mps_metal_sources_header(build_dir: Path, with_metallib: bool = True) -> Pat
         + "\n};\n",
     )
     return header
+
+
+_NINJA_STEP = re.compile(r"\[(\d+)/(\d+)\] (.*)")
+
+
+def _step_summary(command: str) -> str:
+    """`c++ ... -c -c src -o obj ...` → `c++ src`: what the step builds, not how."""
+    args = command.split()
+    for flag, verb in (("-c", args[0].rsplit("/", 1)[-1]), ("-o", "link")):
+        if flag in args:
+            target = Path(args[len(args) - args[::-1].index(flag)])
+            shown = target.relative_to(ROOT) if target.is_relative_to(ROOT) else target
+            return f"{verb} {shown}"
+    return command
+
+
+def run_ninja(build_directory: str, verbose: bool, error_prefix: str) -> None:
+    """ninja for torch's BuildExtension, printing one short line per compiled unit and, in
+    full, whatever the compiler says (the user's warnings and errors; torch's own headers
+    are system headers and stay quiet). Same signature as
+    torch.utils.cpp_extension._run_ninja_build, which setup.py replaces with it: torch's
+    prints every command line in full (hundreds of flags each), or with --quiet nothing at
+    all, warnings included."""
+    try:  # the ninja of requirements.txt, whether or not its folder is on PATH
+        import ninja
+
+        command = [str(Path(ninja.BIN_DIR) / "ninja"), "-v"]
+    except ImportError:
+        command = ["ninja", "-v"]
+    if os.environ.get("MAX_JOBS"):
+        command += ["-j", os.environ["MAX_JOBS"]]
+    proc = subprocess.Popen(command, cwd=build_directory, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    for line in proc.stdout:
+        step = _NINJA_STEP.fullmatch(line.rstrip("\n"))
+        print(f"[{step[1]}/{step[2]}] {_step_summary(step[3])}" if step else line.rstrip("\n"), flush=True)
+    if proc.wait():
+        raise RuntimeError(f"{error_prefix} (the compiler's messages are above)")

@@ -67,7 +67,9 @@ def preprocess(compiler: str, metal: Path, include_dirs: list[Path]) -> str:
     result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode:
         raise RuntimeError(f"preprocessing {metal} failed:\n{result.stderr}")
-    system = [str(Path(d).resolve()) + "/" for d in include_dirs if not _ours(Path(d))]
+    # as written (the line markers use the -I spelling) and resolved (a symlinked venv)
+    system = sorted({str(p) + "/" for d in include_dirs if not _ours(Path(d))
+                     for p in (Path(d).absolute(), Path(d).resolve())})
     return metal_syntax.to_cpp(_flag_system_headers(result.stdout, system))
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from torchgen.model import FunctionSchema
 
@@ -181,15 +182,15 @@ class Entry:
         """A C++ identifier for this entry's host functions."""
         return self.qualified_name.replace(".", "_")
 
-    @property
+    @cached_property
     def args(self) -> list[Arg]:
         return schema_args(self.schema)
 
-    @property
+    @cached_property
     def schemas(self) -> dict[str, str]:
         return variant_schemas(self.schema)
 
-    @property
+    @cached_property
     def inplace_args(self) -> list[Arg]:
         """The in-place variant's arguments: the Tensor written to first (`self`), then the rest."""
         args = self.args
@@ -199,7 +200,7 @@ class Entry:
     def derivative(self, arg: str) -> Derivative | None:
         return next((d for d in self.derivatives if d.arg == arg), None)
 
-    @property
+    @cached_property
     def schema_names(self) -> dict[str, str]:
         """The operator names (with overload) that m.impl() registers."""
         return {kind: s.split("(", 1)[0] for kind, s in self.schemas.items()}
@@ -227,7 +228,7 @@ class Op(Entry):
     checks: tuple[Check, ...] = ()  # argument conditions torch enforces (`checks:`)
     tolerances: tuple[Tolerance, ...] = ()  # op-output-match overrides, also for its overloads
 
-    @property
+    @cached_property
     def transport(self) -> str:
         """How the params reach the kernel: "none"; "alpha", one Scalar in the
         computation dtype (REGISTER_*_ALPHA_OP, exec_*_kernel's alpha); or "params",
@@ -239,12 +240,12 @@ class Op(Entry):
             return "alpha"
         return "params"
 
-    @property
+    @cached_property
     def kernels(self) -> list[str]:
         """The kernel names (each with its `<kernel>_functor`): one, or one per `str` choice."""
         return self.selector.kernels if self.selector else [self.name]
 
-    @property
+    @cached_property
     def uniform_inputs(self) -> bool:
         """The kernels read operands of one dtype, so the host casts mixed inputs first:
         REGISTER_BINARY_ALPHA_OP's cast kernels take no params struct, and the project's
@@ -252,7 +253,7 @@ class Op(Entry):
         return self.transport != "none" and (self.family == "ternary" or
                                              (self.family == "binary" and self.transport == "params"))
 
-    @property
+    @cached_property
     def promotes_int_to_float(self) -> bool:
         """Integer inputs produce a float result (TensorIterator's *_float_op)."""
         return any(
@@ -260,17 +261,17 @@ class Op(Entry):
             for r in self.registrations
         )
 
-    @property
+    @cached_property
     def bool_output(self) -> bool:
         """A predicate or comparison: every kernel produces bool."""
         return all(r.output == "bool" for r in self.registrations)
 
-    @property
+    @cached_property
     def differentiable(self) -> bool:
         """Some kernel produces a floating or complex result, which autograd tracks."""
         return any(r.output_dtype.kind in ("float", "complex") for r in self.registrations)
 
-    @property
+    @cached_property
     def has_castout(self) -> bool:
         """out= of any dtype stores through castout kernels: torch's unary ops
         (REGISTER_UNARY_OP) and comparisons (REGISTER_BINARY_CASTOUT_OP)."""
@@ -278,26 +279,26 @@ class Op(Entry):
             return False
         return self.family == "unary" or (self.family == "binary" and self.bool_output)
 
-    @property
+    @cached_property
     def tensor_args(self) -> list[str]:
         return [a.name for a in self.args if a.kind == "Tensor"]
 
-    @property
+    @cached_property
     def alpha_arg(self) -> str | None:
         """The Scalar of the "alpha" transport (e.g. `alpha`, `lambd`)."""
         return self.params[0].name if self.transport == "alpha" else None
 
-    @property
+    @cached_property
     def promoting(self) -> list[str]:
         """Scalars that take part in type promotion (`promotes: true`)."""
         return [p.name for p in self.params if p.promotes]
 
-    @property
+    @cached_property
     def compute_types(self) -> list[str]:
         """The Metal types the kernels compute in, each with its params struct."""
         return list(dict.fromkeys(r.compute for r in self.registrations))
 
-    @property
+    @cached_property
     def entries(self) -> tuple[Entry, ...]:
         return (self, *self.overloads)
 

@@ -34,7 +34,7 @@ def enabled() -> bool:
     return os.environ.get("MPSGEN_CACHE", "1") != "0"
 
 
-def _cache_dir() -> Path:
+def cache_dir() -> Path:
     if os.environ.get("MPSGEN_CACHE_DIR"):
         return Path(os.environ["MPSGEN_CACHE_DIR"])
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -43,7 +43,7 @@ def _cache_dir() -> Path:
 
 def _stamp_path(out_dir: Path) -> Path:
     where = hashlib.sha256(os.fsencode(os.path.realpath(out_dir))).hexdigest()[:32]
-    return _cache_dir() / f"{where}.json"
+    return cache_dir() / f"{where}.json"
 
 
 def key(ops_bytes: bytes, yaml_name: str) -> str:

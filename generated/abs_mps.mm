@@ -8,29 +8,13 @@
 #include "elementwise.h"
 #include "metal_library.h"
 
+namespace mpsgen::generated {
+extern const OpSpec abs_spec;  // generated/op_specs.cpp, from ops.yaml:616
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:616: the dtypes abs.metal registers (input -> output)
-const mpsgen::OpSpec abs_spec{
-    "abs",
-    "ops.yaml:616",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
-        {c10::ScalarType::ComplexFloat, c10::ScalarType::Float},
-        {c10::ScalarType::ComplexHalf, c10::ScalarType::Half},
-    }};
+using mpsgen::generated::abs_spec;
 
 void abs_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("abs");

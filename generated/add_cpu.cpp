@@ -7,30 +7,13 @@
 #include "elementwise.h"
 #include "executor.h"
 
+namespace mpsgen::generated {
+extern const OpSpec add_spec;  // generated/op_specs.cpp, from ops.yaml:255
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:255: the dtypes add.metal registers (input -> output)
-const mpsgen::OpSpec add_spec{
-    "add",
-    "ops.yaml:255",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/true,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
-        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
-    }};
+using mpsgen::generated::add_spec;
 
 void add_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& alpha) {
   const std::string kernel = "add";

@@ -9,22 +9,13 @@
 #include "metal_library.h"
 #include "kernels_with_params.h"
 
+namespace mpsgen::generated {
+extern const OpSpec addcdiv_spec;  // generated/op_specs.cpp, from ops.yaml:357
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:357: the dtypes addcdiv.metal registers (input -> output)
-const mpsgen::OpSpec addcdiv_spec{
-    "addcdiv",
-    "ops.yaml:357",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/true,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+using mpsgen::generated::addcdiv_spec;
 
 // ops.yaml:357: what the kernels read, laid out as `addcdiv_params<T>` in addcdiv.metal
 template <typename T>

@@ -9,27 +9,13 @@
 #include "metal_library.h"
 #include "kernels_with_params.h"
 
+namespace mpsgen::generated {
+extern const OpSpec addcmul_spec;  // generated/op_specs.cpp, from ops.yaml:338
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:338: the dtypes addcmul.metal registers (input -> output)
-const mpsgen::OpSpec addcmul_spec{
-    "addcmul",
-    "ops.yaml:338",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/true,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
-    }};
+using mpsgen::generated::addcmul_spec;
 
 // ops.yaml:338: what the kernels read, laid out as `addcmul_params<T>` in addcmul.metal
 template <typename T>

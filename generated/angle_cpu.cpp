@@ -7,29 +7,13 @@
 #include "elementwise.h"
 #include "executor.h"
 
+namespace mpsgen::generated {
+extern const OpSpec angle_spec;  // generated/op_specs.cpp, from ops.yaml:755
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:755: the dtypes angle.metal registers (input -> output)
-const mpsgen::OpSpec angle_spec{
-    "angle",
-    "ops.yaml:755",
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-        {c10::ScalarType::ComplexFloat, c10::ScalarType::Float},
-    }};
+using mpsgen::generated::angle_spec;
 
 void angle_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   const std::string kernel = "angle";

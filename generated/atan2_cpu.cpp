@@ -7,28 +7,13 @@
 #include "elementwise.h"
 #include "executor.h"
 
+namespace mpsgen::generated {
+extern const OpSpec atan2_spec;  // generated/op_specs.cpp, from ops.yaml:131
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:131: the dtypes atan2.metal registers (input -> output)
-const mpsgen::OpSpec atan2_spec{
-    "atan2",
-    "ops.yaml:131",
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+using mpsgen::generated::atan2_spec;
 
 void atan2_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   const std::string kernel = "atan2";

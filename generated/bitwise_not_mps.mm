@@ -8,25 +8,13 @@
 #include "elementwise.h"
 #include "metal_library.h"
 
+namespace mpsgen::generated {
+extern const OpSpec bitwise_not_spec;  // generated/op_specs.cpp, from ops.yaml:86
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:86: the dtypes bitwise_not.metal registers (input -> output)
-const mpsgen::OpSpec bitwise_not_spec{
-    "bitwise_not",
-    "ops.yaml:86",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+using mpsgen::generated::bitwise_not_spec;
 
 void bitwise_not_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("bitwise_not");

@@ -7,25 +7,13 @@
 #include "elementwise.h"
 #include "executor.h"
 
+namespace mpsgen::generated {
+extern const OpSpec bitwise_xor_spec;  // generated/op_specs.cpp, from ops.yaml:202
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:202: the dtypes bitwise_xor.metal registers (input -> output)
-const mpsgen::OpSpec bitwise_xor_spec{
-    "bitwise_xor",
-    "ops.yaml:202",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+using mpsgen::generated::bitwise_xor_spec;
 
 void bitwise_xor_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   const std::string kernel = "bitwise_xor";

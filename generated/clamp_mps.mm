@@ -9,27 +9,13 @@
 #include "metal_library.h"
 #include "kernels_with_params.h"
 
+namespace mpsgen::generated {
+extern const OpSpec clamp_spec;  // generated/op_specs.cpp, from ops.yaml:391
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:391: the dtypes clamp.metal registers (input -> output)
-const mpsgen::OpSpec clamp_spec{
-    "clamp",
-    "ops.yaml:391",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
-    }};
+using mpsgen::generated::clamp_spec;
 
 // ops.yaml:391: what the kernels read, laid out as `clamp_params<T>` in clamp.metal
 template <typename T>

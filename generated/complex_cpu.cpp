@@ -7,20 +7,13 @@
 #include "elementwise.h"
 #include "executor.h"
 
+namespace mpsgen::generated {
+extern const OpSpec complex_spec;  // generated/op_specs.cpp, from ops.yaml:740
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:740: the dtypes complex.metal registers (input -> output)
-const mpsgen::OpSpec complex_spec{
-    "complex",
-    "ops.yaml:740",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::ComplexFloat},
-    }};
+using mpsgen::generated::complex_spec;
 
 void complex_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   const std::string kernel = "complex";

@@ -7,28 +7,13 @@
 #include "elementwise.h"
 #include "executor.h"
 
+namespace mpsgen::generated {
+extern const OpSpec copysign_spec;  // generated/op_specs.cpp, from ops.yaml:148
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:148: the dtypes copysign.metal registers (input -> output)
-const mpsgen::OpSpec copysign_spec{
-    "copysign",
-    "ops.yaml:148",
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+using mpsgen::generated::copysign_spec;
 
 void copysign_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   const std::string kernel = "copysign";

@@ -7,22 +7,13 @@
 #include "elementwise.h"
 #include "executor.h"
 
+namespace mpsgen::generated {
+extern const OpSpec div_spec;  // generated/op_specs.cpp, from ops.yaml:677
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:677: the dtypes div.metal registers (input -> output)
-const mpsgen::OpSpec div_spec{
-    "div",
-    "ops.yaml:677",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+using mpsgen::generated::div_spec;
 
 void div_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, std::optional<c10::string_view> rounding_mode) {
   const std::string kernel = mpsgen::choose(div_spec, "rounding_mode", rounding_mode, {{"None", "div_true"}, {"trunc", "div_trunc"}, {"floor", "div_floor"}});

@@ -7,22 +7,13 @@
 #include "elementwise.h"
 #include "executor.h"
 
+namespace mpsgen::generated {
+extern const OpSpec elu_spec;  // generated/op_specs.cpp, from ops.yaml:375
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:375: the dtypes elu.metal registers (input -> output)
-const mpsgen::OpSpec elu_spec{
-    "elu",
-    "ops.yaml:375",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+using mpsgen::generated::elu_spec;
 
 // ops.yaml:375: what the kernels read, laid out as `elu_params<T>` in elu.metal
 template <typename T>

@@ -7,30 +7,13 @@
 #include "elementwise.h"
 #include "executor.h"
 
+namespace mpsgen::generated {
+extern const OpSpec eq_spec;  // generated/op_specs.cpp, from ops.yaml:541
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:541: the dtypes eq.metal registers (input -> output)
-const mpsgen::OpSpec eq_spec{
-    "eq",
-    "ops.yaml:541",
-    /*int_to_float=*/false,
-    /*bool_output=*/true,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Bool},
-        {c10::ScalarType::Half, c10::ScalarType::Bool},
-        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
-        {c10::ScalarType::Long, c10::ScalarType::Bool},
-        {c10::ScalarType::Int, c10::ScalarType::Bool},
-        {c10::ScalarType::Short, c10::ScalarType::Bool},
-        {c10::ScalarType::Byte, c10::ScalarType::Bool},
-        {c10::ScalarType::Char, c10::ScalarType::Bool},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-        {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
-        {c10::ScalarType::ComplexHalf, c10::ScalarType::Bool},
-    }};
+using mpsgen::generated::eq_spec;
 
 void eq_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   const std::string kernel = "eq";

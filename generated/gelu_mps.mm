@@ -8,22 +8,13 @@
 #include "elementwise.h"
 #include "metal_library.h"
 
+namespace mpsgen::generated {
+extern const OpSpec gelu_spec;  // generated/op_specs.cpp, from ops.yaml:496
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:496: the dtypes gelu.metal registers (input -> output)
-const mpsgen::OpSpec gelu_spec{
-    "gelu",
-    "ops.yaml:496",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+using mpsgen::generated::gelu_spec;
 
 void gelu_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, c10::string_view approximate) {
   auto& library = mpsgen::mps::library("gelu");

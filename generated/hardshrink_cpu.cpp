@@ -7,22 +7,13 @@
 #include "elementwise.h"
 #include "executor.h"
 
+namespace mpsgen::generated {
+extern const OpSpec hardshrink_spec;  // generated/op_specs.cpp, from ops.yaml:213
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:213: the dtypes hardshrink.metal registers (input -> output)
-const mpsgen::OpSpec hardshrink_spec{
-    "hardshrink",
-    "ops.yaml:213",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+using mpsgen::generated::hardshrink_spec;
 
 void hardshrink_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& lambd) {
   const std::string kernel = "hardshrink";

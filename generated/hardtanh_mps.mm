@@ -9,22 +9,13 @@
 #include "metal_library.h"
 #include "kernels_with_params.h"
 
+namespace mpsgen::generated {
+extern const OpSpec hardtanh_spec;  // generated/op_specs.cpp, from ops.yaml:464
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:464: the dtypes hardtanh.metal registers (input -> output)
-const mpsgen::OpSpec hardtanh_spec{
-    "hardtanh",
-    "ops.yaml:464",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+using mpsgen::generated::hardtanh_spec;
 
 // ops.yaml:464: what the kernels read, laid out as `hardtanh_params<T>` in hardtanh.metal
 template <typename T>

@@ -8,22 +8,13 @@
 #include "elementwise.h"
 #include "metal_library.h"
 
+namespace mpsgen::generated {
+extern const OpSpec hypot_spec;  // generated/op_specs.cpp, from ops.yaml:100
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:100: the dtypes hypot.metal registers (input -> output)
-const mpsgen::OpSpec hypot_spec{
-    "hypot",
-    "ops.yaml:100",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+using mpsgen::generated::hypot_spec;
 
 void hypot_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("hypot");

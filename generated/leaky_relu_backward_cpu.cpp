@@ -7,22 +7,13 @@
 #include "elementwise.h"
 #include "executor.h"
 
+namespace mpsgen::generated {
+extern const OpSpec leaky_relu_backward_spec;  // generated/op_specs.cpp, from ops.yaml:522
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:522: the dtypes leaky_relu_backward.metal registers (input -> output)
-const mpsgen::OpSpec leaky_relu_backward_spec{
-    "leaky_relu_backward",
-    "ops.yaml:522",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/true,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+using mpsgen::generated::leaky_relu_backward_spec;
 
 // ops.yaml:522: what the kernels read, laid out as `leaky_relu_backward_params<T>` in leaky_relu_backward.metal
 template <typename T>

@@ -7,22 +7,13 @@
 #include "elementwise.h"
 #include "executor.h"
 
+namespace mpsgen::generated {
+extern const OpSpec leaky_relu_spec;  // generated/op_specs.cpp, from ops.yaml:241
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:241: the dtypes leaky_relu.metal registers (input -> output)
-const mpsgen::OpSpec leaky_relu_spec{
-    "leaky_relu",
-    "ops.yaml:241",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+using mpsgen::generated::leaky_relu_spec;
 
 void leaky_relu_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& negative_slope) {
   const std::string kernel = "leaky_relu";

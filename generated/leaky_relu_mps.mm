@@ -9,22 +9,13 @@
 #include "metal_library.h"
 #include "kernels_with_params.h"
 
+namespace mpsgen::generated {
+extern const OpSpec leaky_relu_spec;  // generated/op_specs.cpp, from ops.yaml:241
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:241: the dtypes leaky_relu.metal registers (input -> output)
-const mpsgen::OpSpec leaky_relu_spec{
-    "leaky_relu",
-    "ops.yaml:241",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+using mpsgen::generated::leaky_relu_spec;
 
 void leaky_relu_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& negative_slope) {
   auto& library = mpsgen::mps::library("leaky_relu");

@@ -8,22 +8,13 @@
 #include "elementwise.h"
 #include "metal_library.h"
 
+namespace mpsgen::generated {
+extern const OpSpec lerp_spec;  // generated/op_specs.cpp, from ops.yaml:300
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:300: the dtypes lerp.metal registers (input -> output)
-const mpsgen::OpSpec lerp_spec{
-    "lerp",
-    "ops.yaml:300",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+using mpsgen::generated::lerp_spec;
 
 void lerp_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("lerp");

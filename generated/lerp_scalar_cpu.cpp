@@ -7,22 +7,13 @@
 #include "elementwise.h"
 #include "executor.h"
 
+namespace mpsgen::generated {
+extern const OpSpec lerp_scalar_spec;  // generated/op_specs.cpp, from ops.yaml:318
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:318: the dtypes lerp_scalar.metal registers (input -> output)
-const mpsgen::OpSpec lerp_scalar_spec{
-    "lerp",
-    "ops.yaml:318",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/true,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+using mpsgen::generated::lerp_scalar_spec;
 
 // ops.yaml:318: what the kernels read, laid out as `lerp_scalar_params<T>` in lerp_scalar.metal
 template <typename T>

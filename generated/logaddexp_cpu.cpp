@@ -7,22 +7,13 @@
 #include "elementwise.h"
 #include "executor.h"
 
+namespace mpsgen::generated {
+extern const OpSpec logaddexp_spec;  // generated/op_specs.cpp, from ops.yaml:118
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:118: the dtypes logaddexp.metal registers (input -> output)
-const mpsgen::OpSpec logaddexp_spec{
-    "logaddexp",
-    "ops.yaml:118",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+using mpsgen::generated::logaddexp_spec;
 
 void logaddexp_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   const std::string kernel = "logaddexp";

@@ -8,29 +8,13 @@
 #include "elementwise.h"
 #include "metal_library.h"
 
+namespace mpsgen::generated {
+extern const OpSpec logical_and_spec;  // generated/op_specs.cpp, from ops.yaml:580
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:580: the dtypes logical_and.metal registers (input -> output)
-const mpsgen::OpSpec logical_and_spec{
-    "logical_and",
-    "ops.yaml:580",
-    /*int_to_float=*/false,
-    /*bool_output=*/true,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Bool},
-        {c10::ScalarType::Half, c10::ScalarType::Bool},
-        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
-        {c10::ScalarType::Long, c10::ScalarType::Bool},
-        {c10::ScalarType::Int, c10::ScalarType::Bool},
-        {c10::ScalarType::Short, c10::ScalarType::Bool},
-        {c10::ScalarType::Byte, c10::ScalarType::Bool},
-        {c10::ScalarType::Char, c10::ScalarType::Bool},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-        {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
-    }};
+using mpsgen::generated::logical_and_spec;
 
 void logical_and_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("logical_and");

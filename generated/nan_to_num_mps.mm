@@ -9,22 +9,13 @@
 #include "metal_library.h"
 #include "kernels_with_params.h"
 
+namespace mpsgen::generated {
+extern const OpSpec nan_to_num_spec;  // generated/op_specs.cpp, from ops.yaml:418
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:418: the dtypes nan_to_num.metal registers (input -> output)
-const mpsgen::OpSpec nan_to_num_spec{
-    "nan_to_num",
-    "ops.yaml:418",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+using mpsgen::generated::nan_to_num_spec;
 
 // ops.yaml:418: what the kernels read, laid out as `nan_to_num_params<T>` in nan_to_num.metal
 template <typename T>

@@ -8,30 +8,13 @@
 #include "elementwise.h"
 #include "metal_library.h"
 
+namespace mpsgen::generated {
+extern const OpSpec ne_spec;  // generated/op_specs.cpp, from ops.yaml:556
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:556: the dtypes ne.metal registers (input -> output)
-const mpsgen::OpSpec ne_spec{
-    "ne",
-    "ops.yaml:556",
-    /*int_to_float=*/false,
-    /*bool_output=*/true,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Bool},
-        {c10::ScalarType::Half, c10::ScalarType::Bool},
-        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
-        {c10::ScalarType::Long, c10::ScalarType::Bool},
-        {c10::ScalarType::Int, c10::ScalarType::Bool},
-        {c10::ScalarType::Short, c10::ScalarType::Bool},
-        {c10::ScalarType::Byte, c10::ScalarType::Bool},
-        {c10::ScalarType::Char, c10::ScalarType::Bool},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-        {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
-        {c10::ScalarType::ComplexHalf, c10::ScalarType::Bool},
-    }};
+using mpsgen::generated::ne_spec;
 
 void ne_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("ne");

@@ -7,20 +7,13 @@
 #include "elementwise.h"
 #include "executor.h"
 
+namespace mpsgen::generated {
+extern const OpSpec polar_spec;  // generated/op_specs.cpp, from ops.yaml:725
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:725: the dtypes polar.metal registers (input -> output)
-const mpsgen::OpSpec polar_spec{
-    "polar",
-    "ops.yaml:725",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::ComplexFloat},
-    }};
+using mpsgen::generated::polar_spec;
 
 void polar_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   const std::string kernel = "polar";

@@ -9,21 +9,13 @@
 #include "metal_library.h"
 #include "kernels_with_params.h"
 
+namespace mpsgen::generated {
+extern const OpSpec polygamma_spec;  // generated/op_specs.cpp, from ops.yaml:648
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:648: the dtypes polygamma.metal registers (input -> output)
-const mpsgen::OpSpec polygamma_spec{
-    "polygamma",
-    "ops.yaml:648",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+using mpsgen::generated::polygamma_spec;
 
 // ops.yaml:648: what the kernels read, laid out as `polygamma_params<T>` in polygamma.metal
 template <typename T>

@@ -9,22 +9,13 @@
 #include "metal_library.h"
 #include "kernels_with_params.h"
 
+namespace mpsgen::generated {
+extern const OpSpec round_decimals_spec;  // generated/op_specs.cpp, from ops.yaml:477
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:477: the dtypes round_decimals.metal registers (input -> output)
-const mpsgen::OpSpec round_decimals_spec{
-    "round",
-    "ops.yaml:477",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+using mpsgen::generated::round_decimals_spec;
 
 // ops.yaml:477: what the kernels read, laid out as `round_decimals_params<T>` in round_decimals.metal
 template <typename T>

@@ -7,28 +7,13 @@
 #include "elementwise.h"
 #include "executor.h"
 
+namespace mpsgen::generated {
+extern const OpSpec sin_spec;  // generated/op_specs.cpp, from ops.yaml:22
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:22: the dtypes sin.metal registers (input -> output)
-const mpsgen::OpSpec sin_spec{
-    "sin",
-    "ops.yaml:22",
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+using mpsgen::generated::sin_spec;
 
 void sin_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   const std::string kernel = "sin";

@@ -9,22 +9,13 @@
 #include "metal_library.h"
 #include "kernels_with_params.h"
 
+namespace mpsgen::generated {
+extern const OpSpec softplus_spec;  // generated/op_specs.cpp, from ops.yaml:450
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:450: the dtypes softplus.metal registers (input -> output)
-const mpsgen::OpSpec softplus_spec{
-    "softplus",
-    "ops.yaml:450",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+using mpsgen::generated::softplus_spec;
 
 // ops.yaml:450: what the kernels read, laid out as `softplus_params<T>` in softplus.metal
 template <typename T>

@@ -7,22 +7,13 @@
 #include "elementwise.h"
 #include "executor.h"
 
+namespace mpsgen::generated {
+extern const OpSpec softshrink_spec;  // generated/op_specs.cpp, from ops.yaml:225
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:225: the dtypes softshrink.metal registers (input -> output)
-const mpsgen::OpSpec softshrink_spec{
-    "softshrink",
-    "ops.yaml:225",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+using mpsgen::generated::softshrink_spec;
 
 void softshrink_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& lambd) {
   const std::string kernel = "softshrink";

@@ -7,29 +7,13 @@
 #include "elementwise.h"
 #include "executor.h"
 
+namespace mpsgen::generated {
+extern const OpSpec sub_spec;  // generated/op_specs.cpp, from ops.yaml:277
+} // namespace mpsgen::generated
+
 namespace {
 
-// ops.yaml:277: the dtypes sub.metal registers (input -> output)
-const mpsgen::OpSpec sub_spec{
-    "sub",
-    "ops.yaml:277",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/true,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
-        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
-        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
-    }};
+using mpsgen::generated::sub_spec;
 
 void sub_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& alpha) {
   const std::string kernel = "sub";

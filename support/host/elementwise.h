@@ -16,6 +16,8 @@
 #include <c10/util/Exception.h>
 #include <c10/util/complex.h>
 
+#include "op_spec.h"
+
 #include <functional>
 #include <initializer_list>
 #include <string>
@@ -26,22 +28,6 @@
 namespace mpsgen {
 
 enum class Backend { MPS, CPU };
-
-struct Registered {
-  c10::ScalarType input;   // the kernel's DTYPEI
-  c10::ScalarType output;  // the kernel's DTYPEO
-};
-
-struct OpSpec {
-  const char* name;            // torch.ops.<namespace>.<name>
-  const char* origin;          // "ops.yaml:LINE", for error messages
-  bool int_to_float;           // integer inputs compute in the default float dtype
-  bool bool_output;            // a comparison/predicate: kernels produce bool
-  bool castout;                // out= of another dtype stores through castout kernels
-  bool alpha_check;            // torch's add/sub alpha_check applies to ScalarArgs::alpha
-  bool uniform_inputs;         // the kernels read one dtype: mixed inputs are cast to the common one
-  std::vector<Registered> registrations;
-};
 
 // The Scalar arguments the host itself looks at (the kernels get theirs from
 // the generated kernel function).

@@ -1,0 +1,112 @@
+"""Time the edit → build loop (issue 12): `.venv/bin/python benchmarks/build.py [--extra-ops M]`
+
+Each figure is the wall time of the README's build command as a user runs it
+(`python setup.py --quiet build_ext --inplace`, MAX_JOBS = every core), in a temporary
+copy of this checkout, so the checkout's own build is left alone:
+
+- clean: the shipped ops.yaml, from nothing (target ≤ 60 s + 2 s per op);
+- nothing changed: the same again (target ≤ 3 s, and ninja has no work);
+- one functor edited: a line added to a functor in the middle of ops.yaml, which moves
+  every op after it to other lines (target ≤ 10 s, compiling only that op's kernels and
+  the small table of op specs that holds each op's line);
+- clean, larger: the shipped ops plus M clones of them (benchmarks/generate.py's synthetic
+  registry); seconds per added op = (larger - clean) / M (target ≤ 2 s).
+
+The machine is shared and noisy: run it on an idle machine, and quote the figures with
+the command.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+from codegen.loader import load  # noqa: E402
+from generate import synthetic_registry  # noqa: E402
+
+COPIED = ["codegen", "support", "templates", "mpsgen", "setup.py", "ops.yaml"]
+STEP = re.compile(r"\[\d+/\d+\] \S+ (\S+)")
+
+
+def copy_checkout(dest: Path) -> None:
+    ignore = shutil.ignore_patterns("*.so", "__pycache__", "*.pyc")
+    for name in COPIED:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=ignore)
+        else:
+            shutil.copy2(src, dest / name)
+
+
+def build(where: Path) -> tuple[float, str]:
+    env = {**os.environ, "MAX_JOBS": str(os.cpu_count() or 1)}
+    t = time.perf_counter()
+    r = subprocess.run([sys.executable, "setup.py", "--quiet", "build_ext", "--inplace"],
+                       cwd=where, env=env, capture_output=True, text=True)
+    elapsed = time.perf_counter() - t
+    if r.returncode:
+        sys.exit(f"build failed in {where}:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    return elapsed, r.stdout
+
+
+def add_a_line_to_a_functor(ops_yaml: Path) -> str:
+    """Add a comment line inside the functor of the op in the middle of the file; returns its name."""
+    text = ops_yaml.read_text()
+    functors = [m for m in re.finditer(r"(?m)^  - func: (\w+)[^\n]*\n(?:    [^\n]*\n)*?    functor: \|\n", text)]
+    m = functors[len(functors) // 2]
+    ops_yaml.write_text(text[:m.end()] + "      // an edit that moves every later op one line down\n" + text[m.end():])
+    return m.group(1)
+
+
+def report(name: str, seconds: float, target: float, note: str = "") -> bool:
+    ok = seconds <= target
+    print(f"{name:>20}: {seconds:7.1f} s  target ≤ {target:.0f} s: {'ok' if ok else 'MISSED'}{note}", flush=True)
+    return ok
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--extra-ops", type=int, default=40, help="ops the larger registry adds")
+    args = parser.parse_args()
+    ok = True
+    print(f"{os.cpu_count()} cores; command: MAX_JOBS={os.cpu_count()} {sys.executable} setup.py --quiet "
+          "build_ext --inplace, in a temporary copy of the checkout", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        shipped = Path(tmp) / "shipped"
+        copy_checkout(shipped)
+        ops = len(load(shipped / "ops.yaml").ops)
+        clean, _ = build(shipped)
+        ok &= report(f"clean ({ops} ops)", clean, 60 + 2 * ops)
+
+        again, log = build(shipped)
+        ok &= report("nothing changed", again, 3, "" if "ninja: no work to do" in log else "  (ninja had work!)")
+        ok &= "ninja: no work to do" in log
+
+        edited = add_a_line_to_a_functor(shipped / "ops.yaml")
+        seconds, log = build(shipped)
+        units = STEP.findall(log)
+        expected = sorted([f"build/mpsgen/{edited}_kernels.cpp", "generated/op_specs.cpp"])
+        ok &= report("one functor edited", seconds, 10, f"  (compiled: {', '.join(units)})")
+        ok &= sorted(units) == expected
+
+        larger = Path(tmp) / "larger"
+        copy_checkout(larger)
+        (larger / "ops.yaml").write_text(synthetic_registry(ops + args.extra_ops))
+        big, _ = build(larger)
+        ok &= report(f"clean ({ops + args.extra_ops} ops)", big, 60 + 2 * (ops + args.extra_ops))
+        per_op = (big - clean) / args.extra_ops
+        print(f"{'per added op':>20}: {per_op:7.2f} s  target ≤ 2 s: {'ok' if per_op <= 2 else 'MISSED'}")
+        ok &= per_op <= 2
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+// What a generated op is, as data: its name, where ops.yaml declares it, how its
+// dtypes promote and the dtypes its kernels register. The generator writes one OpSpec
+// per op into generated/op_specs.cpp; this header is all that file needs, so it
+// compiles in a moment (it changes whenever an edit moves an op to another ops.yaml line).
+#pragma once
+
+#include <c10/core/ScalarType.h>
+
+#include <vector>
+
+namespace mpsgen {
+
+struct Registered {
+  c10::ScalarType input;   // the kernel's DTYPEI
+  c10::ScalarType output;  // the kernel's DTYPEO
+};
+
+struct OpSpec {
+  const char* name;            // torch.ops.<namespace>.<name>
+  const char* origin;          // "ops.yaml:LINE", for error messages
+  bool int_to_float;           // integer inputs compute in the default float dtype
+  bool bool_output;            // a comparison/predicate: kernels produce bool
+  bool castout;                // out= of another dtype stores through castout kernels
+  bool alpha_check;            // torch's add/sub alpha_check applies to ScalarArgs::alpha
+  bool uniform_inputs;         // the kernels read one dtype: mixed inputs are cast to the common one
+  std::vector<Registered> registrations;
+};
+
+} // namespace mpsgen

@@ -1,0 +1,93 @@
+"""The build steps of codegen/build.py: what is prepared again after an edit, and the log.
+
+An edit to one functor must compile that op's kernels again and nothing else (issue 12):
+moving the ops below it to other ops.yaml lines changes their `#line`s and comments only,
+which change no compiled code. These tests check that against the preprocessor itself: a
+unit is kept only when its code would be the same, and one whose code reads `__LINE__` is
+made again.
+"""
+from __future__ import annotations
+
+import shutil
+import textwrap
+
+import pytest
+
+from codegen import build
+from test_codegen import generate_ok, registry, unary_op, write_ops
+
+UNARY = "      template <typename T>\n      inline T operator()(const T x) {\n        return x;\n      }\n"
+
+
+def _op(name: str, body: str = UNARY) -> str:
+    return unary_op(name).replace(
+        "      template <typename T>\n      inline T operator()(const T x) {\n        return x;\n      }\n", body)
+
+
+def _prepare(tmp_path, text):
+    """Generate `text` into tmp_path/out and prepare its CPU build units in tmp_path/build."""
+    out, units = tmp_path / "out", tmp_path / "build"
+    units.mkdir(exist_ok=True)
+    generate_ok(write_ops(tmp_path, text), out)
+    kernels = {p.stem.removesuffix("_kernels"): p.read_text() for p in build.cpu_kernel_sources(units, generated=out)}
+    host = build.host_unity_source(units, "_cpu.cpp", generated=out).read_text()
+    return kernels, host, (out / "op_specs.cpp").read_text()
+
+
+# a functor edit that adds a line, moving every op after it one ops.yaml line down
+LONGER = UNARY.replace("        return x;\n", "        // one more line\n        return x;\n")
+
+
+def test_moving_an_op_to_other_lines_prepares_only_the_edited_op(tmp_path):
+    kernels, host, specs = _prepare(tmp_path, registry(_op("first"), _op("second")))
+    kernels2, host2, specs2 = _prepare(tmp_path, registry(_op("first", LONGER), _op("second")))
+    assert kernels2["first"] != kernels["first"] and "one more line" not in kernels["first"]
+    assert kernels2["second"] == kernels["second"]  # its #line numbers moved; not made again
+    assert host2 == host  # the stubs name their ops.yaml lines in comments only
+    # the op's line is data: op_specs.cpp (a small unit) has the new one
+    line = lambda text: text.split('"second",\n    "ops.yaml:', 1)[1].split('"', 1)[0]
+    assert int(line(specs2)) == int(line(specs)) + 1
+
+
+def test_a_kernel_that_reads_its_line_is_made_again_when_it_moves(tmp_path):
+    reads_line = UNARY.replace("return x;", "return x + static_cast<T>(__LINE__ * 0);")
+    kernels, _, _ = _prepare(tmp_path, registry(_op("first"), _op("second", reads_line)))
+    kernels2, _, _ = _prepare(tmp_path, registry(_op("first", LONGER), _op("second", reads_line)))
+    assert kernels2["second"] != kernels["second"]
+
+
+def test_a_changed_header_prepares_every_op_again(tmp_path, monkeypatch):
+    kernels, _, _ = _prepare(tmp_path, registry(_op("first")))
+    shim = tmp_path / "shim"
+    shutil.copytree(build.SHIM_INCLUDE, shim)
+    (shim / "metal_stdlib").write_text((shim / "metal_stdlib").read_text() + "\n// edited\n")
+    monkeypatch.setattr(build, "SHIM_INCLUDE", shim)
+    unit = tmp_path / "build" / "first_kernels.cpp"
+    before = unit.read_text().splitlines()[0]
+    build.cpu_kernel_sources(tmp_path / "build", generated=tmp_path / "out")
+    assert unit.read_text().splitlines()[0] != before  # a new key: the unit was made again
+
+
+def _ninja_build(folder, source: str) -> None:
+    (folder / "unit.cpp").write_text(source)
+    (folder / "build.ninja").write_text(textwrap.dedent(f"""\
+        rule cxx
+          command = c++ -O2 -Wall -fPIC -DSOME_LONG_FLAG=1 -c $in -o $out
+        build {folder}/unit.o: cxx {folder}/unit.cpp
+        """))
+    build.run_ninja(str(folder), verbose=False, error_prefix="Error compiling objects")
+
+
+def test_build_log_is_one_line_per_unit_and_the_compilers_messages(tmp_path, capsys):
+    _ninja_build(tmp_path, "int f() { int unused_thing = 0; return 1; }\n")
+    log = capsys.readouterr().out
+    assert [line for line in log.splitlines() if line.startswith("[")] == [f"[1/1] c++ {tmp_path}/unit.cpp"]
+    assert "-DSOME_LONG_FLAG" not in log  # no command lines
+    assert "unused_thing" in log and "warning" in log  # the compiler's own message, in full
+
+
+def test_build_log_shows_errors_and_fails(tmp_path, capsys):
+    with pytest.raises(RuntimeError, match="Error compiling objects"):
+        _ninja_build(tmp_path, "int f() { return undeclared_name; }\n")
+    log = capsys.readouterr().out
+    assert "undeclared_name" in log and "error" in log
