@@ -449,7 +449,7 @@ def main(generated: Path, ops: list[str] | None = None, compiler: str = "c++", v
         if verbose and r.stderr:
             print(r.stderr)
     if not whole:
-        print("(host units are checked when the whole project generated/ is: no op names)")
+        print("(host units not checked: they need a whole generated/ (registration.cpp) and no op names)")
     clang_rejected = sum(r.rejected for r in clang_results)
     print(f"check-metal clang: {len(clang_results)} unit(s), {clang_rejected} rejected "
           "(what Apple clang would reject in the CPU kernels and host stubs)")
