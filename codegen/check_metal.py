@@ -18,6 +18,9 @@ not allow it:
 
 torch's c10/metal headers and the shim are system headers here: only the user's code is
 held to these rules, and torch's warnings stay quiet.
+
+It then runs the clang step (codegen/clang_check.py): clang compiles, syntax only, every
+unit macOS builds with Apple clang, each op's CPU kernel unit among them.
 """
 from __future__ import annotations
 
@@ -439,19 +442,8 @@ def main(generated: Path, ops: list[str] | None = None, compiler: str = "c++", v
     print(f"check-metal: {len(metals)} op(s), {rejected} rejected "
           "(Metal-strict: the user's code in ops.yaml may use only what Metal allows)")
 
-    print(f"{clang_check.clang_version(clang)}, syntax only, with the build's flags: the units macOS compiles")
-    for r in clang_results:
-        warnings = sum(f.severity == "warning" for f in r.findings)
-        print(f"{'FAIL' if r.rejected else 'ok  '} {r.unit.name} ({r.seconds:.1f} s"
-              + (f", {warnings} warning(s)" if warnings else "") + ")" + (":" if r.findings else ""))
-        for f in r.findings:
-            print(f"  {f}")
-        if verbose and r.stderr:
-            print(r.stderr)
+    clang_rejected = clang_check.report(clang_results, clang, verbose)
     if not whole:
         print("(host units not checked: they need a whole generated/ (registration.cpp) and no op names)")
-    clang_rejected = sum(r.rejected for r in clang_results)
-    print(f"check-metal clang: {len(clang_results)} unit(s), {clang_rejected} rejected "
-          "(what Apple clang would reject in the CPU kernels and host stubs)")
     print(f"check-metal: {time.perf_counter() - start:.1f} s")
     return 1 if rejected or clang_rejected else 0

@@ -155,3 +155,20 @@ def check_unit(unit: Unit, clang: list[str], build_dir: Path) -> Result:
     if r.returncode and not dropped and not any(f.severity == "error" for f in findings):
         findings = [Finding(unit.name, 1, 1, "clang failed:\n" + r.stderr[-2000:])]
     return Result(unit, findings, r.stderr, time.perf_counter() - start)
+
+
+def report(results: list[Result], clang: list[str], verbose: bool = False) -> int:
+    """Print one line per unit (and its findings); return how many units clang rejected."""
+    print(f"{clang_version(clang)}, syntax only, with the build's flags: the units macOS compiles")
+    for r in results:
+        warnings = sum(f.severity == "warning" for f in r.findings)
+        print(f"{'FAIL' if r.rejected else 'ok  '} {r.unit.name} ({r.seconds:.1f} s"
+              + (f", {warnings} warning(s)" if warnings else "") + ")" + (":" if r.findings else ""))
+        for f in r.findings:
+            print(f"  {f}")
+        if verbose and r.stderr:
+            print(r.stderr)
+    rejected = sum(r.rejected for r in results)
+    print(f"check-metal clang: {len(results)} unit(s), {rejected} rejected "
+          "(what Apple clang would reject in the CPU kernels and host stubs)")
+    return rejected
