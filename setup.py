@@ -24,21 +24,19 @@ BUILD = ROOT / "build" / "mpsgen"
 BUILD.mkdir(parents=True, exist_ok=True)
 rel = lambda p: str(Path(p).relative_to(ROOT))  # noqa: E731
 
-# the host stubs of all ops compile as one unit (codegen/build.py host_unity_source)
-sources = [rel(build.host_unity_source(BUILD, "_cpu.cpp"))]
-sources += ["generated/op_specs.cpp", "support/host/elementwise.cpp", "support/host/module.cpp",
-            "support/cpu/executor.cpp", "support/cpu/kernel_registry.cpp"]
+# the host stubs of all ops compile as one unit per backend (codegen/build.py host_sources)
+mps = sys.platform == "darwin"
+if mps:
+    build.mps_metal_sources_header(BUILD)
+sources = [rel(p) for p in build.host_sources(BUILD, mps)]
 sources += [rel(p) for p in build.cpu_kernel_sources(BUILD)]
-include_dirs = [str(ROOT / "support" / d) for d in ("host", "cpu", "metal_shim")] + [str(BUILD)]
-# -g0: no debug info (Python's CFLAGS ask for -g): a quarter of each kernel unit's compile time
-extra_cflags = ["-O2", "-g0", "-Wno-attributes", "-Wno-unknown-pragmas"]
+include_dirs = [str(d) for d in build.host_include_dirs(BUILD)]
+extra_cflags = list(build.CXX_FLAGS)
 extra_link_args = []
 
-if sys.platform == "darwin":
-    build.mps_metal_sources_header(BUILD)
-    sources += [rel(build.host_unity_source(BUILD, "_mps.mm")), "support/mps/metal_library.mm"]
-    include_dirs.append(str(ROOT / "support" / "mps"))
-    extra_cflags += ["-fobjc-arc"]
+if mps:
+    include_dirs.append(str(build.MPS_INCLUDE))
+    extra_cflags += build.MPS_CXX_FLAGS
     extra_link_args += ["-framework", "Metal", "-framework", "Foundation"]
 
 setup(

@@ -1,5 +1,6 @@
 """Command line: `python -m codegen generate`, `python -m codegen check` and
-`python -m codegen check-metal` (Metal-strict check of generated/*.metal, codegen/check_metal.py)."""
+`python -m codegen check-metal` (Metal-strict check of generated/*.metal, codegen/check_metal.py,
+then clang over what macOS builds, codegen/clang_check.py)."""
 from __future__ import annotations
 
 import argparse
@@ -15,7 +16,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m codegen", description=__doc__)
     parser.add_argument("command", choices=["generate", "check", "check-metal"],
                         help="generate: write generated/; check: fail if generated/ is stale; "
-                             "check-metal: reject what Metal does not allow in generated/*.metal")
+                             "check-metal: reject what Metal does not allow in generated/*.metal, then "
+                             "compile what macOS builds with clang, syntax only")
     parser.add_argument("only", nargs="*", help="check-metal: only these ops (default: all)")
     parser.add_argument("--ops", type=Path, default=ROOT / "ops.yaml", help="the registry (default: ops.yaml)")
     parser.add_argument("--out", type=Path, default=ROOT / "generated", help="output folder (default: generated/)")

@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -24,6 +25,18 @@ SUPPORT = ROOT / "support"
 SHIM_INCLUDE = SUPPORT / "metal_shim"
 CPU_SUPPORT = SUPPORT / "cpu"
 METAL_INCLUDE = SUPPORT / "metal"  # the project's own Metal headers (mpsgen/ternary_alpha.h)
+MPS_INCLUDE = SUPPORT / "mps"
+
+# The extension's own compile flags and include dirs (setup.py; torch adds its own).
+# -g0: no debug info (Python's CFLAGS ask for -g), a quarter of each kernel unit's compile time
+CXX_FLAGS = ["-O2", "-g0", "-Wno-attributes", "-Wno-unknown-pragmas"]
+MPS_CXX_FLAGS = ["-fobjc-arc"]
+
+
+def host_include_dirs(build_dir: Path) -> list[Path]:
+    """Where the host sources' includes resolve (setup.py): support/host, the CPU executor,
+    the Metal host shim and the build dir's generated headers."""
+    return [SUPPORT / "host", CPU_SUPPORT, SHIM_INCLUDE, build_dir]
 
 
 def torch_include() -> Path:
@@ -44,6 +57,27 @@ def _write_if_changed(path: Path, text: str) -> None:
         path.write_text(text)
 
 
+def _unit_body(metal: Path, text: str) -> str:
+    kernels = parse_instantiations(text)
+    if not kernels:
+        raise RuntimeError(f"{metal}: no `template [[host_name(...)]]` kernels instantiated")
+    return (
+        f"// Kernels of {metal.name} compiled as C++ for the CPU backend (written by the build):\n"
+        "// the preprocessed .metal (Metal host shim and launcher first), then one registration per\n"
+        "// host_name that torch's REGISTER_* macros instantiated.\n"
+        + strip_host_name_attributes(text)
+        + "\n"
+        + registration_lines(kernels)
+    )
+
+
+def cpu_kernel_unit(metal: Path, compiler: str | Sequence[str] = "c++") -> str:
+    """The C++ translation unit of one generated .metal for the CPU backend: the .metal
+    preprocessed by `compiler` (host shim and launcher first), then one registration per
+    host_name that torch's REGISTER_* macros instantiated."""
+    return _unit_body(metal, preprocess(compiler, metal, kernel_include_dirs()))
+
+
 _KEY = "// mpsgen build key: "
 _LINE_NUMBER = re.compile(r"(#line )\d+|(\.ya?ml:)\d+")
 
@@ -52,15 +86,16 @@ def _unnumbered(m: re.Match) -> str:
     return (m.group(1) or m.group(2)) + "N"
 
 
-def _toolchain_key(compiler: str) -> bytes:
+def _toolchain_key(compiler: str | Sequence[str]) -> bytes:
     """What a preprocessed kernel depends on besides its .metal: the compiler, torch's
     headers (its version and place), the project's shim and launcher headers, and the code
     that rewrites the preprocessor's output."""
     import torch
 
     h = hashlib.sha256()
-    version = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout
-    h.update(f"{shutil.which(compiler)}\n{version}\n{torch.__version__}\n{torch_include()}\n".encode())
+    command = [compiler] if isinstance(compiler, str) else list(compiler)
+    version = subprocess.run([*command, "--version"], capture_output=True, text=True).stdout
+    h.update(f"{shutil.which(command[0])} {command[1:]}\n{version}\n{torch.__version__}\n{torch_include()}\n".encode())
     here = Path(__file__).resolve().parent
     inputs = [p for d in (SHIM_INCLUDE, CPU_SUPPORT, METAL_INCLUDE) for p in d.rglob("*")
               if p.is_file() and p.suffix not in (".cpp", ".mm")]
@@ -95,25 +130,16 @@ def _line_insensitive(compiler: str, metal: Path, text: str, scratch: Path) -> b
     return _MARKER.sub("", again) == _MARKER.sub("", text)
 
 
-def _kernel_unit(compiler: str, metal: Path, keys: tuple[str, str], build_dir: Path) -> str:
+def _keyed_kernel_unit(compiler: str | Sequence[str], metal: Path, keys: tuple[str, str],
+                       build_dir: Path) -> str:
+    """cpu_kernel_unit, under the key that says what it was made from."""
     text = preprocess(compiler, metal, kernel_include_dirs())
-    kernels = parse_instantiations(text)
-    if not kernels:
-        raise RuntimeError(f"{metal}: no `template [[host_name(...)]]` kernels instantiated")
     scratch = build_dir / f"{metal.stem}.shifted.metal"
     key = keys[1] if _line_insensitive(compiler, metal, text, scratch) else keys[0]
-    return (
-        f"{_KEY}{key}\n"
-        f"// Kernels of {metal.name} compiled as C++ for the CPU backend (written by the build):\n"
-        "// the preprocessed .metal (Metal host shim and launcher first), then one registration per\n"
-        "// host_name that torch's REGISTER_* macros instantiated.\n"
-        + strip_host_name_attributes(text)
-        + "\n"
-        + registration_lines(kernels)
-    )
+    return f"{_KEY}{key}\n" + _unit_body(metal, text)
 
 
-def cpu_kernel_sources(build_dir: Path, compiler: str = "c++", generated: Path = GENERATED) -> list[Path]:
+def cpu_kernel_sources(build_dir: Path, compiler: str | Sequence[str] = "c++", generated: Path = GENERATED) -> list[Path]:
     """One `<op>_kernels.cpp` per generated .metal; returns their paths. A unit whose key
     (its first line) still matches is left as it is: not preprocessed, not rewritten, so
     ninja does not compile it again. The others are preprocessed on every core."""
@@ -126,7 +152,7 @@ def cpu_kernel_sources(build_dir: Path, compiler: str = "c++", generated: Path =
         if not unit.is_file() or unit.open().readline().removeprefix(_KEY).strip() not in keys:
             todo.append((metal, unit, keys))
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        texts = pool.map(lambda job: _kernel_unit(compiler, job[0], job[2], build_dir), todo)
+        texts = pool.map(lambda job: _keyed_kernel_unit(compiler, job[0], job[2], build_dir), todo)
         for (_, unit, _), text in zip(todo, texts):
             _write_if_changed(unit, text)
     return sources
@@ -154,6 +180,18 @@ def host_unity_source(build_dir: Path, suffix: str, generated: Path = GENERATED)
     _write_if_changed(unit, f"{_KEY}{key}\n// The host stubs of generated/, one translation unit (written by the build).\n"
                       + "".join(f'#line 1 "{p.resolve()}"\n{t}\n' for p, t in zip(stubs, texts)))
     return unit
+
+
+def host_sources(build_dir: Path, mps: bool, generated: Path = GENERATED) -> list[Path]:
+    """The extension's host translation units (setup.py): the unity unit of the CPU stubs, the
+    op specs and the support sources; with `mps`, the unity unit of the `.mm` stubs and the Metal library
+    (whose embedded sources header is written by mps_metal_sources_header)."""
+    sources = [host_unity_source(build_dir, "_cpu.cpp", generated), generated / "op_specs.cpp",
+               SUPPORT / "host" / "elementwise.cpp", SUPPORT / "host" / "module.cpp",
+               CPU_SUPPORT / "executor.cpp", CPU_SUPPORT / "kernel_registry.cpp"]
+    if mps:
+        sources += [host_unity_source(build_dir, "_mps.mm", generated), MPS_INCLUDE / "metal_library.mm"]
+    return sources
 
 
 def _c_string_literal(text: str) -> str:
@@ -194,11 +232,11 @@ def _metallib(metal: Path, source: str, build_dir: Path) -> bytes | None:
     return lib.read_bytes()
 
 
-def mps_metal_sources_header(build_dir: Path, with_metallib: bool = True) -> Path:
+def mps_metal_sources_header(build_dir: Path, with_metallib: bool = True, generated: Path = GENERATED) -> Path:
     from torch.utils._cpp_embed_headers import embed_headers
 
     entries, blobs = [], []
-    for i, metal in enumerate(sorted(GENERATED.glob("*.metal"))):
+    for i, metal in enumerate(sorted(generated.glob("*.metal"))):
         source = embed_headers(str(metal), [str(torch_include()), str(METAL_INCLUDE)])
         lib = _metallib(metal, source, build_dir) if with_metallib else None
         if lib:

@@ -18,6 +18,9 @@ not allow it:
 
 torch's c10/metal headers and the shim are system headers here: only the user's code is
 held to these rules, and torch's warnings stay quiet.
+
+It then runs the clang step (codegen/clang_check.py): clang compiles, syntax only, every
+unit macOS builds with Apple clang, each op's CPU kernel unit among them.
 """
 from __future__ import annotations
 
@@ -46,9 +49,10 @@ class Finding:
     line: int
     col: int
     message: str
+    severity: str = "error"  # or "warning" (the clang step reports both)
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.col}: error: {self.message}"
+        return f"{self.file}:{self.line}:{self.col}: {self.severity}: {self.message}"
 
 
 # ---- user regions of a generated .metal -------------------------------------------
@@ -389,6 +393,7 @@ def check_file(metal: Path, include_dirs: list[Path], compiler: str = "c++") -> 
 
 
 def main(generated: Path, ops: list[str] | None = None, compiler: str = "c++", verbose: bool = False) -> int:
+    from . import clang_check
     from .build import kernel_include_dirs
 
     include_dirs = kernel_include_dirs()
@@ -399,14 +404,31 @@ def main(generated: Path, ops: list[str] | None = None, compiler: str = "c++", v
         if missing:
             print(f"check-metal: no {generated}/<op>.metal for {', '.join(sorted(missing))}", file=sys.stderr)
             return 1
+    try:
+        clang = clang_check.clang_command()
+    except clang_check.ClangMissing as e:
+        print(f"check-metal: {e}", file=sys.stderr)
+        return 1
+
     def timed(metal: Path):
         t0 = time.perf_counter()
         return metal, *check_file(metal, include_dirs, compiler), time.perf_counter() - t0
 
-    rejected, start = 0, time.perf_counter()
-    # the compiler runs in subprocesses: threads keep the cores busy, results in op order
-    with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
-        results = list(pool.map(timed, metals))
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="mpsgen-check-clang-") as tmp:
+        build_dir = Path(tmp)
+        # the host units need the whole of generated/ (registration.cpp names every op)
+        whole = not ops and (generated / "registration.cpp").is_file()
+        units = (clang_check.host_units(build_dir, generated) if whole else []) + clang_check.kernel_units(metals)
+        # the compilers run in subprocesses: threads keep the cores busy; the longest units go first
+        with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
+            host = [pool.submit(clang_check.check_unit, u, clang, build_dir) for u in units if u.source]
+            strict = [pool.submit(timed, m) for m in metals]
+            kernels = [pool.submit(clang_check.check_unit, u, clang, build_dir) for u in units if u.metal]
+            results = [f.result() for f in strict]
+            clang_results = [f.result() for f in host + kernels]
+
+    rejected = 0
     for metal, findings, stderr, took in results:
         if findings:
             rejected += 1
@@ -417,6 +439,11 @@ def main(generated: Path, ops: list[str] | None = None, compiler: str = "c++", v
                 print(stderr)
         else:
             print(f"ok   {metal.stem} ({took:.1f} s)")
-    print(f"check-metal: {len(metals)} op(s), {rejected} rejected, {time.perf_counter() - start:.1f} s "
+    print(f"check-metal: {len(metals)} op(s), {rejected} rejected "
           "(Metal-strict: the user's code in ops.yaml may use only what Metal allows)")
-    return 1 if rejected else 0
+
+    clang_rejected = clang_check.report(clang_results, clang, verbose)
+    if not whole:
+        print("(host units not checked: they need a whole generated/ (registration.cpp) and no op names)")
+    print(f"check-metal: {time.perf_counter() - start:.1f} s")
+    return 1 if rejected or clang_rejected else 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,7 +52,12 @@ def parse_instantiations(preprocessed: str) -> list[KernelInstantiation]:
     return found
 
 
-def preprocess(compiler: str, metal: Path, include_dirs: list[Path]) -> str:
+def compiler_command(compiler: str | Sequence[str]) -> list[str]:
+    """A compiler given as one program (`c++`) or as a command (`zig clang --driver-mode=g++`)."""
+    return [compiler] if isinstance(compiler, str) else list(compiler)
+
+
+def preprocess(compiler: str | Sequence[str], metal: Path, include_dirs: list[Path]) -> str:
     """The .metal after the preprocessor, with the Metal host shim and the CPU
     launcher (support/cpu/kernel_launch.h) included first.
 
@@ -62,7 +68,7 @@ def preprocess(compiler: str, metal: Path, include_dirs: list[Path]) -> str:
     warnings. (Not -isystem: g++ -E would then split every REGISTER_* expansion with
     line markers.) Metal syntax C++ lacks (swizzles) is rewritten (codegen/metal_syntax.py).
     """
-    cmd = [compiler, "-std=c++20", "-E", "-x", "c++", "-include", "metal_stdlib", "-include", "kernel_launch.h"]
+    cmd = [*compiler_command(compiler), "-std=c++20", "-E", "-x", "c++", "-include", "metal_stdlib", "-include", "kernel_launch.h"]
     cmd += [f"-I{d}" for d in include_dirs] + [str(metal)]
     result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode:

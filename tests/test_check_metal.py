@@ -183,7 +183,10 @@ def test_cli_checks_shipped_ops():
     r = subprocess.run([sys.executable, "-m", "codegen", "check-metal", "hypot", "lerp"],
                        cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "ok   hypot" in r.stdout and "ok   lerp" in r.stdout and "0 rejected" in r.stdout
+    assert "ok   hypot" in r.stdout and "ok   lerp" in r.stdout and "2 op(s), 0 rejected" in r.stdout
+    # the clang step: the same ops' CPU kernel units (the host units need every op)
+    assert "ok   kernels hypot" in r.stdout and "ok   kernels lerp" in r.stdout, r.stdout
+    assert "clang: 2 unit(s), 0 rejected" in r.stdout, r.stdout
 
 
 def test_cli_reports_the_ops_yaml_line(tmp_path):
@@ -195,7 +198,8 @@ def test_cli_reports_the_ops_yaml_line(tmp_path):
                        cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert r.returncode == 1
     assert f"ops.yaml:{marked_line(functor)}:5: error: Metal does not allow the double type" in r.stdout, r.stdout
-    assert "FAIL foo" in r.stdout and "1 rejected" in r.stdout
+    assert "FAIL foo" in r.stdout and "1 op(s), 1 rejected" in r.stdout
+    assert "ok   kernels foo" in r.stdout  # clang compiles a double; only Metal-strict rejects it
 
 
 def test_registry_of_another_name_is_the_users_code(tmp_path):

@@ -1,0 +1,174 @@
+"""clang, syntax only, over what macOS compiles with Apple clang (run by `python -m codegen check-metal`).
+
+The extension has only ever been compiled with g++ on Linux; on macOS the same sources go
+through Apple clang, which rejects some C++ that g++ accepts (`register` in C++17, arithmetic
+on `void*`, a declared-only template used with a type without linkage, ...). This step
+compiles, with clang's -fsyntax-only and the build's own flags, each unit as setup.py builds
+it (codegen/build.py):
+
+- kernels: each op's CPU translation unit (build.cpu_kernel_unit), the `.metal` preprocessed
+  by clang itself through the Metal host shim, as on macOS. torch's headers are flagged as
+  system headers in its line markers (host_names.preprocess), so their warnings stay quiet
+  and errors in a functor point at its ops.yaml line;
+- host: build.host_sources: the CPU stubs' unity unit, the support sources and, as C++
+  (-x c++, as tests/test_mps_stubs.py does with g++), the `.mm` stubs' unity unit and
+  support/mps/metal_library.mm. Their torch and Python include dirs are -isystem here
+  (nothing parses this preprocessor output, so -isystem's extra line markers do no harm).
+
+Compiled as C++, a `.mm` sees only the declarations of the templates whose bodies are
+Objective-C++ (torch's exec_{unary,binary}_kernel_with_params, ternary_with_params); clang
+rejects their use with our params structs, which have no linkage. Those errors alone are
+dropped (OBJC_ONLY_BODIES): a Mac compiles the bodies.
+
+clang comes from PyPI's `ziglang` (requirements.txt): `zig clang` is clang's own driver,
+used here with the system's GNU toolchain (libstdc++, glibc) and zig's clang builtin headers.
+(Not `zig c++`: it builds libc++ and glibc stubs on first use, minutes on two cores, and its
+-fsyntax-only fails renaming an object file it never wrote.)
+"""
+from __future__ import annotations
+
+import platform
+import re
+import subprocess
+import sys
+import sysconfig
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import build
+from .check_metal import Finding
+
+# What torch.utils.cpp_extension adds to the extension's compile (see its build.ninja).
+TORCH_FLAGS = ["-std=c++20", "-DTORCH_API_INCLUDE_EXTENSION_H", "-DTORCH_EXTENSION_NAME=_C"]
+
+OBJC_ONLY_BODIES = re.compile(
+    r"function '(?:at::native::mps::MetalShaderLibrary::exec_(?:unary|binary)_kernel_with_params"
+    r"|mpsgen::mps::TernaryWithParams::operator\(\))<.*>' is used but not defined in this translation "
+    r"unit, and cannot be defined in any other translation unit because its type does not have linkage")
+
+_DIAGNOSTIC = re.compile(r"^(?P<file>[^:\s][^:]*):(?P<line>\d+):(?P<col>\d+): "
+                         r"(?P<severity>fatal error|error|warning): (?P<msg>.*)$", re.M)
+
+INSTALL_HINT = ("install the set-up's requirements: `bash run.sh`, or "
+                "`.venv/bin/python -m pip install -r requirements.txt` (PyPI's ziglang bundles clang)")
+
+
+class ClangMissing(RuntimeError):
+    pass
+
+
+def clang_command() -> list[str]:
+    """clang's driver from PyPI's ziglang, in g++ mode, for this Linux machine's GNU toolchain."""
+    if not sys.platform.startswith("linux"):
+        raise ClangMissing(f"the clang step runs on Linux (ziglang's clang with the system's GNU toolchain); "
+                           f"on {sys.platform} build the extension with the platform's clang instead")
+    try:
+        import ziglang
+    except ImportError:
+        raise ClangMissing(f"check-metal needs clang and cannot import ziglang: {INSTALL_HINT}") from None
+    home = Path(ziglang.__file__).resolve().parent
+    zig = home / "zig"
+    if not zig.is_file():
+        raise ClangMissing(f"ziglang at {home} has no zig binary: reinstall it ({INSTALL_HINT})")
+    return [str(zig), "clang", "--driver-mode=g++", f"--target={platform.machine()}-linux-gnu",
+            "-resource-dir", str(home / "lib")]
+
+
+def clang_version(clang: list[str]) -> str:
+    r = subprocess.run([*clang, "--version"], capture_output=True, text=True)
+    return r.stdout.splitlines()[0] if r.returncode == 0 and r.stdout else "clang (version unknown)"
+
+
+def compile_flags() -> list[str]:
+    """-fsyntax-only with the build's flags: Python's warning flags (setuptools passes its CFLAGS),
+    torch's, and setup.py's own."""
+    warnings = [f for f in (sysconfig.get_config_var("CFLAGS") or "").split() if f.startswith("-W")]
+    return ["-fsyntax-only", "-ferror-limit=0", "-fno-color-diagnostics", *warnings, *TORCH_FLAGS,
+            *build.CXX_FLAGS]
+
+
+@dataclass
+class Unit:
+    name: str  # e.g. "kernels hypot", "host mpsgen_host_mps.mm"
+    source: Path | None = None  # a host source, compiled as C++
+    metal: Path | None = None  # a .metal whose CPU kernel unit is compiled
+
+
+@dataclass
+class Result:
+    unit: Unit
+    findings: list[Finding]  # errors and warnings, in the order clang gave them
+    stderr: str
+    seconds: float
+
+    @property
+    def rejected(self) -> bool:
+        return any(f.severity != "warning" for f in self.findings)
+
+
+def kernel_units(metals: list[Path]) -> list[Unit]:
+    return [Unit(f"kernels {m.stem}", metal=m) for m in metals]
+
+
+def host_units(build_dir: Path, generated: Path) -> list[Unit]:
+    """Every host unit setup.py builds on macOS; writes their generated parts into build_dir."""
+    build.mps_metal_sources_header(build_dir, with_metallib=False, generated=generated)
+    return [Unit(f"host {p.name}" + (" as C++" if p.suffix == ".mm" else ""), source=p)
+            for p in build.host_sources(build_dir, mps=True, generated=generated)]
+
+
+def _host_include_flags(build_dir: Path) -> list[str]:
+    from torch.utils.cpp_extension import include_paths
+
+    ours = [*build.host_include_dirs(build_dir), build.MPS_INCLUDE]
+    theirs = [*include_paths(), sysconfig.get_paths()["include"]]
+    return [f"-I{d}" for d in ours] + [f"-isystem{d}" for d in theirs]
+
+
+def parse(stderr: str, objc_stand_in: bool) -> tuple[list[Finding], int]:
+    """clang's errors and warnings, and how many Objective-C++-only errors were dropped."""
+    findings, dropped = [], 0
+    for m in _DIAGNOSTIC.finditer(stderr):
+        if objc_stand_in and OBJC_ONLY_BODIES.search(m.group("msg")):
+            dropped += 1
+            continue
+        findings.append(Finding(m.group("file"), int(m.group("line")), int(m.group("col")), m.group("msg"),
+                                "warning" if m.group("severity") == "warning" else "error"))
+    return findings, dropped
+
+
+def check_unit(unit: Unit, clang: list[str], build_dir: Path) -> Result:
+    start = time.perf_counter()
+    if unit.metal is not None:
+        try:
+            text = build.cpu_kernel_unit(unit.metal, clang)
+        except RuntimeError as e:  # the preprocessor failed, or no kernel was instantiated
+            findings, _ = parse(str(e), objc_stand_in=False)
+            return Result(unit, findings or [Finding(str(unit.metal), 1, 1, str(e)[-2000:])], str(e),
+                          time.perf_counter() - start)
+        r = subprocess.run([*clang, *compile_flags(), "-x", "c++", "-"], input=text, capture_output=True, text=True)
+    else:
+        r = subprocess.run([*clang, *compile_flags(), *_host_include_flags(build_dir), "-x", "c++", str(unit.source)],
+                           capture_output=True, text=True)
+    findings, dropped = parse(r.stderr, objc_stand_in=unit.source is not None and unit.source.suffix == ".mm")
+    if r.returncode and not dropped and not any(f.severity == "error" for f in findings):
+        findings = [Finding(unit.name, 1, 1, "clang failed:\n" + r.stderr[-2000:])]
+    return Result(unit, findings, r.stderr, time.perf_counter() - start)
+
+
+def report(results: list[Result], clang: list[str], verbose: bool = False) -> int:
+    """Print one line per unit (and its findings); return how many units clang rejected."""
+    print(f"{clang_version(clang)}, syntax only, with the build's flags: the units macOS compiles")
+    for r in results:
+        warnings = sum(f.severity == "warning" for f in r.findings)
+        print(f"{'FAIL' if r.rejected else 'ok  '} {r.unit.name} ({r.seconds:.1f} s"
+              + (f", {warnings} warning(s)" if warnings else "") + ")" + (":" if r.findings else ""))
+        for f in r.findings:
+            print(f"  {f}")
+        if verbose and r.stderr:
+            print(r.stderr)
+    rejected = sum(r.rejected for r in results)
+    print(f"check-metal clang: {len(results)} unit(s), {rejected} rejected "
+          "(what Apple clang would reject in the CPU kernels and host stubs)")
+    return rejected
