@@ -1747,3 +1747,849 @@ def angle_backward(ctx, grad):
 torch.library.register_autograd("mpsgen::angle", angle_backward,
                                 setup_context=angle_setup_context, lib=lib)
 register_variants(lib, "angle", out="angle.out", inplace="angle_")
+
+
+# ---- cos: ops.yaml:776 ----
+cos_spec = Spec(
+    "mpsgen::cos", "ops.yaml:776", int_to_float=True, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+        torch.int64: torch.float32,
+        torch.int32: torch.float32,
+        torch.int16: torch.float32,
+        torch.uint8: torch.float32,
+        torch.int8: torch.float32,
+        torch.bool: torch.float32,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:776: cos(Tensor self) -> Tensor
+@torch.library.register_fake("mpsgen::cos", lib=lib)
+def cos_fake(self):
+    return fake_elementwise(cos_spec, [self])
+
+
+def cos_setup_context(ctx, inputs, output):
+    self, = inputs
+    ctx.save_for_backward(self)
+
+
+def cos_backward(ctx, grad):
+    self, = ctx.saved_tensors
+    return (
+        grad * -conj(self.sin()) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:780
+    )
+
+
+torch.library.register_autograd("mpsgen::cos", cos_backward,
+                                setup_context=cos_setup_context, lib=lib)
+register_variants(lib, "cos", out="cos.out", inplace="cos_")
+
+
+# ---- tan: ops.yaml:789 ----
+tan_spec = Spec(
+    "mpsgen::tan", "ops.yaml:789", int_to_float=True, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+        torch.int64: torch.float32,
+        torch.int32: torch.float32,
+        torch.int16: torch.float32,
+        torch.uint8: torch.float32,
+        torch.int8: torch.float32,
+        torch.bool: torch.float32,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:789: tan(Tensor self) -> Tensor
+@torch.library.register_fake("mpsgen::tan", lib=lib)
+def tan_fake(self):
+    return fake_elementwise(tan_spec, [self])
+
+
+def tan_setup_context(ctx, inputs, output):
+    self, = inputs
+    result = output
+    ctx.save_for_backward(result)
+
+
+def tan_backward(ctx, grad):
+    result, = ctx.saved_tensors
+    return (
+        grad * (1 + result.pow(2)).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:793
+    )
+
+
+torch.library.register_autograd("mpsgen::tan", tan_backward,
+                                setup_context=tan_setup_context, lib=lib)
+register_variants(lib, "tan", out="tan.out", inplace="tan_")
+
+
+# ---- tanh: ops.yaml:802 ----
+tanh_spec = Spec(
+    "mpsgen::tanh", "ops.yaml:802", int_to_float=True, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+        torch.int64: torch.float32,
+        torch.int32: torch.float32,
+        torch.int16: torch.float32,
+        torch.uint8: torch.float32,
+        torch.int8: torch.float32,
+        torch.bool: torch.float32,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:802: tanh(Tensor self) -> Tensor
+@torch.library.register_fake("mpsgen::tanh", lib=lib)
+def tanh_fake(self):
+    return fake_elementwise(tanh_spec, [self])
+
+
+def tanh_setup_context(ctx, inputs, output):
+    self, = inputs
+    result = output
+    ctx.save_for_backward(result)
+
+
+def tanh_backward(ctx, grad):
+    result, = ctx.saved_tensors
+    return (
+        torch.ops.aten.tanh_backward(grad, result) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:806
+    )
+
+
+torch.library.register_autograd("mpsgen::tanh", tanh_backward,
+                                setup_context=tanh_setup_context, lib=lib)
+register_variants(lib, "tanh", out="tanh.out", inplace="tanh_")
+
+
+# ---- log: ops.yaml:815 ----
+log_spec = Spec(
+    "mpsgen::log", "ops.yaml:815", int_to_float=True, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+        torch.int64: torch.float32,
+        torch.int32: torch.float32,
+        torch.int16: torch.float32,
+        torch.uint8: torch.float32,
+        torch.int8: torch.float32,
+        torch.bool: torch.float32,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:815: log(Tensor self) -> Tensor
+@torch.library.register_fake("mpsgen::log", lib=lib)
+def log_fake(self):
+    return fake_elementwise(log_spec, [self])
+
+
+def log_setup_context(ctx, inputs, output):
+    self, = inputs
+    ctx.save_for_backward(self)
+
+
+def log_backward(ctx, grad):
+    self, = ctx.saved_tensors
+    return (
+        grad / conj(self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:819
+    )
+
+
+torch.library.register_autograd("mpsgen::log", log_backward,
+                                setup_context=log_setup_context, lib=lib)
+register_variants(lib, "log", out="log.out", inplace="log_")
+
+
+# ---- log1p: ops.yaml:828 ----
+log1p_spec = Spec(
+    "mpsgen::log1p", "ops.yaml:828", int_to_float=True, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+        torch.int64: torch.float32,
+        torch.int32: torch.float32,
+        torch.int16: torch.float32,
+        torch.uint8: torch.float32,
+        torch.int8: torch.float32,
+        torch.bool: torch.float32,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:828: log1p(Tensor self) -> Tensor
+@torch.library.register_fake("mpsgen::log1p", lib=lib)
+def log1p_fake(self):
+    return fake_elementwise(log1p_spec, [self])
+
+
+def log1p_setup_context(ctx, inputs, output):
+    self, = inputs
+    ctx.save_for_backward(self)
+
+
+def log1p_backward(ctx, grad):
+    self, = ctx.saved_tensors
+    return (
+        grad / (self + 1).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:832
+    )
+
+
+torch.library.register_autograd("mpsgen::log1p", log1p_backward,
+                                setup_context=log1p_setup_context, lib=lib)
+register_variants(lib, "log1p", out="log1p.out", inplace="log1p_")
+
+
+# ---- expm1: ops.yaml:847 ----
+expm1_spec = Spec(
+    "mpsgen::expm1", "ops.yaml:847", int_to_float=True, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+        torch.int64: torch.float32,
+        torch.int32: torch.float32,
+        torch.int16: torch.float32,
+        torch.uint8: torch.float32,
+        torch.int8: torch.float32,
+        torch.bool: torch.float32,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:847: expm1(Tensor self) -> Tensor
+@torch.library.register_fake("mpsgen::expm1", lib=lib)
+def expm1_fake(self):
+    return fake_elementwise(expm1_spec, [self])
+
+
+def expm1_setup_context(ctx, inputs, output):
+    self, = inputs
+    result = output
+    ctx.save_for_backward(result)
+
+
+def expm1_backward(ctx, grad):
+    result, = ctx.saved_tensors
+    return (
+        grad * (result.conj() + 1) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:851
+    )
+
+
+torch.library.register_autograd("mpsgen::expm1", expm1_backward,
+                                setup_context=expm1_setup_context, lib=lib)
+register_variants(lib, "expm1", out="expm1.out", inplace="expm1_")
+
+
+# ---- rsqrt: ops.yaml:863 ----
+rsqrt_spec = Spec(
+    "mpsgen::rsqrt", "ops.yaml:863", int_to_float=True, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+        torch.int64: torch.float32,
+        torch.int32: torch.float32,
+        torch.int16: torch.float32,
+        torch.uint8: torch.float32,
+        torch.int8: torch.float32,
+        torch.bool: torch.float32,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:863: rsqrt(Tensor self) -> Tensor
+@torch.library.register_fake("mpsgen::rsqrt", lib=lib)
+def rsqrt_fake(self):
+    return fake_elementwise(rsqrt_spec, [self])
+
+
+def rsqrt_setup_context(ctx, inputs, output):
+    self, = inputs
+    ctx.save_for_backward(self)
+
+
+def rsqrt_backward(ctx, grad):
+    self, = ctx.saved_tensors
+    return (
+        -0.5 * grad * self.rsqrt().pow(3).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:867
+    )
+
+
+torch.library.register_autograd("mpsgen::rsqrt", rsqrt_backward,
+                                setup_context=rsqrt_setup_context, lib=lib)
+register_variants(lib, "rsqrt", out="rsqrt.out", inplace="rsqrt_")
+
+
+# ---- i0: ops.yaml:876 ----
+i0_spec = Spec(
+    "mpsgen::i0", "ops.yaml:876", int_to_float=True, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+        torch.int64: torch.float32,
+        torch.int32: torch.float32,
+        torch.int16: torch.float32,
+        torch.uint8: torch.float32,
+        torch.int8: torch.float32,
+        torch.bool: torch.float32,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:876: i0(Tensor self) -> Tensor
+@torch.library.register_fake("mpsgen::i0", lib=lib)
+def i0_fake(self):
+    return fake_elementwise(i0_spec, [self])
+
+
+def i0_setup_context(ctx, inputs, output):
+    self, = inputs
+    ctx.save_for_backward(self)
+
+
+def i0_backward(ctx, grad):
+    self, = ctx.saved_tensors
+    return (
+        grad * torch.special.i1(self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:880
+    )
+
+
+torch.library.register_autograd("mpsgen::i0", i0_backward,
+                                setup_context=i0_setup_context, lib=lib)
+register_variants(lib, "i0", out="i0.out", inplace="i0_")
+
+
+# ---- reciprocal: ops.yaml:889 ----
+reciprocal_spec = Spec(
+    "mpsgen::reciprocal", "ops.yaml:889", int_to_float=True, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+        torch.int64: torch.float32,
+        torch.int32: torch.float32,
+        torch.int16: torch.float32,
+        torch.uint8: torch.float32,
+        torch.int8: torch.float32,
+        torch.bool: torch.float32,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:889: reciprocal(Tensor self) -> Tensor
+@torch.library.register_fake("mpsgen::reciprocal", lib=lib)
+def reciprocal_fake(self):
+    return fake_elementwise(reciprocal_spec, [self])
+
+
+def reciprocal_setup_context(ctx, inputs, output):
+    self, = inputs
+    result = output
+    ctx.save_for_backward(result)
+
+
+def reciprocal_backward(ctx, grad):
+    result, = ctx.saved_tensors
+    return (
+        -grad * (result * result).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:893
+    )
+
+
+torch.library.register_autograd("mpsgen::reciprocal", reciprocal_backward,
+                                setup_context=reciprocal_setup_context, lib=lib)
+register_variants(lib, "reciprocal", out="reciprocal.out", inplace="reciprocal_")
+
+
+# ---- floor: ops.yaml:903 ----
+floor_spec = Spec(
+    "mpsgen::floor", "ops.yaml:903", int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+        torch.int64: torch.int64,
+        torch.int32: torch.int32,
+        torch.int16: torch.int16,
+        torch.uint8: torch.uint8,
+        torch.int8: torch.int8,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:903: floor(Tensor self) -> Tensor
+@torch.library.register_fake("mpsgen::floor", lib=lib)
+def floor_fake(self):
+    return fake_elementwise(floor_spec, [self])
+
+
+def floor_setup_context(ctx, inputs, output):
+    self, = inputs
+
+
+def floor_backward(ctx, grad):
+    return (
+        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:907
+    )
+
+
+torch.library.register_autograd("mpsgen::floor", floor_backward,
+                                setup_context=floor_setup_context, lib=lib)
+register_variants(lib, "floor", out="floor.out", inplace="floor_")
+
+
+# ---- ceil: ops.yaml:918 ----
+ceil_spec = Spec(
+    "mpsgen::ceil", "ops.yaml:918", int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+        torch.int64: torch.int64,
+        torch.int32: torch.int32,
+        torch.int16: torch.int16,
+        torch.uint8: torch.uint8,
+        torch.int8: torch.int8,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:918: ceil(Tensor self) -> Tensor
+@torch.library.register_fake("mpsgen::ceil", lib=lib)
+def ceil_fake(self):
+    return fake_elementwise(ceil_spec, [self])
+
+
+def ceil_setup_context(ctx, inputs, output):
+    self, = inputs
+
+
+def ceil_backward(ctx, grad):
+    return (
+        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:922
+    )
+
+
+torch.library.register_autograd("mpsgen::ceil", ceil_backward,
+                                setup_context=ceil_setup_context, lib=lib)
+register_variants(lib, "ceil", out="ceil.out", inplace="ceil_")
+
+
+# ---- trunc: ops.yaml:933 ----
+trunc_spec = Spec(
+    "mpsgen::trunc", "ops.yaml:933", int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+        torch.int64: torch.int64,
+        torch.int32: torch.int32,
+        torch.int16: torch.int16,
+        torch.uint8: torch.uint8,
+        torch.int8: torch.int8,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:933: trunc(Tensor self) -> Tensor
+@torch.library.register_fake("mpsgen::trunc", lib=lib)
+def trunc_fake(self):
+    return fake_elementwise(trunc_spec, [self])
+
+
+def trunc_setup_context(ctx, inputs, output):
+    self, = inputs
+
+
+def trunc_backward(ctx, grad):
+    return (
+        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:937
+    )
+
+
+torch.library.register_autograd("mpsgen::trunc", trunc_backward,
+                                setup_context=trunc_setup_context, lib=lib)
+register_variants(lib, "trunc", out="trunc.out", inplace="trunc_")
+
+
+# ---- sign: ops.yaml:948 ----
+sign_spec = Spec(
+    "mpsgen::sign", "ops.yaml:948", int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+        torch.int64: torch.int64,
+        torch.int32: torch.int32,
+        torch.int16: torch.int16,
+        torch.uint8: torch.uint8,
+        torch.int8: torch.int8,
+        torch.bool: torch.bool,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:948: sign(Tensor self) -> Tensor
+@torch.library.register_fake("mpsgen::sign", lib=lib)
+def sign_fake(self):
+    return fake_elementwise(sign_spec, [self])
+
+
+def sign_setup_context(ctx, inputs, output):
+    self, = inputs
+
+
+def sign_backward(ctx, grad):
+    return (
+        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:952
+    )
+
+
+torch.library.register_autograd("mpsgen::sign", sign_backward,
+                                setup_context=sign_setup_context, lib=lib)
+register_variants(lib, "sign", out="sign.out", inplace="sign_")
+
+
+# ---- minimum: ops.yaml:961 ----
+minimum_spec = Spec(
+    "mpsgen::minimum", "ops.yaml:961", int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+        torch.int64: torch.int64,
+        torch.int32: torch.int32,
+        torch.int16: torch.int16,
+        torch.uint8: torch.uint8,
+        torch.int8: torch.int8,
+        torch.bool: torch.bool,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:961: minimum(Tensor self, Tensor other) -> Tensor
+@torch.library.register_fake("mpsgen::minimum", lib=lib)
+def minimum_fake(self, other):
+    return fake_elementwise(minimum_spec, [self, other])
+
+
+def minimum_setup_context(ctx, inputs, output):
+    self, other, = inputs
+    ctx.save_for_backward(self, other)
+
+
+def minimum_backward(ctx, grad):
+    self, other, = ctx.saved_tensors
+    return (
+        torch.where(self == other, grad / 2, grad).masked_fill(self > other, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:965
+        torch.where(self == other, grad / 2, grad).masked_fill(self < other, 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:966
+    )
+
+
+torch.library.register_autograd("mpsgen::minimum", minimum_backward,
+                                setup_context=minimum_setup_context, lib=lib)
+register_variants(lib, "minimum", out="minimum.out", inplace="minimum_")
+
+
+# ---- fmax: ops.yaml:974 ----
+fmax_spec = Spec(
+    "mpsgen::fmax", "ops.yaml:974", int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+        torch.int64: torch.int64,
+        torch.int32: torch.int32,
+        torch.int16: torch.int16,
+        torch.uint8: torch.uint8,
+        torch.int8: torch.int8,
+        torch.bool: torch.bool,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:974: fmax(Tensor self, Tensor other) -> Tensor
+@torch.library.register_fake("mpsgen::fmax", lib=lib)
+def fmax_fake(self, other):
+    return fake_elementwise(fmax_spec, [self, other])
+
+
+def fmax_setup_context(ctx, inputs, output):
+    self, other, = inputs
+    ctx.save_for_backward(self, other)
+
+
+def fmax_backward(ctx, grad):
+    self, other, = ctx.saved_tensors
+    return (
+        grad.masked_fill((self >= other).logical_or(other.isnan()).logical_not(), 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:978
+        grad.masked_fill((self >= other).logical_or(other.isnan()), 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:979
+    )
+
+
+torch.library.register_autograd("mpsgen::fmax", fmax_backward,
+                                setup_context=fmax_setup_context, lib=lib)
+register_variants(lib, "fmax", out="fmax.out", inplace="fmax_")
+
+
+# ---- fmin: ops.yaml:991 ----
+fmin_spec = Spec(
+    "mpsgen::fmin", "ops.yaml:991", int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+        torch.int64: torch.int64,
+        torch.int32: torch.int32,
+        torch.int16: torch.int16,
+        torch.uint8: torch.uint8,
+        torch.int8: torch.int8,
+        torch.bool: torch.bool,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:991: fmin(Tensor self, Tensor other) -> Tensor
+@torch.library.register_fake("mpsgen::fmin", lib=lib)
+def fmin_fake(self, other):
+    return fake_elementwise(fmin_spec, [self, other])
+
+
+def fmin_setup_context(ctx, inputs, output):
+    self, other, = inputs
+    ctx.save_for_backward(self, other)
+
+
+def fmin_backward(ctx, grad):
+    self, other, = ctx.saved_tensors
+    return (
+        grad.masked_fill((self <= other).logical_or(other.isnan()).logical_not(), 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:995
+        grad.masked_fill((self <= other).logical_or(other.isnan()), 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:996
+    )
+
+
+torch.library.register_autograd("mpsgen::fmin", fmin_backward,
+                                setup_context=fmin_setup_context, lib=lib)
+register_variants(lib, "fmin", out="fmin.out", inplace="fmin_")
+
+
+# ---- bitwise_and: ops.yaml:1007 ----
+bitwise_and_spec = Spec(
+    "mpsgen::bitwise_and", "ops.yaml:1007", int_to_float=False, bool_output=False,
+    registrations={
+        torch.int64: torch.int64,
+        torch.int32: torch.int32,
+        torch.int16: torch.int16,
+        torch.uint8: torch.uint8,
+        torch.int8: torch.int8,
+        torch.bool: torch.bool,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:1007: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
+@torch.library.register_fake("mpsgen::bitwise_and.Tensor", lib=lib)
+def bitwise_and_Tensor_fake(self, other):
+    return fake_elementwise(bitwise_and_spec, [self, other])
+register_not_differentiable(lib, "bitwise_and.Tensor")  # bool/integer results only
+register_variants(lib, "bitwise_and.Tensor", out="bitwise_and.out", inplace="bitwise_and_.Tensor")
+
+
+# ops.yaml:1016: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
+@torch.library.register_fake("mpsgen::bitwise_and.Scalar", lib=lib)
+def bitwise_and_Scalar_fake(self, other):
+    return fake_elementwise(bitwise_and_spec, [self, other])
+register_not_differentiable(lib, "bitwise_and.Scalar")  # bool/integer results only
+register_variants(lib, "bitwise_and.Scalar", out="bitwise_and.Scalar_out", inplace="bitwise_and_.Scalar")
+
+
+# ---- bitwise_or: ops.yaml:1018 ----
+bitwise_or_spec = Spec(
+    "mpsgen::bitwise_or", "ops.yaml:1018", int_to_float=False, bool_output=False,
+    registrations={
+        torch.int64: torch.int64,
+        torch.int32: torch.int32,
+        torch.int16: torch.int16,
+        torch.uint8: torch.uint8,
+        torch.int8: torch.int8,
+        torch.bool: torch.bool,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:1018: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
+@torch.library.register_fake("mpsgen::bitwise_or.Tensor", lib=lib)
+def bitwise_or_Tensor_fake(self, other):
+    return fake_elementwise(bitwise_or_spec, [self, other])
+register_not_differentiable(lib, "bitwise_or.Tensor")  # bool/integer results only
+register_variants(lib, "bitwise_or.Tensor", out="bitwise_or.out", inplace="bitwise_or_.Tensor")
+
+
+# ---- gt: ops.yaml:1028 ----
+gt_spec = Spec(
+    "mpsgen::gt", "ops.yaml:1028", int_to_float=False, bool_output=True,
+    registrations={
+        torch.float32: torch.bool,
+        torch.float16: torch.bool,
+        torch.bfloat16: torch.bool,
+        torch.int64: torch.bool,
+        torch.int32: torch.bool,
+        torch.int16: torch.bool,
+        torch.uint8: torch.bool,
+        torch.int8: torch.bool,
+        torch.bool: torch.bool,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:1028: gt.Tensor(Tensor self, Tensor other) -> Tensor
+@torch.library.register_fake("mpsgen::gt.Tensor", lib=lib)
+def gt_Tensor_fake(self, other):
+    return fake_elementwise(gt_spec, [self, other])
+register_not_differentiable(lib, "gt.Tensor")  # bool/integer results only
+register_variants(lib, "gt.Tensor", out="gt.out", inplace="gt_.Tensor")
+
+
+# ops.yaml:1037: gt.Scalar(Tensor self, Scalar other) -> Tensor
+@torch.library.register_fake("mpsgen::gt.Scalar", lib=lib)
+def gt_Scalar_fake(self, other):
+    return fake_elementwise(gt_spec, [self, other])
+register_not_differentiable(lib, "gt.Scalar")  # bool/integer results only
+register_variants(lib, "gt.Scalar", out="gt.Scalar_out", inplace="gt_.Scalar")
+
+
+# ---- ge: ops.yaml:1039 ----
+ge_spec = Spec(
+    "mpsgen::ge", "ops.yaml:1039", int_to_float=False, bool_output=True,
+    registrations={
+        torch.float32: torch.bool,
+        torch.float16: torch.bool,
+        torch.bfloat16: torch.bool,
+        torch.int64: torch.bool,
+        torch.int32: torch.bool,
+        torch.int16: torch.bool,
+        torch.uint8: torch.bool,
+        torch.int8: torch.bool,
+        torch.bool: torch.bool,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:1039: ge.Tensor(Tensor self, Tensor other) -> Tensor
+@torch.library.register_fake("mpsgen::ge.Tensor", lib=lib)
+def ge_Tensor_fake(self, other):
+    return fake_elementwise(ge_spec, [self, other])
+register_not_differentiable(lib, "ge.Tensor")  # bool/integer results only
+register_variants(lib, "ge.Tensor", out="ge.out", inplace="ge_.Tensor")
+
+
+# ---- le: ops.yaml:1048 ----
+le_spec = Spec(
+    "mpsgen::le", "ops.yaml:1048", int_to_float=False, bool_output=True,
+    registrations={
+        torch.float32: torch.bool,
+        torch.float16: torch.bool,
+        torch.bfloat16: torch.bool,
+        torch.int64: torch.bool,
+        torch.int32: torch.bool,
+        torch.int16: torch.bool,
+        torch.uint8: torch.bool,
+        torch.int8: torch.bool,
+        torch.bool: torch.bool,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:1048: le.Tensor(Tensor self, Tensor other) -> Tensor
+@torch.library.register_fake("mpsgen::le.Tensor", lib=lib)
+def le_Tensor_fake(self, other):
+    return fake_elementwise(le_spec, [self, other])
+register_not_differentiable(lib, "le.Tensor")  # bool/integer results only
+register_variants(lib, "le.Tensor", out="le.out", inplace="le_.Tensor")
+
+
+# ---- logical_or: ops.yaml:1057 ----
+logical_or_spec = Spec(
+    "mpsgen::logical_or", "ops.yaml:1057", int_to_float=False, bool_output=True,
+    registrations={
+        torch.float32: torch.bool,
+        torch.float16: torch.bool,
+        torch.bfloat16: torch.bool,
+        torch.int64: torch.bool,
+        torch.int32: torch.bool,
+        torch.int16: torch.bool,
+        torch.uint8: torch.bool,
+        torch.int8: torch.bool,
+        torch.bool: torch.bool,
+        torch.complex64: torch.bool,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:1057: logical_or(Tensor self, Tensor other) -> Tensor
+@torch.library.register_fake("mpsgen::logical_or", lib=lib)
+def logical_or_fake(self, other):
+    return fake_elementwise(logical_or_spec, [self, other])
+register_not_differentiable(lib, "logical_or")  # bool/integer results only
+register_variants(lib, "logical_or", out="logical_or.out", inplace="logical_or_")
+
+
+# ---- logical_xor: ops.yaml:1066 ----
+logical_xor_spec = Spec(
+    "mpsgen::logical_xor", "ops.yaml:1066", int_to_float=False, bool_output=True,
+    registrations={
+        torch.float32: torch.bool,
+        torch.float16: torch.bool,
+        torch.bfloat16: torch.bool,
+        torch.int64: torch.bool,
+        torch.int32: torch.bool,
+        torch.int16: torch.bool,
+        torch.uint8: torch.bool,
+        torch.int8: torch.bool,
+        torch.bool: torch.bool,
+        torch.complex64: torch.bool,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:1066: logical_xor(Tensor self, Tensor other) -> Tensor
+@torch.library.register_fake("mpsgen::logical_xor", lib=lib)
+def logical_xor_fake(self, other):
+    return fake_elementwise(logical_xor_spec, [self, other])
+register_not_differentiable(lib, "logical_xor")  # bool/integer results only
+register_variants(lib, "logical_xor", out="logical_xor.out", inplace="logical_xor_")

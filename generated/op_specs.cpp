@@ -793,4 +793,480 @@ extern const OpSpec angle_spec{
         {c10::ScalarType::ComplexFloat, c10::ScalarType::Float},
     }};
 
+// ops.yaml:776: the dtypes cos.metal registers (input -> output)
+extern const OpSpec cos_spec{
+    "cos",
+    "ops.yaml:776",
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+    }};
+
+// ops.yaml:789: the dtypes tan.metal registers (input -> output)
+extern const OpSpec tan_spec{
+    "tan",
+    "ops.yaml:789",
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+    }};
+
+// ops.yaml:802: the dtypes tanh.metal registers (input -> output)
+extern const OpSpec tanh_spec{
+    "tanh",
+    "ops.yaml:802",
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+    }};
+
+// ops.yaml:815: the dtypes log.metal registers (input -> output)
+extern const OpSpec log_spec{
+    "log",
+    "ops.yaml:815",
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+    }};
+
+// ops.yaml:828: the dtypes log1p.metal registers (input -> output)
+extern const OpSpec log1p_spec{
+    "log1p",
+    "ops.yaml:828",
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+    }};
+
+// ops.yaml:847: the dtypes expm1.metal registers (input -> output)
+extern const OpSpec expm1_spec{
+    "expm1",
+    "ops.yaml:847",
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+    }};
+
+// ops.yaml:863: the dtypes rsqrt.metal registers (input -> output)
+extern const OpSpec rsqrt_spec{
+    "rsqrt",
+    "ops.yaml:863",
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+    }};
+
+// ops.yaml:876: the dtypes i0.metal registers (input -> output)
+extern const OpSpec i0_spec{
+    "i0",
+    "ops.yaml:876",
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+    }};
+
+// ops.yaml:889: the dtypes reciprocal.metal registers (input -> output)
+extern const OpSpec reciprocal_spec{
+    "reciprocal",
+    "ops.yaml:889",
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+    }};
+
+// ops.yaml:903: the dtypes floor.metal registers (input -> output)
+extern const OpSpec floor_spec{
+    "floor",
+    "ops.yaml:903",
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+    }};
+
+// ops.yaml:918: the dtypes ceil.metal registers (input -> output)
+extern const OpSpec ceil_spec{
+    "ceil",
+    "ops.yaml:918",
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+    }};
+
+// ops.yaml:933: the dtypes trunc.metal registers (input -> output)
+extern const OpSpec trunc_spec{
+    "trunc",
+    "ops.yaml:933",
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+    }};
+
+// ops.yaml:948: the dtypes sign.metal registers (input -> output)
+extern const OpSpec sign_spec{
+    "sign",
+    "ops.yaml:948",
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    }};
+
+// ops.yaml:961: the dtypes minimum.metal registers (input -> output)
+extern const OpSpec minimum_spec{
+    "minimum",
+    "ops.yaml:961",
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    }};
+
+// ops.yaml:974: the dtypes fmax.metal registers (input -> output)
+extern const OpSpec fmax_spec{
+    "fmax",
+    "ops.yaml:974",
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    }};
+
+// ops.yaml:991: the dtypes fmin.metal registers (input -> output)
+extern const OpSpec fmin_spec{
+    "fmin",
+    "ops.yaml:991",
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    }};
+
+// ops.yaml:1007: the dtypes bitwise_and.metal registers (input -> output)
+extern const OpSpec bitwise_and_spec{
+    "bitwise_and",
+    "ops.yaml:1007",
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    }};
+
+// ops.yaml:1018: the dtypes bitwise_or.metal registers (input -> output)
+extern const OpSpec bitwise_or_spec{
+    "bitwise_or",
+    "ops.yaml:1018",
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    }};
+
+// ops.yaml:1028: the dtypes gt.metal registers (input -> output)
+extern const OpSpec gt_spec{
+    "gt",
+    "ops.yaml:1028",
+    /*int_to_float=*/false,
+    /*bool_output=*/true,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Bool},
+        {c10::ScalarType::Half, c10::ScalarType::Bool},
+        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
+        {c10::ScalarType::Long, c10::ScalarType::Bool},
+        {c10::ScalarType::Int, c10::ScalarType::Bool},
+        {c10::ScalarType::Short, c10::ScalarType::Bool},
+        {c10::ScalarType::Byte, c10::ScalarType::Bool},
+        {c10::ScalarType::Char, c10::ScalarType::Bool},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    }};
+
+// ops.yaml:1039: the dtypes ge.metal registers (input -> output)
+extern const OpSpec ge_spec{
+    "ge",
+    "ops.yaml:1039",
+    /*int_to_float=*/false,
+    /*bool_output=*/true,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Bool},
+        {c10::ScalarType::Half, c10::ScalarType::Bool},
+        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
+        {c10::ScalarType::Long, c10::ScalarType::Bool},
+        {c10::ScalarType::Int, c10::ScalarType::Bool},
+        {c10::ScalarType::Short, c10::ScalarType::Bool},
+        {c10::ScalarType::Byte, c10::ScalarType::Bool},
+        {c10::ScalarType::Char, c10::ScalarType::Bool},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    }};
+
+// ops.yaml:1048: the dtypes le.metal registers (input -> output)
+extern const OpSpec le_spec{
+    "le",
+    "ops.yaml:1048",
+    /*int_to_float=*/false,
+    /*bool_output=*/true,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Bool},
+        {c10::ScalarType::Half, c10::ScalarType::Bool},
+        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
+        {c10::ScalarType::Long, c10::ScalarType::Bool},
+        {c10::ScalarType::Int, c10::ScalarType::Bool},
+        {c10::ScalarType::Short, c10::ScalarType::Bool},
+        {c10::ScalarType::Byte, c10::ScalarType::Bool},
+        {c10::ScalarType::Char, c10::ScalarType::Bool},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    }};
+
+// ops.yaml:1057: the dtypes logical_or.metal registers (input -> output)
+extern const OpSpec logical_or_spec{
+    "logical_or",
+    "ops.yaml:1057",
+    /*int_to_float=*/false,
+    /*bool_output=*/true,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Bool},
+        {c10::ScalarType::Half, c10::ScalarType::Bool},
+        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
+        {c10::ScalarType::Long, c10::ScalarType::Bool},
+        {c10::ScalarType::Int, c10::ScalarType::Bool},
+        {c10::ScalarType::Short, c10::ScalarType::Bool},
+        {c10::ScalarType::Byte, c10::ScalarType::Bool},
+        {c10::ScalarType::Char, c10::ScalarType::Bool},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
+    }};
+
+// ops.yaml:1066: the dtypes logical_xor.metal registers (input -> output)
+extern const OpSpec logical_xor_spec{
+    "logical_xor",
+    "ops.yaml:1066",
+    /*int_to_float=*/false,
+    /*bool_output=*/true,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Bool},
+        {c10::ScalarType::Half, c10::ScalarType::Bool},
+        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
+        {c10::ScalarType::Long, c10::ScalarType::Bool},
+        {c10::ScalarType::Int, c10::ScalarType::Bool},
+        {c10::ScalarType::Short, c10::ScalarType::Bool},
+        {c10::ScalarType::Byte, c10::ScalarType::Bool},
+        {c10::ScalarType::Char, c10::ScalarType::Bool},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
+    }};
+
 } // namespace mpsgen::generated

@@ -195,4 +195,104 @@ TORCH_LIBRARY(mpsgen, m) {
   m.def("angle(Tensor self) -> Tensor");
   m.def("angle.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("angle_(Tensor(a!) self) -> Tensor(a!)");
+  // ops.yaml:776
+  m.def("cos(Tensor self) -> Tensor");
+  m.def("cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("cos_(Tensor(a!) self) -> Tensor(a!)");
+  // ops.yaml:789
+  m.def("tan(Tensor self) -> Tensor");
+  m.def("tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("tan_(Tensor(a!) self) -> Tensor(a!)");
+  // ops.yaml:802
+  m.def("tanh(Tensor self) -> Tensor");
+  m.def("tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("tanh_(Tensor(a!) self) -> Tensor(a!)");
+  // ops.yaml:815
+  m.def("log(Tensor self) -> Tensor");
+  m.def("log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("log_(Tensor(a!) self) -> Tensor(a!)");
+  // ops.yaml:828
+  m.def("log1p(Tensor self) -> Tensor");
+  m.def("log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("log1p_(Tensor(a!) self) -> Tensor(a!)");
+  // ops.yaml:847
+  m.def("expm1(Tensor self) -> Tensor");
+  m.def("expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("expm1_(Tensor(a!) self) -> Tensor(a!)");
+  // ops.yaml:863
+  m.def("rsqrt(Tensor self) -> Tensor");
+  m.def("rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("rsqrt_(Tensor(a!) self) -> Tensor(a!)");
+  // ops.yaml:876
+  m.def("i0(Tensor self) -> Tensor");
+  m.def("i0.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("i0_(Tensor(a!) self) -> Tensor(a!)");
+  // ops.yaml:889
+  m.def("reciprocal(Tensor self) -> Tensor");
+  m.def("reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("reciprocal_(Tensor(a!) self) -> Tensor(a!)");
+  // ops.yaml:903
+  m.def("floor(Tensor self) -> Tensor");
+  m.def("floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("floor_(Tensor(a!) self) -> Tensor(a!)");
+  // ops.yaml:918
+  m.def("ceil(Tensor self) -> Tensor");
+  m.def("ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("ceil_(Tensor(a!) self) -> Tensor(a!)");
+  // ops.yaml:933
+  m.def("trunc(Tensor self) -> Tensor");
+  m.def("trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("trunc_(Tensor(a!) self) -> Tensor(a!)");
+  // ops.yaml:948
+  m.def("sign(Tensor self) -> Tensor");
+  m.def("sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("sign_(Tensor(a!) self) -> Tensor(a!)");
+  // ops.yaml:961
+  m.def("minimum(Tensor self, Tensor other) -> Tensor");
+  m.def("minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("minimum_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
+  // ops.yaml:974
+  m.def("fmax(Tensor self, Tensor other) -> Tensor");
+  m.def("fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("fmax_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
+  // ops.yaml:991
+  m.def("fmin(Tensor self, Tensor other) -> Tensor");
+  m.def("fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("fmin_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
+  // ops.yaml:1007
+  m.def("bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor");
+  m.def("bitwise_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
+  // ops.yaml:1016
+  m.def("bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor");
+  m.def("bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)");
+  // ops.yaml:1018
+  m.def("bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor");
+  m.def("bitwise_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
+  // ops.yaml:1028
+  m.def("gt.Tensor(Tensor self, Tensor other) -> Tensor");
+  m.def("gt.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
+  // ops.yaml:1037
+  m.def("gt.Scalar(Tensor self, Scalar other) -> Tensor");
+  m.def("gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)");
+  // ops.yaml:1039
+  m.def("ge.Tensor(Tensor self, Tensor other) -> Tensor");
+  m.def("ge.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
+  // ops.yaml:1048
+  m.def("le.Tensor(Tensor self, Tensor other) -> Tensor");
+  m.def("le.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
+  // ops.yaml:1057
+  m.def("logical_or(Tensor self, Tensor other) -> Tensor");
+  m.def("logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
+  // ops.yaml:1066
+  m.def("logical_xor(Tensor self, Tensor other) -> Tensor");
+  m.def("logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
 }
