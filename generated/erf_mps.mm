@@ -12,8 +12,9 @@ namespace {
 
 // ops.yaml:68: the dtypes erf.metal registers (input -> output)
 const mpsgen::OpSpec erf_spec{
-    "erf",
+    "mpsgen::erf",
     "ops.yaml:68",
+    {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
@@ -39,19 +40,19 @@ void erf_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
 
 // ops.yaml:68: erf(Tensor self) -> Tensor
 at::Tensor erf_mps(const at::Tensor& self) {
-  return mpsgen::elementwise(erf_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise(erf_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     erf_mps_kernel(iter, common);
   });
 }
 
 at::Tensor& erf_out_mps(const at::Tensor& self, at::Tensor& out) {
-  return mpsgen::elementwise_out(erf_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(erf_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     erf_mps_kernel(iter, common);
   });
 }
 
 at::Tensor& erf_inplace_mps(at::Tensor& self) {
-  return mpsgen::elementwise_out(erf_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(erf_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     erf_mps_kernel(iter, common);
   });
 }

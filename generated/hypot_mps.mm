@@ -12,8 +12,9 @@ namespace {
 
 // ops.yaml:100: the dtypes hypot.metal registers (input -> output)
 const mpsgen::OpSpec hypot_spec{
-    "hypot",
+    "mpsgen::hypot",
     "ops.yaml:100",
+    {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -33,19 +34,19 @@ void hypot_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
 
 // ops.yaml:100: hypot(Tensor self, Tensor other) -> Tensor
 at::Tensor hypot_mps(const at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise(hypot_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise(hypot_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     hypot_mps_kernel(iter, common);
   });
 }
 
 at::Tensor& hypot_out_mps(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  return mpsgen::elementwise_out(hypot_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(hypot_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     hypot_mps_kernel(iter, common);
   });
 }
 
 at::Tensor& hypot_inplace_mps(at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise_out(hypot_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(hypot_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     hypot_mps_kernel(iter, common);
   });
 }

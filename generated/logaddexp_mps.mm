@@ -12,8 +12,9 @@ namespace {
 
 // ops.yaml:118: the dtypes logaddexp.metal registers (input -> output)
 const mpsgen::OpSpec logaddexp_spec{
-    "logaddexp",
+    "mpsgen::logaddexp",
     "ops.yaml:118",
+    {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -33,19 +34,19 @@ void logaddexp_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) 
 
 // ops.yaml:118: logaddexp(Tensor self, Tensor other) -> Tensor
 at::Tensor logaddexp_mps(const at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise(logaddexp_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise(logaddexp_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     logaddexp_mps_kernel(iter, common);
   });
 }
 
 at::Tensor& logaddexp_out_mps(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  return mpsgen::elementwise_out(logaddexp_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(logaddexp_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     logaddexp_mps_kernel(iter, common);
   });
 }
 
 at::Tensor& logaddexp_inplace_mps(at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise_out(logaddexp_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(logaddexp_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     logaddexp_mps_kernel(iter, common);
   });
 }

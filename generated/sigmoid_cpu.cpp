@@ -11,8 +11,9 @@ namespace {
 
 // ops.yaml:52: the dtypes sigmoid.metal registers (input -> output)
 const mpsgen::OpSpec sigmoid_spec{
-    "sigmoid",
+    "mpsgen::sigmoid",
     "ops.yaml:52",
+    {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
@@ -37,19 +38,19 @@ void sigmoid_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
 
 // ops.yaml:52: sigmoid(Tensor self) -> Tensor
 at::Tensor sigmoid_cpu(const at::Tensor& self) {
-  return mpsgen::elementwise(sigmoid_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise(sigmoid_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sigmoid_cpu_kernel(iter, common);
   });
 }
 
 at::Tensor& sigmoid_out_cpu(const at::Tensor& self, at::Tensor& out) {
-  return mpsgen::elementwise_out(sigmoid_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(sigmoid_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sigmoid_cpu_kernel(iter, common);
   });
 }
 
 at::Tensor& sigmoid_inplace_cpu(at::Tensor& self) {
-  return mpsgen::elementwise_out(sigmoid_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(sigmoid_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sigmoid_cpu_kernel(iter, common);
   });
 }

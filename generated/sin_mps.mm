@@ -12,8 +12,9 @@ namespace {
 
 // ops.yaml:22: the dtypes sin.metal registers (input -> output)
 const mpsgen::OpSpec sin_spec{
-    "sin",
+    "mpsgen::sin",
     "ops.yaml:22",
+    {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
@@ -39,19 +40,19 @@ void sin_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
 
 // ops.yaml:22: sin(Tensor self) -> Tensor
 at::Tensor sin_mps(const at::Tensor& self) {
-  return mpsgen::elementwise(sin_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise(sin_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sin_mps_kernel(iter, common);
   });
 }
 
 at::Tensor& sin_out_mps(const at::Tensor& self, at::Tensor& out) {
-  return mpsgen::elementwise_out(sin_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(sin_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sin_mps_kernel(iter, common);
   });
 }
 
 at::Tensor& sin_inplace_mps(at::Tensor& self) {
-  return mpsgen::elementwise_out(sin_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(sin_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sin_mps_kernel(iter, common);
   });
 }
