@@ -3,12 +3,26 @@
 A condition is a small Python expression over the entry's non-Tensor arguments (and the
 dtypes of its Tensors, `real.dtype == imag.dtype`), e.g.
 `min is not None or max is not None` (clamp) or `not self_is_result or negative_slope >= 0`
-(leaky_relu_backward). The fake kernel evaluates it as written; the C++ host evaluates
-its translation, made here. Only what both can say the same way is accepted.
+(leaky_relu_backward). Two helpers reach the operands' dtypes: `dtype_of(<arg>)` (a
+Tensor's dtype, or a Scalar overload's Scalar as a wrapped number: `dtype_of(other) !=
+torch.bool`, sub) and `dtype_max(<tensor>)` (the largest finite value of its dtype:
+`lambd <= dtype_max(self)`, softshrink). The fake kernel evaluates a condition as written
+(mpsgen/torch_library.py defines the helpers); the C++ host evaluates its translation,
+made here (support/host/elementwise.h defines them). Only what both can say the same way
+is accepted.
+
+A message may name values as a Python f-string does: `{lambd}`, `{self.dtype}`,
+`{dtype_of(other)}`, `{dtype_max(self)}`. Each language prints them as torch's own
+checks do in that language (`Float` and `3.40282e+38` from C++, `torch.float32` and
+`3.4028234663852886e+38` from Python).
 """
 from __future__ import annotations
 
 import ast
+
+from .dtypes import DTYPES
+
+_TORCH_DTYPES = {d.torch: d.scalar_type for d in DTYPES.values()}
 
 _COMPARE = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 
@@ -44,26 +58,85 @@ def _cpp(node: ast.AST, kinds) -> str:
             name = _name(left, kinds, optional=True)
             return f"{'!' if isinstance(op, ast.Is) else ''}{name}.has_value()"
         if isinstance(op, (ast.Eq, ast.NotEq)) and _is_dtype(left, kinds) and _is_dtype(right, kinds):
-            return f"({left.value.id}.scalar_type() {_COMPARE[type(op)]} {right.value.id}.scalar_type())"
+            return f"({_dtype(left, kinds)} {_COMPARE[type(op)]} {_dtype(right, kinds)})"
         if type(op) in _COMPARE:
             return f"({_operand(left, kinds)} {_COMPARE[type(op)]} {_operand(right, kinds)})"
     if isinstance(node, ast.Name):
         kind, optional = kinds.get(node.id, (None, False))
         if kind == "bool" and not optional:
             return node.id
-    raise CheckError(f"{ast.unparse(node)!r} is not supported: use and/or/not, `<arg> is [not] None`, "
-                     "comparisons of arguments and numbers, `<tensor>.dtype == <tensor>.dtype`, and bool "
-                     "arguments")
+    raise _unsupported(node)
+
+
+def _unsupported(node: ast.AST) -> CheckError:
+    return CheckError(f"{ast.unparse(node)!r} is not supported: use and/or/not, `<arg> is [not] None`, "
+                      "comparisons of arguments, numbers and `dtype_max(<tensor>)`, `<tensor>.dtype` or "
+                      "`dtype_of(<tensor>)` compared (==, !=) with another or with torch.<dtype> (one of "
+                      f"{', '.join(_TORCH_DTYPES)}), and bool arguments")
+
+
+def _is_tensor(node: ast.AST, kinds) -> bool:
+    return isinstance(node, ast.Name) and kinds.get(node.id, (None,))[0] == "Tensor"
+
+
+def _call(node: ast.AST, function: str, kinds) -> bool:
+    """`function(<tensor>)`, a helper both languages define."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == function
+            and len(node.args) == 1 and not node.keywords and _is_tensor(node.args[0], kinds))
 
 
 def _is_dtype(node: ast.AST, kinds) -> bool:
-    """`<tensor>.dtype`: Tensors compare by dtype only."""
-    return (isinstance(node, ast.Attribute) and node.attr == "dtype" and isinstance(node.value, ast.Name)
-            and kinds.get(node.value.id, (None,))[0] == "Tensor")
+    """`<tensor>.dtype`, `dtype_of(<tensor>)` or `torch.<dtype>`: dtypes compare with == and != only."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        if node.value.id == "torch":
+            return node.attr in _TORCH_DTYPES
+        return node.attr == "dtype" and _is_tensor(node.value, kinds)
+    return _call(node, "dtype_of", kinds)
+
+
+def _dtype(node: ast.AST, kinds) -> str:
+    if isinstance(node, ast.Call):  # dtype_of(x): also a Scalar overload's Scalar, as a wrapped number
+        return f"mpsgen::dtype_of({node.args[0].id})"
+    if node.value.id == "torch":
+        return f"c10::ScalarType::{_TORCH_DTYPES[node.attr]}"
+    return f"{node.value.id}.scalar_type()"
+
+
+def message_to_cpp(message: str, kinds: dict[str, tuple[str, bool]]) -> str:
+    """TORCH_CHECK's message arguments for `message`, read as a Python f-string."""
+    try:
+        tree = ast.parse("f" + repr(message), mode="eval").body
+    except SyntaxError as e:
+        raise CheckError(f"not a valid f-string (write a literal brace as {{{{ or }}}}): {e.msg}") from None
+    parts = []
+    for piece in tree.values:
+        if isinstance(piece, ast.Constant):
+            parts.append('"' + piece.value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"')
+            continue
+        if piece.conversion != -1 or piece.format_spec is not None:
+            raise CheckError(f"{{{ast.unparse(piece.value)}}}: no conversions or format specs in a message")
+        parts.append(_printed(piece.value, kinds))
+    return ", ".join(parts) or '""'
+
+
+def _printed(node: ast.AST, kinds) -> str:
+    """A value a message shows: an argument, a dtype, or dtype_max(<tensor>)."""
+    if _is_dtype(node, kinds):
+        return _dtype(node, kinds)
+    if _call(node, "dtype_max", kinds):
+        return f"mpsgen::dtype_max({node.args[0].id})"
+    if isinstance(node, ast.Name) and node.id in kinds and kinds[node.id][0] != "Tensor":
+        kind, optional = kinds[node.id]
+        if not optional:
+            return _value(node.id, kind, optional)
+    raise CheckError(f"{{{ast.unparse(node)}}}: a message may show a non-optional non-Tensor argument, "
+                     "`<tensor>.dtype`, `dtype_of(<tensor>)` or `dtype_max(<tensor>)`")
 
 
 def _name(node: ast.AST, kinds, optional: bool = False) -> str:
-    if not isinstance(node, ast.Name) or node.id not in kinds or kinds[node.id][0] == "Tensor":
+    if not isinstance(node, ast.Name):
+        raise _unsupported(node)
+    if node.id not in kinds or kinds[node.id][0] == "Tensor":
         names = [k for k, (kind, _) in kinds.items() if kind != "Tensor"]
         raise CheckError(f"{ast.unparse(node)!r} is not a non-Tensor argument ({', '.join(names)})")
     if optional and not kinds[node.id][1]:
@@ -76,6 +149,8 @@ def _operand(node: ast.AST, kinds) -> str:
         return repr(float(node.value))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return f"-{_operand(node.operand, kinds)}"
+    if _call(node, "dtype_max", kinds):
+        return f"mpsgen::dtype_max({node.args[0].id})"
     name = _name(node, kinds)
     kind, optional = kinds[name]
     if kind not in ("Scalar", "int", "float"):

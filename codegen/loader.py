@@ -13,7 +13,7 @@ from torchgen.model import BaseTy, BaseType, FunctionSchema, SchemaKind
 
 from . import formulas, names, yaml_source
 from .dtypes import DTYPES, GROUPS
-from .checks import CheckError, to_cpp
+from .checks import CheckError, message_to_cpp, to_cpp
 from .opinfo_names import check_opinfo
 from .model import (DEFAULT_PARAM_TYPE, Check, Tolerance, PARAM_TYPES, Derivative, Location, Op, Overload, Param, Registration,
                     Registry, Selector, XFail, schema_args)
@@ -451,7 +451,13 @@ def _check_checks(spec, op_args, label, line, errors) -> tuple[Check, ...]:
         except CheckError as e:
             errors.add(item_line, label, "checks", f"condition {item['require']!r}: {e}")
             continue
-        found.append(Check(" ".join(item["require"].split()), cpp, item["message"].strip(), item_line))
+        message = item["message"].strip()
+        try:
+            cpp_message = message_to_cpp(message, kinds)
+        except CheckError as e:
+            errors.add(item_line, label, "checks", f"message {message!r}: {e}")
+            continue
+        found.append(Check(" ".join(item["require"].split()), cpp, message, cpp_message, item_line))
     return tuple(found)
 
 

@@ -122,7 +122,8 @@ class Check:
 
     require: str  # Python, over the non-Tensor arguments (the fake kernel)
     cpp: str  # the same condition in C++ (the host stubs)
-    message: str
+    message: str  # a Python f-string's body: `{lambd}` shows the argument
+    cpp_message: str  # the message as TORCH_CHECK's arguments
     line: int
 
 

@@ -202,7 +202,7 @@ def _shared_files(env: jinja2.Environment, registry: Registry) -> dict[str, str]
         "library.py": env.get_template("library.py.j2").render(
             ops=registry.ops, ns=registry.namespace, yaml_name=yaml_name, banner=banner),
         "op_specs.cpp": env.get_template("op_specs.cpp.j2").render(
-            ops=registry.ops, yaml_name=yaml_name, banner=banner),
+            ops=registry.ops, ns=registry.namespace, yaml_name=yaml_name, banner=banner),
         "registration.cpp": env.get_template("registration.cpp.j2").render(
             entries=registry.entries, ns=registry.namespace, yaml_name=yaml_name, banner=banner),
     }

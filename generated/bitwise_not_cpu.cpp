@@ -22,19 +22,19 @@ void bitwise_not_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common
 
 // ops.yaml:86: bitwise_not(Tensor self) -> Tensor
 at::Tensor bitwise_not_cpu(const at::Tensor& self) {
-  return mpsgen::elementwise(bitwise_not_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise(bitwise_not_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     bitwise_not_cpu_kernel(iter, common);
   });
 }
 
 at::Tensor& bitwise_not_out_cpu(const at::Tensor& self, at::Tensor& out) {
-  return mpsgen::elementwise_out(bitwise_not_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(bitwise_not_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     bitwise_not_cpu_kernel(iter, common);
   });
 }
 
 at::Tensor& bitwise_not_inplace_cpu(at::Tensor& self) {
-  return mpsgen::elementwise_out(bitwise_not_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(bitwise_not_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     bitwise_not_cpu_kernel(iter, common);
   });
 }

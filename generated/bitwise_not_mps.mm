@@ -24,19 +24,19 @@ void bitwise_not_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common
 
 // ops.yaml:86: bitwise_not(Tensor self) -> Tensor
 at::Tensor bitwise_not_mps(const at::Tensor& self) {
-  return mpsgen::elementwise(bitwise_not_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise(bitwise_not_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     bitwise_not_mps_kernel(iter, common);
   });
 }
 
 at::Tensor& bitwise_not_out_mps(const at::Tensor& self, at::Tensor& out) {
-  return mpsgen::elementwise_out(bitwise_not_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(bitwise_not_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     bitwise_not_mps_kernel(iter, common);
   });
 }
 
 at::Tensor& bitwise_not_inplace_mps(at::Tensor& self) {
-  return mpsgen::elementwise_out(bitwise_not_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(bitwise_not_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     bitwise_not_mps_kernel(iter, common);
   });
 }

@@ -22,19 +22,19 @@ void bitwise_xor_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common
 
 // ops.yaml:202: bitwise_xor(Tensor self, Tensor other) -> Tensor
 at::Tensor bitwise_xor_cpu(const at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise(bitwise_xor_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise(bitwise_xor_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     bitwise_xor_cpu_kernel(iter, common);
   });
 }
 
 at::Tensor& bitwise_xor_out_cpu(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  return mpsgen::elementwise_out(bitwise_xor_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(bitwise_xor_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     bitwise_xor_cpu_kernel(iter, common);
   });
 }
 
 at::Tensor& bitwise_xor_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise_out(bitwise_xor_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(bitwise_xor_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     bitwise_xor_cpu_kernel(iter, common);
   });
 }

@@ -24,19 +24,19 @@ void bitwise_xor_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common
 
 // ops.yaml:202: bitwise_xor(Tensor self, Tensor other) -> Tensor
 at::Tensor bitwise_xor_mps(const at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise(bitwise_xor_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise(bitwise_xor_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     bitwise_xor_mps_kernel(iter, common);
   });
 }
 
 at::Tensor& bitwise_xor_out_mps(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  return mpsgen::elementwise_out(bitwise_xor_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(bitwise_xor_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     bitwise_xor_mps_kernel(iter, common);
   });
 }
 
 at::Tensor& bitwise_xor_inplace_mps(at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise_out(bitwise_xor_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(bitwise_xor_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     bitwise_xor_mps_kernel(iter, common);
   });
 }

@@ -22,19 +22,19 @@ void erf_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
 
 // ops.yaml:68: erf(Tensor self) -> Tensor
 at::Tensor erf_cpu(const at::Tensor& self) {
-  return mpsgen::elementwise(erf_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise(erf_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     erf_cpu_kernel(iter, common);
   });
 }
 
 at::Tensor& erf_out_cpu(const at::Tensor& self, at::Tensor& out) {
-  return mpsgen::elementwise_out(erf_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(erf_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     erf_cpu_kernel(iter, common);
   });
 }
 
 at::Tensor& erf_inplace_cpu(at::Tensor& self) {
-  return mpsgen::elementwise_out(erf_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(erf_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     erf_cpu_kernel(iter, common);
   });
 }

@@ -24,19 +24,19 @@ void erf_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
 
 // ops.yaml:68: erf(Tensor self) -> Tensor
 at::Tensor erf_mps(const at::Tensor& self) {
-  return mpsgen::elementwise(erf_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise(erf_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     erf_mps_kernel(iter, common);
   });
 }
 
 at::Tensor& erf_out_mps(const at::Tensor& self, at::Tensor& out) {
-  return mpsgen::elementwise_out(erf_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(erf_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     erf_mps_kernel(iter, common);
   });
 }
 
 at::Tensor& erf_inplace_mps(at::Tensor& self) {
-  return mpsgen::elementwise_out(erf_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(erf_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     erf_mps_kernel(iter, common);
   });
 }

@@ -22,19 +22,19 @@ void exp_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
 
 // ops.yaml:7: exp(Tensor self) -> Tensor
 at::Tensor exp_cpu(const at::Tensor& self) {
-  return mpsgen::elementwise(exp_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise(exp_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     exp_cpu_kernel(iter, common);
   });
 }
 
 at::Tensor& exp_out_cpu(const at::Tensor& self, at::Tensor& out) {
-  return mpsgen::elementwise_out(exp_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(exp_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     exp_cpu_kernel(iter, common);
   });
 }
 
 at::Tensor& exp_inplace_cpu(at::Tensor& self) {
-  return mpsgen::elementwise_out(exp_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(exp_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     exp_cpu_kernel(iter, common);
   });
 }

@@ -24,19 +24,19 @@ void exp_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
 
 // ops.yaml:7: exp(Tensor self) -> Tensor
 at::Tensor exp_mps(const at::Tensor& self) {
-  return mpsgen::elementwise(exp_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise(exp_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     exp_mps_kernel(iter, common);
   });
 }
 
 at::Tensor& exp_out_mps(const at::Tensor& self, at::Tensor& out) {
-  return mpsgen::elementwise_out(exp_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(exp_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     exp_mps_kernel(iter, common);
   });
 }
 
 at::Tensor& exp_inplace_mps(at::Tensor& self) {
-  return mpsgen::elementwise_out(exp_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(exp_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     exp_mps_kernel(iter, common);
   });
 }

@@ -22,19 +22,19 @@ void hardshrink_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common,
 
 // ops.yaml:213: hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor
 at::Tensor hardshrink_cpu(const at::Tensor& self, const at::Scalar& lambd) {
-  return mpsgen::elementwise(hardshrink_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise(hardshrink_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     hardshrink_cpu_kernel(iter, common, lambd);
   });
 }
 
 at::Tensor& hardshrink_out_cpu(const at::Tensor& self, const at::Scalar& lambd, at::Tensor& out) {
-  return mpsgen::elementwise_out(hardshrink_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(hardshrink_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     hardshrink_cpu_kernel(iter, common, lambd);
   });
 }
 
 at::Tensor& hardshrink_inplace_cpu(at::Tensor& self, const at::Scalar& lambd) {
-  return mpsgen::elementwise_out(hardshrink_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(hardshrink_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     hardshrink_cpu_kernel(iter, common, lambd);
   });
 }

@@ -25,19 +25,19 @@ void hardshrink_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common,
 
 // ops.yaml:213: hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor
 at::Tensor hardshrink_mps(const at::Tensor& self, const at::Scalar& lambd) {
-  return mpsgen::elementwise(hardshrink_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise(hardshrink_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     hardshrink_mps_kernel(iter, common, lambd);
   });
 }
 
 at::Tensor& hardshrink_out_mps(const at::Tensor& self, const at::Scalar& lambd, at::Tensor& out) {
-  return mpsgen::elementwise_out(hardshrink_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(hardshrink_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     hardshrink_mps_kernel(iter, common, lambd);
   });
 }
 
 at::Tensor& hardshrink_inplace_mps(at::Tensor& self, const at::Scalar& lambd) {
-  return mpsgen::elementwise_out(hardshrink_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(hardshrink_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     hardshrink_mps_kernel(iter, common, lambd);
   });
 }

@@ -9,15 +9,15 @@ import math  # noqa: F401  (derivative formulas may use it)
 
 import torch
 
-from mpsgen.torch_library import (Spec, conj, fake_elementwise, handle_r_to_c, no_formula,  # noqa: F401
-                                  register_not_differentiable, register_variants)
+from mpsgen.torch_library import (Spec, check_defined, conj, dtype_max, dtype_of, fake_elementwise,  # noqa: F401
+                                  handle_r_to_c, no_formula, register_not_differentiable, register_variants)
 
 lib = torch.library.Library("mpsgen", "FRAGMENT")
 
 
 # ---- exp: ops.yaml:7 ----
 exp_spec = Spec(
-    "mpsgen::exp", "ops.yaml:7", int_to_float=True, bool_output=False,
+    "mpsgen::exp", "ops.yaml:7", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -59,7 +59,7 @@ register_variants(lib, "exp", out="exp.out", inplace="exp_")
 
 # ---- sin: ops.yaml:22 ----
 sin_spec = Spec(
-    "mpsgen::sin", "ops.yaml:22", int_to_float=True, bool_output=False,
+    "mpsgen::sin", "ops.yaml:22", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -100,7 +100,7 @@ register_variants(lib, "sin", out="sin.out", inplace="sin_")
 
 # ---- sqrt: ops.yaml:37 ----
 sqrt_spec = Spec(
-    "mpsgen::sqrt", "ops.yaml:37", int_to_float=True, bool_output=False,
+    "mpsgen::sqrt", "ops.yaml:37", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -142,7 +142,7 @@ register_variants(lib, "sqrt", out="sqrt.out", inplace="sqrt_")
 
 # ---- sigmoid: ops.yaml:52 ----
 sigmoid_spec = Spec(
-    "mpsgen::sigmoid", "ops.yaml:52", int_to_float=True, bool_output=False,
+    "mpsgen::sigmoid", "ops.yaml:52", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -184,7 +184,7 @@ register_variants(lib, "sigmoid", out="sigmoid.out", inplace="sigmoid_")
 
 # ---- erf: ops.yaml:68 ----
 erf_spec = Spec(
-    "mpsgen::erf", "ops.yaml:68", int_to_float=True, bool_output=False,
+    "mpsgen::erf", "ops.yaml:68", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -225,7 +225,7 @@ register_variants(lib, "erf", out="erf.out", inplace="erf_")
 
 # ---- bitwise_not: ops.yaml:86 ----
 bitwise_not_spec = Spec(
-    "mpsgen::bitwise_not", "ops.yaml:86", int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_not", "ops.yaml:86", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -248,7 +248,7 @@ register_variants(lib, "bitwise_not", out="bitwise_not.out", inplace="bitwise_no
 
 # ---- hypot: ops.yaml:100 ----
 hypot_spec = Spec(
-    "mpsgen::hypot", "ops.yaml:100", int_to_float=False, bool_output=False,
+    "mpsgen::hypot", "ops.yaml:100", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -285,7 +285,7 @@ register_variants(lib, "hypot", out="hypot.out", inplace="hypot_")
 
 # ---- logaddexp: ops.yaml:118 ----
 logaddexp_spec = Spec(
-    "mpsgen::logaddexp", "ops.yaml:118", int_to_float=False, bool_output=False,
+    "mpsgen::logaddexp", "ops.yaml:118", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -321,7 +321,7 @@ register_variants(lib, "logaddexp", out="logaddexp.out", inplace="logaddexp_")
 
 # ---- atan2: ops.yaml:131 ----
 atan2_spec = Spec(
-    "mpsgen::atan2", "ops.yaml:131", int_to_float=True, bool_output=False,
+    "mpsgen::atan2", "ops.yaml:131", inputs=["self", "other"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -363,7 +363,7 @@ register_variants(lib, "atan2", out="atan2.out", inplace="atan2_")
 
 # ---- copysign: ops.yaml:148 ----
 copysign_spec = Spec(
-    "mpsgen::copysign", "ops.yaml:148", int_to_float=True, bool_output=False,
+    "mpsgen::copysign", "ops.yaml:148", inputs=["self", "other"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -406,7 +406,7 @@ register_variants(lib, "copysign", out="copysign.out", inplace="copysign_")
 
 # ---- maximum: ops.yaml:165 ----
 maximum_spec = Spec(
-    "mpsgen::maximum", "ops.yaml:165", int_to_float=False, bool_output=False,
+    "mpsgen::maximum", "ops.yaml:165", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -448,7 +448,7 @@ register_variants(lib, "maximum", out="maximum.out", inplace="maximum_")
 
 # ---- mul: ops.yaml:179 ----
 mul_spec = Spec(
-    "mpsgen::mul", "ops.yaml:179", int_to_float=False, bool_output=False,
+    "mpsgen::mul", "ops.yaml:179", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -518,7 +518,7 @@ register_variants(lib, "mul.Scalar", out="mul.Scalar_out", inplace="mul_.Scalar"
 
 # ---- bitwise_xor: ops.yaml:202 ----
 bitwise_xor_spec = Spec(
-    "mpsgen::bitwise_xor", "ops.yaml:202", int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_xor", "ops.yaml:202", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -541,7 +541,7 @@ register_variants(lib, "bitwise_xor", out="bitwise_xor.out", inplace="bitwise_xo
 
 # ---- hardshrink: ops.yaml:213 ----
 hardshrink_spec = Spec(
-    "mpsgen::hardshrink", "ops.yaml:213", int_to_float=False, bool_output=False,
+    "mpsgen::hardshrink", "ops.yaml:213", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -579,7 +579,7 @@ register_variants(lib, "hardshrink", out="hardshrink.out", inplace="hardshrink_"
 
 # ---- softshrink: ops.yaml:225 ----
 softshrink_spec = Spec(
-    "mpsgen::softshrink", "ops.yaml:225", int_to_float=False, bool_output=False,
+    "mpsgen::softshrink", "ops.yaml:225", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -592,6 +592,9 @@ softshrink_spec = Spec(
 # ops.yaml:225: softshrink(Tensor self, Scalar lambd=0.5) -> Tensor
 @torch.library.register_fake("mpsgen::softshrink", lib=lib)
 def softshrink_fake(self, lambd=0.5):
+    check_defined(softshrink_spec, [self])
+    if not (lambd >= 0 and lambd <= dtype_max(self)):  # ops.yaml:228
+        raise RuntimeError(f'mpsgen::softshrink: lambda must be in range [0, {dtype_max(self)}] for input dtype {self.dtype}, but found {lambd}')
     return fake_elementwise(softshrink_spec, [self])
 
 
@@ -605,7 +608,7 @@ def softshrink_backward(ctx, grad):
     self, = ctx.saved_tensors
     lambd = ctx.lambd
     return (
-        torch.where((self < -lambd) | (self > lambd), grad, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:230
+        torch.where((self < -lambd) | (self > lambd), grad, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:233
         None,  # lambd: a Scalar
     )
 
@@ -615,9 +618,9 @@ torch.library.register_autograd("mpsgen::softshrink", softshrink_backward,
 register_variants(lib, "softshrink", out="softshrink.out", inplace="softshrink_")
 
 
-# ---- leaky_relu: ops.yaml:241 ----
+# ---- leaky_relu: ops.yaml:244 ----
 leaky_relu_spec = Spec(
-    "mpsgen::leaky_relu", "ops.yaml:241", int_to_float=False, bool_output=False,
+    "mpsgen::leaky_relu", "ops.yaml:244", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -627,7 +630,7 @@ leaky_relu_spec = Spec(
 )
 
 
-# ops.yaml:241: leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+# ops.yaml:244: leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
 @torch.library.register_fake("mpsgen::leaky_relu", lib=lib)
 def leaky_relu_fake(self, negative_slope=0.01):
     return fake_elementwise(leaky_relu_spec, [self])
@@ -643,7 +646,7 @@ def leaky_relu_backward(ctx, grad):
     self, = ctx.saved_tensors
     negative_slope = ctx.negative_slope
     return (
-        torch.ops.aten.leaky_relu_backward(grad, self, negative_slope, False) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:246
+        torch.ops.aten.leaky_relu_backward(grad, self, negative_slope, False) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:249
         None,  # negative_slope: a Scalar
     )
 
@@ -653,9 +656,9 @@ torch.library.register_autograd("mpsgen::leaky_relu", leaky_relu_backward,
 register_variants(lib, "leaky_relu", out="leaky_relu.out", inplace="leaky_relu_")
 
 
-# ---- add: ops.yaml:255 ----
+# ---- add: ops.yaml:258 ----
 add_spec = Spec(
-    "mpsgen::add", "ops.yaml:255", int_to_float=False, bool_output=False,
+    "mpsgen::add", "ops.yaml:258", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -673,7 +676,7 @@ add_spec = Spec(
 )
 
 
-# ops.yaml:255: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
+# ops.yaml:258: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
 @torch.library.register_fake("mpsgen::add.Tensor", lib=lib)
 def add_Tensor_fake(self, other, *, alpha=1):
     return fake_elementwise(add_spec, [self, other], alpha=alpha)
@@ -690,8 +693,8 @@ def add_Tensor_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     alpha = ctx.alpha
     return (
-        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:260
-        handle_r_to_c(other, grad * conj(alpha)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:261
+        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:263
+        handle_r_to_c(other, grad * conj(alpha)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:264
     )
 
 
@@ -700,7 +703,7 @@ torch.library.register_autograd("mpsgen::add.Tensor", add_Tensor_backward,
 register_variants(lib, "add.Tensor", out="add.out", inplace="add_.Tensor")
 
 
-# ops.yaml:275: add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+# ops.yaml:278: add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
 @torch.library.register_fake("mpsgen::add.Scalar", lib=lib)
 def add_Scalar_fake(self, other, alpha=1):
     return fake_elementwise(add_spec, [self, other], alpha=alpha)
@@ -714,7 +717,7 @@ def add_Scalar_setup_context(ctx, inputs, output):
 def add_Scalar_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:260
+        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:263
         None,  # other: a Scalar
         None,  # alpha: a Scalar
     )
@@ -725,9 +728,9 @@ torch.library.register_autograd("mpsgen::add.Scalar", add_Scalar_backward,
 register_variants(lib, "add.Scalar", out="add.Scalar_out", inplace="add_.Scalar")
 
 
-# ---- sub: ops.yaml:277 ----
+# ---- sub: ops.yaml:280 ----
 sub_spec = Spec(
-    "mpsgen::sub", "ops.yaml:277", int_to_float=False, bool_output=False,
+    "mpsgen::sub", "ops.yaml:280", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -744,9 +747,14 @@ sub_spec = Spec(
 )
 
 
-# ops.yaml:277: sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
+# ops.yaml:280: sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
 @torch.library.register_fake("mpsgen::sub.Tensor", lib=lib)
 def sub_Tensor_fake(self, other, *, alpha=1):
+    check_defined(sub_spec, [self, other])
+    if not (dtype_of(self) != torch.bool or dtype_of(other) != torch.bool):  # ops.yaml:283
+        raise RuntimeError(f'mpsgen::sub: Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.')
+    if not (dtype_of(self) != torch.bool and dtype_of(other) != torch.bool):  # ops.yaml:285
+        raise RuntimeError(f'mpsgen::sub: Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')
     return fake_elementwise(sub_spec, [self, other], alpha=alpha)
 
 
@@ -761,8 +769,8 @@ def sub_Tensor_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     alpha = ctx.alpha
     return (
-        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:282
-        handle_r_to_c(other, -grad * conj(alpha)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:283
+        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:290
+        handle_r_to_c(other, -grad * conj(alpha)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:291
     )
 
 
@@ -771,9 +779,14 @@ torch.library.register_autograd("mpsgen::sub.Tensor", sub_Tensor_backward,
 register_variants(lib, "sub.Tensor", out="sub.out", inplace="sub_.Tensor")
 
 
-# ops.yaml:297: sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+# ops.yaml:305: sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
 @torch.library.register_fake("mpsgen::sub.Scalar", lib=lib)
 def sub_Scalar_fake(self, other, alpha=1):
+    check_defined(sub_spec, [self, other])
+    if not (dtype_of(self) != torch.bool or dtype_of(other) != torch.bool):  # ops.yaml:283
+        raise RuntimeError(f'mpsgen::sub: Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.')
+    if not (dtype_of(self) != torch.bool and dtype_of(other) != torch.bool):  # ops.yaml:285
+        raise RuntimeError(f'mpsgen::sub: Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')
     return fake_elementwise(sub_spec, [self, other], alpha=alpha)
 
 
@@ -785,7 +798,7 @@ def sub_Scalar_setup_context(ctx, inputs, output):
 def sub_Scalar_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:282
+        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:290
         None,  # other: a Scalar
         None,  # alpha: a Scalar
     )
@@ -796,9 +809,9 @@ torch.library.register_autograd("mpsgen::sub.Scalar", sub_Scalar_backward,
 register_variants(lib, "sub.Scalar", out="sub.Scalar_out", inplace="sub_.Scalar")
 
 
-# ---- lerp: ops.yaml:300 ----
+# ---- lerp: ops.yaml:308 ----
 lerp_spec = Spec(
-    "mpsgen::lerp", "ops.yaml:300", int_to_float=False, bool_output=False,
+    "mpsgen::lerp", "ops.yaml:308", inputs=["self", "end", "weight"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -808,7 +821,7 @@ lerp_spec = Spec(
 )
 
 
-# ops.yaml:300: lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
+# ops.yaml:308: lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
 @torch.library.register_fake("mpsgen::lerp.Tensor", lib=lib)
 def lerp_Tensor_fake(self, end, weight):
     return fake_elementwise(lerp_spec, [self, end, weight])
@@ -822,9 +835,9 @@ def lerp_Tensor_setup_context(ctx, inputs, output):
 def lerp_Tensor_backward(ctx, grad):
     self, end, weight, = ctx.saved_tensors
     return (
-        grad * conj(1 - weight) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:304
-        grad * conj(weight) if ctx.needs_input_grad[1] else None,  # end: ops.yaml:305
-        grad * conj(end - self) if ctx.needs_input_grad[2] else None,  # weight: ops.yaml:306
+        grad * conj(1 - weight) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:312
+        grad * conj(weight) if ctx.needs_input_grad[1] else None,  # end: ops.yaml:313
+        grad * conj(end - self) if ctx.needs_input_grad[2] else None,  # weight: ops.yaml:314
     )
 
 
@@ -833,9 +846,9 @@ torch.library.register_autograd("mpsgen::lerp.Tensor", lerp_Tensor_backward,
 register_variants(lib, "lerp.Tensor", out="lerp.out", inplace="lerp_.Tensor")
 
 
-# ---- lerp_scalar: ops.yaml:318 ----
+# ---- lerp_scalar: ops.yaml:326 ----
 lerp_scalar_spec = Spec(
-    "mpsgen::lerp", "ops.yaml:318", int_to_float=False, bool_output=False,
+    "mpsgen::lerp", "ops.yaml:326", inputs=["self", "end"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -845,7 +858,7 @@ lerp_scalar_spec = Spec(
 )
 
 
-# ops.yaml:318: lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
+# ops.yaml:326: lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
 @torch.library.register_fake("mpsgen::lerp.Scalar", lib=lib)
 def lerp_Scalar_fake(self, end, weight):
     return fake_elementwise(lerp_scalar_spec, [self, end])
@@ -859,8 +872,8 @@ def lerp_Scalar_setup_context(ctx, inputs, output):
 def lerp_Scalar_backward(ctx, grad):
     weight = ctx.weight
     return (
-        grad * (1 - weight) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:325
-        grad * weight if ctx.needs_input_grad[1] else None,  # end: ops.yaml:326
+        grad * (1 - weight) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:333
+        grad * weight if ctx.needs_input_grad[1] else None,  # end: ops.yaml:334
         None,  # weight: a Scalar
     )
 
@@ -870,9 +883,9 @@ torch.library.register_autograd("mpsgen::lerp.Scalar", lerp_Scalar_backward,
 register_variants(lib, "lerp.Scalar", out="lerp.Scalar_out", inplace="lerp_.Scalar")
 
 
-# ---- addcmul: ops.yaml:338 ----
+# ---- addcmul: ops.yaml:346 ----
 addcmul_spec = Spec(
-    "mpsgen::addcmul", "ops.yaml:338", int_to_float=False, bool_output=False,
+    "mpsgen::addcmul", "ops.yaml:346", inputs=["self", "tensor1", "tensor2"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -887,7 +900,7 @@ addcmul_spec = Spec(
 )
 
 
-# ops.yaml:338: addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+# ops.yaml:346: addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
 @torch.library.register_fake("mpsgen::addcmul", lib=lib)
 def addcmul_fake(self, tensor1, tensor2, *, value=1):
     return fake_elementwise(addcmul_spec, [self, tensor1, tensor2])
@@ -904,9 +917,9 @@ def addcmul_backward(ctx, grad):
     self, tensor1, tensor2, = ctx.saved_tensors
     value = ctx.value
     return (
-        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:343
-        handle_r_to_c(tensor1, grad * conj(tensor2 * value)) if ctx.needs_input_grad[1] else None,  # tensor1: ops.yaml:344
-        handle_r_to_c(tensor2, grad * conj(tensor1 * value)) if ctx.needs_input_grad[2] else None,  # tensor2: ops.yaml:345
+        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:351
+        handle_r_to_c(tensor1, grad * conj(tensor2 * value)) if ctx.needs_input_grad[1] else None,  # tensor1: ops.yaml:352
+        handle_r_to_c(tensor2, grad * conj(tensor1 * value)) if ctx.needs_input_grad[2] else None,  # tensor2: ops.yaml:353
     )
 
 
@@ -915,9 +928,9 @@ torch.library.register_autograd("mpsgen::addcmul", addcmul_backward,
 register_variants(lib, "addcmul", out="addcmul.out", inplace="addcmul_")
 
 
-# ---- addcdiv: ops.yaml:357 ----
+# ---- addcdiv: ops.yaml:365 ----
 addcdiv_spec = Spec(
-    "mpsgen::addcdiv", "ops.yaml:357", int_to_float=False, bool_output=False,
+    "mpsgen::addcdiv", "ops.yaml:365", inputs=["self", "tensor1", "tensor2"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -927,7 +940,7 @@ addcdiv_spec = Spec(
 )
 
 
-# ops.yaml:357: addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+# ops.yaml:365: addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
 @torch.library.register_fake("mpsgen::addcdiv", lib=lib)
 def addcdiv_fake(self, tensor1, tensor2, *, value=1):
     return fake_elementwise(addcdiv_spec, [self, tensor1, tensor2])
@@ -944,9 +957,9 @@ def addcdiv_backward(ctx, grad):
     self, tensor1, tensor2, = ctx.saved_tensors
     value = ctx.value
     return (
-        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:362
-        handle_r_to_c(tensor1, grad * conj(torch.full_like(tensor2, value) / tensor2)) if ctx.needs_input_grad[1] else None,  # tensor1: ops.yaml:364
-        handle_r_to_c(tensor2, -grad * conj(value * tensor1 / (tensor2 * tensor2))) if ctx.needs_input_grad[2] else None,  # tensor2: ops.yaml:365
+        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:370
+        handle_r_to_c(tensor1, grad * conj(torch.full_like(tensor2, value) / tensor2)) if ctx.needs_input_grad[1] else None,  # tensor1: ops.yaml:372
+        handle_r_to_c(tensor2, -grad * conj(value * tensor1 / (tensor2 * tensor2))) if ctx.needs_input_grad[2] else None,  # tensor2: ops.yaml:373
     )
 
 
@@ -955,9 +968,9 @@ torch.library.register_autograd("mpsgen::addcdiv", addcdiv_backward,
 register_variants(lib, "addcdiv", out="addcdiv.out", inplace="addcdiv_")
 
 
-# ---- elu: ops.yaml:375 ----
+# ---- elu: ops.yaml:383 ----
 elu_spec = Spec(
-    "mpsgen::elu", "ops.yaml:375", int_to_float=False, bool_output=False,
+    "mpsgen::elu", "ops.yaml:383", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -967,7 +980,7 @@ elu_spec = Spec(
 )
 
 
-# ops.yaml:375: elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+# ops.yaml:383: elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
 @torch.library.register_fake("mpsgen::elu", lib=lib)
 def elu_fake(self, alpha=1, scale=1, input_scale=1):
     return fake_elementwise(elu_spec, [self])
@@ -987,7 +1000,7 @@ def elu_backward(ctx, grad):
     scale = ctx.scale
     input_scale = ctx.input_scale
     return (
-        torch.ops.aten.elu_backward(grad, alpha, scale, input_scale, False, self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:381
+        torch.ops.aten.elu_backward(grad, alpha, scale, input_scale, False, self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:389
         None,  # alpha: a Scalar
         None,  # scale: a Scalar
         None,  # input_scale: a Scalar
@@ -999,9 +1012,9 @@ torch.library.register_autograd("mpsgen::elu", elu_backward,
 register_variants(lib, "elu", out="elu.out", inplace="elu_")
 
 
-# ---- clamp: ops.yaml:391 ----
+# ---- clamp: ops.yaml:399 ----
 clamp_spec = Spec(
-    "mpsgen::clamp", "ops.yaml:391", int_to_float=False, bool_output=False,
+    "mpsgen::clamp", "ops.yaml:399", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1016,11 +1029,12 @@ clamp_spec = Spec(
 )
 
 
-# ops.yaml:391: clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+# ops.yaml:399: clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
 @torch.library.register_fake("mpsgen::clamp", lib=lib)
 def clamp_fake(self, min=None, max=None):
-    if not (min is not None or max is not None):  # ops.yaml:396
-        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    check_defined(clamp_spec, [self])
+    if not (min is not None or max is not None):  # ops.yaml:404
+        raise RuntimeError(f"mpsgen::clamp: torch.clamp: At least one of 'min' or 'max' must not be None")
     return fake_elementwise(clamp_spec, [self], promoting=[min, max])
 
 
@@ -1036,7 +1050,7 @@ def clamp_backward(ctx, grad):
     min = ctx.min
     max = ctx.max
     return (
-        grad * ((self >= (min if min is not None else self)) & (self <= (max if max is not None else self))) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:401
+        grad * ((self >= (min if min is not None else self)) & (self <= (max if max is not None else self))) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:409
         None,  # min: a Scalar
         None,  # max: a Scalar
     )
@@ -1047,9 +1061,9 @@ torch.library.register_autograd("mpsgen::clamp", clamp_backward,
 register_variants(lib, "clamp", out="clamp.out", inplace="clamp_")
 
 
-# ---- nan_to_num: ops.yaml:418 ----
+# ---- nan_to_num: ops.yaml:426 ----
 nan_to_num_spec = Spec(
-    "mpsgen::nan_to_num", "ops.yaml:418", int_to_float=False, bool_output=False,
+    "mpsgen::nan_to_num", "ops.yaml:426", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1059,7 +1073,7 @@ nan_to_num_spec = Spec(
 )
 
 
-# ops.yaml:418: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+# ops.yaml:426: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
 @torch.library.register_fake("mpsgen::nan_to_num", lib=lib)
 def nan_to_num_fake(self, nan=None, posinf=None, neginf=None):
     return fake_elementwise(nan_to_num_spec, [self])
@@ -1073,7 +1087,7 @@ def nan_to_num_setup_context(ctx, inputs, output):
 def nan_to_num_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        grad * self.isfinite() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:422
+        grad * self.isfinite() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:430
         None,  # nan: a Scalar
         None,  # posinf: a Scalar
         None,  # neginf: a Scalar
@@ -1085,9 +1099,9 @@ torch.library.register_autograd("mpsgen::nan_to_num", nan_to_num_backward,
 register_variants(lib, "nan_to_num", out="nan_to_num.out", inplace="nan_to_num_")
 
 
-# ---- threshold: ops.yaml:438 ----
+# ---- threshold: ops.yaml:446 ----
 threshold_spec = Spec(
-    "mpsgen::threshold", "ops.yaml:438", int_to_float=False, bool_output=False,
+    "mpsgen::threshold", "ops.yaml:446", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1102,7 +1116,7 @@ threshold_spec = Spec(
 )
 
 
-# ops.yaml:438: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor
+# ops.yaml:446: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor
 @torch.library.register_fake("mpsgen::threshold", lib=lib)
 def threshold_fake(self, threshold, value):
     return fake_elementwise(threshold_spec, [self])
@@ -1118,7 +1132,7 @@ def threshold_backward(ctx, grad):
     self, = ctx.saved_tensors
     threshold = ctx.threshold
     return (
-        grad * (self > threshold) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:443
+        grad * (self > threshold) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:451
         None,  # threshold: a Scalar
         None,  # value: a Scalar
     )
@@ -1129,9 +1143,9 @@ torch.library.register_autograd("mpsgen::threshold", threshold_backward,
 register_variants(lib, "threshold", out="threshold.out", inplace="threshold_")
 
 
-# ---- softplus: ops.yaml:450 ----
+# ---- softplus: ops.yaml:458 ----
 softplus_spec = Spec(
-    "mpsgen::softplus", "ops.yaml:450", int_to_float=False, bool_output=False,
+    "mpsgen::softplus", "ops.yaml:458", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1141,7 +1155,7 @@ softplus_spec = Spec(
 )
 
 
-# ops.yaml:450: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+# ops.yaml:458: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
 @torch.library.register_fake("mpsgen::softplus", lib=lib)
 def softplus_fake(self, beta=1, threshold=20):
     return fake_elementwise(softplus_spec, [self])
@@ -1159,7 +1173,7 @@ def softplus_backward(ctx, grad):
     beta = ctx.beta
     threshold = ctx.threshold
     return (
-        torch.ops.aten.softplus_backward(grad, self, beta, threshold) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:456
+        torch.ops.aten.softplus_backward(grad, self, beta, threshold) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:464
         None,  # beta: a Scalar
         None,  # threshold: a Scalar
     )
@@ -1170,9 +1184,9 @@ torch.library.register_autograd("mpsgen::softplus", softplus_backward,
 register_variants(lib, "softplus", out="softplus.out", inplace="softplus_")
 
 
-# ---- hardtanh: ops.yaml:464 ----
+# ---- hardtanh: ops.yaml:472 ----
 hardtanh_spec = Spec(
-    "mpsgen::hardtanh", "ops.yaml:464", int_to_float=False, bool_output=False,
+    "mpsgen::hardtanh", "ops.yaml:472", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1182,7 +1196,7 @@ hardtanh_spec = Spec(
 )
 
 
-# ops.yaml:464: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor
+# ops.yaml:472: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor
 @torch.library.register_fake("mpsgen::hardtanh", lib=lib)
 def hardtanh_fake(self, min_val=-1, max_val=1):
     return fake_elementwise(hardtanh_spec, [self])
@@ -1200,7 +1214,7 @@ def hardtanh_backward(ctx, grad):
     min_val = ctx.min_val
     max_val = ctx.max_val
     return (
-        grad * ((self > min_val) & (self < max_val)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:469
+        grad * ((self > min_val) & (self < max_val)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:477
         None,  # min_val: a Scalar
         None,  # max_val: a Scalar
     )
@@ -1211,9 +1225,9 @@ torch.library.register_autograd("mpsgen::hardtanh", hardtanh_backward,
 register_variants(lib, "hardtanh", out="hardtanh.out", inplace="hardtanh_")
 
 
-# ---- round_decimals: ops.yaml:477 ----
+# ---- round_decimals: ops.yaml:485 ----
 round_decimals_spec = Spec(
-    "mpsgen::round", "ops.yaml:477", int_to_float=False, bool_output=False,
+    "mpsgen::round", "ops.yaml:485", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1223,7 +1237,7 @@ round_decimals_spec = Spec(
 )
 
 
-# ops.yaml:477: round.decimals(Tensor self, *, int decimals) -> Tensor
+# ops.yaml:485: round.decimals(Tensor self, *, int decimals) -> Tensor
 @torch.library.register_fake("mpsgen::round.decimals", lib=lib)
 def round_decimals_fake(self, *, decimals):
     return fake_elementwise(round_decimals_spec, [self])
@@ -1236,7 +1250,7 @@ def round_decimals_setup_context(ctx, inputs, keyword_only_inputs, output):
 
 def round_decimals_backward(ctx, grad):
     return (
-        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:483
+        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:491
     )
 
 
@@ -1245,9 +1259,9 @@ torch.library.register_autograd("mpsgen::round.decimals", round_decimals_backwar
 register_variants(lib, "round.decimals", out="round.decimals_out", inplace="round_.decimals")
 
 
-# ---- gelu: ops.yaml:496 ----
+# ---- gelu: ops.yaml:504 ----
 gelu_spec = Spec(
-    "mpsgen::gelu", "ops.yaml:496", int_to_float=False, bool_output=False,
+    "mpsgen::gelu", "ops.yaml:504", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1257,7 +1271,7 @@ gelu_spec = Spec(
 )
 
 
-# ops.yaml:496: gelu(Tensor self, *, str approximate='none') -> Tensor
+# ops.yaml:504: gelu(Tensor self, *, str approximate='none') -> Tensor
 @torch.library.register_fake("mpsgen::gelu", lib=lib)
 def gelu_fake(self, *, approximate='none'):
     return fake_elementwise(gelu_spec, [self], choice=("approximate", approximate, ['none', 'tanh']))
@@ -1274,7 +1288,7 @@ def gelu_backward(ctx, grad):
     self, = ctx.saved_tensors
     approximate = ctx.approximate
     return (
-        torch.ops.aten.gelu_backward(grad, self, approximate=approximate) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:503
+        torch.ops.aten.gelu_backward(grad, self, approximate=approximate) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:511
     )
 
 
@@ -1283,9 +1297,9 @@ torch.library.register_autograd("mpsgen::gelu", gelu_backward,
 register_variants(lib, "gelu", out="gelu.out", inplace="gelu_")
 
 
-# ---- leaky_relu_backward: ops.yaml:522 ----
+# ---- leaky_relu_backward: ops.yaml:530 ----
 leaky_relu_backward_spec = Spec(
-    "mpsgen::leaky_relu_backward", "ops.yaml:522", int_to_float=False, bool_output=False,
+    "mpsgen::leaky_relu_backward", "ops.yaml:530", inputs=["grad_output", "self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1295,11 +1309,12 @@ leaky_relu_backward_spec = Spec(
 )
 
 
-# ops.yaml:522: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor
+# ops.yaml:530: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor
 @torch.library.register_fake("mpsgen::leaky_relu_backward", lib=lib)
 def leaky_relu_backward_fake(grad_output, self, negative_slope, self_is_result):
-    if not (not self_is_result or negative_slope >= 0):  # ops.yaml:530
-        raise RuntimeError('In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. This is caused by calling in-place forward function with a negative slope, please call out-of-place version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu backward calculation with negative slope')
+    check_defined(leaky_relu_backward_spec, [grad_output, self])
+    if not (not self_is_result or negative_slope >= 0):  # ops.yaml:538
+        raise RuntimeError(f'mpsgen::leaky_relu_backward: In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. This is caused by calling in-place forward function with a negative slope, please call out-of-place version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu backward calculation with negative slope')
     return fake_elementwise(leaky_relu_backward_spec, [grad_output, self])
 
 
@@ -1313,8 +1328,8 @@ def leaky_relu_backward_backward(ctx, grad):
     self, = ctx.saved_tensors
     negative_slope = ctx.negative_slope
     return (
-        torch.ops.aten.leaky_relu_backward(grad, self, negative_slope, False) if ctx.needs_input_grad[0] else None,  # grad_output: ops.yaml:527
-        torch.zeros_like(self) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:528
+        torch.ops.aten.leaky_relu_backward(grad, self, negative_slope, False) if ctx.needs_input_grad[0] else None,  # grad_output: ops.yaml:535
+        torch.zeros_like(self) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:536
         None,  # negative_slope: a Scalar
         None,  # self_is_result: a Scalar
     )
@@ -1325,9 +1340,9 @@ torch.library.register_autograd("mpsgen::leaky_relu_backward", leaky_relu_backwa
 register_variants(lib, "leaky_relu_backward", out="leaky_relu_backward.out", inplace="leaky_relu_backward_")
 
 
-# ---- eq: ops.yaml:541 ----
+# ---- eq: ops.yaml:549 ----
 eq_spec = Spec(
-    "mpsgen::eq", "ops.yaml:541", int_to_float=False, bool_output=True,
+    "mpsgen::eq", "ops.yaml:549", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1345,7 +1360,7 @@ eq_spec = Spec(
 )
 
 
-# ops.yaml:541: eq.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:549: eq.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::eq.Tensor", lib=lib)
 def eq_Tensor_fake(self, other):
     return fake_elementwise(eq_spec, [self, other])
@@ -1353,7 +1368,7 @@ register_not_differentiable(lib, "eq.Tensor")  # bool/integer results only
 register_variants(lib, "eq.Tensor", out="eq.out", inplace="eq_.Tensor")
 
 
-# ops.yaml:554: eq.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:562: eq.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::eq.Scalar", lib=lib)
 def eq_Scalar_fake(self, other):
     return fake_elementwise(eq_spec, [self, other])
@@ -1361,9 +1376,9 @@ register_not_differentiable(lib, "eq.Scalar")  # bool/integer results only
 register_variants(lib, "eq.Scalar", out="eq.Scalar_out", inplace="eq_.Scalar")
 
 
-# ---- ne: ops.yaml:556 ----
+# ---- ne: ops.yaml:564 ----
 ne_spec = Spec(
-    "mpsgen::ne", "ops.yaml:556", int_to_float=False, bool_output=True,
+    "mpsgen::ne", "ops.yaml:564", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1381,7 +1396,7 @@ ne_spec = Spec(
 )
 
 
-# ops.yaml:556: ne.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:564: ne.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::ne.Tensor", lib=lib)
 def ne_Tensor_fake(self, other):
     return fake_elementwise(ne_spec, [self, other])
@@ -1389,9 +1404,9 @@ register_not_differentiable(lib, "ne.Tensor")  # bool/integer results only
 register_variants(lib, "ne.Tensor", out="ne.out", inplace="ne_.Tensor")
 
 
-# ---- lt: ops.yaml:569 ----
+# ---- lt: ops.yaml:577 ----
 lt_spec = Spec(
-    "mpsgen::lt", "ops.yaml:569", int_to_float=False, bool_output=True,
+    "mpsgen::lt", "ops.yaml:577", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1407,7 +1422,7 @@ lt_spec = Spec(
 )
 
 
-# ops.yaml:569: lt.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:577: lt.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::lt.Tensor", lib=lib)
 def lt_Tensor_fake(self, other):
     return fake_elementwise(lt_spec, [self, other])
@@ -1415,7 +1430,7 @@ register_not_differentiable(lib, "lt.Tensor")  # bool/integer results only
 register_variants(lib, "lt.Tensor", out="lt.out", inplace="lt_.Tensor")
 
 
-# ops.yaml:578: lt.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:586: lt.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::lt.Scalar", lib=lib)
 def lt_Scalar_fake(self, other):
     return fake_elementwise(lt_spec, [self, other])
@@ -1423,9 +1438,9 @@ register_not_differentiable(lib, "lt.Scalar")  # bool/integer results only
 register_variants(lib, "lt.Scalar", out="lt.Scalar_out", inplace="lt_.Scalar")
 
 
-# ---- logical_and: ops.yaml:580 ----
+# ---- logical_and: ops.yaml:588 ----
 logical_and_spec = Spec(
-    "mpsgen::logical_and", "ops.yaml:580", int_to_float=False, bool_output=True,
+    "mpsgen::logical_and", "ops.yaml:588", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1442,7 +1457,7 @@ logical_and_spec = Spec(
 )
 
 
-# ops.yaml:580: logical_and(Tensor self, Tensor other) -> Tensor
+# ops.yaml:588: logical_and(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_and", lib=lib)
 def logical_and_fake(self, other):
     return fake_elementwise(logical_and_spec, [self, other])
@@ -1450,9 +1465,9 @@ register_not_differentiable(lib, "logical_and")  # bool/integer results only
 register_variants(lib, "logical_and", out="logical_and.out", inplace="logical_and_")
 
 
-# ---- isnan: ops.yaml:590 ----
+# ---- isnan: ops.yaml:598 ----
 isnan_spec = Spec(
-    "mpsgen::isnan", "ops.yaml:590", int_to_float=False, bool_output=True,
+    "mpsgen::isnan", "ops.yaml:598", inputs=["self"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1468,7 +1483,7 @@ isnan_spec = Spec(
 )
 
 
-# ops.yaml:590: isnan(Tensor self) -> Tensor
+# ops.yaml:598: isnan(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::isnan", lib=lib)
 def isnan_fake(self):
     return fake_elementwise(isnan_spec, [self])
@@ -1476,9 +1491,9 @@ register_not_differentiable(lib, "isnan")  # bool/integer results only
 register_variants(lib, "isnan", out="isnan.out", inplace="isnan_")
 
 
-# ---- neg: ops.yaml:604 ----
+# ---- neg: ops.yaml:612 ----
 neg_spec = Spec(
-    "mpsgen::neg", "ops.yaml:604", int_to_float=False, bool_output=False,
+    "mpsgen::neg", "ops.yaml:612", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1495,9 +1510,12 @@ neg_spec = Spec(
 )
 
 
-# ops.yaml:604: neg(Tensor self) -> Tensor
+# ops.yaml:612: neg(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::neg", lib=lib)
 def neg_fake(self):
+    check_defined(neg_spec, [self])
+    if not (self.dtype != torch.bool):  # ops.yaml:615
+        raise RuntimeError(f'mpsgen::neg: Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')
     return fake_elementwise(neg_spec, [self])
 
 
@@ -1507,7 +1525,7 @@ def neg_setup_context(ctx, inputs, output):
 
 def neg_backward(ctx, grad):
     return (
-        -grad if ctx.needs_input_grad[0] else None,  # self: ops.yaml:608
+        -grad if ctx.needs_input_grad[0] else None,  # self: ops.yaml:619
     )
 
 
@@ -1516,9 +1534,9 @@ torch.library.register_autograd("mpsgen::neg", neg_backward,
 register_variants(lib, "neg", out="neg.out", inplace="neg_")
 
 
-# ---- abs: ops.yaml:616 ----
+# ---- abs: ops.yaml:627 ----
 abs_spec = Spec(
-    "mpsgen::abs", "ops.yaml:616", int_to_float=False, bool_output=False,
+    "mpsgen::abs", "ops.yaml:627", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1535,7 +1553,7 @@ abs_spec = Spec(
 )
 
 
-# ops.yaml:616: abs(Tensor self) -> Tensor
+# ops.yaml:627: abs(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::abs", lib=lib)
 def abs_fake(self):
     return fake_elementwise(abs_spec, [self])
@@ -1549,7 +1567,7 @@ def abs_setup_context(ctx, inputs, output):
 def abs_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        grad * self.sgn() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:620
+        grad * self.sgn() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:631
     )
 
 
@@ -1558,9 +1576,9 @@ torch.library.register_autograd("mpsgen::abs", abs_backward,
 register_variants(lib, "abs", out="abs.out", inplace="abs_")
 
 
-# ---- polygamma: ops.yaml:648 ----
+# ---- polygamma: ops.yaml:659 ----
 polygamma_spec = Spec(
-    "mpsgen::polygamma", "ops.yaml:648", int_to_float=False, bool_output=False,
+    "mpsgen::polygamma", "ops.yaml:659", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.bfloat16: torch.bfloat16,
@@ -1569,11 +1587,12 @@ polygamma_spec = Spec(
 )
 
 
-# ops.yaml:648: polygamma(int n, Tensor self) -> Tensor
+# ops.yaml:659: polygamma(int n, Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::polygamma", lib=lib)
 def polygamma_fake(n, self):
-    if not (n >= 0):  # ops.yaml:661
-        raise RuntimeError('polygamma(n, x) does not support negative n.')
+    check_defined(polygamma_spec, [self])
+    if not (n >= 0):  # ops.yaml:672
+        raise RuntimeError(f'mpsgen::polygamma: polygamma(n, x) does not support negative n.')
     return fake_elementwise(polygamma_spec, [self])
 
 
@@ -1588,7 +1607,7 @@ def polygamma_backward(ctx, grad):
     n = ctx.n
     return (
         None,  # n: a Scalar
-        grad * torch.polygamma(n + 1, self) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:664
+        grad * torch.polygamma(n + 1, self) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:675
     )
 
 
@@ -1597,9 +1616,9 @@ torch.library.register_autograd("mpsgen::polygamma", polygamma_backward,
 register_variants(lib, "polygamma", out="polygamma.out", inplace="polygamma_", self_index=1)
 
 
-# ---- div: ops.yaml:677 ----
+# ---- div: ops.yaml:688 ----
 div_spec = Spec(
-    "mpsgen::div", "ops.yaml:677", int_to_float=False, bool_output=False,
+    "mpsgen::div", "ops.yaml:688", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1609,7 +1628,7 @@ div_spec = Spec(
 )
 
 
-# ops.yaml:677: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+# ops.yaml:688: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
 @torch.library.register_fake("mpsgen::div.Tensor_mode", lib=lib)
 def div_Tensor_mode_fake(self, other, *, rounding_mode):
     return fake_elementwise(div_spec, [self, other], choice=("rounding_mode", rounding_mode, ['None', 'trunc', 'floor']))
@@ -1626,8 +1645,8 @@ def div_Tensor_mode_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     rounding_mode = ctx.rounding_mode
     return (
-        (grad / conj(other) if rounding_mode is None else torch.zeros_like(grad)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:684
-        (-grad * conj((self / other) / other) if rounding_mode is None else torch.zeros_like(grad)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:685
+        (grad / conj(other) if rounding_mode is None else torch.zeros_like(grad)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:695
+        (-grad * conj((self / other) / other) if rounding_mode is None else torch.zeros_like(grad)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:696
     )
 
 
@@ -1636,9 +1655,9 @@ torch.library.register_autograd("mpsgen::div.Tensor_mode", div_Tensor_mode_backw
 register_variants(lib, "div.Tensor_mode", out="div.Tensor_mode_out", inplace="div_.Tensor_mode")
 
 
-# ---- polar: ops.yaml:725 ----
+# ---- polar: ops.yaml:736 ----
 polar_spec = Spec(
-    "mpsgen::polar", "ops.yaml:725", int_to_float=False, bool_output=False,
+    "mpsgen::polar", "ops.yaml:736", inputs=["abs", "angle"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
     },
@@ -1646,11 +1665,12 @@ polar_spec = Spec(
 )
 
 
-# ops.yaml:725: polar(Tensor abs, Tensor angle) -> Tensor
+# ops.yaml:736: polar(Tensor abs, Tensor angle) -> Tensor
 @torch.library.register_fake("mpsgen::polar", lib=lib)
 def polar_fake(abs, angle):
-    if not (abs.dtype == angle.dtype):  # ops.yaml:729
-        raise RuntimeError('Expected both inputs to be Half, Float or Double tensors of one dtype')
+    check_defined(polar_spec, [abs, angle])
+    if not (abs.dtype == angle.dtype):  # ops.yaml:740
+        raise RuntimeError(f'mpsgen::polar: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(polar_spec, [abs, angle])
 
 
@@ -1663,8 +1683,8 @@ def polar_setup_context(ctx, inputs, output):
 def polar_backward(ctx, grad):
     result, = ctx.saved_tensors
     return (
-        torch.real(grad.conj() * torch.sgn(result)) if ctx.needs_input_grad[0] else None,  # abs: ops.yaml:732
-        torch.real(grad.conj() * result * 1j) if ctx.needs_input_grad[1] else None,  # angle: ops.yaml:733
+        torch.real(grad.conj() * torch.sgn(result)) if ctx.needs_input_grad[0] else None,  # abs: ops.yaml:743
+        torch.real(grad.conj() * result * 1j) if ctx.needs_input_grad[1] else None,  # angle: ops.yaml:744
     )
 
 
@@ -1673,9 +1693,9 @@ torch.library.register_autograd("mpsgen::polar", polar_backward,
 register_variants(lib, "polar", out="polar.out", inplace="polar_")
 
 
-# ---- complex: ops.yaml:740 ----
+# ---- complex: ops.yaml:751 ----
 complex_spec = Spec(
-    "mpsgen::complex", "ops.yaml:740", int_to_float=False, bool_output=False,
+    "mpsgen::complex", "ops.yaml:751", inputs=["real", "imag"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
     },
@@ -1683,11 +1703,12 @@ complex_spec = Spec(
 )
 
 
-# ops.yaml:740: complex(Tensor real, Tensor imag) -> Tensor
+# ops.yaml:751: complex(Tensor real, Tensor imag) -> Tensor
 @torch.library.register_fake("mpsgen::complex", lib=lib)
 def complex_fake(real, imag):
-    if not (real.dtype == imag.dtype):  # ops.yaml:744
-        raise RuntimeError('Expected both inputs to be Half, Float or Double tensors of one dtype')
+    check_defined(complex_spec, [real, imag])
+    if not (real.dtype == imag.dtype):  # ops.yaml:755
+        raise RuntimeError(f'mpsgen::complex: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(complex_spec, [real, imag])
 
 
@@ -1697,8 +1718,8 @@ def complex_setup_context(ctx, inputs, output):
 
 def complex_backward(ctx, grad):
     return (
-        torch.real(grad) if ctx.needs_input_grad[0] else None,  # real: ops.yaml:747
-        torch.imag(grad) if ctx.needs_input_grad[1] else None,  # imag: ops.yaml:748
+        torch.real(grad) if ctx.needs_input_grad[0] else None,  # real: ops.yaml:758
+        torch.imag(grad) if ctx.needs_input_grad[1] else None,  # imag: ops.yaml:759
     )
 
 
@@ -1707,9 +1728,9 @@ torch.library.register_autograd("mpsgen::complex", complex_backward,
 register_variants(lib, "complex", out="complex.out", inplace="complex_")
 
 
-# ---- angle: ops.yaml:755 ----
+# ---- angle: ops.yaml:766 ----
 angle_spec = Spec(
-    "mpsgen::angle", "ops.yaml:755", int_to_float=True, bool_output=False,
+    "mpsgen::angle", "ops.yaml:766", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1726,7 +1747,7 @@ angle_spec = Spec(
 )
 
 
-# ops.yaml:755: angle(Tensor self) -> Tensor
+# ops.yaml:766: angle(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::angle", lib=lib)
 def angle_fake(self):
     return fake_elementwise(angle_spec, [self])
@@ -1740,7 +1761,7 @@ def angle_setup_context(ctx, inputs, output):
 def angle_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        (torch.where(self == 0, 0, grad * self / self.abs().pow(2) * 1j) if self.is_complex() else torch.zeros_like(self)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:759
+        (torch.where(self == 0, 0, grad * self / self.abs().pow(2) * 1j) if self.is_complex() else torch.zeros_like(self)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:770
     )
 
 
@@ -1749,9 +1770,9 @@ torch.library.register_autograd("mpsgen::angle", angle_backward,
 register_variants(lib, "angle", out="angle.out", inplace="angle_")
 
 
-# ---- cos: ops.yaml:776 ----
+# ---- cos: ops.yaml:787 ----
 cos_spec = Spec(
-    "mpsgen::cos", "ops.yaml:776", int_to_float=True, bool_output=False,
+    "mpsgen::cos", "ops.yaml:787", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1767,7 +1788,7 @@ cos_spec = Spec(
 )
 
 
-# ops.yaml:776: cos(Tensor self) -> Tensor
+# ops.yaml:787: cos(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::cos", lib=lib)
 def cos_fake(self):
     return fake_elementwise(cos_spec, [self])
@@ -1781,7 +1802,7 @@ def cos_setup_context(ctx, inputs, output):
 def cos_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        grad * -conj(self.sin()) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:780
+        grad * -conj(self.sin()) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:791
     )
 
 
@@ -1790,9 +1811,9 @@ torch.library.register_autograd("mpsgen::cos", cos_backward,
 register_variants(lib, "cos", out="cos.out", inplace="cos_")
 
 
-# ---- tan: ops.yaml:789 ----
+# ---- tan: ops.yaml:800 ----
 tan_spec = Spec(
-    "mpsgen::tan", "ops.yaml:789", int_to_float=True, bool_output=False,
+    "mpsgen::tan", "ops.yaml:800", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1808,7 +1829,7 @@ tan_spec = Spec(
 )
 
 
-# ops.yaml:789: tan(Tensor self) -> Tensor
+# ops.yaml:800: tan(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tan", lib=lib)
 def tan_fake(self):
     return fake_elementwise(tan_spec, [self])
@@ -1823,7 +1844,7 @@ def tan_setup_context(ctx, inputs, output):
 def tan_backward(ctx, grad):
     result, = ctx.saved_tensors
     return (
-        grad * (1 + result.pow(2)).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:793
+        grad * (1 + result.pow(2)).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:804
     )
 
 
@@ -1832,9 +1853,9 @@ torch.library.register_autograd("mpsgen::tan", tan_backward,
 register_variants(lib, "tan", out="tan.out", inplace="tan_")
 
 
-# ---- tanh: ops.yaml:802 ----
+# ---- tanh: ops.yaml:813 ----
 tanh_spec = Spec(
-    "mpsgen::tanh", "ops.yaml:802", int_to_float=True, bool_output=False,
+    "mpsgen::tanh", "ops.yaml:813", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1850,7 +1871,7 @@ tanh_spec = Spec(
 )
 
 
-# ops.yaml:802: tanh(Tensor self) -> Tensor
+# ops.yaml:813: tanh(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tanh", lib=lib)
 def tanh_fake(self):
     return fake_elementwise(tanh_spec, [self])
@@ -1865,7 +1886,7 @@ def tanh_setup_context(ctx, inputs, output):
 def tanh_backward(ctx, grad):
     result, = ctx.saved_tensors
     return (
-        torch.ops.aten.tanh_backward(grad, result) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:806
+        torch.ops.aten.tanh_backward(grad, result) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:817
     )
 
 
@@ -1874,9 +1895,9 @@ torch.library.register_autograd("mpsgen::tanh", tanh_backward,
 register_variants(lib, "tanh", out="tanh.out", inplace="tanh_")
 
 
-# ---- log: ops.yaml:815 ----
+# ---- log: ops.yaml:826 ----
 log_spec = Spec(
-    "mpsgen::log", "ops.yaml:815", int_to_float=True, bool_output=False,
+    "mpsgen::log", "ops.yaml:826", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1892,7 +1913,7 @@ log_spec = Spec(
 )
 
 
-# ops.yaml:815: log(Tensor self) -> Tensor
+# ops.yaml:826: log(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log", lib=lib)
 def log_fake(self):
     return fake_elementwise(log_spec, [self])
@@ -1906,7 +1927,7 @@ def log_setup_context(ctx, inputs, output):
 def log_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        grad / conj(self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:819
+        grad / conj(self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:830
     )
 
 
@@ -1915,9 +1936,9 @@ torch.library.register_autograd("mpsgen::log", log_backward,
 register_variants(lib, "log", out="log.out", inplace="log_")
 
 
-# ---- log1p: ops.yaml:828 ----
+# ---- log1p: ops.yaml:839 ----
 log1p_spec = Spec(
-    "mpsgen::log1p", "ops.yaml:828", int_to_float=True, bool_output=False,
+    "mpsgen::log1p", "ops.yaml:839", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1933,7 +1954,7 @@ log1p_spec = Spec(
 )
 
 
-# ops.yaml:828: log1p(Tensor self) -> Tensor
+# ops.yaml:839: log1p(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log1p", lib=lib)
 def log1p_fake(self):
     return fake_elementwise(log1p_spec, [self])
@@ -1947,7 +1968,7 @@ def log1p_setup_context(ctx, inputs, output):
 def log1p_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        grad / (self + 1).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:832
+        grad / (self + 1).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:843
     )
 
 
@@ -1956,9 +1977,9 @@ torch.library.register_autograd("mpsgen::log1p", log1p_backward,
 register_variants(lib, "log1p", out="log1p.out", inplace="log1p_")
 
 
-# ---- expm1: ops.yaml:847 ----
+# ---- expm1: ops.yaml:858 ----
 expm1_spec = Spec(
-    "mpsgen::expm1", "ops.yaml:847", int_to_float=True, bool_output=False,
+    "mpsgen::expm1", "ops.yaml:858", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1974,7 +1995,7 @@ expm1_spec = Spec(
 )
 
 
-# ops.yaml:847: expm1(Tensor self) -> Tensor
+# ops.yaml:858: expm1(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::expm1", lib=lib)
 def expm1_fake(self):
     return fake_elementwise(expm1_spec, [self])
@@ -1989,7 +2010,7 @@ def expm1_setup_context(ctx, inputs, output):
 def expm1_backward(ctx, grad):
     result, = ctx.saved_tensors
     return (
-        grad * (result.conj() + 1) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:851
+        grad * (result.conj() + 1) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:862
     )
 
 
@@ -1998,9 +2019,9 @@ torch.library.register_autograd("mpsgen::expm1", expm1_backward,
 register_variants(lib, "expm1", out="expm1.out", inplace="expm1_")
 
 
-# ---- rsqrt: ops.yaml:863 ----
+# ---- rsqrt: ops.yaml:874 ----
 rsqrt_spec = Spec(
-    "mpsgen::rsqrt", "ops.yaml:863", int_to_float=True, bool_output=False,
+    "mpsgen::rsqrt", "ops.yaml:874", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2016,7 +2037,7 @@ rsqrt_spec = Spec(
 )
 
 
-# ops.yaml:863: rsqrt(Tensor self) -> Tensor
+# ops.yaml:874: rsqrt(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::rsqrt", lib=lib)
 def rsqrt_fake(self):
     return fake_elementwise(rsqrt_spec, [self])
@@ -2030,7 +2051,7 @@ def rsqrt_setup_context(ctx, inputs, output):
 def rsqrt_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        -0.5 * grad * self.rsqrt().pow(3).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:867
+        -0.5 * grad * self.rsqrt().pow(3).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:878
     )
 
 
@@ -2039,9 +2060,9 @@ torch.library.register_autograd("mpsgen::rsqrt", rsqrt_backward,
 register_variants(lib, "rsqrt", out="rsqrt.out", inplace="rsqrt_")
 
 
-# ---- i0: ops.yaml:876 ----
+# ---- i0: ops.yaml:887 ----
 i0_spec = Spec(
-    "mpsgen::i0", "ops.yaml:876", int_to_float=True, bool_output=False,
+    "mpsgen::i0", "ops.yaml:887", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2057,7 +2078,7 @@ i0_spec = Spec(
 )
 
 
-# ops.yaml:876: i0(Tensor self) -> Tensor
+# ops.yaml:887: i0(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::i0", lib=lib)
 def i0_fake(self):
     return fake_elementwise(i0_spec, [self])
@@ -2071,7 +2092,7 @@ def i0_setup_context(ctx, inputs, output):
 def i0_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        grad * torch.special.i1(self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:880
+        grad * torch.special.i1(self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:891
     )
 
 
@@ -2080,9 +2101,9 @@ torch.library.register_autograd("mpsgen::i0", i0_backward,
 register_variants(lib, "i0", out="i0.out", inplace="i0_")
 
 
-# ---- reciprocal: ops.yaml:889 ----
+# ---- reciprocal: ops.yaml:900 ----
 reciprocal_spec = Spec(
-    "mpsgen::reciprocal", "ops.yaml:889", int_to_float=True, bool_output=False,
+    "mpsgen::reciprocal", "ops.yaml:900", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2098,7 +2119,7 @@ reciprocal_spec = Spec(
 )
 
 
-# ops.yaml:889: reciprocal(Tensor self) -> Tensor
+# ops.yaml:900: reciprocal(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::reciprocal", lib=lib)
 def reciprocal_fake(self):
     return fake_elementwise(reciprocal_spec, [self])
@@ -2113,7 +2134,7 @@ def reciprocal_setup_context(ctx, inputs, output):
 def reciprocal_backward(ctx, grad):
     result, = ctx.saved_tensors
     return (
-        -grad * (result * result).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:893
+        -grad * (result * result).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:904
     )
 
 
@@ -2122,9 +2143,9 @@ torch.library.register_autograd("mpsgen::reciprocal", reciprocal_backward,
 register_variants(lib, "reciprocal", out="reciprocal.out", inplace="reciprocal_")
 
 
-# ---- floor: ops.yaml:903 ----
+# ---- floor: ops.yaml:914 ----
 floor_spec = Spec(
-    "mpsgen::floor", "ops.yaml:903", int_to_float=False, bool_output=False,
+    "mpsgen::floor", "ops.yaml:914", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2139,7 +2160,7 @@ floor_spec = Spec(
 )
 
 
-# ops.yaml:903: floor(Tensor self) -> Tensor
+# ops.yaml:914: floor(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::floor", lib=lib)
 def floor_fake(self):
     return fake_elementwise(floor_spec, [self])
@@ -2151,7 +2172,7 @@ def floor_setup_context(ctx, inputs, output):
 
 def floor_backward(ctx, grad):
     return (
-        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:907
+        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:918
     )
 
 
@@ -2160,9 +2181,9 @@ torch.library.register_autograd("mpsgen::floor", floor_backward,
 register_variants(lib, "floor", out="floor.out", inplace="floor_")
 
 
-# ---- ceil: ops.yaml:918 ----
+# ---- ceil: ops.yaml:929 ----
 ceil_spec = Spec(
-    "mpsgen::ceil", "ops.yaml:918", int_to_float=False, bool_output=False,
+    "mpsgen::ceil", "ops.yaml:929", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2177,7 +2198,7 @@ ceil_spec = Spec(
 )
 
 
-# ops.yaml:918: ceil(Tensor self) -> Tensor
+# ops.yaml:929: ceil(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::ceil", lib=lib)
 def ceil_fake(self):
     return fake_elementwise(ceil_spec, [self])
@@ -2189,7 +2210,7 @@ def ceil_setup_context(ctx, inputs, output):
 
 def ceil_backward(ctx, grad):
     return (
-        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:922
+        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:933
     )
 
 
@@ -2198,9 +2219,9 @@ torch.library.register_autograd("mpsgen::ceil", ceil_backward,
 register_variants(lib, "ceil", out="ceil.out", inplace="ceil_")
 
 
-# ---- trunc: ops.yaml:933 ----
+# ---- trunc: ops.yaml:944 ----
 trunc_spec = Spec(
-    "mpsgen::trunc", "ops.yaml:933", int_to_float=False, bool_output=False,
+    "mpsgen::trunc", "ops.yaml:944", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2215,7 +2236,7 @@ trunc_spec = Spec(
 )
 
 
-# ops.yaml:933: trunc(Tensor self) -> Tensor
+# ops.yaml:944: trunc(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::trunc", lib=lib)
 def trunc_fake(self):
     return fake_elementwise(trunc_spec, [self])
@@ -2227,7 +2248,7 @@ def trunc_setup_context(ctx, inputs, output):
 
 def trunc_backward(ctx, grad):
     return (
-        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:937
+        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:948
     )
 
 
@@ -2236,9 +2257,9 @@ torch.library.register_autograd("mpsgen::trunc", trunc_backward,
 register_variants(lib, "trunc", out="trunc.out", inplace="trunc_")
 
 
-# ---- sign: ops.yaml:948 ----
+# ---- sign: ops.yaml:959 ----
 sign_spec = Spec(
-    "mpsgen::sign", "ops.yaml:948", int_to_float=False, bool_output=False,
+    "mpsgen::sign", "ops.yaml:959", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2254,7 +2275,7 @@ sign_spec = Spec(
 )
 
 
-# ops.yaml:948: sign(Tensor self) -> Tensor
+# ops.yaml:959: sign(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::sign", lib=lib)
 def sign_fake(self):
     return fake_elementwise(sign_spec, [self])
@@ -2266,7 +2287,7 @@ def sign_setup_context(ctx, inputs, output):
 
 def sign_backward(ctx, grad):
     return (
-        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:952
+        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:963
     )
 
 
@@ -2275,9 +2296,9 @@ torch.library.register_autograd("mpsgen::sign", sign_backward,
 register_variants(lib, "sign", out="sign.out", inplace="sign_")
 
 
-# ---- minimum: ops.yaml:961 ----
+# ---- minimum: ops.yaml:972 ----
 minimum_spec = Spec(
-    "mpsgen::minimum", "ops.yaml:961", int_to_float=False, bool_output=False,
+    "mpsgen::minimum", "ops.yaml:972", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2293,7 +2314,7 @@ minimum_spec = Spec(
 )
 
 
-# ops.yaml:961: minimum(Tensor self, Tensor other) -> Tensor
+# ops.yaml:972: minimum(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::minimum", lib=lib)
 def minimum_fake(self, other):
     return fake_elementwise(minimum_spec, [self, other])
@@ -2307,8 +2328,8 @@ def minimum_setup_context(ctx, inputs, output):
 def minimum_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     return (
-        torch.where(self == other, grad / 2, grad).masked_fill(self > other, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:965
-        torch.where(self == other, grad / 2, grad).masked_fill(self < other, 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:966
+        torch.where(self == other, grad / 2, grad).masked_fill(self > other, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:976
+        torch.where(self == other, grad / 2, grad).masked_fill(self < other, 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:977
     )
 
 
@@ -2317,9 +2338,9 @@ torch.library.register_autograd("mpsgen::minimum", minimum_backward,
 register_variants(lib, "minimum", out="minimum.out", inplace="minimum_")
 
 
-# ---- fmax: ops.yaml:974 ----
+# ---- fmax: ops.yaml:985 ----
 fmax_spec = Spec(
-    "mpsgen::fmax", "ops.yaml:974", int_to_float=False, bool_output=False,
+    "mpsgen::fmax", "ops.yaml:985", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2335,7 +2356,7 @@ fmax_spec = Spec(
 )
 
 
-# ops.yaml:974: fmax(Tensor self, Tensor other) -> Tensor
+# ops.yaml:985: fmax(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmax", lib=lib)
 def fmax_fake(self, other):
     return fake_elementwise(fmax_spec, [self, other])
@@ -2349,8 +2370,8 @@ def fmax_setup_context(ctx, inputs, output):
 def fmax_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     return (
-        grad.masked_fill((self >= other).logical_or(other.isnan()).logical_not(), 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:978
-        grad.masked_fill((self >= other).logical_or(other.isnan()), 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:979
+        grad.masked_fill((self >= other).logical_or(other.isnan()).logical_not(), 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:989
+        grad.masked_fill((self >= other).logical_or(other.isnan()), 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:990
     )
 
 
@@ -2359,9 +2380,9 @@ torch.library.register_autograd("mpsgen::fmax", fmax_backward,
 register_variants(lib, "fmax", out="fmax.out", inplace="fmax_")
 
 
-# ---- fmin: ops.yaml:991 ----
+# ---- fmin: ops.yaml:1002 ----
 fmin_spec = Spec(
-    "mpsgen::fmin", "ops.yaml:991", int_to_float=False, bool_output=False,
+    "mpsgen::fmin", "ops.yaml:1002", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2377,7 +2398,7 @@ fmin_spec = Spec(
 )
 
 
-# ops.yaml:991: fmin(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1002: fmin(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmin", lib=lib)
 def fmin_fake(self, other):
     return fake_elementwise(fmin_spec, [self, other])
@@ -2391,8 +2412,8 @@ def fmin_setup_context(ctx, inputs, output):
 def fmin_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     return (
-        grad.masked_fill((self <= other).logical_or(other.isnan()).logical_not(), 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:995
-        grad.masked_fill((self <= other).logical_or(other.isnan()), 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:996
+        grad.masked_fill((self <= other).logical_or(other.isnan()).logical_not(), 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1006
+        grad.masked_fill((self <= other).logical_or(other.isnan()), 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:1007
     )
 
 
@@ -2401,9 +2422,9 @@ torch.library.register_autograd("mpsgen::fmin", fmin_backward,
 register_variants(lib, "fmin", out="fmin.out", inplace="fmin_")
 
 
-# ---- bitwise_and: ops.yaml:1007 ----
+# ---- bitwise_and: ops.yaml:1018 ----
 bitwise_and_spec = Spec(
-    "mpsgen::bitwise_and", "ops.yaml:1007", int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_and", "ops.yaml:1018", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -2416,7 +2437,7 @@ bitwise_and_spec = Spec(
 )
 
 
-# ops.yaml:1007: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1018: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Tensor", lib=lib)
 def bitwise_and_Tensor_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
@@ -2424,7 +2445,7 @@ register_not_differentiable(lib, "bitwise_and.Tensor")  # bool/integer results o
 register_variants(lib, "bitwise_and.Tensor", out="bitwise_and.out", inplace="bitwise_and_.Tensor")
 
 
-# ops.yaml:1016: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1027: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Scalar", lib=lib)
 def bitwise_and_Scalar_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
@@ -2432,9 +2453,9 @@ register_not_differentiable(lib, "bitwise_and.Scalar")  # bool/integer results o
 register_variants(lib, "bitwise_and.Scalar", out="bitwise_and.Scalar_out", inplace="bitwise_and_.Scalar")
 
 
-# ---- bitwise_or: ops.yaml:1018 ----
+# ---- bitwise_or: ops.yaml:1029 ----
 bitwise_or_spec = Spec(
-    "mpsgen::bitwise_or", "ops.yaml:1018", int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_or", "ops.yaml:1029", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -2447,7 +2468,7 @@ bitwise_or_spec = Spec(
 )
 
 
-# ops.yaml:1018: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1029: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_or.Tensor", lib=lib)
 def bitwise_or_Tensor_fake(self, other):
     return fake_elementwise(bitwise_or_spec, [self, other])
@@ -2455,9 +2476,9 @@ register_not_differentiable(lib, "bitwise_or.Tensor")  # bool/integer results on
 register_variants(lib, "bitwise_or.Tensor", out="bitwise_or.out", inplace="bitwise_or_.Tensor")
 
 
-# ---- gt: ops.yaml:1028 ----
+# ---- gt: ops.yaml:1039 ----
 gt_spec = Spec(
-    "mpsgen::gt", "ops.yaml:1028", int_to_float=False, bool_output=True,
+    "mpsgen::gt", "ops.yaml:1039", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -2473,7 +2494,7 @@ gt_spec = Spec(
 )
 
 
-# ops.yaml:1028: gt.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1039: gt.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Tensor", lib=lib)
 def gt_Tensor_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
@@ -2481,7 +2502,7 @@ register_not_differentiable(lib, "gt.Tensor")  # bool/integer results only
 register_variants(lib, "gt.Tensor", out="gt.out", inplace="gt_.Tensor")
 
 
-# ops.yaml:1037: gt.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1048: gt.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Scalar", lib=lib)
 def gt_Scalar_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
@@ -2489,9 +2510,9 @@ register_not_differentiable(lib, "gt.Scalar")  # bool/integer results only
 register_variants(lib, "gt.Scalar", out="gt.Scalar_out", inplace="gt_.Scalar")
 
 
-# ---- ge: ops.yaml:1039 ----
+# ---- ge: ops.yaml:1050 ----
 ge_spec = Spec(
-    "mpsgen::ge", "ops.yaml:1039", int_to_float=False, bool_output=True,
+    "mpsgen::ge", "ops.yaml:1050", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -2507,7 +2528,7 @@ ge_spec = Spec(
 )
 
 
-# ops.yaml:1039: ge.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1050: ge.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::ge.Tensor", lib=lib)
 def ge_Tensor_fake(self, other):
     return fake_elementwise(ge_spec, [self, other])
@@ -2515,9 +2536,9 @@ register_not_differentiable(lib, "ge.Tensor")  # bool/integer results only
 register_variants(lib, "ge.Tensor", out="ge.out", inplace="ge_.Tensor")
 
 
-# ---- le: ops.yaml:1048 ----
+# ---- le: ops.yaml:1059 ----
 le_spec = Spec(
-    "mpsgen::le", "ops.yaml:1048", int_to_float=False, bool_output=True,
+    "mpsgen::le", "ops.yaml:1059", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -2533,7 +2554,7 @@ le_spec = Spec(
 )
 
 
-# ops.yaml:1048: le.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1059: le.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::le.Tensor", lib=lib)
 def le_Tensor_fake(self, other):
     return fake_elementwise(le_spec, [self, other])
@@ -2541,9 +2562,9 @@ register_not_differentiable(lib, "le.Tensor")  # bool/integer results only
 register_variants(lib, "le.Tensor", out="le.out", inplace="le_.Tensor")
 
 
-# ---- logical_or: ops.yaml:1057 ----
+# ---- logical_or: ops.yaml:1068 ----
 logical_or_spec = Spec(
-    "mpsgen::logical_or", "ops.yaml:1057", int_to_float=False, bool_output=True,
+    "mpsgen::logical_or", "ops.yaml:1068", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -2560,7 +2581,7 @@ logical_or_spec = Spec(
 )
 
 
-# ops.yaml:1057: logical_or(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1068: logical_or(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_or", lib=lib)
 def logical_or_fake(self, other):
     return fake_elementwise(logical_or_spec, [self, other])
@@ -2568,9 +2589,9 @@ register_not_differentiable(lib, "logical_or")  # bool/integer results only
 register_variants(lib, "logical_or", out="logical_or.out", inplace="logical_or_")
 
 
-# ---- logical_xor: ops.yaml:1066 ----
+# ---- logical_xor: ops.yaml:1077 ----
 logical_xor_spec = Spec(
-    "mpsgen::logical_xor", "ops.yaml:1066", int_to_float=False, bool_output=True,
+    "mpsgen::logical_xor", "ops.yaml:1077", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -2587,7 +2608,7 @@ logical_xor_spec = Spec(
 )
 
 
-# ops.yaml:1066: logical_xor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1077: logical_xor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_xor", lib=lib)
 def logical_xor_fake(self, other):
     return fake_elementwise(logical_xor_spec, [self, other])

@@ -22,19 +22,19 @@ void logaddexp_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) 
 
 // ops.yaml:118: logaddexp(Tensor self, Tensor other) -> Tensor
 at::Tensor logaddexp_cpu(const at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise(logaddexp_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise(logaddexp_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     logaddexp_cpu_kernel(iter, common);
   });
 }
 
 at::Tensor& logaddexp_out_cpu(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  return mpsgen::elementwise_out(logaddexp_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(logaddexp_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     logaddexp_cpu_kernel(iter, common);
   });
 }
 
 at::Tensor& logaddexp_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise_out(logaddexp_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(logaddexp_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     logaddexp_cpu_kernel(iter, common);
   });
 }

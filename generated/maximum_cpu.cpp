@@ -22,19 +22,19 @@ void maximum_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
 
 // ops.yaml:165: maximum(Tensor self, Tensor other) -> Tensor
 at::Tensor maximum_cpu(const at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise(maximum_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise(maximum_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     maximum_cpu_kernel(iter, common);
   });
 }
 
 at::Tensor& maximum_out_cpu(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  return mpsgen::elementwise_out(maximum_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(maximum_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     maximum_cpu_kernel(iter, common);
   });
 }
 
 at::Tensor& maximum_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise_out(maximum_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(maximum_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     maximum_cpu_kernel(iter, common);
   });
 }

@@ -22,38 +22,38 @@ void mul_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
 
 // ops.yaml:179: mul.Tensor(Tensor self, Tensor other) -> Tensor
 at::Tensor mul_Tensor_cpu(const at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise(mul_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise(mul_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     mul_cpu_kernel(iter, common);
   });
 }
 
 at::Tensor& mul_Tensor_out_cpu(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  return mpsgen::elementwise_out(mul_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(mul_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     mul_cpu_kernel(iter, common);
   });
 }
 
 at::Tensor& mul_Tensor_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
-  return mpsgen::elementwise_out(mul_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(mul_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     mul_cpu_kernel(iter, common);
   });
 }
 
 // ops.yaml:199: mul.Scalar(Tensor self, Scalar other) -> Tensor
 at::Tensor mul_Scalar_cpu(const at::Tensor& self, const at::Scalar& other) {
-  return mpsgen::elementwise(mul_spec, mpsgen::Backend::CPU, {self, at::native::wrapped_scalar_tensor(other)}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise(mul_spec, mpsgen::Backend::CPU, {self, at::native::wrapped_scalar_tensor(other)}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     mul_cpu_kernel(iter, common);
   });
 }
 
 at::Tensor& mul_Scalar_out_cpu(const at::Tensor& self, const at::Scalar& other, at::Tensor& out) {
-  return mpsgen::elementwise_out(mul_spec, mpsgen::Backend::CPU, {self, at::native::wrapped_scalar_tensor(other)}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(mul_spec, mpsgen::Backend::CPU, {self, at::native::wrapped_scalar_tensor(other)}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     mul_cpu_kernel(iter, common);
   });
 }
 
 at::Tensor& mul_Scalar_inplace_cpu(at::Tensor& self, const at::Scalar& other) {
-  return mpsgen::elementwise_out(mul_spec, mpsgen::Backend::CPU, {self, at::native::wrapped_scalar_tensor(other)}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(mul_spec, mpsgen::Backend::CPU, {self, at::native::wrapped_scalar_tensor(other)}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     mul_cpu_kernel(iter, common);
   });
 }

@@ -7,8 +7,9 @@ namespace mpsgen::generated {
 
 // ops.yaml:7: the dtypes exp.metal registers (input -> output)
 extern const OpSpec exp_spec{
-    "exp",
+    "mpsgen::exp",
     "ops.yaml:7",
+    {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
@@ -28,8 +29,9 @@ extern const OpSpec exp_spec{
 
 // ops.yaml:22: the dtypes sin.metal registers (input -> output)
 extern const OpSpec sin_spec{
-    "sin",
+    "mpsgen::sin",
     "ops.yaml:22",
+    {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
@@ -49,8 +51,9 @@ extern const OpSpec sin_spec{
 
 // ops.yaml:37: the dtypes sqrt.metal registers (input -> output)
 extern const OpSpec sqrt_spec{
-    "sqrt",
+    "mpsgen::sqrt",
     "ops.yaml:37",
+    {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
@@ -70,8 +73,9 @@ extern const OpSpec sqrt_spec{
 
 // ops.yaml:52: the dtypes sigmoid.metal registers (input -> output)
 extern const OpSpec sigmoid_spec{
-    "sigmoid",
+    "mpsgen::sigmoid",
     "ops.yaml:52",
+    {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
@@ -91,8 +95,9 @@ extern const OpSpec sigmoid_spec{
 
 // ops.yaml:68: the dtypes erf.metal registers (input -> output)
 extern const OpSpec erf_spec{
-    "erf",
+    "mpsgen::erf",
     "ops.yaml:68",
+    {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
@@ -112,8 +117,9 @@ extern const OpSpec erf_spec{
 
 // ops.yaml:86: the dtypes bitwise_not.metal registers (input -> output)
 extern const OpSpec bitwise_not_spec{
-    "bitwise_not",
+    "mpsgen::bitwise_not",
     "ops.yaml:86",
+    {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/true,
@@ -130,8 +136,9 @@ extern const OpSpec bitwise_not_spec{
 
 // ops.yaml:100: the dtypes hypot.metal registers (input -> output)
 extern const OpSpec hypot_spec{
-    "hypot",
+    "mpsgen::hypot",
     "ops.yaml:100",
+    {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -145,8 +152,9 @@ extern const OpSpec hypot_spec{
 
 // ops.yaml:118: the dtypes logaddexp.metal registers (input -> output)
 extern const OpSpec logaddexp_spec{
-    "logaddexp",
+    "mpsgen::logaddexp",
     "ops.yaml:118",
+    {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -160,8 +168,9 @@ extern const OpSpec logaddexp_spec{
 
 // ops.yaml:131: the dtypes atan2.metal registers (input -> output)
 extern const OpSpec atan2_spec{
-    "atan2",
+    "mpsgen::atan2",
     "ops.yaml:131",
+    {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -181,8 +190,9 @@ extern const OpSpec atan2_spec{
 
 // ops.yaml:148: the dtypes copysign.metal registers (input -> output)
 extern const OpSpec copysign_spec{
-    "copysign",
+    "mpsgen::copysign",
     "ops.yaml:148",
+    {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -202,8 +212,9 @@ extern const OpSpec copysign_spec{
 
 // ops.yaml:165: the dtypes maximum.metal registers (input -> output)
 extern const OpSpec maximum_spec{
-    "maximum",
+    "mpsgen::maximum",
     "ops.yaml:165",
+    {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -223,8 +234,9 @@ extern const OpSpec maximum_spec{
 
 // ops.yaml:179: the dtypes mul.metal registers (input -> output)
 extern const OpSpec mul_spec{
-    "mul",
+    "mpsgen::mul",
     "ops.yaml:179",
+    {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -246,8 +258,9 @@ extern const OpSpec mul_spec{
 
 // ops.yaml:202: the dtypes bitwise_xor.metal registers (input -> output)
 extern const OpSpec bitwise_xor_spec{
-    "bitwise_xor",
+    "mpsgen::bitwise_xor",
     "ops.yaml:202",
+    {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -264,8 +277,9 @@ extern const OpSpec bitwise_xor_spec{
 
 // ops.yaml:213: the dtypes hardshrink.metal registers (input -> output)
 extern const OpSpec hardshrink_spec{
-    "hardshrink",
+    "mpsgen::hardshrink",
     "ops.yaml:213",
+    {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -279,8 +293,9 @@ extern const OpSpec hardshrink_spec{
 
 // ops.yaml:225: the dtypes softshrink.metal registers (input -> output)
 extern const OpSpec softshrink_spec{
-    "softshrink",
+    "mpsgen::softshrink",
     "ops.yaml:225",
+    {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -292,10 +307,11 @@ extern const OpSpec softshrink_spec{
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-// ops.yaml:241: the dtypes leaky_relu.metal registers (input -> output)
+// ops.yaml:244: the dtypes leaky_relu.metal registers (input -> output)
 extern const OpSpec leaky_relu_spec{
-    "leaky_relu",
-    "ops.yaml:241",
+    "mpsgen::leaky_relu",
+    "ops.yaml:244",
+    {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -307,10 +323,11 @@ extern const OpSpec leaky_relu_spec{
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-// ops.yaml:255: the dtypes add.metal registers (input -> output)
+// ops.yaml:258: the dtypes add.metal registers (input -> output)
 extern const OpSpec add_spec{
-    "add",
-    "ops.yaml:255",
+    "mpsgen::add",
+    "ops.yaml:258",
+    {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -330,10 +347,11 @@ extern const OpSpec add_spec{
         {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
     }};
 
-// ops.yaml:277: the dtypes sub.metal registers (input -> output)
+// ops.yaml:280: the dtypes sub.metal registers (input -> output)
 extern const OpSpec sub_spec{
-    "sub",
-    "ops.yaml:277",
+    "mpsgen::sub",
+    "ops.yaml:280",
+    {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -352,10 +370,11 @@ extern const OpSpec sub_spec{
         {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
     }};
 
-// ops.yaml:300: the dtypes lerp.metal registers (input -> output)
+// ops.yaml:308: the dtypes lerp.metal registers (input -> output)
 extern const OpSpec lerp_spec{
-    "lerp",
-    "ops.yaml:300",
+    "mpsgen::lerp",
+    "ops.yaml:308",
+    {"self", "end", "weight"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -367,10 +386,11 @@ extern const OpSpec lerp_spec{
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-// ops.yaml:318: the dtypes lerp_scalar.metal registers (input -> output)
+// ops.yaml:326: the dtypes lerp_scalar.metal registers (input -> output)
 extern const OpSpec lerp_scalar_spec{
-    "lerp",
-    "ops.yaml:318",
+    "mpsgen::lerp",
+    "ops.yaml:326",
+    {"self", "end"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -382,10 +402,11 @@ extern const OpSpec lerp_scalar_spec{
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-// ops.yaml:338: the dtypes addcmul.metal registers (input -> output)
+// ops.yaml:346: the dtypes addcmul.metal registers (input -> output)
 extern const OpSpec addcmul_spec{
-    "addcmul",
-    "ops.yaml:338",
+    "mpsgen::addcmul",
+    "ops.yaml:346",
+    {"self", "tensor1", "tensor2"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -402,10 +423,11 @@ extern const OpSpec addcmul_spec{
         {c10::ScalarType::Char, c10::ScalarType::Char},
     }};
 
-// ops.yaml:357: the dtypes addcdiv.metal registers (input -> output)
+// ops.yaml:365: the dtypes addcdiv.metal registers (input -> output)
 extern const OpSpec addcdiv_spec{
-    "addcdiv",
-    "ops.yaml:357",
+    "mpsgen::addcdiv",
+    "ops.yaml:365",
+    {"self", "tensor1", "tensor2"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -417,10 +439,11 @@ extern const OpSpec addcdiv_spec{
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-// ops.yaml:375: the dtypes elu.metal registers (input -> output)
+// ops.yaml:383: the dtypes elu.metal registers (input -> output)
 extern const OpSpec elu_spec{
-    "elu",
-    "ops.yaml:375",
+    "mpsgen::elu",
+    "ops.yaml:383",
+    {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -432,10 +455,11 @@ extern const OpSpec elu_spec{
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-// ops.yaml:391: the dtypes clamp.metal registers (input -> output)
+// ops.yaml:399: the dtypes clamp.metal registers (input -> output)
 extern const OpSpec clamp_spec{
-    "clamp",
-    "ops.yaml:391",
+    "mpsgen::clamp",
+    "ops.yaml:399",
+    {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -452,10 +476,11 @@ extern const OpSpec clamp_spec{
         {c10::ScalarType::Char, c10::ScalarType::Char},
     }};
 
-// ops.yaml:418: the dtypes nan_to_num.metal registers (input -> output)
+// ops.yaml:426: the dtypes nan_to_num.metal registers (input -> output)
 extern const OpSpec nan_to_num_spec{
-    "nan_to_num",
-    "ops.yaml:418",
+    "mpsgen::nan_to_num",
+    "ops.yaml:426",
+    {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -467,10 +492,11 @@ extern const OpSpec nan_to_num_spec{
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-// ops.yaml:438: the dtypes threshold.metal registers (input -> output)
+// ops.yaml:446: the dtypes threshold.metal registers (input -> output)
 extern const OpSpec threshold_spec{
-    "threshold",
-    "ops.yaml:438",
+    "mpsgen::threshold",
+    "ops.yaml:446",
+    {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -487,10 +513,11 @@ extern const OpSpec threshold_spec{
         {c10::ScalarType::Char, c10::ScalarType::Char},
     }};
 
-// ops.yaml:450: the dtypes softplus.metal registers (input -> output)
+// ops.yaml:458: the dtypes softplus.metal registers (input -> output)
 extern const OpSpec softplus_spec{
-    "softplus",
-    "ops.yaml:450",
+    "mpsgen::softplus",
+    "ops.yaml:458",
+    {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -502,10 +529,11 @@ extern const OpSpec softplus_spec{
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-// ops.yaml:464: the dtypes hardtanh.metal registers (input -> output)
+// ops.yaml:472: the dtypes hardtanh.metal registers (input -> output)
 extern const OpSpec hardtanh_spec{
-    "hardtanh",
-    "ops.yaml:464",
+    "mpsgen::hardtanh",
+    "ops.yaml:472",
+    {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -517,10 +545,11 @@ extern const OpSpec hardtanh_spec{
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-// ops.yaml:477: the dtypes round_decimals.metal registers (input -> output)
+// ops.yaml:485: the dtypes round_decimals.metal registers (input -> output)
 extern const OpSpec round_decimals_spec{
-    "round",
-    "ops.yaml:477",
+    "mpsgen::round",
+    "ops.yaml:485",
+    {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -532,10 +561,11 @@ extern const OpSpec round_decimals_spec{
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-// ops.yaml:496: the dtypes gelu.metal registers (input -> output)
+// ops.yaml:504: the dtypes gelu.metal registers (input -> output)
 extern const OpSpec gelu_spec{
-    "gelu",
-    "ops.yaml:496",
+    "mpsgen::gelu",
+    "ops.yaml:504",
+    {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/true,
@@ -547,10 +577,11 @@ extern const OpSpec gelu_spec{
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-// ops.yaml:522: the dtypes leaky_relu_backward.metal registers (input -> output)
+// ops.yaml:530: the dtypes leaky_relu_backward.metal registers (input -> output)
 extern const OpSpec leaky_relu_backward_spec{
-    "leaky_relu_backward",
-    "ops.yaml:522",
+    "mpsgen::leaky_relu_backward",
+    "ops.yaml:530",
+    {"grad_output", "self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -562,10 +593,11 @@ extern const OpSpec leaky_relu_backward_spec{
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-// ops.yaml:541: the dtypes eq.metal registers (input -> output)
+// ops.yaml:549: the dtypes eq.metal registers (input -> output)
 extern const OpSpec eq_spec{
-    "eq",
-    "ops.yaml:541",
+    "mpsgen::eq",
+    "ops.yaml:549",
+    {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
     /*castout=*/true,
@@ -585,10 +617,11 @@ extern const OpSpec eq_spec{
         {c10::ScalarType::ComplexHalf, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:556: the dtypes ne.metal registers (input -> output)
+// ops.yaml:564: the dtypes ne.metal registers (input -> output)
 extern const OpSpec ne_spec{
-    "ne",
-    "ops.yaml:556",
+    "mpsgen::ne",
+    "ops.yaml:564",
+    {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
     /*castout=*/true,
@@ -608,10 +641,11 @@ extern const OpSpec ne_spec{
         {c10::ScalarType::ComplexHalf, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:569: the dtypes lt.metal registers (input -> output)
+// ops.yaml:577: the dtypes lt.metal registers (input -> output)
 extern const OpSpec lt_spec{
-    "lt",
-    "ops.yaml:569",
+    "mpsgen::lt",
+    "ops.yaml:577",
+    {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
     /*castout=*/true,
@@ -629,10 +663,11 @@ extern const OpSpec lt_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:580: the dtypes logical_and.metal registers (input -> output)
+// ops.yaml:588: the dtypes logical_and.metal registers (input -> output)
 extern const OpSpec logical_and_spec{
-    "logical_and",
-    "ops.yaml:580",
+    "mpsgen::logical_and",
+    "ops.yaml:588",
+    {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
     /*castout=*/true,
@@ -651,10 +686,11 @@ extern const OpSpec logical_and_spec{
         {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:590: the dtypes isnan.metal registers (input -> output)
+// ops.yaml:598: the dtypes isnan.metal registers (input -> output)
 extern const OpSpec isnan_spec{
-    "isnan",
-    "ops.yaml:590",
+    "mpsgen::isnan",
+    "ops.yaml:598",
+    {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
     /*castout=*/true,
@@ -672,10 +708,11 @@ extern const OpSpec isnan_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:604: the dtypes neg.metal registers (input -> output)
+// ops.yaml:612: the dtypes neg.metal registers (input -> output)
 extern const OpSpec neg_spec{
-    "neg",
-    "ops.yaml:604",
+    "mpsgen::neg",
+    "ops.yaml:612",
+    {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/true,
@@ -694,10 +731,11 @@ extern const OpSpec neg_spec{
         {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
     }};
 
-// ops.yaml:616: the dtypes abs.metal registers (input -> output)
+// ops.yaml:627: the dtypes abs.metal registers (input -> output)
 extern const OpSpec abs_spec{
-    "abs",
-    "ops.yaml:616",
+    "mpsgen::abs",
+    "ops.yaml:627",
+    {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/true,
@@ -716,10 +754,11 @@ extern const OpSpec abs_spec{
         {c10::ScalarType::ComplexHalf, c10::ScalarType::Half},
     }};
 
-// ops.yaml:648: the dtypes polygamma.metal registers (input -> output)
+// ops.yaml:659: the dtypes polygamma.metal registers (input -> output)
 extern const OpSpec polygamma_spec{
-    "polygamma",
-    "ops.yaml:648",
+    "mpsgen::polygamma",
+    "ops.yaml:659",
+    {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -730,10 +769,11 @@ extern const OpSpec polygamma_spec{
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-// ops.yaml:677: the dtypes div.metal registers (input -> output)
+// ops.yaml:688: the dtypes div.metal registers (input -> output)
 extern const OpSpec div_spec{
-    "div",
-    "ops.yaml:677",
+    "mpsgen::div",
+    "ops.yaml:688",
+    {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -745,10 +785,11 @@ extern const OpSpec div_spec{
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-// ops.yaml:725: the dtypes polar.metal registers (input -> output)
+// ops.yaml:736: the dtypes polar.metal registers (input -> output)
 extern const OpSpec polar_spec{
-    "polar",
-    "ops.yaml:725",
+    "mpsgen::polar",
+    "ops.yaml:736",
+    {"abs", "angle"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -758,10 +799,11 @@ extern const OpSpec polar_spec{
         {c10::ScalarType::Float, c10::ScalarType::ComplexFloat},
     }};
 
-// ops.yaml:740: the dtypes complex.metal registers (input -> output)
+// ops.yaml:751: the dtypes complex.metal registers (input -> output)
 extern const OpSpec complex_spec{
-    "complex",
-    "ops.yaml:740",
+    "mpsgen::complex",
+    "ops.yaml:751",
+    {"real", "imag"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -771,10 +813,11 @@ extern const OpSpec complex_spec{
         {c10::ScalarType::Float, c10::ScalarType::ComplexFloat},
     }};
 
-// ops.yaml:755: the dtypes angle.metal registers (input -> output)
+// ops.yaml:766: the dtypes angle.metal registers (input -> output)
 extern const OpSpec angle_spec{
-    "angle",
-    "ops.yaml:755",
+    "mpsgen::angle",
+    "ops.yaml:766",
+    {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
@@ -793,10 +836,11 @@ extern const OpSpec angle_spec{
         {c10::ScalarType::ComplexFloat, c10::ScalarType::Float},
     }};
 
-// ops.yaml:776: the dtypes cos.metal registers (input -> output)
+// ops.yaml:787: the dtypes cos.metal registers (input -> output)
 extern const OpSpec cos_spec{
-    "cos",
-    "ops.yaml:776",
+    "mpsgen::cos",
+    "ops.yaml:787",
+    {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
@@ -814,10 +858,11 @@ extern const OpSpec cos_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:789: the dtypes tan.metal registers (input -> output)
+// ops.yaml:800: the dtypes tan.metal registers (input -> output)
 extern const OpSpec tan_spec{
-    "tan",
-    "ops.yaml:789",
+    "mpsgen::tan",
+    "ops.yaml:800",
+    {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
@@ -835,10 +880,11 @@ extern const OpSpec tan_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:802: the dtypes tanh.metal registers (input -> output)
+// ops.yaml:813: the dtypes tanh.metal registers (input -> output)
 extern const OpSpec tanh_spec{
-    "tanh",
-    "ops.yaml:802",
+    "mpsgen::tanh",
+    "ops.yaml:813",
+    {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
@@ -856,10 +902,11 @@ extern const OpSpec tanh_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:815: the dtypes log.metal registers (input -> output)
+// ops.yaml:826: the dtypes log.metal registers (input -> output)
 extern const OpSpec log_spec{
-    "log",
-    "ops.yaml:815",
+    "mpsgen::log",
+    "ops.yaml:826",
+    {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
@@ -877,10 +924,11 @@ extern const OpSpec log_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:828: the dtypes log1p.metal registers (input -> output)
+// ops.yaml:839: the dtypes log1p.metal registers (input -> output)
 extern const OpSpec log1p_spec{
-    "log1p",
-    "ops.yaml:828",
+    "mpsgen::log1p",
+    "ops.yaml:839",
+    {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
@@ -898,10 +946,11 @@ extern const OpSpec log1p_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:847: the dtypes expm1.metal registers (input -> output)
+// ops.yaml:858: the dtypes expm1.metal registers (input -> output)
 extern const OpSpec expm1_spec{
-    "expm1",
-    "ops.yaml:847",
+    "mpsgen::expm1",
+    "ops.yaml:858",
+    {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
@@ -919,10 +968,11 @@ extern const OpSpec expm1_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:863: the dtypes rsqrt.metal registers (input -> output)
+// ops.yaml:874: the dtypes rsqrt.metal registers (input -> output)
 extern const OpSpec rsqrt_spec{
-    "rsqrt",
-    "ops.yaml:863",
+    "mpsgen::rsqrt",
+    "ops.yaml:874",
+    {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
@@ -940,10 +990,11 @@ extern const OpSpec rsqrt_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:876: the dtypes i0.metal registers (input -> output)
+// ops.yaml:887: the dtypes i0.metal registers (input -> output)
 extern const OpSpec i0_spec{
-    "i0",
-    "ops.yaml:876",
+    "mpsgen::i0",
+    "ops.yaml:887",
+    {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
@@ -961,10 +1012,11 @@ extern const OpSpec i0_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:889: the dtypes reciprocal.metal registers (input -> output)
+// ops.yaml:900: the dtypes reciprocal.metal registers (input -> output)
 extern const OpSpec reciprocal_spec{
-    "reciprocal",
-    "ops.yaml:889",
+    "mpsgen::reciprocal",
+    "ops.yaml:900",
+    {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
@@ -982,10 +1034,11 @@ extern const OpSpec reciprocal_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:903: the dtypes floor.metal registers (input -> output)
+// ops.yaml:914: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
-    "floor",
-    "ops.yaml:903",
+    "mpsgen::floor",
+    "ops.yaml:914",
+    {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/true,
@@ -1002,10 +1055,11 @@ extern const OpSpec floor_spec{
         {c10::ScalarType::Char, c10::ScalarType::Char},
     }};
 
-// ops.yaml:918: the dtypes ceil.metal registers (input -> output)
+// ops.yaml:929: the dtypes ceil.metal registers (input -> output)
 extern const OpSpec ceil_spec{
-    "ceil",
-    "ops.yaml:918",
+    "mpsgen::ceil",
+    "ops.yaml:929",
+    {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/true,
@@ -1022,10 +1076,11 @@ extern const OpSpec ceil_spec{
         {c10::ScalarType::Char, c10::ScalarType::Char},
     }};
 
-// ops.yaml:933: the dtypes trunc.metal registers (input -> output)
+// ops.yaml:944: the dtypes trunc.metal registers (input -> output)
 extern const OpSpec trunc_spec{
-    "trunc",
-    "ops.yaml:933",
+    "mpsgen::trunc",
+    "ops.yaml:944",
+    {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/true,
@@ -1042,10 +1097,11 @@ extern const OpSpec trunc_spec{
         {c10::ScalarType::Char, c10::ScalarType::Char},
     }};
 
-// ops.yaml:948: the dtypes sign.metal registers (input -> output)
+// ops.yaml:959: the dtypes sign.metal registers (input -> output)
 extern const OpSpec sign_spec{
-    "sign",
-    "ops.yaml:948",
+    "mpsgen::sign",
+    "ops.yaml:959",
+    {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/true,
@@ -1063,10 +1119,11 @@ extern const OpSpec sign_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:961: the dtypes minimum.metal registers (input -> output)
+// ops.yaml:972: the dtypes minimum.metal registers (input -> output)
 extern const OpSpec minimum_spec{
-    "minimum",
-    "ops.yaml:961",
+    "mpsgen::minimum",
+    "ops.yaml:972",
+    {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -1084,10 +1141,11 @@ extern const OpSpec minimum_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:974: the dtypes fmax.metal registers (input -> output)
+// ops.yaml:985: the dtypes fmax.metal registers (input -> output)
 extern const OpSpec fmax_spec{
-    "fmax",
-    "ops.yaml:974",
+    "mpsgen::fmax",
+    "ops.yaml:985",
+    {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -1105,10 +1163,11 @@ extern const OpSpec fmax_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:991: the dtypes fmin.metal registers (input -> output)
+// ops.yaml:1002: the dtypes fmin.metal registers (input -> output)
 extern const OpSpec fmin_spec{
-    "fmin",
-    "ops.yaml:991",
+    "mpsgen::fmin",
+    "ops.yaml:1002",
+    {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -1126,28 +1185,11 @@ extern const OpSpec fmin_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:1007: the dtypes bitwise_and.metal registers (input -> output)
+// ops.yaml:1018: the dtypes bitwise_and.metal registers (input -> output)
 extern const OpSpec bitwise_and_spec{
-    "bitwise_and",
-    "ops.yaml:1007",
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
-
-// ops.yaml:1018: the dtypes bitwise_or.metal registers (input -> output)
-extern const OpSpec bitwise_or_spec{
-    "bitwise_or",
+    "mpsgen::bitwise_and",
     "ops.yaml:1018",
+    {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
@@ -1162,31 +1204,30 @@ extern const OpSpec bitwise_or_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:1028: the dtypes gt.metal registers (input -> output)
+// ops.yaml:1029: the dtypes bitwise_or.metal registers (input -> output)
+extern const OpSpec bitwise_or_spec{
+    "mpsgen::bitwise_or",
+    "ops.yaml:1029",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    }};
+
+// ops.yaml:1039: the dtypes gt.metal registers (input -> output)
 extern const OpSpec gt_spec{
-    "gt",
-    "ops.yaml:1028",
-    /*int_to_float=*/false,
-    /*bool_output=*/true,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Bool},
-        {c10::ScalarType::Half, c10::ScalarType::Bool},
-        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
-        {c10::ScalarType::Long, c10::ScalarType::Bool},
-        {c10::ScalarType::Int, c10::ScalarType::Bool},
-        {c10::ScalarType::Short, c10::ScalarType::Bool},
-        {c10::ScalarType::Byte, c10::ScalarType::Bool},
-        {c10::ScalarType::Char, c10::ScalarType::Bool},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
-
-// ops.yaml:1039: the dtypes ge.metal registers (input -> output)
-extern const OpSpec ge_spec{
-    "ge",
+    "mpsgen::gt",
     "ops.yaml:1039",
+    {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
     /*castout=*/true,
@@ -1204,10 +1245,33 @@ extern const OpSpec ge_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:1048: the dtypes le.metal registers (input -> output)
+// ops.yaml:1050: the dtypes ge.metal registers (input -> output)
+extern const OpSpec ge_spec{
+    "mpsgen::ge",
+    "ops.yaml:1050",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/true,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Bool},
+        {c10::ScalarType::Half, c10::ScalarType::Bool},
+        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
+        {c10::ScalarType::Long, c10::ScalarType::Bool},
+        {c10::ScalarType::Int, c10::ScalarType::Bool},
+        {c10::ScalarType::Short, c10::ScalarType::Bool},
+        {c10::ScalarType::Byte, c10::ScalarType::Bool},
+        {c10::ScalarType::Char, c10::ScalarType::Bool},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    }};
+
+// ops.yaml:1059: the dtypes le.metal registers (input -> output)
 extern const OpSpec le_spec{
-    "le",
-    "ops.yaml:1048",
+    "mpsgen::le",
+    "ops.yaml:1059",
+    {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
     /*castout=*/true,
@@ -1225,10 +1289,11 @@ extern const OpSpec le_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:1057: the dtypes logical_or.metal registers (input -> output)
+// ops.yaml:1068: the dtypes logical_or.metal registers (input -> output)
 extern const OpSpec logical_or_spec{
-    "logical_or",
-    "ops.yaml:1057",
+    "mpsgen::logical_or",
+    "ops.yaml:1068",
+    {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
     /*castout=*/true,
@@ -1247,10 +1312,11 @@ extern const OpSpec logical_or_spec{
         {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:1066: the dtypes logical_xor.metal registers (input -> output)
+// ops.yaml:1077: the dtypes logical_xor.metal registers (input -> output)
 extern const OpSpec logical_xor_spec{
-    "logical_xor",
-    "ops.yaml:1066",
+    "mpsgen::logical_xor",
+    "ops.yaml:1077",
+    {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
     /*castout=*/true,

@@ -22,19 +22,19 @@ void sigmoid_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
 
 // ops.yaml:52: sigmoid(Tensor self) -> Tensor
 at::Tensor sigmoid_cpu(const at::Tensor& self) {
-  return mpsgen::elementwise(sigmoid_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise(sigmoid_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sigmoid_cpu_kernel(iter, common);
   });
 }
 
 at::Tensor& sigmoid_out_cpu(const at::Tensor& self, at::Tensor& out) {
-  return mpsgen::elementwise_out(sigmoid_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(sigmoid_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sigmoid_cpu_kernel(iter, common);
   });
 }
 
 at::Tensor& sigmoid_inplace_cpu(at::Tensor& self) {
-  return mpsgen::elementwise_out(sigmoid_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(sigmoid_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sigmoid_cpu_kernel(iter, common);
   });
 }

@@ -24,19 +24,19 @@ void sigmoid_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
 
 // ops.yaml:52: sigmoid(Tensor self) -> Tensor
 at::Tensor sigmoid_mps(const at::Tensor& self) {
-  return mpsgen::elementwise(sigmoid_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise(sigmoid_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sigmoid_mps_kernel(iter, common);
   });
 }
 
 at::Tensor& sigmoid_out_mps(const at::Tensor& self, at::Tensor& out) {
-  return mpsgen::elementwise_out(sigmoid_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(sigmoid_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sigmoid_mps_kernel(iter, common);
   });
 }
 
 at::Tensor& sigmoid_inplace_mps(at::Tensor& self) {
-  return mpsgen::elementwise_out(sigmoid_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(sigmoid_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sigmoid_mps_kernel(iter, common);
   });
 }

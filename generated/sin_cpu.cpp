@@ -22,19 +22,19 @@ void sin_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
 
 // ops.yaml:22: sin(Tensor self) -> Tensor
 at::Tensor sin_cpu(const at::Tensor& self) {
-  return mpsgen::elementwise(sin_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise(sin_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sin_cpu_kernel(iter, common);
   });
 }
 
 at::Tensor& sin_out_cpu(const at::Tensor& self, at::Tensor& out) {
-  return mpsgen::elementwise_out(sin_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(sin_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sin_cpu_kernel(iter, common);
   });
 }
 
 at::Tensor& sin_inplace_cpu(at::Tensor& self) {
-  return mpsgen::elementwise_out(sin_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(sin_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sin_cpu_kernel(iter, common);
   });
 }

@@ -24,19 +24,19 @@ void sin_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
 
 // ops.yaml:22: sin(Tensor self) -> Tensor
 at::Tensor sin_mps(const at::Tensor& self) {
-  return mpsgen::elementwise(sin_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise(sin_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sin_mps_kernel(iter, common);
   });
 }
 
 at::Tensor& sin_out_mps(const at::Tensor& self, at::Tensor& out) {
-  return mpsgen::elementwise_out(sin_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(sin_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sin_mps_kernel(iter, common);
   });
 }
 
 at::Tensor& sin_inplace_mps(at::Tensor& self) {
-  return mpsgen::elementwise_out(sin_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(sin_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sin_mps_kernel(iter, common);
   });
 }

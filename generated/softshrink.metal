@@ -8,7 +8,7 @@ using namespace metal;
 using namespace c10::metal;
 
 // functor from ops.yaml:225
-#line 231 "ops.yaml"
+#line 234 "ops.yaml"
 struct softshrink_functor {
   template <typename T>
   inline T operator()(const T x, const T lambd) {

@@ -22,19 +22,25 @@ void softshrink_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common,
 
 // ops.yaml:225: softshrink(Tensor self, Scalar lambd=0.5) -> Tensor
 at::Tensor softshrink_cpu(const at::Tensor& self, const at::Scalar& lambd) {
-  return mpsgen::elementwise(softshrink_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise(softshrink_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, [&] {
+    TORCH_CHECK(((lambd.to<double>() >= 0.0) && (lambd.to<double>() <= mpsgen::dtype_max(self))), "mpsgen::softshrink: ", "lambda must be in range [0, ", mpsgen::dtype_max(self), "] for input dtype ", self.scalar_type(), ", but found ", lambd.to<double>());  // ops.yaml:228
+  }, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     softshrink_cpu_kernel(iter, common, lambd);
   });
 }
 
 at::Tensor& softshrink_out_cpu(const at::Tensor& self, const at::Scalar& lambd, at::Tensor& out) {
-  return mpsgen::elementwise_out(softshrink_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(softshrink_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, [&] {
+    TORCH_CHECK(((lambd.to<double>() >= 0.0) && (lambd.to<double>() <= mpsgen::dtype_max(self))), "mpsgen::softshrink: ", "lambda must be in range [0, ", mpsgen::dtype_max(self), "] for input dtype ", self.scalar_type(), ", but found ", lambd.to<double>());  // ops.yaml:228
+  }, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     softshrink_cpu_kernel(iter, common, lambd);
   });
 }
 
 at::Tensor& softshrink_inplace_cpu(at::Tensor& self, const at::Scalar& lambd) {
-  return mpsgen::elementwise_out(softshrink_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(softshrink_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, [&] {
+    TORCH_CHECK(((lambd.to<double>() >= 0.0) && (lambd.to<double>() <= mpsgen::dtype_max(self))), "mpsgen::softshrink: ", "lambda must be in range [0, ", mpsgen::dtype_max(self), "] for input dtype ", self.scalar_type(), ", but found ", lambd.to<double>());  // ops.yaml:228
+  }, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     softshrink_cpu_kernel(iter, common, lambd);
   });
 }

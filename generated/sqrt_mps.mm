@@ -24,19 +24,19 @@ void sqrt_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
 
 // ops.yaml:37: sqrt(Tensor self) -> Tensor
 at::Tensor sqrt_mps(const at::Tensor& self) {
-  return mpsgen::elementwise(sqrt_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise(sqrt_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sqrt_mps_kernel(iter, common);
   });
 }
 
 at::Tensor& sqrt_out_mps(const at::Tensor& self, at::Tensor& out) {
-  return mpsgen::elementwise_out(sqrt_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(sqrt_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sqrt_mps_kernel(iter, common);
   });
 }
 
 at::Tensor& sqrt_inplace_mps(at::Tensor& self) {
-  return mpsgen::elementwise_out(sqrt_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(sqrt_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sqrt_mps_kernel(iter, common);
   });
 }

@@ -33,6 +33,7 @@ class Spec:
     bool_output: bool
     registrations: dict  # input torch.dtype -> output torch.dtype, as the .metal registers them
     alpha_checks: bool = False  # torch's alpha_check (add/sub-style binary ops)
+    inputs: tuple = ()  # the Tensor arguments' names, in kernel order
 
 
 # --- fake kernels ---------------------------------------------------------------
@@ -40,11 +41,27 @@ class Spec:
 _NUMBER_DTYPES = ((bool, torch.bool), (int, torch.int64), (float, torch.float64), (complex, torch.complex128))
 
 
-def _dtype(x) -> torch.dtype:
-    """A tensor's dtype; a Python number's as at::native::wrapped_scalar_tensor makes it."""
+def dtype_of(x) -> torch.dtype:
+    """A tensor's dtype; a Python number's as at::native::wrapped_scalar_tensor makes it.
+    (Also a helper of `checks:` conditions, as mpsgen::dtype_of in C++.)"""
     if isinstance(x, torch.Tensor):
         return x.dtype
     return next(d for kind, d in _NUMBER_DTYPES if isinstance(x, kind))
+
+
+def dtype_max(x: torch.Tensor):
+    """The largest finite value of a tensor's dtype, for `checks:` (mpsgen::dtype_max in C++)."""
+    if x.dtype == torch.bool:
+        return 1
+    info = torch.finfo if x.dtype.is_floating_point or x.dtype.is_complex else torch.iinfo
+    return info(x.dtype).max
+
+
+def check_defined(spec: Spec, operands: list) -> None:
+    """Every Tensor argument given (the C++ host's check_defined)."""
+    for name, x in zip(spec.inputs, operands):
+        if x is None:
+            raise TypeError(f"{spec.name}: argument '{name}' must be a Tensor, not None")
 
 
 def _is_cpu_scalar(x) -> bool:
@@ -68,7 +85,7 @@ def result_dtype(spec: Spec, operands: list, alpha=None, promoting=()) -> torch.
     """
     scalars = [p for p in promoting if p is not None]
     common = _compute_dtype(spec, [*operands, *scalars])
-    dtypes = [_dtype(x) for x in operands]
+    dtypes = [dtype_of(x) for x in operands]
     if scalars and common != _compute_dtype(spec, operands):
         dtypes = [common]  # a promoting Scalar changed the dtype: the host casts the inputs to it
     key = dtypes[0] if len(set(dtypes)) == 1 else common  # the dtype that names the kernel
@@ -104,6 +121,7 @@ def fake_elementwise(spec: Spec, operands: list, alpha=None, promoting=(), choic
     """A new output as the C++ host makes it: broadcast shape, TensorIterator's
     stride order, the registered result dtype, on the first non-CPU-scalar's device.
     choice: (argument, value, allowed values) of a `str` argument that selects the kernel."""
+    check_defined(spec, operands)
     if choice is not None:
         check_choice(spec, *choice)
     dtype = result_dtype(spec, operands, alpha, promoting)
@@ -174,7 +192,13 @@ def register_variants(lib: torch.library.Library, name: str, out: str, inplace: 
         return self.copy_(result)
 
     def out_decomposition(*args, out, **kwargs):
+        if out is None:
+            raise TypeError(f"{out_name}: argument 'out' must be a Tensor, not None")
         result = functional(*args, **kwargs)
+        if out.device != result.device:
+            # TensorIterator's check; a meta out= would otherwise take a CPU result's copy_ silently
+            raise RuntimeError(f"{out_name}: Attempting to copy from device {result.device} to device "
+                               f"{out.device}, but cross-device copies are not allowed!")
         _check_castable(out_name, result, out)
         if out.shape != result.shape:
             # as at::native::resize_output, then the layout TensorIterator gives a new output;
@@ -215,8 +239,7 @@ def _inplace_autograd(op, decomposition: Callable):
 
 def _out_autograd(op, name: str):
     def kernel(keyset, *args, **kwargs):
-        inputs = {k: v for k, v in kwargs.items() if k != "out"}
-        if _requires_grad(args, inputs):
+        if _requires_grad(args, kwargs):  # the inputs, or out itself, as torch's out= functions check
             raise RuntimeError(f"{name}: functions with out=... arguments don't support automatic "
                                "differentiation, but one of the arguments requires grad.")
         result = _below_autograd(op, keyset, args, kwargs)

@@ -949,3 +949,44 @@ def test_alpha_checks_belong_to_the_entries_that_ask_for_them(tmp_path):
     assert "/*alpha_check=*/true," in specs.split("plus_spec")[1]
     lib = (out / "library.py").read_text()
     assert "alpha_checks=False" in lib.split("plus_spec")[0] and "alpha_checks=True" in lib.split("plus_spec")[1]
+
+
+# ---- `checks:` conditions and messages (codegen/checks.py) ------------------------------
+
+CHECK_KINDS = {"self": ("Tensor", False), "other": ("Tensor", False), "lambd": ("Scalar", False),
+               "min": ("Scalar", True)}
+
+
+@pytest.mark.parametrize("condition,cpp", [
+    ("lambd >= 0 and lambd <= dtype_max(self)",
+     "((lambd.to<double>() >= 0.0) && (lambd.to<double>() <= mpsgen::dtype_max(self)))"),
+    ("dtype_of(self) != torch.bool or dtype_of(other) != torch.bool",
+     "((mpsgen::dtype_of(self) != c10::ScalarType::Bool) || (mpsgen::dtype_of(other) != c10::ScalarType::Bool))"),
+    ("self.dtype == torch.float32", "(self.scalar_type() == c10::ScalarType::Float)"),
+    ("self.dtype == other.dtype", "(self.scalar_type() == other.scalar_type())"),
+])
+def test_check_conditions_translate_to_cpp(condition, cpp):
+    from codegen.checks import to_cpp
+    assert to_cpp(condition, CHECK_KINDS) == cpp
+
+
+@pytest.mark.parametrize("condition,says", [
+    ("dtype_of(self) < torch.bool", "is not supported"),  # dtypes compare with == and != only
+    ("self.dtype == torch.float64", "is not supported"),  # Metal has no double: not a dtype of ours
+    ("dtype_max(lambd) > 0", "is not supported"),  # of a Tensor
+    ("torch.is_floating_point(self)", "is not supported"),
+])
+def test_check_conditions_outside_the_language_are_refused(condition, says):
+    from codegen.checks import CheckError, to_cpp
+    with pytest.raises(CheckError, match=says):
+        to_cpp(condition, CHECK_KINDS)
+
+
+def test_check_messages_are_f_strings_printed_as_torch_prints_them():
+    from codegen.checks import CheckError, message_to_cpp
+    assert message_to_cpp("range [0, {dtype_max(self)}] for {self.dtype}, found {lambd} {{x}}", CHECK_KINDS) == (
+        '"range [0, ", mpsgen::dtype_max(self), "] for ", self.scalar_type(), ", found ", lambd.to<double>(), " {x}"')
+    for bad, says in [("{min}", "non-optional"), ("{lambd!r}", "no conversions"), ("{lambd:.3}", "no conversions"),
+                      ("{self}", "a message may show"), ("{", "not a valid f-string")]:
+        with pytest.raises(CheckError, match=says):
+            message_to_cpp(bad, CHECK_KINDS)

@@ -1,10 +1,13 @@
 #include "elementwise.h"
 
+#include <ATen/Dispatch.h>
 #include <ATen/Functions.h>
 #include <ATen/native/Resize.h>
 #include <ATen/native/TypeProperties.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/util/Exception.h>
 
+#include <limits>
 #include <sstream>
 
 namespace mpsgen {
@@ -51,6 +54,48 @@ const Registered& check_registered(const OpSpec& op, at::TensorList inputs, c10:
                               " (", op.origin, " registers: ", registered_list(op), ")");
 }
 
+// torch.ops passes None for a Tensor argument as an undefined tensor.
+void check_defined(const OpSpec& op, at::TensorList inputs, const at::Tensor* out) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    TORCH_CHECK_TYPE(inputs[i].defined(), op.name, ": argument '", i < op.inputs.size() ? op.inputs[i] : "?",
+                     "' must be a Tensor, not None");
+  }
+  TORCH_CHECK_TYPE(out == nullptr || out->defined(), op.name, ": argument 'out' must be a Tensor, not None");
+}
+
+// What torch's version counter refuses when an op writes into a tensor (VariableVersion::bump):
+// an inference tensor, outside inference mode. The ADInplaceOrView kernel that bumps it for
+// torch's own ops is a fallthrough for ours, so the host checks it.
+void check_writable(const OpSpec& op, const at::Tensor& out) {
+  TORCH_CHECK(!out.is_inference() || c10::InferenceMode::is_enabled(), op.name,
+              ": Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone "
+              "to get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 "
+              "for more details.");
+}
+
+// The Metal spelling of a dtype, or nullptr for a dtype Metal has no type for (float64,
+// complex128, ...): the dtypes of c10/metal's C10_METAL_ALL_TYPES_FUNCTOR, which its castout
+// kernels can store.
+const char* metal_type_or_null(c10::ScalarType t) {
+  switch (t) {
+    case c10::kFloat: return "float";
+    case c10::kHalf: return "half";
+    case c10::kBFloat16: return "bfloat";
+    case c10::kLong: return "long";
+    case c10::kInt: return "int";
+    case c10::kShort: return "short";
+    case c10::kChar: return "char";
+    case c10::kByte: return "uchar";
+    case c10::kBool: return "bool";
+    case c10::kComplexFloat: return "float2";
+    case c10::kComplexHalf: return "half2";
+    case c10::kUInt16: return "ushort";
+    case c10::kUInt32: return "uint";
+    case c10::kUInt64: return "ulong";
+    default: return nullptr;
+  }
+}
+
 bool is_cpu_scalar(const at::Tensor& t) {
   return t.dim() == 0 && t.device().is_cpu();
 }
@@ -73,7 +118,9 @@ void check_devices(const OpSpec& op, Backend backend, at::TensorList inputs, con
                 inputs[i].device(), " and input 0 on ", device);
   }
   if (out != nullptr) {
-    TORCH_CHECK(out->device() == device, op.name, ": expected out on ", device, ", got ", out->device());
+    // TensorIterator's message for an output on another device
+    TORCH_CHECK(out->device() == device, op.name, ": Attempting to copy from device ", device, " to device ",
+                out->device(), ", but cross-device copies are not allowed!");
   }
 }
 
@@ -158,7 +205,9 @@ void run(const OpSpec& op, Backend backend, at::TensorList operands, at::Tensor&
 } // namespace
 
 at::Tensor elementwise(const OpSpec& op, Backend backend, at::TensorList inputs, const ScalarArgs& scalars,
-                       const KernelFn& kernel) {
+                       const ChecksFn& checks, const KernelFn& kernel) {
+  check_defined(op, inputs, nullptr);
+  if (checks) checks();
   const auto common = compute_dtype(op, inputs, scalars.promoting);
   const auto args = operands(op, inputs, scalars, common);
   const auto& reg = check_registered(op, args, common);
@@ -170,23 +219,26 @@ at::Tensor elementwise(const OpSpec& op, Backend backend, at::TensorList inputs,
 }
 
 at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList inputs, const ScalarArgs& scalars,
-                            at::Tensor& out, const KernelFn& kernel) {
+                            const ChecksFn& checks, at::Tensor& out, const KernelFn& kernel) {
+  check_defined(op, inputs, &out);
+  if (checks) checks();
   const auto common = compute_dtype(op, inputs, scalars.promoting);
   const auto args = operands(op, inputs, scalars, common);
   const auto& reg = check_registered(op, args, common);
   check_devices(op, backend, inputs, &out);
   check_alpha(op, common, scalars.alpha);
+  check_writable(op, out);
   // torch's structured ops refuse an unsafe cast of the result (bool results
   // of comparisons cast to anything; abs of complex is real).
   TORCH_CHECK(c10::canCast(reg.output, out.scalar_type()), op.name, ": result type ", reg.output,
               " can't be cast to the desired output type ", out.scalar_type());
-  if (out.scalar_type() == reg.output || op.castout) {
-    // castout kernels store into any output dtype themselves
+  if (out.scalar_type() == reg.output || (op.castout && metal_type_or_null(out.scalar_type()))) {
+    // castout kernels store into any output dtype Metal has themselves
     run(op, backend, args, out, kernel, common);
     return out;
   }
   // The other kernels produce their registered dtype; cast on the way out, as
-  // TensorIterator does for CPU outputs.
+  // TensorIterator does for CPU outputs (float64 and complex128 outputs exist on CPU only).
   auto tmp = at::empty({0}, out.options().dtype(reg.output));
   run(op, backend, args, tmp, kernel, common);
   if (at::native::resize_output(out, tmp.sizes())) {
@@ -211,23 +263,16 @@ const char* choose(const OpSpec& op, const char* arg, std::optional<c10::string_
 
 // scalarToMetalTypeString
 std::string metal_type(c10::ScalarType t) {
-  switch (t) {
-    case c10::kFloat: return "float";
-    case c10::kHalf: return "half";
-    case c10::kBFloat16: return "bfloat";
-    case c10::kLong: return "long";
-    case c10::kInt: return "int";
-    case c10::kShort: return "short";
-    case c10::kChar: return "char";
-    case c10::kByte: return "uchar";
-    case c10::kBool: return "bool";
-    case c10::kComplexFloat: return "float2";
-    case c10::kComplexHalf: return "half2";
-    case c10::kUInt16: return "ushort";
-    case c10::kUInt32: return "uint";
-    case c10::kUInt64: return "ulong";
-    default: TORCH_CHECK(false, "Undefined type ", t);
-  }
+  const char* name = metal_type_or_null(t);
+  TORCH_CHECK(name, "Undefined type ", t);
+  return name;
+}
+
+double dtype_max(const at::Tensor& t) {
+  double max = 0;
+  AT_DISPATCH_ALL_TYPES_AND3(c10::kHalf, c10::kBFloat16, c10::kBool, c10::toRealValueType(t.scalar_type()),
+                             "dtype_max", [&] { max = static_cast<double>(std::numeric_limits<scalar_t>::max()); });
+  return max;
 }
 
 } // namespace mpsgen

@@ -36,15 +36,26 @@ struct ScalarArgs {
   std::vector<std::optional<c10::Scalar>> promoting;  // take part in type promotion as wrapped numbers
 };
 
+// The entry's `checks:` (ops.yaml): the conditions torch enforces on the arguments,
+// run once every operand is known to be a Tensor, before the dtype and device checks.
+using ChecksFn = std::function<void()>;
+
 // Runs exec_*_kernel. compute_dtype is the dtype the op computes in (the
 // common dtype of torch's TensorIterator, integers promoted for *_float ops).
 using KernelFn = std::function<void(at::TensorIteratorBase&, c10::ScalarType compute_dtype)>;
 
 // Functional, out= and in-place entry points for 1, 2 or 3 tensor inputs.
 at::Tensor elementwise(const OpSpec& op, Backend backend, at::TensorList inputs, const ScalarArgs& scalars,
-                       const KernelFn& kernel);
+                       const ChecksFn& checks, const KernelFn& kernel);
 at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList inputs, const ScalarArgs& scalars,
-                            at::Tensor& out, const KernelFn& kernel);
+                            const ChecksFn& checks, at::Tensor& out, const KernelFn& kernel);
+
+// What `checks:` conditions may use (codegen/checks.py): an argument's dtype (a Scalar
+// overload's Scalar as the wrapped number it becomes), and the largest finite value of
+// a tensor's dtype (std::numeric_limits<T>::max(), as torch's softshrink check reads it).
+inline c10::ScalarType dtype_of(const at::Tensor& t) { return t.scalar_type(); }
+inline c10::ScalarType dtype_of(const c10::Scalar& s) { return s.type(); }
+double dtype_max(const at::Tensor& t);
 
 // The kernel a `str` argument selects (ops.yaml `args: {<arg>: {choices: ...}}`);
 // an unknown value raises a ValueError listing the allowed ones. None is "None".

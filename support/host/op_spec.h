@@ -16,8 +16,9 @@ struct Registered {
 };
 
 struct OpSpec {
-  const char* name;            // torch.ops.<namespace>.<name>
+  const char* name;            // "<namespace>::<name>", for error messages
   const char* origin;          // "ops.yaml:LINE", for error messages
+  std::vector<const char*> inputs;  // the Tensor arguments' names, in kernel order
   bool int_to_float;           // integer inputs compute in the default float dtype
   bool bool_output;            // a comparison/predicate: kernels produce bool
   bool castout;                // out= of another dtype stores through castout kernels
