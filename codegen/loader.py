@@ -6,21 +6,23 @@ RegistryError listing all problems found.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import re
 from pathlib import Path
 
 from torchgen.model import BaseTy, BaseType, FunctionSchema, SchemaKind
 
 from . import formulas, names, yaml_source
+from .aten_schemas import aten_ops
 from .dtypes import DTYPES, GROUPS
 from .checks import CheckError, message_to_cpp, to_cpp
 from .opinfo_names import check_opinfo
 from .model import (DEFAULT_PARAM_TYPE, Check, Tolerance, PARAM_TYPES, Derivative, Location, Op, Overload, Param, Registration,
-                    Registry, Selector, XFail, schema_args)
+                    Registry, Selector, XFail, schema_args, variant_schemas)
 
 TOP_KEYS = {"namespace", "ops"}
 OP_KEYS = {"func", "functor", "dtypes", "reference", "opinfo", "xfail", "derivatives", "args", "kernel",
-           "alpha_check", "checks", "tolerances"}
+           "alpha_check", "checks", "tolerances", "implements", "replaces"}
 OVERLOAD_KEYS = {"func", "reference", "opinfo", "xfail", "derivatives"}
 # what a derivative formula may name besides the entry's arguments (mpsgen/torch_library.py)
 _NOT_DIFFERENTIABLE = ("{op} kernels produce only bool or integer results, which autograd does not "
@@ -218,6 +220,7 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
 
     derivatives = _check_derivatives(entry["derivatives"], schema, label, line_of("derivatives"), errors) \
         if "derivatives" in entry and schema is not None else None
+    implements, replaces, aten_variants = _check_implements(entry, schema, family, label, line_of, errors)
 
     if len(errors.messages) > n_before:
         return None
@@ -234,7 +237,7 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
     op = Op(schema=schema, reference=reference, opinfo=opinfo, xfails=xfails, loc=loc,
             derivatives=derivatives or (), name=kernel, family=family, functor=functor,
             registrations=registrations, params=params, selector=selector, alpha_check=alpha_check, checks=checks,
-            tolerances=tolerances,
+            tolerances=tolerances, implements=implements, replaces=replaces, aten_variants=aten_variants,
             functor_line=_functor_line(entry["functor"], line_of("functor")))
     if op.derivatives and not op.differentiable:
         errors.add(line_of("derivatives"), label, "derivatives", _NOT_DIFFERENTIABLE.format(op="this op's"))
@@ -271,6 +274,12 @@ def _attach_overloads(ops: list[Op], overloads: list[_PendingOverload], errors: 
                        f"an entry without functor and dtypes is a Scalar overload, but no op "
                        f"named '{base}' has a functor in this file")
             continue
+        if op.implements:
+            errors.add(ov.loc.line, label, "func",
+                       f"the op at {errors.file}:{op.loc.line} implements aten::{op.qualified_name}; a Scalar "
+                       "overload would define a new op of this namespace on its kernels. Write aten's overload "
+                       "as an entry of its own with 'implements: aten'")
+            continue
         scalars = _match_overload(ov, op, errors)
         if scalars is None:
             continue
@@ -286,6 +295,61 @@ def _attach_overloads(ops: list[Op], overloads: list[_PendingOverload], errors: 
             schema=ov.schema, reference=ov.reference or op.reference, opinfo=opinfo, xfails=xfails,
             loc=ov.loc, derivatives=derivatives, scalar_args=scalars))
     return [dataclasses.replace(op, overloads=tuple(attached[op.name])) for op in ops]
+
+
+def _canonical(schema: str) -> str:
+    return str(FunctionSchema.parse(schema))
+
+
+def _check_implements(entry, schema, family, label, line_of, errors) -> tuple[str, str, tuple[str, ...]]:
+    """`implements: aten` and `replaces: mps`: the entry's schema must be aten's, and its
+    generated out= and in-place variants are registered where aten has them (with the
+    schema the generator would write). Replacing a path torch already has on MPS must be
+    explicit. Returns (implements, replaces, the variants aten has)."""
+    implements, replaces = entry.get("implements", ""), entry.get("replaces", "")
+    if "implements" in entry and implements != "aten":
+        errors.add(line_of("implements"), label, "implements",
+                   f"expected 'aten' (the entry registers kernels for torch's own aten::<op>), got {implements!r}")
+        return "", "", ()
+    if "replaces" in entry and (not implements or replaces != "mps"):
+        errors.add(line_of("replaces"), label, "replaces",
+                   "'replaces: mps' says an 'implements: aten' entry replaces torch's own MPS kernel"
+                   + ("" if implements else "; this entry does not implement an aten op"))
+        return "", "", ()
+    if not implements or schema is None or family is None:
+        return "", "", ()
+    if "derivatives" in entry:
+        errors.add(line_of("derivatives"), label, "derivatives",
+                   "an 'implements: aten' entry uses aten's own derivatives (derivatives.yaml); remove 'derivatives'")
+    table, line = aten_ops(), line_of("func")
+    ours = variant_schemas(schema)
+    found, on_mps = [], []
+    for kind, text in ours.items():
+        name = text.split("(", 1)[0]
+        aten = table.get(name)
+        if aten is None:
+            if kind == "functional":
+                close = difflib.get_close_matches(name, list(table), n=3, cutoff=0.75)
+                errors.add(line, label, "func", f"aten has no operator '{name}' in the installed torch's "
+                           "native_functions.yaml" + (f"; close matches: {', '.join(close)}" if close else ""))
+                return "", "", ()
+            continue  # e.g. special_airy_ai has an out= but no in-place variant
+        if _canonical(aten["schema"]) != _canonical(text):
+            what = "the schema" if kind == "functional" else f"the generated {kind} variant"
+            errors.add(line, label, "func", f"{what} differs from aten's: ops.yaml gives '{_canonical(text)}', "
+                       f"aten (native_functions.yaml) declares '{aten['schema']}'")
+            return "", "", ()
+        found.append(kind)
+        if aten["mps"]:
+            on_mps.append(aten["mps"])
+    if on_mps and replaces != "mps":
+        errors.add(line, label, "implements", f"torch already runs this op on MPS ({on_mps[0]}); registering "
+                   "it would replace torch's MPS kernel: add 'replaces: mps' and register every dtype torch's "
+                   "MPS kernel supports")
+    elif replaces and not on_mps:
+        errors.add(line_of("replaces"), label, "replaces",
+                   f"torch has no MPS kernel for aten::{schema.name} to replace; remove 'replaces'")
+    return implements, replaces, tuple(found)
 
 
 def _match_overload(ov: _PendingOverload, op: Op, errors: _Errors) -> tuple[str, ...] | None:

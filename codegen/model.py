@@ -228,6 +228,19 @@ class Op(Entry):
     alpha_check: bool = False  # torch's alpha_check of add/sub (`alpha_check: true`)
     checks: tuple[Check, ...] = ()  # argument conditions torch enforces (`checks:`)
     tolerances: tuple[Tolerance, ...] = ()  # op-output-match overrides, also for its overloads
+    implements: str = ""  # "aten": registers kernels for torch's own aten::<op> (no def, fake kernel, autograd)
+    replaces: str = ""  # "mps": an aten entry that replaces torch's own MPS kernel for the op
+    aten_variants: tuple[str, ...] = ()  # of functional/out/inplace, those aten has (implements: aten)
+
+    @cached_property
+    def variants(self) -> tuple[str, ...]:
+        """The variants the host stubs register: all three, or those aten has."""
+        return self.aten_variants if self.implements else ("functional", "out", "inplace")
+
+    @cached_property
+    def impl_namespace(self) -> str | None:
+        """The namespace the stubs register into when it is not the registry's: "aten"."""
+        return "aten" if self.implements else None
 
     @cached_property
     def transport(self) -> str:
@@ -313,3 +326,13 @@ class Registry:
     @property
     def entries(self) -> list[Entry]:
         return [e for op in self.ops for e in op.entries]
+
+    @property
+    def own_ops(self) -> list[Op]:
+        """The ops this registry defines as <namespace>::<op>."""
+        return [op for op in self.ops if not op.implements]
+
+    @property
+    def aten_ops(self) -> list[Op]:
+        """The entries that implement torch's own aten ops (`implements: aten`)."""
+        return [op for op in self.ops if op.implements]

@@ -72,24 +72,25 @@ def _from_op_db() -> dict[str, list[str]]:
     return names
 
 
-def _read(path: Path, key: str) -> dict[str, list[str]] | None:
+def _read(path: Path, key: str, field: str = "names") -> dict | None:
+    """The cached `field` of a JSON cache file written for `key` (the installed torch), or None."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT or data.get("torch") != key:
         return None
-    names = data.get("names")
+    names = data.get(field)
     return names if isinstance(names, dict) else None
 
 
-def _write(path: Path, key: str, names: dict[str, list[str]]) -> bool:
+def _write(path: Path, key: str, names: dict, field: str = "names") -> bool:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         # write-then-rename: concurrent generate runs (pytest-xdist) never read half a file
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
         with os.fdopen(fd, "w") as f:
-            json.dump({"format": CACHE_FORMAT, "torch": key, "names": names}, f, sort_keys=True)
+            json.dump({"format": CACHE_FORMAT, "torch": key, field: names}, f, sort_keys=True)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
         return True

@@ -200,11 +200,12 @@ def _shared_files(env: jinja2.Environment, registry: Registry) -> dict[str, str]
     banner = BANNER.format(origin=yaml_name)
     return {
         "library.py": env.get_template("library.py.j2").render(
-            ops=registry.ops, ns=registry.namespace, yaml_name=yaml_name, banner=banner),
+            ops=registry.own_ops, ns=registry.namespace, yaml_name=yaml_name, banner=banner),
         "op_specs.cpp": env.get_template("op_specs.cpp.j2").render(
             ops=registry.ops, ns=registry.namespace, yaml_name=yaml_name, banner=banner),
         "registration.cpp": env.get_template("registration.cpp.j2").render(
-            entries=registry.entries, ns=registry.namespace, yaml_name=yaml_name, banner=banner),
+            entries=[e for op in registry.own_ops for e in op.entries], aten_ops=registry.aten_ops,
+            ns=registry.namespace, yaml_name=yaml_name, banner=banner),
     }
 
 

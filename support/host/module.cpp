@@ -2,7 +2,13 @@
 // through TORCH_LIBRARY static initializers when the library loads.
 #include <Python.h>
 
+#include <exception>
+
 #include "kernel_registry.h"
+
+namespace mpsgen::generated {
+bool register_aten_cpu_overrides();  // generated/registration.cpp
+} // namespace mpsgen::generated
 
 namespace {
 
@@ -25,9 +31,23 @@ PyObject* cpu_take_launches(PyObject*, PyObject*) {
   return string_list(mpsgen::cpu::take_launches());
 }
 
+// Registers the CPU kernels of every `implements: aten` entry for torch's own aten ops
+// in this process; False if already done. Only `import mpsgen` with
+// MPSGEN_ATEN_CPU_OVERRIDES=1 calls it: it changes what torch's CPU ops compute.
+PyObject* register_aten_cpu_overrides(PyObject*, PyObject*) {
+  try {
+    return PyBool_FromLong(mpsgen::generated::register_aten_cpu_overrides());
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return nullptr;
+  }
+}
+
 PyMethodDef methods[] = {
     {"cpu_kernel_names", cpu_kernel_names, METH_NOARGS, "host_names of the CPU backend's kernels"},
     {"cpu_take_launches", cpu_take_launches, METH_NOARGS, "host_names launched since the last call"},
+    {"register_aten_cpu_overrides", register_aten_cpu_overrides, METH_NOARGS,
+     "register the `implements: aten` entries' CPU kernels for torch's aten ops (opt-in)"},
     {nullptr, nullptr, 0, nullptr},
 };
 

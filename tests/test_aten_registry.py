@@ -1,0 +1,130 @@
+"""`implements: aten` and `replaces: mps` in ops.yaml (issue 15): what the loader refuses,
+each at its ops.yaml line, and what the generator writes for an aten entry."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from codegen import loader, render
+
+FUNCTOR = ("    functor: |\n"
+           "      template <typename T>\n"
+           "      inline T operator()(const T x) { return x; }\n")
+BINARY = ("    functor: |\n"
+          "      template <typename T>\n"
+          "      inline T operator()(const T a, const T b) { return a; }\n")
+
+
+def entry(func: str, extra: str = "    implements: aten\n", functor: str = FUNCTOR) -> str:
+    return f"  - func: {func}\n{extra}    dtypes: [float]\n    reference: torch.exp\n    opinfo: null\n{functor}"
+
+
+def load(tmp_path: Path, *entries: str):
+    path = tmp_path / "ops.yaml"
+    path.write_text("namespace: testns\nops:\n" + "".join(entries))
+    return loader.load(path)
+
+
+def errors(tmp_path: Path, *entries: str) -> list[str]:
+    with pytest.raises(loader.RegistryError) as info:
+        load(tmp_path, *entries)
+    return info.value.errors
+
+
+def line_of(tmp_path: Path, needle: str) -> int:
+    lines = (tmp_path / "ops.yaml").read_text().splitlines()
+    hits = [i + 1 for i, line in enumerate(lines) if needle in line]
+    assert len(hits) == 1, hits
+    return hits[0]
+
+
+def only(found: list[str], line: int, key: str) -> str:
+    assert len(found) == 1, found
+    assert found[0].startswith(f"ops.yaml:{line}: ") and f"key '{key}'" in found[0], found[0]
+    return found[0]
+
+
+def test_an_aten_op_that_does_not_exist(tmp_path):
+    e = only(errors(tmp_path, entry("special_airy_aj(Tensor x) -> Tensor")),
+             line_of(tmp_path, "func:"), "func")
+    assert "aten has no operator 'special_airy_aj'" in e and "special_airy_ai" in e  # a close match
+
+
+def test_a_schema_that_differs_from_atens_names_both(tmp_path):
+    e = only(errors(tmp_path, entry("heaviside(Tensor self, Tensor other) -> Tensor", functor=BINARY)),
+             line_of(tmp_path, "func:"), "func")
+    assert "heaviside(Tensor self, Tensor other) -> Tensor" in e
+    assert "heaviside(Tensor self, Tensor values) -> Tensor" in e and "differs from aten's" in e
+
+
+def test_replacing_torchs_mps_kernel_must_be_explicit(tmp_path):
+    e = only(errors(tmp_path, entry("silu(Tensor self) -> Tensor")), line_of(tmp_path, "func:"), "implements")
+    assert "torch already runs this op on MPS" in e and "silu_out" in e and "replaces: mps" in e
+    # also through a composite kernel, which runs on MPS through the ops it calls
+    e = only(errors(tmp_path, entry("special_expit(Tensor self) -> Tensor")), line_of(tmp_path, "func:"), "implements")
+    assert "CompositeImplicitAutograd" in e
+
+
+def test_replaces_needs_an_mps_kernel_to_replace_and_an_aten_entry(tmp_path):
+    only(errors(tmp_path, entry("special_ndtri(Tensor self) -> Tensor",
+                                "    implements: aten\n    replaces: mps\n")), line_of(tmp_path, "replaces:"), "replaces")
+    only(errors(tmp_path, entry("foo(Tensor self) -> Tensor", "    replaces: mps\n")),
+         line_of(tmp_path, "replaces:"), "replaces")
+    only(errors(tmp_path, entry("silu(Tensor self) -> Tensor", "    implements: aten\n    replaces: cuda\n")),
+         line_of(tmp_path, "replaces:"), "replaces")
+
+
+def test_implements_names_aten(tmp_path):
+    only(errors(tmp_path, entry("special_ndtri(Tensor self) -> Tensor", "    implements: prims\n")),
+         line_of(tmp_path, "implements:"), "implements")
+
+
+def test_an_aten_entry_has_atens_derivatives(tmp_path):
+    e = only(errors(tmp_path, entry("special_ndtri(Tensor self) -> Tensor",
+                                    "    implements: aten\n    derivatives: {self: grad}\n")),
+             line_of(tmp_path, "derivatives:"), "derivatives")
+    assert "derivatives.yaml" in e
+
+
+def test_an_aten_entry_takes_no_scalar_overload(tmp_path):
+    found = errors(tmp_path, entry("heaviside(Tensor self, Tensor values) -> Tensor", functor=BINARY),
+                   "  - func: heaviside.Scalar(Tensor self, Scalar values) -> Tensor\n")
+    only(found, line_of(tmp_path, "heaviside.Scalar"), "func")
+
+
+def test_the_variants_registered_are_those_aten_has(tmp_path):
+    registry = load(tmp_path, entry("special_airy_ai(Tensor x) -> Tensor"),
+                    entry("silu(Tensor self) -> Tensor", "    implements: aten\n    replaces: mps\n"))
+    airy, silu = registry.ops
+    assert airy.aten_variants == ("functional", "out") and not airy.replaces  # no special_airy_ai_
+    assert silu.aten_variants == ("functional", "out", "inplace") and silu.replaces == "mps"
+
+
+def test_generated_code_for_an_aten_entry(tmp_path):
+    registry = load(tmp_path, entry("special_airy_ai(Tensor x) -> Tensor"), entry("foo(Tensor self) -> Tensor", ""))
+    files = render.render(registry)
+    mps, cpu = files["special_airy_ai_mps.mm"], files["special_airy_ai_cpu.cpp"]
+    assert "TORCH_LIBRARY_IMPL(aten, MPS, m)" in mps and "TORCH_LIBRARY_IMPL(testns" not in mps
+    assert re.findall(r'm\.impl\("([^"]+)"', mps) == ["special_airy_ai", "special_airy_ai.out"]
+    # CPU: a registration function, never a static registration for aten
+    assert "TORCH_LIBRARY_IMPL" not in cpu and "void register_special_airy_ai_aten_cpu(torch::Library& m)" in cpu
+    # no schema, fake kernel or autograd of ours; the one function that registers the CPU kernels
+    reg, lib = files["registration.cpp"], files["library.py"]
+    assert "special_airy_ai" not in reg.split("namespace mpsgen::generated")[0] and 'm.def("foo' in reg
+    assert "register_special_airy_ai_aten_cpu(*m);" in reg
+    assert "special_airy_ai" not in lib and "testns::foo" in lib
+    # the ops.yaml line it came from
+    assert f"ops.yaml:{line_of(tmp_path, 'special_airy_ai(')}" in mps.splitlines()[0]
+
+
+def test_the_readme_lists_what_ops_yaml_fills():
+    from codegen import aten_table
+
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text()
+    block = re.search(r"<!-- aten-table: [^\n]*-->\n(.*?)<!-- /aten-table -->", readme, re.S)
+    assert block, "README.md has no aten-table block"
+    assert block[1] == aten_table.markdown(loader.load(root / "ops.yaml")), \
+        "README.md's table is stale: paste the output of `python -m codegen.aten_table`"
