@@ -3,8 +3,14 @@
 Importing it also runs generated/library.py, which gives every op its fake
 kernel, autograd formulas and out=/in-place decompositions (torch.compile,
 torch.export and training).
+
+Entries of ops.yaml with `implements: aten` register torch's own aten ops for MPS when
+the library loads. Their CPU kernels replace torch's CPU kernels only when the
+environment variable MPSGEN_ATEN_CPU_OVERRIDES=1 is set (tests/test_aten_overrides.py
+runs torch's ops through them on Linux); never by default.
 """
 import importlib.util
+import os
 from pathlib import Path
 
 import torch  # noqa: F401  (the extension links against torch's libraries)
@@ -22,3 +28,7 @@ def _load_library():
 
 
 library = _load_library()
+
+ATEN_CPU_OVERRIDES = "MPSGEN_ATEN_CPU_OVERRIDES"
+if os.environ.get(ATEN_CPU_OVERRIDES) == "1":
+    _C.register_aten_cpu_overrides()

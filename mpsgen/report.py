@@ -12,6 +12,12 @@ the samples with no torch result with the reason, and the samples that used a
 widened oracle. Exits 1 if any sample mismatched (other than the ones an xfail
 in ops.yaml names), if no sample ran a registered dtype's own kernel, or if a
 row could not be run at all.
+
+Entries that implement aten ops (`implements: aten`) run their CPU rows in one
+subprocess that registers their kernels for torch's own aten ops
+(MPSGEN_ATEN_CPU_OVERRIDES=1, mpsgen/aten_overrides.py), on the samples without the
+1M-element ones; torch's op in this process is the oracle. Their out= and in-place
+variants and opcheck are checked by tests/test_aten_overrides.py.
 """
 from __future__ import annotations
 
@@ -26,9 +32,9 @@ from pathlib import Path
 
 import mpsgen  # noqa: F401  (loads the extension)
 from codegen.loader import load
-from mpsgen.samples import (MATCH, MISMATCH, NO_REFERENCE, TORCH_DTYPES, UNSUPPORTED, LaunchLog, compare, devices,
-                            entry_params, kernel_input_type, op_overload, reference, registered_dtypes,
-                            registered_outputs, samples, tolerance)
+from mpsgen.aten_overrides import ENV as ATEN_ENV, row
+from mpsgen.samples import (MATCH, MISMATCH, NO_REFERENCE, TORCH_DTYPES, UNSUPPORTED, compare, devices,
+                            kernel_input_type, reference, registered_outputs, tolerance)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,17 +63,16 @@ def _first_line(text: str, limit: int = 160) -> str:
     return line if len(line) <= limit else line[:limit - 3] + "..."
 
 
-def run_row(fn, ref, op, entry, r, device, large, xfail, t: Totals) -> tuple[str, str]:
-    """One (entry, dtype, device) row: updates t; returns (counts text, where it differs)."""
+def run_row(registry, ref, op, entry, r, device, large, xfail, t: Totals) -> tuple[str, str]:
+    """One (entry, dtype, device) row: updates t; returns (counts text, where it differs).
+    An aten entry's CPU row runs in the override subprocess (mpsgen/aten_overrides.py)."""
     dtype = TORCH_DTYPES[r.input]
     dropped: list = []
-    found = samples(entry.opinfo, entry_params(entry), device, dtype, registered_dtypes(op), large=large,
-                    dropped=dropped)
+    found, traced = row(registry, op, entry, r.input, device, large=large, dropped=dropped)
     bound = sum(s.name.startswith(("opinfo[", "reference[")) for s in found)
     t.bound += bound
     t.dropped += len(dropped)
     t.drop_reasons.update(reason for _, reason in dropped)
-    traced = LaunchLog(fn)
     matched = compared = no_ref = 0
     worst, where, widened, ran_own = 0.0, [], [], False
     for sample in found:
@@ -124,7 +129,7 @@ def main(argv=None) -> int:
         for entry in op.entries:
             t = per_op.setdefault(entry.qualified_name, Totals())
             try:
-                fn, ref = op_overload(registry.namespace, entry.qualified_name), reference(entry.reference)
+                ref = reference(entry.reference)
             except Exception as e:
                 t.errors += 1
                 t.problems.append(f"{entry.qualified_name}: {type(e).__name__}: {_first_line(str(e))}")
@@ -136,7 +141,7 @@ def main(argv=None) -> int:
                 for device in devices():
                     label = f"{entry.qualified_name:<18}{str(dtype)[6:]:<11}{device:<8}"
                     try:
-                        counts, where = run_row(fn, ref, op, entry, r, device, not args.quick, xfails.get(r.input), t)
+                        counts, where = run_row(registry, ref, op, entry, r, device, not args.quick, xfails.get(r.input), t)
                     except Exception as e:  # report the row and go on
                         t.errors += 1
                         where = traceback.format_exception_only(type(e), e)[-1].strip()
@@ -171,6 +176,13 @@ def main(argv=None) -> int:
                     by_oracle.setdefault(oracle, []).append(sample)
                 for oracle, names in by_oracle.items():
                     print(f"  {name} {dtype} {device} ({oracle}): {len(names)}: {', '.join(names)}")
+    if registry.aten_ops:
+        names = ", ".join(o.qualified_name for o in registry.aten_ops)
+        print(f"\n{len(registry.aten_ops)} entries implement aten ops ({names}): "
+              "their CPU rows ran torch's own aten op with our kernels registered for it, in a subprocess "
+              f"({ATEN_ENV}=1, mpsgen/aten_overrides.py), on the samples without the 1M-element ones, against "
+              "torch's CPU op in this process; their out=, in-place, refusals and opcheck are checked by "
+              "tests/test_aten_overrides.py")
     problems = [p for t in per_op.values() for p in t.problems]
     if problems:
         print("\nProblems:")

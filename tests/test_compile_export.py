@@ -27,7 +27,10 @@ NS = REGISTRY.namespace
 
 
 def _cases():
-    for op in REGISTRY.ops:
+    # aten entries (implements: aten) compile through torch's own meta kernels and
+    # decompositions; opcheck's AOT-dispatch check on the overridden op is in
+    # tests/test_aten_overrides.py
+    for op in REGISTRY.own_ops:
         dtypes = [TORCH_DTYPES[r.input] for r in op.registrations]
         dtype = torch.float32 if torch.float32 in dtypes else dtypes[0]
         for entry in op.entries:

@@ -27,7 +27,7 @@ MIN_SAMPLES = 8
 
 
 def _cases():
-    for op in REGISTRY.ops:
+    for op in REGISTRY.own_ops:  # aten entries: test_aten_entries_use_torchs_meta_kernels below
         for entry in op.entries:
             for r in op.registrations:
                 dtype = TORCH_DTYPES[r.input]
@@ -137,3 +137,12 @@ def test_traced_variants_refuse_what_the_kernels_refuse(call, match):
         call(x)
     with FakeTensorMode() as mode, pytest.raises((RuntimeError, NotImplementedError), match=match):
         call(mode.from_tensor(x))
+
+
+@pytest.mark.parametrize("op", REGISTRY.aten_ops, ids=lambda op: op.qualified_name)
+def test_aten_entries_use_torchs_meta_kernels(op):
+    """An `implements: aten` entry defines no op of ours and has no fake kernel of ours:
+    torch's meta kernel serves it. opcheck runs on the overridden aten op in
+    tests/test_aten_overrides.py (test_opcheck_passes_where_torch_passes)."""
+    assert not hasattr(getattr(torch.ops, NS), op.qualified_name)
+    assert torch._C._dispatch_has_kernel_for_dispatch_key(f"aten::{op.qualified_name}", "Meta")

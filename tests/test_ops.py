@@ -1,5 +1,9 @@
 """op-output-match: every entry of ops.yaml, every registered dtype, against torch.
 
+Entries that implement aten ops (`implements: aten`) run on CPU in one subprocess with
+MPSGEN_ATEN_CPU_OVERRIDES=1 (mpsgen/aten_overrides.py) and are compared here with
+torch's own CPU op, on the same saved inputs.
+
 Samples: OpInfo sample_inputs and reference_inputs where op_db has the op,
 plus empty, 0-dim, non-contiguous, broadcasting, type-promoting, non-finite
 and large inputs. Tolerances are torch.testing's dtype defaults (those of
@@ -17,9 +21,9 @@ import pytest
 
 import mpsgen  # noqa: F401  (loads the extension)
 from codegen.loader import load
-from mpsgen.samples import (MATCH, MISMATCH, NO_REFERENCE, TORCH_DTYPES, LaunchLog, compare, devices, entry_params,
-                            kernel_input_type, op_overload, reference, registered_dtypes, registered_outputs, samples,
-                            tolerance)
+from mpsgen.aten_overrides import row
+from mpsgen.samples import (MATCH, MISMATCH, NO_REFERENCE, TORCH_DTYPES, compare, devices, kernel_input_type,
+                            reference, registered_outputs, tolerance)
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = load(ROOT / "ops.yaml")
@@ -45,13 +49,14 @@ def _names(items, limit=None) -> str:
 
 @pytest.mark.parametrize("op,entry,metal_dtype,xfail_samples", list(_cases()))
 def test_output_match(op, entry, metal_dtype, xfail_samples, record_property):
-    dtype = TORCH_DTYPES[metal_dtype]
-    fn, ref = LaunchLog(op_overload(REGISTRY.namespace, entry.qualified_name)), reference(entry.reference)
+    ref = reference(entry.reference)
     compared, failures, xfailed = 0, [], set()
     widened, no_reference, dropped, bound = [], [], [], 0
     own_kernel = []  # CPU samples whose launches include a kernel instantiated for this dtype
     for device in devices():
-        found = samples(entry.opinfo, entry_params(entry), device, dtype, registered_dtypes(op), dropped=dropped)
+        # an `implements: aten` entry's CPU samples run in a subprocess with its CPU kernels
+        # registered for torch's op (mpsgen/aten_overrides.py); here, torch's op is the oracle
+        found, fn = row(REGISTRY, op, entry, metal_dtype, device, dropped=dropped)
         bound += sum(s.name.startswith(("opinfo[", "reference[")) for s in found)
         for sample in found:
             c = compare(fn, ref, sample, registered_outputs(op), tolerance(op, metal_dtype))

@@ -169,8 +169,9 @@ def _entry(qualified):
 
 def _run_output_match(monkeypatch, qualified, metal_dtype, make_samples, reference=None):
     import test_ops as T
+    from mpsgen import aten_overrides
     op, entry = _entry(qualified)
-    monkeypatch.setattr(T, "samples", lambda *a, **k: make_samples())
+    monkeypatch.setattr(aten_overrides, "samples", lambda *a, **k: make_samples())  # what test_ops' row() calls
     monkeypatch.setattr(T, "reference", S.reference if reference is None else lambda path: reference)
     T.test_output_match(op, entry, metal_dtype, (), record_property=lambda *a: None)
 

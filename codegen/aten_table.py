@@ -1,0 +1,30 @@
+"""The README's table of the aten ops that ops.yaml fills on MPS (`implements: aten`).
+
+    python -m codegen.aten_table [ops.yaml]   # prints it
+
+tests/test_aten_registry.py checks that README.md holds exactly this table.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .dtypes import DTYPES
+from .loader import load
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def markdown(registry) -> str:
+    rows = ["| aten operators | call | dtypes on MPS (input) | replaces torch's MPS kernel |",
+            "|---|---|---|---|"]
+    for op in registry.aten_ops:
+        dtypes = " ".join(str(DTYPES[r.input].torch) for r in op.registrations)
+        variants = ", ".join(f"`{op.schema_names[v]}`" for v in op.variants)
+        rows.append(f"| {variants} | `{op.reference}` | {dtypes} | "
+                    f"{'yes' if op.replaces else 'no (torch has none)'} |")
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    print(markdown(load(sys.argv[1] if len(sys.argv) > 1 else ROOT / "ops.yaml")), end="")

@@ -1,0 +1,238 @@
+"""Run the `implements: aten` entries through torch's own aten ops, on CPU, in a subprocess.
+
+In a normal process `torch.heaviside` on CPU is torch's kernel, which is the oracle.
+With MPSGEN_ATEN_CPU_OVERRIDES=1, `import mpsgen` registers our CPU kernels for the
+aten ops instead, so one subprocess runs every sample through them:
+
+    results = run(registry)                # generates the samples, runs the subprocess
+    case = results[(entry.qualified_name, "float")]
+    case.samples, case.dropped             # what samples.samples() gave (OpInfo + edge)
+    case.replay                            # a LaunchLog-like callable: sample -> our result
+
+The parent (no override) then compares each replayed result with torch's CPU result on
+the same saved inputs, with samples.compare() (widened oracle and tolerances included),
+so tests/test_ops.py and the main job judge aten entries like every other entry. The
+subprocess also runs each sample's out= and in-place variants (where aten has them) and
+`torch.library.opcheck` on the first OpInfo samples; `outcome.launches` is the CPU
+executor's launch log of each call, which shows that our kernel ran.
+"""
+from __future__ import annotations
+
+import atexit
+import fcntl
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import torch
+
+from .samples import TORCH_DTYPES, LaunchLog, Sample, entry_params, op_overload, registered_dtypes, samples
+
+ENV = "MPSGEN_ATEN_CPU_OVERRIDES"
+ROOT = Path(__file__).resolve().parent.parent
+OPCHECK_SAMPLES = 1  # OpInfo samples per (entry, dtype) that opcheck runs on
+
+
+@dataclass
+class Outcome:
+    """What one call did in the subprocess: its result or its error, and the launches."""
+
+    result: object = None
+    error: tuple[str, str] | None = None  # (exception type name, message)
+    launches: list = field(default_factory=list)
+
+
+@dataclass
+class Case:
+    """One (entry, registered dtype): its samples and what the subprocess made of them."""
+
+    samples: list
+    dropped: list
+    outcomes: dict = field(default_factory=dict)  # (variant, sample name) -> Outcome
+    opcheck: dict = field(default_factory=dict)  # sample name -> None (passed) or the failure
+
+    def replay(self, variant: str = "functional") -> "Replay":
+        return Replay(self, variant)
+
+
+class Replay:
+    """A stand-in for the op, for samples.compare(): called with a sample's arguments, it
+    returns what the subprocess computed for that sample (compare() passes the very
+    tensors saved for it); `.last` is that call's launch log, as LaunchLog's."""
+
+    def __init__(self, case: Case, variant: str):
+        self.case, self.variant, self.last = case, variant, []
+        self._by_args = {id(s.args[0]) if s.args else None: s.name for s in case.samples}
+
+    def __call__(self, *args, **kwargs):
+        name = self._by_args[id(args[0])]
+        outcome = self.case.outcomes[(self.variant, name)]
+        self.last = list(outcome.launches)
+        if outcome.error is not None:
+            kind, message = outcome.error
+            raise (NotImplementedError if kind == "NotImplementedError" else RuntimeError)(f"{kind}: {message}")
+        return outcome.result
+
+
+def plan(registry, large: bool = False) -> dict[tuple[str, str], Case]:
+    """The samples of every aten entry and registered dtype, on CPU. Without `large`, the
+    1M-element samples stay out: they run the same executor paths as any other entry's,
+    and would make the file the subprocess reads hundreds of megabytes."""
+    cases = {}
+    for op in registry.aten_ops:
+        for r in op.registrations:
+            dropped: list = []
+            found = samples(op.opinfo, entry_params(op), "cpu", TORCH_DTYPES[r.input], registered_dtypes(op),
+                            large=large, dropped=dropped)
+            cases[(op.qualified_name, r.input)] = Case(found, dropped)
+    return cases
+
+
+def run(registry, large: bool = False, opcheck: bool = True) -> dict[tuple[str, str], Case]:
+    """plan(), then one subprocess with the overrides that runs every case."""
+    cases = plan(registry, large)
+    # {entry: {variant: aten's operator name}}: `heaviside`, `heaviside.out`, `heaviside_`
+    variants = {op.qualified_name: {v: op.schema_names[v] for v in op.variants} for op in registry.aten_ops}
+    with tempfile.TemporaryDirectory(prefix="mpsgen-aten-") as tmp:
+        inputs, outputs = Path(tmp) / "inputs.pt", Path(tmp) / "outputs.pt"
+        torch.save({"variants": variants, "opcheck": opcheck,
+                    "cases": {k: [(s.name, s.args, s.kwargs) for s in c.samples] for k, c in cases.items()}}, inputs)
+        env = {**os.environ, ENV: "1", "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get(
+            "PYTHONPATH")]))}
+        proc = subprocess.run([sys.executable, "-m", "mpsgen.aten_overrides", str(inputs), str(outputs)],
+                              cwd=ROOT, env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"the aten-override subprocess failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+        done = torch.load(outputs, weights_only=False)
+    for key, case in cases.items():
+        case.outcomes = {k: Outcome(*v) for k, v in done["outcomes"][key].items()}
+        case.opcheck = done["opcheck"].get(key, {})
+    return cases
+
+
+@lru_cache(maxsize=None)
+def run_cached(ops_yaml: str, large: bool = False) -> dict[tuple[str, str], Case]:
+    """run() once per process and registry. The workers of one pytest-xdist run share it:
+    the first writes it to a temporary file (under a lock), the others read it; the file
+    goes when its writer's process ends (a worker that comes later runs its own)."""
+    from codegen.loader import load
+
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not run_id:
+        return run(load(ops_yaml), large)
+    path = Path(tempfile.gettempdir()) / f"mpsgen-aten-{run_id}-{hashlib.sha256(ops_yaml.encode()).hexdigest()[:12]}" \
+                                         f"-{int(large)}.pt"
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.exists():
+            return torch.load(path, weights_only=False)
+        cases = run(load(ops_yaml), large)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        torch.save(cases, tmp)
+        os.replace(tmp, path)
+        atexit.register(_remove, path)
+        return cases
+
+
+def _remove(path: Path) -> None:
+    for p in (path, path.with_suffix(".lock")):
+        p.unlink(missing_ok=True)
+
+
+def row(registry, op, entry, metal_dtype: str, device: str, large: bool = True,
+        dropped: list | None = None) -> tuple[list, object]:
+    """(samples, op) of one op-output-match row (tests/test_ops.py, the main job): the
+    entry's op in this process with its launch log (LaunchLog), or for an aten entry on
+    CPU, where this process runs torch's own kernel, the override subprocess's samples
+    (without the large ones, see plan()) and its Replay."""
+    dtype = TORCH_DTYPES[metal_dtype]
+    if op.implements and device == "cpu":
+        case = run_cached(str(Path(registry.path).resolve()))[(entry.qualified_name, metal_dtype)]
+        if dropped is not None:
+            dropped.extend(case.dropped)
+        return case.samples, case.replay()
+    found = samples(entry.opinfo, entry_params(entry), device, dtype, registered_dtypes(op), large=large,
+                    dropped=dropped)
+    return found, LaunchLog(op_overload(op.impl_namespace or registry.namespace, entry.qualified_name))
+
+
+def opcheck_failure(fn, sample: Sample) -> str | None:
+    """None if torch.library.opcheck passes on the sample, else its first line of failure."""
+    try:
+        torch.library.opcheck(fn, sample.args, sample.kwargs)
+    except Exception as e:
+        return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    return None
+
+
+def _call(C, fn, args, kwargs) -> tuple:
+    C.cpu_take_launches()
+    try:
+        result, error = fn(*args, **kwargs), None
+    except Exception as e:
+        result, error = None, (type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+    return result, error, list(C.cpu_take_launches())
+
+
+def _variant(C, fn, args, kwargs, expected: torch.Tensor) -> tuple:
+    """An out= or in-place call as an Outcome tuple: no result (the functional one stands for
+    it), an error if it raised or differs from the functional result in any bit or dtype."""
+    _, error, launches = _call(C, fn, args, kwargs)
+    result = kwargs["out"] if "out" in kwargs else args[0]
+    if error is None:
+        try:
+            torch.testing.assert_close(result, expected, rtol=0, atol=0, equal_nan=True)
+        except AssertionError as e:
+            error = ("AssertionError", f"differs from the functional result: {str(e).splitlines()[0]}")
+    return None, error, launches
+
+
+def _variants(C, names, args, kwargs, functional) -> dict:
+    """out= into an empty tensor of the result's dtype, and in-place on a copy of self
+    where the result has self's dtype and shape."""
+    done, result = {}, functional[0]
+    if not isinstance(result, torch.Tensor):
+        return done
+    if "out" in names:
+        done["out"] = _variant(C, op_overload("aten", names["out"]), args,
+                               {**kwargs, "out": torch.empty(0, dtype=result.dtype)}, result)
+    self_ = args[0] if args and isinstance(args[0], torch.Tensor) else None
+    if "inplace" in names and self_ is not None and self_.dtype == result.dtype and self_.shape == result.shape:
+        done["inplace"] = _variant(C, op_overload("aten", names["inplace"]), (self_.clone(), *args[1:]), kwargs,
+                                   result)
+    return done
+
+
+def _child(inputs: str, outputs: str) -> int:
+    """The subprocess: every saved sample through torch's aten ops, with our CPU kernels."""
+    assert os.environ.get(ENV) == "1"
+    import mpsgen
+    from mpsgen import _C as C
+
+    assert mpsgen._C.register_aten_cpu_overrides() is False  # import mpsgen registered them
+    data = torch.load(inputs, weights_only=False)
+    outcomes, opchecks = {}, {}
+    for (entry, dtype), found in data["cases"].items():
+        names = data["variants"][entry]
+        fn = op_overload("aten", names["functional"])
+        per = outcomes[(entry, dtype)] = {}
+        opinfo_seen = 0
+        for name, args, kwargs in found:
+            functional = _call(C, fn, args, kwargs)
+            per[("functional", name)] = functional
+            for variant, outcome in _variants(C, names, args, kwargs, functional).items():
+                per[(variant, name)] = outcome
+            if data["opcheck"] and name.startswith("opinfo[") and opinfo_seen < OPCHECK_SAMPLES:
+                opinfo_seen += 1
+                opchecks.setdefault((entry, dtype), {})[name] = opcheck_failure(fn, Sample(name, args, kwargs))
+    torch.save({"outcomes": outcomes, "opcheck": opchecks}, outputs)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_child(*sys.argv[1:3]))

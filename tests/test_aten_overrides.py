@@ -1,0 +1,196 @@
+"""Entries that implement aten ops (`implements: aten`, issue 15).
+
+On Linux, torch's own aten op runs through our CPU kernels only in a subprocess with
+MPSGEN_ATEN_CPU_OVERRIDES=1 (mpsgen/aten_overrides.py, one run for all entries). Here:
+- a normal `import mpsgen` leaves torch's CPU ops alone;
+- in the subprocess, every sample's functional, out= and in-place call (where aten has
+  them) reached our kernel (the CPU executor's launch log), and out=/in-place match the
+  functional result bit for bit; op-output-match of the functional results against
+  torch's CPU op is tests/test_ops.py's, on the same samples;
+- torch.library.opcheck passes on the overridden op wherever it passes on torch's own;
+- the MPS registrations: an entry that replaces torch's MPS kernel (`replaces: mps`)
+  registers every dtype torch's MPS tests say that kernel supports, and an entry that
+  does not replace one is an op torch's MPS tests list as unimplemented.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import re
+import subprocess
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+import torch
+
+import mpsgen
+from codegen.loader import load
+from mpsgen.aten_overrides import ENV, opcheck_failure, run_cached
+from mpsgen.samples import TORCH_DTYPES, _opinfo, op_overload, reference, widened_reference
+
+ROOT = Path(__file__).resolve().parent.parent
+REGISTRY = load(ROOT / "ops.yaml")
+ATEN = REGISTRY.aten_ops
+CASES = [pytest.param(op, r.input, id=f"{op.qualified_name}-{str(TORCH_DTYPES[r.input])[6:]}")
+         for op in ATEN for r in op.registrations]
+
+
+def _results():
+    return run_cached(str(ROOT / "ops.yaml"))
+
+
+def test_the_registry_ships_aten_overrides():
+    assert len(ATEN) >= 6, [op.qualified_name for op in ATEN]
+
+
+def test_a_normal_import_leaves_torch_cpu_ops_alone():
+    assert os.environ.get(ENV) != "1"
+    for op in ATEN:
+        fn = op_overload("aten", op.qualified_name)
+        args = [torch.rand(3, 4) for _ in op.tensor_args]
+        mpsgen._C.cpu_take_launches()
+        fn(*args)
+        assert mpsgen._C.cpu_take_launches() == [], f"aten::{op.qualified_name} ran our kernel without {ENV}=1"
+
+
+def test_the_overrides_register_once_per_process():
+    code = ("import mpsgen, torch; "
+            "print(mpsgen._C.register_aten_cpu_overrides(), mpsgen._C.register_aten_cpu_overrides())")
+    env = {k: v for k, v in os.environ.items() if k != ENV}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "False"]  # without the variable, import mpsgen did not register them
+
+
+@pytest.mark.parametrize("op,metal_dtype", CASES)
+def test_every_call_ran_our_kernel(op, metal_dtype):
+    case = _results()[(op.qualified_name, metal_dtype)]
+    by_variant: dict[str, int] = {}
+    problems = []
+    for (variant, name), outcome in case.outcomes.items():
+        sample = next(s for s in case.samples if s.name == name)
+        by_variant[variant] = by_variant.get(variant, 0) + 1
+        if variant != "functional" and outcome.error is not None:
+            problems.append(f"{variant} {name}: {outcome.error[0]}: {outcome.error[1]}")
+        empty = any(isinstance(t, torch.Tensor) and t.numel() == 0 for t in sample.args)
+        if outcome.error is None and not empty and not any(k.startswith(op.name + "_") for k in outcome.launches):
+            problems.append(f"{variant} {name}: launched {outcome.launches}, no {op.name} kernel")
+    assert not problems, "\n".join(problems[:10])
+    assert by_variant.get("functional") == len(case.samples)
+    for variant in op.aten_variants:  # out= on every sample with a result, in-place where it applies
+        assert by_variant.get(variant, 0) >= 10, (variant, by_variant)
+
+
+@pytest.mark.parametrize("op,metal_dtype", CASES)
+def test_refuses_what_torch_refuses(op, metal_dtype):
+    """Where torch's CPU op raises (heaviside's mixed dtypes), not for lack of a kernel for
+    the dtype, the overridden op raises too; where torch computes, test_ops compares."""
+    case = _results()[(op.qualified_name, metal_dtype)]
+    ref, problems = reference(op.reference), []
+    for sample in case.samples:
+        try:
+            ref(*sample.args, **sample.kwargs)
+            continue
+        except Exception as e:
+            try:
+                widened_reference(ref, sample, e)
+                continue  # torch's CPU lacks the dtype: a result we fill, compared by test_ops
+            except Exception:
+                pass  # torch refuses the input
+        error = case.outcomes[("functional", sample.name)].error
+        if error is None:
+            problems.append(f"{sample.name}: torch raises, ours computes")
+    assert not problems, problems
+
+
+@lru_cache(maxsize=None)
+def _torch_opcheck(name: str, metal_dtype: str, sample_name: str):
+    case = _results()[(name, metal_dtype)]
+    sample = next(s for s in case.samples if s.name == sample_name)
+    return opcheck_failure(op_overload("aten", name), sample)
+
+
+@pytest.mark.parametrize("op,metal_dtype", CASES)
+def test_opcheck_passes_where_torch_passes(op, metal_dtype):
+    """Where torch's own op passes opcheck, or fails it only because its CPU kernel lacks
+    the dtype (`"..." not implemented for 'Half'`, which is what we fill), ours passes."""
+    case = _results()[(op.qualified_name, metal_dtype)]
+    assert case.opcheck, "opcheck ran on no sample"
+    ours_failed = {n: f for n, f in case.opcheck.items() if f is not None}
+    theirs = {n: _torch_opcheck(op.qualified_name, metal_dtype, n) for n in case.opcheck}
+    must_pass = {n for n, f in theirs.items() if f is None or re.search(r"not implemented for '\w+'", f)}
+    assert must_pass, f"torch's own aten::{op.qualified_name} fails opcheck on every sample tried: {theirs}"
+    assert not (ours_failed.keys() & must_pass), ours_failed
+
+
+# ---- MPS: what torch's own MPS tests say the op supports ---------------------------------
+
+MPS_LISTS = ("UNIMPLEMENTED_XFAILLIST", "UNDEFINED_XFAILLIST", "ON_MPS_XFAILLIST")
+
+
+@lru_cache(maxsize=None)
+def _common_mps() -> tuple[dict, set]:
+    """torch/testing/_internal/common_mps.py's xfail lists ({OpInfo name: dtypes or None
+    for all}) and SUPPORTED_COMPLEX_OPS, read from its source: they are defined only where
+    torch.backends.mps.is_available()."""
+    import torch.testing._internal.common_mps as module
+
+    tree = ast.parse(Path(module.__file__).read_text())
+    modifier = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "mps_ops_modifier")
+    lists, complex_ops = {}, set()
+    for node in ast.walk(modifier):
+        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+        name = getattr(target, "id", None)
+        if name in MPS_LISTS:
+            for key, value in zip(node.value.keys, node.value.values):
+                dtypes = None if isinstance(value, ast.Constant) and value.value is None else {
+                    getattr(torch, e.attr) for e in value.elts}
+                old = lists.get(key.value, set())
+                lists[key.value] = None if dtypes is None or old is None else old | dtypes
+        elif name == "SUPPORTED_COMPLEX_OPS":
+            complex_ops = {e.value for e in node.value.elts}
+    return lists, complex_ops
+
+
+def mps_supported_dtypes(opinfo: str) -> set:
+    """The dtypes torch's MPS tests expect its MPS kernel to handle: the OpInfo's dtypes
+    minus those common_mps.py expects to fail (float64 and complex128 always; complex
+    unless the op is in SUPPORTED_COMPLEX_OPS)."""
+    info = _opinfo(opinfo)
+    lists, complex_ops = _common_mps()
+    key = info.name + info.variant_test_name
+    unsupported = lists.get(key, set())
+    if unsupported is None:
+        return set()
+    dtypes = set(info.supported_dtypes("mps")) - unsupported - {torch.float64, torch.complex128}
+    if key not in complex_ops:
+        dtypes -= {torch.complex32, torch.complex64}
+    return dtypes
+
+
+def test_mps_supported_dtypes_reads_torchs_lists():
+    assert mps_supported_dtypes("heaviside") == set()  # UNIMPLEMENTED_XFAILLIST: None
+    # silu's dtypesIfMPS adds integers and bool; common_mps.py expects all but bool to fail
+    assert mps_supported_dtypes("nn.functional.silu") == {torch.float32, torch.float16, torch.bfloat16, torch.bool}
+    assert torch.bool not in mps_supported_dtypes("nn.functional.relu")
+    assert torch.int32 in mps_supported_dtypes("nn.functional.relu")
+
+
+@pytest.mark.parametrize("op", ATEN, ids=lambda op: op.qualified_name)
+def test_mps_registration_matches_torchs_mps_support(op):
+    """Without `replaces: mps` (checked against native_functions.yaml when generating),
+    torch's MPS tests must list the op as unimplemented; with it, every dtype they expect
+    torch's MPS kernel to support must be registered (no regression)."""
+    supported = mps_supported_dtypes(op.opinfo)
+    registered = {TORCH_DTYPES[r.input] for r in op.registrations}
+    if op.replaces:
+        assert supported <= registered, f"torch's MPS kernel supports {sorted(map(str, supported - registered))}"
+    else:
+        assert supported == set(), f"torch's MPS tests expect {sorted(map(str, supported))} to work already"
+
+
+def test_a_replacement_must_cover_torchs_mps_dtypes():
+    """The check above fails for a replacement that drops a dtype torch's MPS kernel has."""
+    supported = mps_supported_dtypes("nn.functional.silu")
+    assert not supported <= {torch.float32, torch.float16}
