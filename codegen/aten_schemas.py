@@ -102,3 +102,35 @@ def aten_ops() -> dict[str, dict]:
             if opinfo_names._write(d / "aten_ops.json", key, table, field="ops"):
                 break
     return table
+
+
+@lru_cache(maxsize=None)
+def _by_base() -> dict[str, list[str]]:
+    """aten's operator names by base name without the in-place `_` (`clamp_.Tensor` under `clamp`)."""
+    found: dict[str, list[str]] = {}
+    for name in aten_ops():
+        found.setdefault(name.split(".", 1)[0].rstrip("_"), []).append(name)
+    return found
+
+
+@lru_cache(maxsize=None)
+def variant_names(functional: str) -> dict[str, str]:
+    """aten's own names of the out= and in-place variants of a functional schema that aten
+    declares (`clamp.Tensor` -> {"out": "clamp.Tensor_out", "inplace": "clamp_.Tensor"}),
+    found as torchgen groups them: the operators whose core signature equals this one's.
+    Empty when aten does not declare the functional schema itself; a kind aten lacks
+    (an `autogen:` variant such as `mul.Scalar_out`) is left out."""
+    from torchgen.model import FunctionSchema, SchemaKind
+
+    table = aten_ops()
+    schema = FunctionSchema.parse(functional)
+    name = str(schema.name)
+    if name not in table or str(FunctionSchema.parse(table[name]["schema"])) != str(schema):
+        return {}
+    signature, kinds = schema.signature(), {SchemaKind.out: "out", SchemaKind.inplace: "inplace"}
+    found = {}
+    for other in _by_base().get(str(schema.name.name.base), []):
+        theirs = FunctionSchema.parse(table[other]["schema"])
+        if theirs.kind() in kinds and theirs.signature() == signature:
+            found[kinds[theirs.kind()]] = other
+    return found

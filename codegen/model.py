@@ -6,6 +6,7 @@ from functools import cached_property
 
 from torchgen.model import FunctionSchema
 
+from .aten_schemas import variant_names
 from .dtypes import DTYPES, Dtype
 
 
@@ -71,6 +72,8 @@ class Derivative:
     line: int
     names: frozenset = frozenset()  # the names the formula reads
 
+
+_FAMILIES = {1: "unary", 2: "binary", 3: "ternary"}
 
 # Metal types a non-Tensor argument may take in the kernel (`args:` in ops.yaml):
 # T is the dtype the kernel computes in, opmath its opmath_t (float for half/bfloat).
@@ -145,8 +148,10 @@ def variant_schemas(schema: FunctionSchema) -> dict[str, str]:
     args = schema_args(schema)
     pos = [a.decl for a in args if not a.kwarg_only]
     kw = [a.decl for a in args if a.kwarg_only]
-    out_name = f"{base}.{ov}_out" if ov and ov != "Tensor" else f"{base}.out"
-    inplace_name = f"{base}_.{ov}" if ov else f"{base}_"
+    # aten's names where aten declares the op (`clamp.Tensor_out` beside `add.out`), else its usual scheme
+    atens = variant_names(str(schema))
+    out_name = atens.get("out") or (f"{base}.{ov}_out" if ov and ov != "Tensor" else f"{base}.out")
+    inplace_name = atens.get("inplace") or (f"{base}_.{ov}" if ov else f"{base}_")
     star = ", *, " + ", ".join(kw) if kw else ""
     first = next(a for a in args if a.kind == "Tensor")  # polygamma_(Tensor(a!) self, int n)
     inplace_pos = [f"Tensor(a!) {first.name}", *(a.decl for a in args if not a.kwarg_only and a is not first)]
@@ -225,6 +230,7 @@ class Op(Entry):
     overloads: tuple[Overload, ...] = ()
     params: tuple[Param, ...] = ()  # the non-Tensor arguments the kernels read, in schema order
     selector: Selector | None = None  # a `str` argument choosing among several functors
+    given: tuple[tuple[tuple[str, ...], str], ...] = ()  # `given:`: (the Tensor? arguments given, kernel)
     alpha_check: bool = False  # torch's alpha_check of add/sub (`alpha_check: true`)
     checks: tuple[Check, ...] = ()  # argument conditions torch enforces (`checks:`)
     tolerances: tuple[Tolerance, ...] = ()  # op-output-match overrides, also for its overloads
@@ -256,8 +262,41 @@ class Op(Entry):
 
     @cached_property
     def kernels(self) -> list[str]:
-        """The kernel names (each with its `<kernel>_functor`): one, or one per `str` choice."""
+        """The kernel names (each with its `<kernel>_functor`): one, or one per `str` choice
+        or per combination of `Tensor?` arguments given."""
+        if self.given:
+            return list(dict.fromkeys(k for _, k in self.given))
         return self.selector.kernels if self.selector else [self.name]
+
+    def kernel_family(self, kernel: str) -> str:
+        """unary | binary | ternary: how many Tensors this kernel reads (for a `given:` op,
+        the required Tensors and those its combination gives)."""
+        for combo, k in self.given:
+            if k == kernel:
+                return _FAMILIES[len(self.required_tensor_args) + len(combo)]
+        return self.family
+
+    @cached_property
+    def optional_tensor_args(self) -> list[str]:
+        """The `Tensor?` arguments, in schema order."""
+        return [a.name for a in self.args if a.kind == "Tensor" and a.optional]
+
+    @cached_property
+    def required_tensor_args(self) -> list[str]:
+        return [a.name for a in self.args if a.kind == "Tensor" and not a.optional]
+
+    @cached_property
+    def given_complete(self) -> bool:
+        """`given:` lists a kernel for every combination of the Tensor? arguments (or there are none)."""
+        return len(self.given) == (1 << len(self.optional_tensor_args)) if self.given else True
+
+    @cached_property
+    def given_message(self) -> str:
+        """What the host and the fake kernel say for a combination of Tensor? arguments that
+        `given:` lists no kernel for."""
+        listed = "; ".join(", ".join(c) if c else "none of them" for c, _ in self.given)
+        return (f"no kernel for the Tensor? arguments given ({', '.join(self.optional_tensor_args)}); "
+                f"{self.loc} has kernels for: {listed}")
 
     @cached_property
     def uniform_inputs(self) -> bool:

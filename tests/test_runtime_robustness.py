@@ -128,8 +128,8 @@ def test_every_inplace_variant_refuses_an_inference_self(entry):
 @pytest.mark.parametrize("name,ours,theirs", [
     ("exp.out", lambda x, o: OPS.exp.out(x, out=o), lambda x, o: torch.exp(x, out=o)),
     ("hypot.out", lambda x, o: OPS.hypot.out(x, x, out=o), lambda x, o: torch.hypot(x, x, out=o)),
-    ("eq.out", lambda x, o: OPS.eq.out(x, x, out=o), lambda x, o: torch.eq(x, x, out=o)),
-    ("lerp.out", lambda x, o: OPS.lerp.out(x, x, x, out=o), lambda x, o: torch.lerp(x, x, x, out=o)),
+    ("eq.Tensor_out", lambda x, o: OPS.eq.Tensor_out(x, x, out=o), lambda x, o: torch.eq(x, x, out=o)),
+    ("lerp.Tensor_out", lambda x, o: OPS.lerp.Tensor_out(x, x, x, out=o), lambda x, o: torch.lerp(x, x, x, out=o)),
 ])
 def test_meta_out_with_cpu_inputs_is_refused_like_torch(name, ours, theirs):
     x = torch.randn(3)
@@ -208,7 +208,7 @@ def test_out_of_a_dtype_metal_lacks_is_computed_then_cast_like_torch(dtype):
     host computes in the registered dtype and casts on the way out, as torch's CPU does."""
     x = torch.randn(5)
     for ours, theirs in [(lambda o: OPS.exp.out(x, out=o), lambda o: torch.exp(x, out=o)),
-                         (lambda o: OPS.eq.out(x, x.flip(0), out=o), lambda o: torch.eq(x, x.flip(0), out=o)),
+                         (lambda o: OPS.eq.Tensor_out(x, x.flip(0), out=o), lambda o: torch.eq(x, x.flip(0), out=o)),
                          (lambda o: OPS.hypot.out(x, x, out=o), lambda o: torch.hypot(x, x, out=o))]:
         actual, expected = torch.full((5,), 7, dtype=dtype), torch.full((5,), 7, dtype=dtype)
         ours(actual)
