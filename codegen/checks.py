@@ -55,6 +55,8 @@ def _cpp(node: ast.AST, kinds) -> str:
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
         left, op, right = node.left, node.ops[0], node.comparators[0]
         if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(right, ast.Constant) and right.value is None:
+            if _is_tensor(left, kinds) and kinds[left.id][1]:  # a Tensor? argument
+                return f"{'!' if isinstance(op, ast.Is) else ''}mpsgen::given({left.id})"
             name = _name(left, kinds, optional=True)
             return f"{'!' if isinstance(op, ast.Is) else ''}{name}.has_value()"
         if isinstance(op, (ast.Eq, ast.NotEq)) and _is_dtype(left, kinds) and _is_dtype(right, kinds):

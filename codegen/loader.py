@@ -22,7 +22,7 @@ from .model import (DEFAULT_PARAM_TYPE, Check, Tolerance, PARAM_TYPES, Derivativ
 
 TOP_KEYS = {"namespace", "ops"}
 OP_KEYS = {"func", "functor", "dtypes", "reference", "opinfo", "xfail", "derivatives", "args", "kernel",
-           "alpha_check", "checks", "tolerances", "implements", "replaces"}
+           "alpha_check", "checks", "tolerances", "implements", "replaces", "given"}
 OVERLOAD_KEYS = {"func", "reference", "opinfo", "xfail", "derivatives"}
 # what a derivative formula may name besides the entry's arguments (mpsgen/torch_library.py)
 _NOT_DIFFERENTIABLE = ("{op} kernels produce only bool or integer results, which autograd does not "
@@ -32,7 +32,7 @@ REQUIRED_OP_KEYS = ("func", "functor", "dtypes", "reference")
 FAMILIES = {1: "unary", 2: "binary", 3: "ternary"}
 TENSOR = BaseType(BaseTy.Tensor)
 # schema argument types an entry may use: Tensors, and what the kernels read as params
-SUPPORTED_TYPES = ("Tensor", "Scalar", "Scalar?", "int", "int?", "float", "float?", "bool", "str", "str?")
+SUPPORTED_TYPES = ("Tensor", "Tensor?", "Scalar", "Scalar?", "int", "int?", "float", "float?", "bool", "str", "str?")
 # names the generated C++ and Python use for their own purposes
 RESERVED_ARG_NAMES = {"out", "grad", "result", "iter", "common", "params", "ctx", "kernel", "torch", "math",
                       "lib", "self_", "inputs", "output"}
@@ -192,9 +192,13 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
             errors.add(line_of("args"), label, "args", "a Scalar overload runs its op's kernels; 'args' belongs there")
     elif family is not None and not is_overload:
         params, selector = _check_args(entry.get("args"), schema_args(schema), family, label, line_of("args"), errors)
-    kernels = selector.kernels if selector else [kernel]
+    n_given_errors = len(errors.messages)
+    given = _check_given(entry, schema_args(schema), bool(params or selector), label, line_of, errors) \
+        if family is not None and not is_overload else ()
+    given_ok = len(errors.messages) == n_given_errors  # else the functors' names cannot be known
+    kernels = selector.kernels if selector else list(dict.fromkeys(k for _, k in given)) if given else [kernel]
     functor = _check_functor(entry.get("functor"), kernels, label, line_of("functor"), errors) \
-        if "functor" in entry and kernel else None
+        if "functor" in entry and kernel and given_ok else None
     opmath_ok = family in OPMATH_FAMILIES and (family == "ternary" or not params)
     registrations = _check_dtypes(entry.get("dtypes"), family, opmath_ok, label, line_of("dtypes"), errors) \
         if "dtypes" in entry else ()
@@ -236,7 +240,8 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
         return None
     op = Op(schema=schema, reference=reference, opinfo=opinfo, xfails=xfails, loc=loc,
             derivatives=derivatives or (), name=kernel, family=family, functor=functor,
-            registrations=registrations, params=params, selector=selector, alpha_check=alpha_check, checks=checks,
+            registrations=registrations, params=params, selector=selector, given=given, alpha_check=alpha_check,
+            checks=checks,
             tolerances=tolerances, implements=implements, replaces=replaces, aten_variants=aten_variants,
             functor_line=_functor_line(entry["functor"], line_of("functor")))
     if op.derivatives and not op.differentiable:
@@ -415,6 +420,10 @@ def _check_schema(schema: FunctionSchema, name: str, line: int, errors: _Errors,
         elif a.type == TENSOR and (a.default is not None or a in args.flat_kwarg_only):
             errors.add(line, name, "func", f"Tensor argument '{a.name}' must be positional, without a default")
             ok = False
+        elif str(a.type) == "Tensor?" and (a.default not in (None, "None") or a in args.flat_kwarg_only):
+            errors.add(line, name, "func", f"Tensor? argument '{a.name}' must be positional, with no default "
+                       "or None")
+            ok = False
         elif a.name in RESERVED_ARG_NAMES or names.check_cpp_name(a.name):
             why = names.check_cpp_name(a.name) or f"a name the generated code uses ({', '.join(sorted(RESERVED_ARG_NAMES))})"
             errors.add(line, name, "func", f"argument name '{a.name}' is reserved: {why}; rename it")
@@ -429,10 +438,10 @@ def _check_schema(schema: FunctionSchema, name: str, line: int, errors: _Errors,
         ok = False
     if not ok or is_overload:
         return None  # an overload is checked against its op's schema
-    tensors = [a for a in every if a.type == TENSOR]
-    if len(tensors) not in FAMILIES:
-        errors.add(line, name, "func",
-                   f"expected 1 (unary), 2 (binary) or 3 (ternary) Tensor arguments, got {len(tensors)}")
+    tensors = [a for a in every if str(a.type) in ("Tensor", "Tensor?")]
+    if len(tensors) not in FAMILIES or tensors[0].type != TENSOR:
+        errors.add(line, name, "func", f"expected 1 (unary), 2 (binary) or 3 (ternary) Tensor arguments, the "
+                   f"first of them not optional, got {', '.join(str(a.type) for a in tensors) or 'none'}")
         return None
     if sum(str(a.type).startswith("str") for a in every) > 1:
         errors.add(line, name, "func", "at most one 'str' argument may choose the functor")
@@ -497,6 +506,57 @@ def _check_args(spec, op_args, family, label, line, errors) -> tuple[tuple[Param
         else:
             params.append(Param(a.name, a.kind, a.optional, metal, promotes))
     return tuple(params), selector
+
+
+_GIVEN_EXAMPLE = "{min max: clamp_tensor, min: clamp_tensor_min, max: clamp_tensor_max}"
+
+
+def _check_given(entry, op_args, has_params, label, line_of, errors) -> tuple[tuple[tuple[str, ...], str], ...]:
+    """`given:` of an op with `Tensor?` arguments: for each combination of them given (a key
+    naming them, separated by spaces or commas; `null` for none), the kernel that runs. It
+    reads the required Tensors and the given ones, in schema order: one, two or three
+    Tensors select the unary, binary or ternary kernel shapes."""
+    optional = [a.name for a in op_args if a.kind == "Tensor" and a.optional]
+    line = line_of("given")
+    if not optional:
+        if "given" in entry:
+            errors.add(line, label, "given", "only an op with 'Tensor?' arguments selects its kernel by the "
+                       "ones given; this schema has none")
+        return ()
+    spec = entry.get("given")
+    if not isinstance(spec, dict) or not spec:
+        errors.add(line, label, "given", f"the schema's Tensor? arguments ({', '.join(optional)}) need the kernel "
+                   f"each combination given runs, e.g. given: {_GIVEN_EXAMPLE}")
+        return ()
+    if has_params:
+        errors.add(line, label, "given", "an op that selects its kernel by its Tensor? arguments takes no "
+                   "Scalar, int, float, bool or str arguments (not supported yet)")
+        return ()
+    found, seen = [], {}
+    for key, kernel in spec.items():
+        names_given = [] if key is None else re.split(r"[\s,]+", key.strip()) if isinstance(key, str) else None
+        if names_given is None or any(n not in optional for n in names_given) or \
+                len(set(names_given)) != len(names_given):
+            errors.add(line, label, "given", f"key {yaml_source.key_name(key)}: expected the Tensor? arguments "
+                       f"given, separated by spaces ({', '.join(optional)}), or null for none")
+            continue
+        combo = tuple(n for n in optional if n in names_given)  # schema order
+        if combo in seen:
+            errors.add(line, label, "given", f"keys {seen[combo]!r} and {key!r} name the same arguments")
+            continue
+        seen[combo] = key
+        if not isinstance(kernel, str) or not _IDENT.fullmatch(kernel):
+            errors.add(line, label, "given", f"{key!r} must name a kernel (a C++ identifier; its functor is "
+                       f"'<kernel>_functor'), got {kernel!r}")
+            continue
+        found.append((combo, kernel))
+    families = {}
+    for combo, kernel in found:
+        n = sum(a.kind == "Tensor" and not a.optional for a in op_args) + len(combo)
+        if families.setdefault(kernel, n) != n:
+            errors.add(line, label, "given", f"kernel {kernel!r} would read {families[kernel]} and {n} Tensors; "
+                       "a kernel has one shape")
+    return tuple(found)
 
 
 def _check_checks(spec, op_args, label, line, errors) -> tuple[Check, ...]:

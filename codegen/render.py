@@ -41,7 +41,7 @@ def _environment() -> jinja2.Environment:
     env.filters["py_string"] = repr
     env.globals.update(cpp_params=cpp_params, kernel_inputs=kernel_inputs, py_params=py_params,
                        saved_tensors=saved_tensors, saved_scalars=saved_scalars, param_fields=param_fields,
-                       param_values=param_values, params_type=params_type, cpp_args=cpp_args,
+                       param_values=param_values, params_type=params_type, cpp_args=cpp_args, kernel_args=kernel_args,
                        cpp_type=cpp_type)
     return env
 
@@ -57,12 +57,13 @@ def registrations(op: Op, kernel: str, r: Registration) -> list[str]:
     c10/metal/indexing.h macros, or support/metal/mpsgen/ternary_alpha.h's."""
     n, i, o = kernel, r.input, r.output
     opmath = "OPMATH_" if r.opmath else ""
+    family = op.kernel_family(kernel)
     if op.transport != "none":
         a = params_type(op, r)
-        return [f"REGISTER_{opmath}{op.family.upper()}_ALPHA_OP({n}, {i}, {a}, {o})"]
-    if op.family == "unary":
+        return [f"REGISTER_{opmath}{family.upper()}_ALPHA_OP({n}, {i}, {a}, {o})"]
+    if family == "unary":
         return [f"REGISTER_UNARY_OP({n}, {i}, {o})"]
-    if op.family == "ternary":
+    if family == "ternary":
         return [f"REGISTER_{opmath}TERNARY_OP({n}, {i}, {o})"]
     lines = [f"REGISTER_{opmath}BINARY_OP({n}, {i}, {o})"]
     if op.bool_output:
@@ -105,7 +106,7 @@ def param_values(op: Op) -> list[str]:
     return values
 
 
-_CPP_TYPE = {"Tensor": "const at::Tensor&", "Scalar": "const at::Scalar&", "Scalar?": "const std::optional<at::Scalar>&",
+_CPP_TYPE = {"Tensor": "const at::Tensor&", "Tensor?": "const std::optional<at::Tensor>&", "Scalar": "const at::Scalar&", "Scalar?": "const std::optional<at::Scalar>&",
              "int": "int64_t", "int?": "std::optional<int64_t>", "float": "double", "float?": "std::optional<double>",
              "bool": "bool", "str": "c10::string_view", "str?": "std::optional<c10::string_view>"}
 
@@ -127,17 +128,25 @@ def cpp_params(entry: Entry, inplace: bool = False) -> str:
     return ", ".join(params)
 
 
+def kernel_args(op: Op) -> list:
+    """The arguments the op's kernel function takes besides the iterator: the non-Tensor
+    ones, and the `Tensor?` ones, whose presence selects the kernel."""
+    return [a for a in op.args if a.kind != "Tensor" or a.optional]
+
+
 def cpp_args(op: Op) -> str:
-    """The op's non-Tensor arguments, passed on to its kernel function."""
-    return "".join(f", {a.name}" for a in op.args if a.kind != "Tensor")
+    """The op's kernel arguments (kernel_args), passed on to its kernel function."""
+    return "".join(f", {a.name}" for a in kernel_args(op))
 
 
 def kernel_inputs(op: Op, entry: Entry) -> str:
-    """The op's tensor inputs, a Scalar overload's Scalars wrapped as torch wraps them."""
+    """The op's tensor inputs, a Scalar overload's Scalars wrapped as torch wraps them;
+    for an op with `Tensor?` arguments, the ones given."""
     scalars = entry.scalar_args if isinstance(entry, Overload) else ()
-    return "{" + ", ".join(
+    listed = "{" + ", ".join(
         f"at::native::wrapped_scalar_tensor({n})" if n in scalars else n for n in op.tensor_args
     ) + "}"
+    return f"mpsgen::given_tensors({listed})" if op.optional_tensor_args else listed
 
 
 def py_params(entry: Entry) -> str:

@@ -43,6 +43,6 @@ at::Tensor& lerp_Tensor_inplace_cpu(at::Tensor& self, const at::Tensor& end, con
 
 TORCH_LIBRARY_IMPL(mpsgen, CPU, m) {
   m.impl("lerp.Tensor", &lerp_Tensor_cpu);
-  m.impl("lerp.out", &lerp_Tensor_out_cpu);
+  m.impl("lerp.Tensor_out", &lerp_Tensor_out_cpu);
   m.impl("lerp_.Tensor", &lerp_Tensor_inplace_cpu);
 }

@@ -45,6 +45,6 @@ at::Tensor& lerp_Tensor_inplace_mps(at::Tensor& self, const at::Tensor& end, con
 
 TORCH_LIBRARY_IMPL(mpsgen, MPS, m) {
   m.impl("lerp.Tensor", &lerp_Tensor_mps);
-  m.impl("lerp.out", &lerp_Tensor_out_mps);
+  m.impl("lerp.Tensor_out", &lerp_Tensor_out_mps);
   m.impl("lerp_.Tensor", &lerp_Tensor_inplace_mps);
 }

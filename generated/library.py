@@ -843,7 +843,7 @@ def lerp_Tensor_backward(ctx, grad):
 
 torch.library.register_autograd("mpsgen::lerp.Tensor", lerp_Tensor_backward,
                                 setup_context=lerp_Tensor_setup_context, lib=lib)
-register_variants(lib, "lerp.Tensor", out="lerp.out", inplace="lerp_.Tensor")
+register_variants(lib, "lerp.Tensor", out="lerp.Tensor_out", inplace="lerp_.Tensor")
 
 
 # ---- lerp_scalar: ops.yaml:326 ----
@@ -1061,9 +1061,57 @@ torch.library.register_autograd("mpsgen::clamp", clamp_backward,
 register_variants(lib, "clamp", out="clamp.out", inplace="clamp_")
 
 
-# ---- nan_to_num: ops.yaml:426 ----
+# ---- clamp_tensor: ops.yaml:429 ----
+clamp_tensor_spec = Spec(
+    "mpsgen::clamp", "ops.yaml:429", inputs=["self", "min", "max"], int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+        torch.int64: torch.int64,
+        torch.int32: torch.int32,
+        torch.int16: torch.int16,
+        torch.uint8: torch.uint8,
+        torch.int8: torch.int8,
+    },
+    alpha_checks=False,
+    optional=["min", "max"],
+    given=[["min", "max"], ["min"], ["max"]],
+    given_message='no kernel for the Tensor? arguments given (min, max); ops.yaml:429 has kernels for: min, max; min; max',
+)
+
+
+# ops.yaml:429: clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+@torch.library.register_fake("mpsgen::clamp.Tensor", lib=lib)
+def clamp_Tensor_fake(self, min=None, max=None):
+    check_defined(clamp_tensor_spec, [self, min, max])
+    if not (min is not None or max is not None):  # ops.yaml:436
+        raise RuntimeError(f"mpsgen::clamp: torch.clamp: At least one of 'min' or 'max' must not be None")
+    return fake_elementwise(clamp_tensor_spec, [self, min, max])
+
+
+def clamp_Tensor_setup_context(ctx, inputs, output):
+    self, min, max, = inputs
+    ctx.save_for_backward(self, min, max)
+
+
+def clamp_Tensor_backward(ctx, grad):
+    self, min, max, = ctx.saved_tensors
+    return (
+        torch.where(((self >= min) if min is not None else True) & ((self <= max) if max is not None else True), grad, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:442
+        torch.where(((self < min) & (min < max)) if max is not None else (self < min), grad, 0) if 1 < len(ctx.needs_input_grad) and ctx.needs_input_grad[1] else None,  # min: ops.yaml:443 (not passed: no entry)
+        torch.where(((self > max) | (max < min)) if min is not None else (self > max), grad, 0) if 2 < len(ctx.needs_input_grad) and ctx.needs_input_grad[2] else None,  # max: ops.yaml:444 (not passed: no entry)
+    )
+
+
+torch.library.register_autograd("mpsgen::clamp.Tensor", clamp_Tensor_backward,
+                                setup_context=clamp_Tensor_setup_context, lib=lib)
+register_variants(lib, "clamp.Tensor", out="clamp.Tensor_out", inplace="clamp_.Tensor")
+
+
+# ---- nan_to_num: ops.yaml:467 ----
 nan_to_num_spec = Spec(
-    "mpsgen::nan_to_num", "ops.yaml:426", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::nan_to_num", "ops.yaml:467", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1073,7 +1121,7 @@ nan_to_num_spec = Spec(
 )
 
 
-# ops.yaml:426: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+# ops.yaml:467: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
 @torch.library.register_fake("mpsgen::nan_to_num", lib=lib)
 def nan_to_num_fake(self, nan=None, posinf=None, neginf=None):
     return fake_elementwise(nan_to_num_spec, [self])
@@ -1087,7 +1135,7 @@ def nan_to_num_setup_context(ctx, inputs, output):
 def nan_to_num_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        grad * self.isfinite() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:430
+        grad * self.isfinite() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:471
         None,  # nan: a Scalar
         None,  # posinf: a Scalar
         None,  # neginf: a Scalar
@@ -1099,9 +1147,9 @@ torch.library.register_autograd("mpsgen::nan_to_num", nan_to_num_backward,
 register_variants(lib, "nan_to_num", out="nan_to_num.out", inplace="nan_to_num_")
 
 
-# ---- threshold: ops.yaml:446 ----
+# ---- threshold: ops.yaml:487 ----
 threshold_spec = Spec(
-    "mpsgen::threshold", "ops.yaml:446", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::threshold", "ops.yaml:487", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1116,7 +1164,7 @@ threshold_spec = Spec(
 )
 
 
-# ops.yaml:446: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor
+# ops.yaml:487: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor
 @torch.library.register_fake("mpsgen::threshold", lib=lib)
 def threshold_fake(self, threshold, value):
     return fake_elementwise(threshold_spec, [self])
@@ -1132,7 +1180,7 @@ def threshold_backward(ctx, grad):
     self, = ctx.saved_tensors
     threshold = ctx.threshold
     return (
-        grad * (self > threshold) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:451
+        grad * (self > threshold) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:492
         None,  # threshold: a Scalar
         None,  # value: a Scalar
     )
@@ -1143,9 +1191,9 @@ torch.library.register_autograd("mpsgen::threshold", threshold_backward,
 register_variants(lib, "threshold", out="threshold.out", inplace="threshold_")
 
 
-# ---- softplus: ops.yaml:458 ----
+# ---- softplus: ops.yaml:499 ----
 softplus_spec = Spec(
-    "mpsgen::softplus", "ops.yaml:458", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::softplus", "ops.yaml:499", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1155,7 +1203,7 @@ softplus_spec = Spec(
 )
 
 
-# ops.yaml:458: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+# ops.yaml:499: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
 @torch.library.register_fake("mpsgen::softplus", lib=lib)
 def softplus_fake(self, beta=1, threshold=20):
     return fake_elementwise(softplus_spec, [self])
@@ -1173,7 +1221,7 @@ def softplus_backward(ctx, grad):
     beta = ctx.beta
     threshold = ctx.threshold
     return (
-        torch.ops.aten.softplus_backward(grad, self, beta, threshold) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:464
+        torch.ops.aten.softplus_backward(grad, self, beta, threshold) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:505
         None,  # beta: a Scalar
         None,  # threshold: a Scalar
     )
@@ -1184,9 +1232,9 @@ torch.library.register_autograd("mpsgen::softplus", softplus_backward,
 register_variants(lib, "softplus", out="softplus.out", inplace="softplus_")
 
 
-# ---- hardtanh: ops.yaml:472 ----
+# ---- hardtanh: ops.yaml:513 ----
 hardtanh_spec = Spec(
-    "mpsgen::hardtanh", "ops.yaml:472", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::hardtanh", "ops.yaml:513", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1196,7 +1244,7 @@ hardtanh_spec = Spec(
 )
 
 
-# ops.yaml:472: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor
+# ops.yaml:513: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor
 @torch.library.register_fake("mpsgen::hardtanh", lib=lib)
 def hardtanh_fake(self, min_val=-1, max_val=1):
     return fake_elementwise(hardtanh_spec, [self])
@@ -1214,7 +1262,7 @@ def hardtanh_backward(ctx, grad):
     min_val = ctx.min_val
     max_val = ctx.max_val
     return (
-        grad * ((self > min_val) & (self < max_val)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:477
+        grad * ((self > min_val) & (self < max_val)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:518
         None,  # min_val: a Scalar
         None,  # max_val: a Scalar
     )
@@ -1225,9 +1273,9 @@ torch.library.register_autograd("mpsgen::hardtanh", hardtanh_backward,
 register_variants(lib, "hardtanh", out="hardtanh.out", inplace="hardtanh_")
 
 
-# ---- round_decimals: ops.yaml:485 ----
+# ---- round_decimals: ops.yaml:526 ----
 round_decimals_spec = Spec(
-    "mpsgen::round", "ops.yaml:485", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::round", "ops.yaml:526", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1237,7 +1285,7 @@ round_decimals_spec = Spec(
 )
 
 
-# ops.yaml:485: round.decimals(Tensor self, *, int decimals) -> Tensor
+# ops.yaml:526: round.decimals(Tensor self, *, int decimals) -> Tensor
 @torch.library.register_fake("mpsgen::round.decimals", lib=lib)
 def round_decimals_fake(self, *, decimals):
     return fake_elementwise(round_decimals_spec, [self])
@@ -1250,7 +1298,7 @@ def round_decimals_setup_context(ctx, inputs, keyword_only_inputs, output):
 
 def round_decimals_backward(ctx, grad):
     return (
-        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:491
+        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:532
     )
 
 
@@ -1259,9 +1307,9 @@ torch.library.register_autograd("mpsgen::round.decimals", round_decimals_backwar
 register_variants(lib, "round.decimals", out="round.decimals_out", inplace="round_.decimals")
 
 
-# ---- gelu: ops.yaml:504 ----
+# ---- gelu: ops.yaml:545 ----
 gelu_spec = Spec(
-    "mpsgen::gelu", "ops.yaml:504", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::gelu", "ops.yaml:545", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1271,7 +1319,7 @@ gelu_spec = Spec(
 )
 
 
-# ops.yaml:504: gelu(Tensor self, *, str approximate='none') -> Tensor
+# ops.yaml:545: gelu(Tensor self, *, str approximate='none') -> Tensor
 @torch.library.register_fake("mpsgen::gelu", lib=lib)
 def gelu_fake(self, *, approximate='none'):
     return fake_elementwise(gelu_spec, [self], choice=("approximate", approximate, ['none', 'tanh']))
@@ -1288,7 +1336,7 @@ def gelu_backward(ctx, grad):
     self, = ctx.saved_tensors
     approximate = ctx.approximate
     return (
-        torch.ops.aten.gelu_backward(grad, self, approximate=approximate) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:511
+        torch.ops.aten.gelu_backward(grad, self, approximate=approximate) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:552
     )
 
 
@@ -1297,9 +1345,9 @@ torch.library.register_autograd("mpsgen::gelu", gelu_backward,
 register_variants(lib, "gelu", out="gelu.out", inplace="gelu_")
 
 
-# ---- leaky_relu_backward: ops.yaml:530 ----
+# ---- leaky_relu_backward: ops.yaml:571 ----
 leaky_relu_backward_spec = Spec(
-    "mpsgen::leaky_relu_backward", "ops.yaml:530", inputs=["grad_output", "self"], int_to_float=False, bool_output=False,
+    "mpsgen::leaky_relu_backward", "ops.yaml:571", inputs=["grad_output", "self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1309,11 +1357,11 @@ leaky_relu_backward_spec = Spec(
 )
 
 
-# ops.yaml:530: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor
+# ops.yaml:571: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor
 @torch.library.register_fake("mpsgen::leaky_relu_backward", lib=lib)
 def leaky_relu_backward_fake(grad_output, self, negative_slope, self_is_result):
     check_defined(leaky_relu_backward_spec, [grad_output, self])
-    if not (not self_is_result or negative_slope >= 0):  # ops.yaml:538
+    if not (not self_is_result or negative_slope >= 0):  # ops.yaml:579
         raise RuntimeError(f'mpsgen::leaky_relu_backward: In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. This is caused by calling in-place forward function with a negative slope, please call out-of-place version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu backward calculation with negative slope')
     return fake_elementwise(leaky_relu_backward_spec, [grad_output, self])
 
@@ -1328,8 +1376,8 @@ def leaky_relu_backward_backward(ctx, grad):
     self, = ctx.saved_tensors
     negative_slope = ctx.negative_slope
     return (
-        torch.ops.aten.leaky_relu_backward(grad, self, negative_slope, False) if ctx.needs_input_grad[0] else None,  # grad_output: ops.yaml:535
-        torch.zeros_like(self) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:536
+        torch.ops.aten.leaky_relu_backward(grad, self, negative_slope, False) if ctx.needs_input_grad[0] else None,  # grad_output: ops.yaml:576
+        torch.zeros_like(self) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:577
         None,  # negative_slope: a Scalar
         None,  # self_is_result: a Scalar
     )
@@ -1337,12 +1385,12 @@ def leaky_relu_backward_backward(ctx, grad):
 
 torch.library.register_autograd("mpsgen::leaky_relu_backward", leaky_relu_backward_backward,
                                 setup_context=leaky_relu_backward_setup_context, lib=lib)
-register_variants(lib, "leaky_relu_backward", out="leaky_relu_backward.out", inplace="leaky_relu_backward_")
+register_variants(lib, "leaky_relu_backward", out="leaky_relu_backward.grad_input", inplace="leaky_relu_backward_")
 
 
-# ---- eq: ops.yaml:549 ----
+# ---- eq: ops.yaml:590 ----
 eq_spec = Spec(
-    "mpsgen::eq", "ops.yaml:549", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::eq", "ops.yaml:590", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1360,15 +1408,15 @@ eq_spec = Spec(
 )
 
 
-# ops.yaml:549: eq.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:590: eq.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::eq.Tensor", lib=lib)
 def eq_Tensor_fake(self, other):
     return fake_elementwise(eq_spec, [self, other])
 register_not_differentiable(lib, "eq.Tensor")  # bool/integer results only
-register_variants(lib, "eq.Tensor", out="eq.out", inplace="eq_.Tensor")
+register_variants(lib, "eq.Tensor", out="eq.Tensor_out", inplace="eq_.Tensor")
 
 
-# ops.yaml:562: eq.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:603: eq.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::eq.Scalar", lib=lib)
 def eq_Scalar_fake(self, other):
     return fake_elementwise(eq_spec, [self, other])
@@ -1376,9 +1424,9 @@ register_not_differentiable(lib, "eq.Scalar")  # bool/integer results only
 register_variants(lib, "eq.Scalar", out="eq.Scalar_out", inplace="eq_.Scalar")
 
 
-# ---- ne: ops.yaml:564 ----
+# ---- ne: ops.yaml:605 ----
 ne_spec = Spec(
-    "mpsgen::ne", "ops.yaml:564", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::ne", "ops.yaml:605", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1396,17 +1444,17 @@ ne_spec = Spec(
 )
 
 
-# ops.yaml:564: ne.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:605: ne.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::ne.Tensor", lib=lib)
 def ne_Tensor_fake(self, other):
     return fake_elementwise(ne_spec, [self, other])
 register_not_differentiable(lib, "ne.Tensor")  # bool/integer results only
-register_variants(lib, "ne.Tensor", out="ne.out", inplace="ne_.Tensor")
+register_variants(lib, "ne.Tensor", out="ne.Tensor_out", inplace="ne_.Tensor")
 
 
-# ---- lt: ops.yaml:577 ----
+# ---- lt: ops.yaml:618 ----
 lt_spec = Spec(
-    "mpsgen::lt", "ops.yaml:577", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::lt", "ops.yaml:618", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1422,15 +1470,15 @@ lt_spec = Spec(
 )
 
 
-# ops.yaml:577: lt.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:618: lt.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::lt.Tensor", lib=lib)
 def lt_Tensor_fake(self, other):
     return fake_elementwise(lt_spec, [self, other])
 register_not_differentiable(lib, "lt.Tensor")  # bool/integer results only
-register_variants(lib, "lt.Tensor", out="lt.out", inplace="lt_.Tensor")
+register_variants(lib, "lt.Tensor", out="lt.Tensor_out", inplace="lt_.Tensor")
 
 
-# ops.yaml:586: lt.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:627: lt.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::lt.Scalar", lib=lib)
 def lt_Scalar_fake(self, other):
     return fake_elementwise(lt_spec, [self, other])
@@ -1438,9 +1486,9 @@ register_not_differentiable(lib, "lt.Scalar")  # bool/integer results only
 register_variants(lib, "lt.Scalar", out="lt.Scalar_out", inplace="lt_.Scalar")
 
 
-# ---- logical_and: ops.yaml:588 ----
+# ---- logical_and: ops.yaml:629 ----
 logical_and_spec = Spec(
-    "mpsgen::logical_and", "ops.yaml:588", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_and", "ops.yaml:629", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1457,7 +1505,7 @@ logical_and_spec = Spec(
 )
 
 
-# ops.yaml:588: logical_and(Tensor self, Tensor other) -> Tensor
+# ops.yaml:629: logical_and(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_and", lib=lib)
 def logical_and_fake(self, other):
     return fake_elementwise(logical_and_spec, [self, other])
@@ -1465,9 +1513,9 @@ register_not_differentiable(lib, "logical_and")  # bool/integer results only
 register_variants(lib, "logical_and", out="logical_and.out", inplace="logical_and_")
 
 
-# ---- isnan: ops.yaml:598 ----
+# ---- isnan: ops.yaml:639 ----
 isnan_spec = Spec(
-    "mpsgen::isnan", "ops.yaml:598", inputs=["self"], int_to_float=False, bool_output=True,
+    "mpsgen::isnan", "ops.yaml:639", inputs=["self"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1483,7 +1531,7 @@ isnan_spec = Spec(
 )
 
 
-# ops.yaml:598: isnan(Tensor self) -> Tensor
+# ops.yaml:639: isnan(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::isnan", lib=lib)
 def isnan_fake(self):
     return fake_elementwise(isnan_spec, [self])
@@ -1491,9 +1539,9 @@ register_not_differentiable(lib, "isnan")  # bool/integer results only
 register_variants(lib, "isnan", out="isnan.out", inplace="isnan_")
 
 
-# ---- neg: ops.yaml:612 ----
+# ---- neg: ops.yaml:653 ----
 neg_spec = Spec(
-    "mpsgen::neg", "ops.yaml:612", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::neg", "ops.yaml:653", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1510,11 +1558,11 @@ neg_spec = Spec(
 )
 
 
-# ops.yaml:612: neg(Tensor self) -> Tensor
+# ops.yaml:653: neg(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::neg", lib=lib)
 def neg_fake(self):
     check_defined(neg_spec, [self])
-    if not (self.dtype != torch.bool):  # ops.yaml:615
+    if not (self.dtype != torch.bool):  # ops.yaml:656
         raise RuntimeError(f'mpsgen::neg: Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')
     return fake_elementwise(neg_spec, [self])
 
@@ -1525,7 +1573,7 @@ def neg_setup_context(ctx, inputs, output):
 
 def neg_backward(ctx, grad):
     return (
-        -grad if ctx.needs_input_grad[0] else None,  # self: ops.yaml:619
+        -grad if ctx.needs_input_grad[0] else None,  # self: ops.yaml:660
     )
 
 
@@ -1534,9 +1582,9 @@ torch.library.register_autograd("mpsgen::neg", neg_backward,
 register_variants(lib, "neg", out="neg.out", inplace="neg_")
 
 
-# ---- abs: ops.yaml:627 ----
+# ---- abs: ops.yaml:668 ----
 abs_spec = Spec(
-    "mpsgen::abs", "ops.yaml:627", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::abs", "ops.yaml:668", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1553,7 +1601,7 @@ abs_spec = Spec(
 )
 
 
-# ops.yaml:627: abs(Tensor self) -> Tensor
+# ops.yaml:668: abs(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::abs", lib=lib)
 def abs_fake(self):
     return fake_elementwise(abs_spec, [self])
@@ -1567,7 +1615,7 @@ def abs_setup_context(ctx, inputs, output):
 def abs_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        grad * self.sgn() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:631
+        grad * self.sgn() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:672
     )
 
 
@@ -1576,9 +1624,9 @@ torch.library.register_autograd("mpsgen::abs", abs_backward,
 register_variants(lib, "abs", out="abs.out", inplace="abs_")
 
 
-# ---- polygamma: ops.yaml:659 ----
+# ---- polygamma: ops.yaml:700 ----
 polygamma_spec = Spec(
-    "mpsgen::polygamma", "ops.yaml:659", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::polygamma", "ops.yaml:700", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.bfloat16: torch.bfloat16,
@@ -1587,11 +1635,11 @@ polygamma_spec = Spec(
 )
 
 
-# ops.yaml:659: polygamma(int n, Tensor self) -> Tensor
+# ops.yaml:700: polygamma(int n, Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::polygamma", lib=lib)
 def polygamma_fake(n, self):
     check_defined(polygamma_spec, [self])
-    if not (n >= 0):  # ops.yaml:672
+    if not (n >= 0):  # ops.yaml:713
         raise RuntimeError(f'mpsgen::polygamma: polygamma(n, x) does not support negative n.')
     return fake_elementwise(polygamma_spec, [self])
 
@@ -1607,7 +1655,7 @@ def polygamma_backward(ctx, grad):
     n = ctx.n
     return (
         None,  # n: a Scalar
-        grad * torch.polygamma(n + 1, self) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:675
+        grad * torch.polygamma(n + 1, self) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:716
     )
 
 
@@ -1616,9 +1664,9 @@ torch.library.register_autograd("mpsgen::polygamma", polygamma_backward,
 register_variants(lib, "polygamma", out="polygamma.out", inplace="polygamma_", self_index=1)
 
 
-# ---- div: ops.yaml:688 ----
+# ---- div: ops.yaml:729 ----
 div_spec = Spec(
-    "mpsgen::div", "ops.yaml:688", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::div", "ops.yaml:729", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1628,7 +1676,7 @@ div_spec = Spec(
 )
 
 
-# ops.yaml:688: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+# ops.yaml:729: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
 @torch.library.register_fake("mpsgen::div.Tensor_mode", lib=lib)
 def div_Tensor_mode_fake(self, other, *, rounding_mode):
     return fake_elementwise(div_spec, [self, other], choice=("rounding_mode", rounding_mode, ['None', 'trunc', 'floor']))
@@ -1645,19 +1693,19 @@ def div_Tensor_mode_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     rounding_mode = ctx.rounding_mode
     return (
-        (grad / conj(other) if rounding_mode is None else torch.zeros_like(grad)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:695
-        (-grad * conj((self / other) / other) if rounding_mode is None else torch.zeros_like(grad)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:696
+        (grad / conj(other) if rounding_mode is None else torch.zeros_like(grad)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:736
+        (-grad * conj((self / other) / other) if rounding_mode is None else torch.zeros_like(grad)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:737
     )
 
 
 torch.library.register_autograd("mpsgen::div.Tensor_mode", div_Tensor_mode_backward,
                                 setup_context=div_Tensor_mode_setup_context, lib=lib)
-register_variants(lib, "div.Tensor_mode", out="div.Tensor_mode_out", inplace="div_.Tensor_mode")
+register_variants(lib, "div.Tensor_mode", out="div.out_mode", inplace="div_.Tensor_mode")
 
 
-# ---- polar: ops.yaml:736 ----
+# ---- polar: ops.yaml:777 ----
 polar_spec = Spec(
-    "mpsgen::polar", "ops.yaml:736", inputs=["abs", "angle"], int_to_float=False, bool_output=False,
+    "mpsgen::polar", "ops.yaml:777", inputs=["abs", "angle"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
     },
@@ -1665,11 +1713,11 @@ polar_spec = Spec(
 )
 
 
-# ops.yaml:736: polar(Tensor abs, Tensor angle) -> Tensor
+# ops.yaml:777: polar(Tensor abs, Tensor angle) -> Tensor
 @torch.library.register_fake("mpsgen::polar", lib=lib)
 def polar_fake(abs, angle):
     check_defined(polar_spec, [abs, angle])
-    if not (abs.dtype == angle.dtype):  # ops.yaml:740
+    if not (abs.dtype == angle.dtype):  # ops.yaml:781
         raise RuntimeError(f'mpsgen::polar: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(polar_spec, [abs, angle])
 
@@ -1683,8 +1731,8 @@ def polar_setup_context(ctx, inputs, output):
 def polar_backward(ctx, grad):
     result, = ctx.saved_tensors
     return (
-        torch.real(grad.conj() * torch.sgn(result)) if ctx.needs_input_grad[0] else None,  # abs: ops.yaml:743
-        torch.real(grad.conj() * result * 1j) if ctx.needs_input_grad[1] else None,  # angle: ops.yaml:744
+        torch.real(grad.conj() * torch.sgn(result)) if ctx.needs_input_grad[0] else None,  # abs: ops.yaml:784
+        torch.real(grad.conj() * result * 1j) if ctx.needs_input_grad[1] else None,  # angle: ops.yaml:785
     )
 
 
@@ -1693,9 +1741,9 @@ torch.library.register_autograd("mpsgen::polar", polar_backward,
 register_variants(lib, "polar", out="polar.out", inplace="polar_")
 
 
-# ---- complex: ops.yaml:751 ----
+# ---- complex: ops.yaml:792 ----
 complex_spec = Spec(
-    "mpsgen::complex", "ops.yaml:751", inputs=["real", "imag"], int_to_float=False, bool_output=False,
+    "mpsgen::complex", "ops.yaml:792", inputs=["real", "imag"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
     },
@@ -1703,11 +1751,11 @@ complex_spec = Spec(
 )
 
 
-# ops.yaml:751: complex(Tensor real, Tensor imag) -> Tensor
+# ops.yaml:792: complex(Tensor real, Tensor imag) -> Tensor
 @torch.library.register_fake("mpsgen::complex", lib=lib)
 def complex_fake(real, imag):
     check_defined(complex_spec, [real, imag])
-    if not (real.dtype == imag.dtype):  # ops.yaml:755
+    if not (real.dtype == imag.dtype):  # ops.yaml:796
         raise RuntimeError(f'mpsgen::complex: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(complex_spec, [real, imag])
 
@@ -1718,8 +1766,8 @@ def complex_setup_context(ctx, inputs, output):
 
 def complex_backward(ctx, grad):
     return (
-        torch.real(grad) if ctx.needs_input_grad[0] else None,  # real: ops.yaml:758
-        torch.imag(grad) if ctx.needs_input_grad[1] else None,  # imag: ops.yaml:759
+        torch.real(grad) if ctx.needs_input_grad[0] else None,  # real: ops.yaml:799
+        torch.imag(grad) if ctx.needs_input_grad[1] else None,  # imag: ops.yaml:800
     )
 
 
@@ -1728,9 +1776,9 @@ torch.library.register_autograd("mpsgen::complex", complex_backward,
 register_variants(lib, "complex", out="complex.out", inplace="complex_")
 
 
-# ---- angle: ops.yaml:766 ----
+# ---- angle: ops.yaml:807 ----
 angle_spec = Spec(
-    "mpsgen::angle", "ops.yaml:766", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::angle", "ops.yaml:807", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1747,7 +1795,7 @@ angle_spec = Spec(
 )
 
 
-# ops.yaml:766: angle(Tensor self) -> Tensor
+# ops.yaml:807: angle(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::angle", lib=lib)
 def angle_fake(self):
     return fake_elementwise(angle_spec, [self])
@@ -1761,7 +1809,7 @@ def angle_setup_context(ctx, inputs, output):
 def angle_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        (torch.where(self == 0, 0, grad * self / self.abs().pow(2) * 1j) if self.is_complex() else torch.zeros_like(self)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:770
+        (torch.where(self == 0, 0, grad * self / self.abs().pow(2) * 1j) if self.is_complex() else torch.zeros_like(self)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:811
     )
 
 
@@ -1770,9 +1818,9 @@ torch.library.register_autograd("mpsgen::angle", angle_backward,
 register_variants(lib, "angle", out="angle.out", inplace="angle_")
 
 
-# ---- cos: ops.yaml:787 ----
+# ---- cos: ops.yaml:828 ----
 cos_spec = Spec(
-    "mpsgen::cos", "ops.yaml:787", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::cos", "ops.yaml:828", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1788,7 +1836,7 @@ cos_spec = Spec(
 )
 
 
-# ops.yaml:787: cos(Tensor self) -> Tensor
+# ops.yaml:828: cos(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::cos", lib=lib)
 def cos_fake(self):
     return fake_elementwise(cos_spec, [self])
@@ -1802,7 +1850,7 @@ def cos_setup_context(ctx, inputs, output):
 def cos_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        grad * -conj(self.sin()) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:791
+        grad * -conj(self.sin()) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:832
     )
 
 
@@ -1811,9 +1859,9 @@ torch.library.register_autograd("mpsgen::cos", cos_backward,
 register_variants(lib, "cos", out="cos.out", inplace="cos_")
 
 
-# ---- tan: ops.yaml:800 ----
+# ---- tan: ops.yaml:841 ----
 tan_spec = Spec(
-    "mpsgen::tan", "ops.yaml:800", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::tan", "ops.yaml:841", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1829,7 +1877,7 @@ tan_spec = Spec(
 )
 
 
-# ops.yaml:800: tan(Tensor self) -> Tensor
+# ops.yaml:841: tan(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tan", lib=lib)
 def tan_fake(self):
     return fake_elementwise(tan_spec, [self])
@@ -1844,7 +1892,7 @@ def tan_setup_context(ctx, inputs, output):
 def tan_backward(ctx, grad):
     result, = ctx.saved_tensors
     return (
-        grad * (1 + result.pow(2)).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:804
+        grad * (1 + result.pow(2)).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:845
     )
 
 
@@ -1853,9 +1901,9 @@ torch.library.register_autograd("mpsgen::tan", tan_backward,
 register_variants(lib, "tan", out="tan.out", inplace="tan_")
 
 
-# ---- tanh: ops.yaml:813 ----
+# ---- tanh: ops.yaml:854 ----
 tanh_spec = Spec(
-    "mpsgen::tanh", "ops.yaml:813", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::tanh", "ops.yaml:854", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1871,7 +1919,7 @@ tanh_spec = Spec(
 )
 
 
-# ops.yaml:813: tanh(Tensor self) -> Tensor
+# ops.yaml:854: tanh(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tanh", lib=lib)
 def tanh_fake(self):
     return fake_elementwise(tanh_spec, [self])
@@ -1886,7 +1934,7 @@ def tanh_setup_context(ctx, inputs, output):
 def tanh_backward(ctx, grad):
     result, = ctx.saved_tensors
     return (
-        torch.ops.aten.tanh_backward(grad, result) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:817
+        torch.ops.aten.tanh_backward(grad, result) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:858
     )
 
 
@@ -1895,9 +1943,9 @@ torch.library.register_autograd("mpsgen::tanh", tanh_backward,
 register_variants(lib, "tanh", out="tanh.out", inplace="tanh_")
 
 
-# ---- log: ops.yaml:826 ----
+# ---- log: ops.yaml:867 ----
 log_spec = Spec(
-    "mpsgen::log", "ops.yaml:826", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::log", "ops.yaml:867", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1913,7 +1961,7 @@ log_spec = Spec(
 )
 
 
-# ops.yaml:826: log(Tensor self) -> Tensor
+# ops.yaml:867: log(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log", lib=lib)
 def log_fake(self):
     return fake_elementwise(log_spec, [self])
@@ -1927,7 +1975,7 @@ def log_setup_context(ctx, inputs, output):
 def log_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        grad / conj(self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:830
+        grad / conj(self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:871
     )
 
 
@@ -1936,9 +1984,9 @@ torch.library.register_autograd("mpsgen::log", log_backward,
 register_variants(lib, "log", out="log.out", inplace="log_")
 
 
-# ---- log1p: ops.yaml:839 ----
+# ---- log1p: ops.yaml:880 ----
 log1p_spec = Spec(
-    "mpsgen::log1p", "ops.yaml:839", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::log1p", "ops.yaml:880", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1954,7 +2002,7 @@ log1p_spec = Spec(
 )
 
 
-# ops.yaml:839: log1p(Tensor self) -> Tensor
+# ops.yaml:880: log1p(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log1p", lib=lib)
 def log1p_fake(self):
     return fake_elementwise(log1p_spec, [self])
@@ -1968,7 +2016,7 @@ def log1p_setup_context(ctx, inputs, output):
 def log1p_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        grad / (self + 1).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:843
+        grad / (self + 1).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:884
     )
 
 
@@ -1977,9 +2025,9 @@ torch.library.register_autograd("mpsgen::log1p", log1p_backward,
 register_variants(lib, "log1p", out="log1p.out", inplace="log1p_")
 
 
-# ---- expm1: ops.yaml:858 ----
+# ---- expm1: ops.yaml:899 ----
 expm1_spec = Spec(
-    "mpsgen::expm1", "ops.yaml:858", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::expm1", "ops.yaml:899", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1995,7 +2043,7 @@ expm1_spec = Spec(
 )
 
 
-# ops.yaml:858: expm1(Tensor self) -> Tensor
+# ops.yaml:899: expm1(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::expm1", lib=lib)
 def expm1_fake(self):
     return fake_elementwise(expm1_spec, [self])
@@ -2010,7 +2058,7 @@ def expm1_setup_context(ctx, inputs, output):
 def expm1_backward(ctx, grad):
     result, = ctx.saved_tensors
     return (
-        grad * (result.conj() + 1) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:862
+        grad * (result.conj() + 1) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:903
     )
 
 
@@ -2019,9 +2067,9 @@ torch.library.register_autograd("mpsgen::expm1", expm1_backward,
 register_variants(lib, "expm1", out="expm1.out", inplace="expm1_")
 
 
-# ---- rsqrt: ops.yaml:874 ----
+# ---- rsqrt: ops.yaml:915 ----
 rsqrt_spec = Spec(
-    "mpsgen::rsqrt", "ops.yaml:874", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::rsqrt", "ops.yaml:915", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2037,7 +2085,7 @@ rsqrt_spec = Spec(
 )
 
 
-# ops.yaml:874: rsqrt(Tensor self) -> Tensor
+# ops.yaml:915: rsqrt(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::rsqrt", lib=lib)
 def rsqrt_fake(self):
     return fake_elementwise(rsqrt_spec, [self])
@@ -2051,7 +2099,7 @@ def rsqrt_setup_context(ctx, inputs, output):
 def rsqrt_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        -0.5 * grad * self.rsqrt().pow(3).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:878
+        -0.5 * grad * self.rsqrt().pow(3).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:919
     )
 
 
@@ -2060,9 +2108,9 @@ torch.library.register_autograd("mpsgen::rsqrt", rsqrt_backward,
 register_variants(lib, "rsqrt", out="rsqrt.out", inplace="rsqrt_")
 
 
-# ---- i0: ops.yaml:887 ----
+# ---- i0: ops.yaml:928 ----
 i0_spec = Spec(
-    "mpsgen::i0", "ops.yaml:887", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::i0", "ops.yaml:928", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2078,7 +2126,7 @@ i0_spec = Spec(
 )
 
 
-# ops.yaml:887: i0(Tensor self) -> Tensor
+# ops.yaml:928: i0(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::i0", lib=lib)
 def i0_fake(self):
     return fake_elementwise(i0_spec, [self])
@@ -2092,7 +2140,7 @@ def i0_setup_context(ctx, inputs, output):
 def i0_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        grad * torch.special.i1(self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:891
+        grad * torch.special.i1(self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:932
     )
 
 
@@ -2101,9 +2149,9 @@ torch.library.register_autograd("mpsgen::i0", i0_backward,
 register_variants(lib, "i0", out="i0.out", inplace="i0_")
 
 
-# ---- reciprocal: ops.yaml:900 ----
+# ---- reciprocal: ops.yaml:941 ----
 reciprocal_spec = Spec(
-    "mpsgen::reciprocal", "ops.yaml:900", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::reciprocal", "ops.yaml:941", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2119,7 +2167,7 @@ reciprocal_spec = Spec(
 )
 
 
-# ops.yaml:900: reciprocal(Tensor self) -> Tensor
+# ops.yaml:941: reciprocal(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::reciprocal", lib=lib)
 def reciprocal_fake(self):
     return fake_elementwise(reciprocal_spec, [self])
@@ -2134,7 +2182,7 @@ def reciprocal_setup_context(ctx, inputs, output):
 def reciprocal_backward(ctx, grad):
     result, = ctx.saved_tensors
     return (
-        -grad * (result * result).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:904
+        -grad * (result * result).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:945
     )
 
 
@@ -2143,9 +2191,9 @@ torch.library.register_autograd("mpsgen::reciprocal", reciprocal_backward,
 register_variants(lib, "reciprocal", out="reciprocal.out", inplace="reciprocal_")
 
 
-# ---- floor: ops.yaml:914 ----
+# ---- floor: ops.yaml:955 ----
 floor_spec = Spec(
-    "mpsgen::floor", "ops.yaml:914", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::floor", "ops.yaml:955", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2160,7 +2208,7 @@ floor_spec = Spec(
 )
 
 
-# ops.yaml:914: floor(Tensor self) -> Tensor
+# ops.yaml:955: floor(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::floor", lib=lib)
 def floor_fake(self):
     return fake_elementwise(floor_spec, [self])
@@ -2172,7 +2220,7 @@ def floor_setup_context(ctx, inputs, output):
 
 def floor_backward(ctx, grad):
     return (
-        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:918
+        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:959
     )
 
 
@@ -2181,9 +2229,9 @@ torch.library.register_autograd("mpsgen::floor", floor_backward,
 register_variants(lib, "floor", out="floor.out", inplace="floor_")
 
 
-# ---- ceil: ops.yaml:929 ----
+# ---- ceil: ops.yaml:970 ----
 ceil_spec = Spec(
-    "mpsgen::ceil", "ops.yaml:929", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::ceil", "ops.yaml:970", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2198,7 +2246,7 @@ ceil_spec = Spec(
 )
 
 
-# ops.yaml:929: ceil(Tensor self) -> Tensor
+# ops.yaml:970: ceil(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::ceil", lib=lib)
 def ceil_fake(self):
     return fake_elementwise(ceil_spec, [self])
@@ -2210,7 +2258,7 @@ def ceil_setup_context(ctx, inputs, output):
 
 def ceil_backward(ctx, grad):
     return (
-        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:933
+        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:974
     )
 
 
@@ -2219,9 +2267,9 @@ torch.library.register_autograd("mpsgen::ceil", ceil_backward,
 register_variants(lib, "ceil", out="ceil.out", inplace="ceil_")
 
 
-# ---- trunc: ops.yaml:944 ----
+# ---- trunc: ops.yaml:985 ----
 trunc_spec = Spec(
-    "mpsgen::trunc", "ops.yaml:944", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::trunc", "ops.yaml:985", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2236,7 +2284,7 @@ trunc_spec = Spec(
 )
 
 
-# ops.yaml:944: trunc(Tensor self) -> Tensor
+# ops.yaml:985: trunc(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::trunc", lib=lib)
 def trunc_fake(self):
     return fake_elementwise(trunc_spec, [self])
@@ -2248,7 +2296,7 @@ def trunc_setup_context(ctx, inputs, output):
 
 def trunc_backward(ctx, grad):
     return (
-        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:948
+        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:989
     )
 
 
@@ -2257,9 +2305,9 @@ torch.library.register_autograd("mpsgen::trunc", trunc_backward,
 register_variants(lib, "trunc", out="trunc.out", inplace="trunc_")
 
 
-# ---- sign: ops.yaml:959 ----
+# ---- sign: ops.yaml:1000 ----
 sign_spec = Spec(
-    "mpsgen::sign", "ops.yaml:959", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::sign", "ops.yaml:1000", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2275,7 +2323,7 @@ sign_spec = Spec(
 )
 
 
-# ops.yaml:959: sign(Tensor self) -> Tensor
+# ops.yaml:1000: sign(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::sign", lib=lib)
 def sign_fake(self):
     return fake_elementwise(sign_spec, [self])
@@ -2287,7 +2335,7 @@ def sign_setup_context(ctx, inputs, output):
 
 def sign_backward(ctx, grad):
     return (
-        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:963
+        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1004
     )
 
 
@@ -2296,9 +2344,9 @@ torch.library.register_autograd("mpsgen::sign", sign_backward,
 register_variants(lib, "sign", out="sign.out", inplace="sign_")
 
 
-# ---- minimum: ops.yaml:972 ----
+# ---- minimum: ops.yaml:1013 ----
 minimum_spec = Spec(
-    "mpsgen::minimum", "ops.yaml:972", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::minimum", "ops.yaml:1013", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2314,7 +2362,7 @@ minimum_spec = Spec(
 )
 
 
-# ops.yaml:972: minimum(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1013: minimum(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::minimum", lib=lib)
 def minimum_fake(self, other):
     return fake_elementwise(minimum_spec, [self, other])
@@ -2328,8 +2376,8 @@ def minimum_setup_context(ctx, inputs, output):
 def minimum_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     return (
-        torch.where(self == other, grad / 2, grad).masked_fill(self > other, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:976
-        torch.where(self == other, grad / 2, grad).masked_fill(self < other, 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:977
+        torch.where(self == other, grad / 2, grad).masked_fill(self > other, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1017
+        torch.where(self == other, grad / 2, grad).masked_fill(self < other, 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:1018
     )
 
 
@@ -2338,9 +2386,9 @@ torch.library.register_autograd("mpsgen::minimum", minimum_backward,
 register_variants(lib, "minimum", out="minimum.out", inplace="minimum_")
 
 
-# ---- fmax: ops.yaml:985 ----
+# ---- fmax: ops.yaml:1026 ----
 fmax_spec = Spec(
-    "mpsgen::fmax", "ops.yaml:985", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmax", "ops.yaml:1026", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2356,7 +2404,7 @@ fmax_spec = Spec(
 )
 
 
-# ops.yaml:985: fmax(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1026: fmax(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmax", lib=lib)
 def fmax_fake(self, other):
     return fake_elementwise(fmax_spec, [self, other])
@@ -2370,8 +2418,8 @@ def fmax_setup_context(ctx, inputs, output):
 def fmax_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     return (
-        grad.masked_fill((self >= other).logical_or(other.isnan()).logical_not(), 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:989
-        grad.masked_fill((self >= other).logical_or(other.isnan()), 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:990
+        grad.masked_fill((self >= other).logical_or(other.isnan()).logical_not(), 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1030
+        grad.masked_fill((self >= other).logical_or(other.isnan()), 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:1031
     )
 
 
@@ -2380,9 +2428,9 @@ torch.library.register_autograd("mpsgen::fmax", fmax_backward,
 register_variants(lib, "fmax", out="fmax.out", inplace="fmax_")
 
 
-# ---- fmin: ops.yaml:1002 ----
+# ---- fmin: ops.yaml:1043 ----
 fmin_spec = Spec(
-    "mpsgen::fmin", "ops.yaml:1002", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmin", "ops.yaml:1043", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2398,7 +2446,7 @@ fmin_spec = Spec(
 )
 
 
-# ops.yaml:1002: fmin(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1043: fmin(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmin", lib=lib)
 def fmin_fake(self, other):
     return fake_elementwise(fmin_spec, [self, other])
@@ -2412,8 +2460,8 @@ def fmin_setup_context(ctx, inputs, output):
 def fmin_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     return (
-        grad.masked_fill((self <= other).logical_or(other.isnan()).logical_not(), 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1006
-        grad.masked_fill((self <= other).logical_or(other.isnan()), 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:1007
+        grad.masked_fill((self <= other).logical_or(other.isnan()).logical_not(), 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1047
+        grad.masked_fill((self <= other).logical_or(other.isnan()), 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:1048
     )
 
 
@@ -2422,9 +2470,9 @@ torch.library.register_autograd("mpsgen::fmin", fmin_backward,
 register_variants(lib, "fmin", out="fmin.out", inplace="fmin_")
 
 
-# ---- bitwise_and: ops.yaml:1018 ----
+# ---- bitwise_and: ops.yaml:1059 ----
 bitwise_and_spec = Spec(
-    "mpsgen::bitwise_and", "ops.yaml:1018", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_and", "ops.yaml:1059", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -2437,15 +2485,15 @@ bitwise_and_spec = Spec(
 )
 
 
-# ops.yaml:1018: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1059: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Tensor", lib=lib)
 def bitwise_and_Tensor_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
 register_not_differentiable(lib, "bitwise_and.Tensor")  # bool/integer results only
-register_variants(lib, "bitwise_and.Tensor", out="bitwise_and.out", inplace="bitwise_and_.Tensor")
+register_variants(lib, "bitwise_and.Tensor", out="bitwise_and.Tensor_out", inplace="bitwise_and_.Tensor")
 
 
-# ops.yaml:1027: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1068: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Scalar", lib=lib)
 def bitwise_and_Scalar_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
@@ -2453,9 +2501,9 @@ register_not_differentiable(lib, "bitwise_and.Scalar")  # bool/integer results o
 register_variants(lib, "bitwise_and.Scalar", out="bitwise_and.Scalar_out", inplace="bitwise_and_.Scalar")
 
 
-# ---- bitwise_or: ops.yaml:1029 ----
+# ---- bitwise_or: ops.yaml:1070 ----
 bitwise_or_spec = Spec(
-    "mpsgen::bitwise_or", "ops.yaml:1029", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_or", "ops.yaml:1070", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -2468,17 +2516,17 @@ bitwise_or_spec = Spec(
 )
 
 
-# ops.yaml:1029: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1070: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_or.Tensor", lib=lib)
 def bitwise_or_Tensor_fake(self, other):
     return fake_elementwise(bitwise_or_spec, [self, other])
 register_not_differentiable(lib, "bitwise_or.Tensor")  # bool/integer results only
-register_variants(lib, "bitwise_or.Tensor", out="bitwise_or.out", inplace="bitwise_or_.Tensor")
+register_variants(lib, "bitwise_or.Tensor", out="bitwise_or.Tensor_out", inplace="bitwise_or_.Tensor")
 
 
-# ---- gt: ops.yaml:1039 ----
+# ---- gt: ops.yaml:1080 ----
 gt_spec = Spec(
-    "mpsgen::gt", "ops.yaml:1039", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::gt", "ops.yaml:1080", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -2494,15 +2542,15 @@ gt_spec = Spec(
 )
 
 
-# ops.yaml:1039: gt.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1080: gt.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Tensor", lib=lib)
 def gt_Tensor_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
 register_not_differentiable(lib, "gt.Tensor")  # bool/integer results only
-register_variants(lib, "gt.Tensor", out="gt.out", inplace="gt_.Tensor")
+register_variants(lib, "gt.Tensor", out="gt.Tensor_out", inplace="gt_.Tensor")
 
 
-# ops.yaml:1048: gt.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1089: gt.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Scalar", lib=lib)
 def gt_Scalar_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
@@ -2510,9 +2558,9 @@ register_not_differentiable(lib, "gt.Scalar")  # bool/integer results only
 register_variants(lib, "gt.Scalar", out="gt.Scalar_out", inplace="gt_.Scalar")
 
 
-# ---- ge: ops.yaml:1050 ----
+# ---- ge: ops.yaml:1091 ----
 ge_spec = Spec(
-    "mpsgen::ge", "ops.yaml:1050", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::ge", "ops.yaml:1091", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -2528,17 +2576,17 @@ ge_spec = Spec(
 )
 
 
-# ops.yaml:1050: ge.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1091: ge.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::ge.Tensor", lib=lib)
 def ge_Tensor_fake(self, other):
     return fake_elementwise(ge_spec, [self, other])
 register_not_differentiable(lib, "ge.Tensor")  # bool/integer results only
-register_variants(lib, "ge.Tensor", out="ge.out", inplace="ge_.Tensor")
+register_variants(lib, "ge.Tensor", out="ge.Tensor_out", inplace="ge_.Tensor")
 
 
-# ---- le: ops.yaml:1059 ----
+# ---- le: ops.yaml:1100 ----
 le_spec = Spec(
-    "mpsgen::le", "ops.yaml:1059", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::le", "ops.yaml:1100", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -2554,17 +2602,17 @@ le_spec = Spec(
 )
 
 
-# ops.yaml:1059: le.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1100: le.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::le.Tensor", lib=lib)
 def le_Tensor_fake(self, other):
     return fake_elementwise(le_spec, [self, other])
 register_not_differentiable(lib, "le.Tensor")  # bool/integer results only
-register_variants(lib, "le.Tensor", out="le.out", inplace="le_.Tensor")
+register_variants(lib, "le.Tensor", out="le.Tensor_out", inplace="le_.Tensor")
 
 
-# ---- logical_or: ops.yaml:1068 ----
+# ---- logical_or: ops.yaml:1109 ----
 logical_or_spec = Spec(
-    "mpsgen::logical_or", "ops.yaml:1068", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_or", "ops.yaml:1109", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -2581,7 +2629,7 @@ logical_or_spec = Spec(
 )
 
 
-# ops.yaml:1068: logical_or(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1109: logical_or(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_or", lib=lib)
 def logical_or_fake(self, other):
     return fake_elementwise(logical_or_spec, [self, other])
@@ -2589,9 +2637,9 @@ register_not_differentiable(lib, "logical_or")  # bool/integer results only
 register_variants(lib, "logical_or", out="logical_or.out", inplace="logical_or_")
 
 
-# ---- logical_xor: ops.yaml:1077 ----
+# ---- logical_xor: ops.yaml:1118 ----
 logical_xor_spec = Spec(
-    "mpsgen::logical_xor", "ops.yaml:1077", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_xor", "ops.yaml:1118", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -2608,7 +2656,7 @@ logical_xor_spec = Spec(
 )
 
 
-# ops.yaml:1077: logical_xor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1118: logical_xor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_xor", lib=lib)
 def logical_xor_fake(self, other):
     return fake_elementwise(logical_xor_spec, [self, other])

@@ -476,10 +476,31 @@ extern const OpSpec clamp_spec{
         {c10::ScalarType::Char, c10::ScalarType::Char},
     }};
 
-// ops.yaml:426: the dtypes nan_to_num.metal registers (input -> output)
+// ops.yaml:429: the dtypes clamp_tensor.metal registers (input -> output)
+extern const OpSpec clamp_tensor_spec{
+    "mpsgen::clamp",
+    "ops.yaml:429",
+    {"self", "min", "max"},
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+    }};
+
+// ops.yaml:467: the dtypes nan_to_num.metal registers (input -> output)
 extern const OpSpec nan_to_num_spec{
     "mpsgen::nan_to_num",
-    "ops.yaml:426",
+    "ops.yaml:467",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -492,10 +513,10 @@ extern const OpSpec nan_to_num_spec{
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-// ops.yaml:446: the dtypes threshold.metal registers (input -> output)
+// ops.yaml:487: the dtypes threshold.metal registers (input -> output)
 extern const OpSpec threshold_spec{
     "mpsgen::threshold",
-    "ops.yaml:446",
+    "ops.yaml:487",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -513,10 +534,10 @@ extern const OpSpec threshold_spec{
         {c10::ScalarType::Char, c10::ScalarType::Char},
     }};
 
-// ops.yaml:458: the dtypes softplus.metal registers (input -> output)
+// ops.yaml:499: the dtypes softplus.metal registers (input -> output)
 extern const OpSpec softplus_spec{
     "mpsgen::softplus",
-    "ops.yaml:458",
+    "ops.yaml:499",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -529,10 +550,10 @@ extern const OpSpec softplus_spec{
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-// ops.yaml:472: the dtypes hardtanh.metal registers (input -> output)
+// ops.yaml:513: the dtypes hardtanh.metal registers (input -> output)
 extern const OpSpec hardtanh_spec{
     "mpsgen::hardtanh",
-    "ops.yaml:472",
+    "ops.yaml:513",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -545,10 +566,10 @@ extern const OpSpec hardtanh_spec{
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-// ops.yaml:485: the dtypes round_decimals.metal registers (input -> output)
+// ops.yaml:526: the dtypes round_decimals.metal registers (input -> output)
 extern const OpSpec round_decimals_spec{
     "mpsgen::round",
-    "ops.yaml:485",
+    "ops.yaml:526",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -561,10 +582,10 @@ extern const OpSpec round_decimals_spec{
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-// ops.yaml:504: the dtypes gelu.metal registers (input -> output)
+// ops.yaml:545: the dtypes gelu.metal registers (input -> output)
 extern const OpSpec gelu_spec{
     "mpsgen::gelu",
-    "ops.yaml:504",
+    "ops.yaml:545",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -577,10 +598,10 @@ extern const OpSpec gelu_spec{
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-// ops.yaml:530: the dtypes leaky_relu_backward.metal registers (input -> output)
+// ops.yaml:571: the dtypes leaky_relu_backward.metal registers (input -> output)
 extern const OpSpec leaky_relu_backward_spec{
     "mpsgen::leaky_relu_backward",
-    "ops.yaml:530",
+    "ops.yaml:571",
     {"grad_output", "self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -593,10 +614,10 @@ extern const OpSpec leaky_relu_backward_spec{
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-// ops.yaml:549: the dtypes eq.metal registers (input -> output)
+// ops.yaml:590: the dtypes eq.metal registers (input -> output)
 extern const OpSpec eq_spec{
     "mpsgen::eq",
-    "ops.yaml:549",
+    "ops.yaml:590",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -617,10 +638,10 @@ extern const OpSpec eq_spec{
         {c10::ScalarType::ComplexHalf, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:564: the dtypes ne.metal registers (input -> output)
+// ops.yaml:605: the dtypes ne.metal registers (input -> output)
 extern const OpSpec ne_spec{
     "mpsgen::ne",
-    "ops.yaml:564",
+    "ops.yaml:605",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -641,10 +662,10 @@ extern const OpSpec ne_spec{
         {c10::ScalarType::ComplexHalf, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:577: the dtypes lt.metal registers (input -> output)
+// ops.yaml:618: the dtypes lt.metal registers (input -> output)
 extern const OpSpec lt_spec{
     "mpsgen::lt",
-    "ops.yaml:577",
+    "ops.yaml:618",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -663,10 +684,10 @@ extern const OpSpec lt_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:588: the dtypes logical_and.metal registers (input -> output)
+// ops.yaml:629: the dtypes logical_and.metal registers (input -> output)
 extern const OpSpec logical_and_spec{
     "mpsgen::logical_and",
-    "ops.yaml:588",
+    "ops.yaml:629",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -686,10 +707,10 @@ extern const OpSpec logical_and_spec{
         {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:598: the dtypes isnan.metal registers (input -> output)
+// ops.yaml:639: the dtypes isnan.metal registers (input -> output)
 extern const OpSpec isnan_spec{
     "mpsgen::isnan",
-    "ops.yaml:598",
+    "ops.yaml:639",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -708,10 +729,10 @@ extern const OpSpec isnan_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:612: the dtypes neg.metal registers (input -> output)
+// ops.yaml:653: the dtypes neg.metal registers (input -> output)
 extern const OpSpec neg_spec{
     "mpsgen::neg",
-    "ops.yaml:612",
+    "ops.yaml:653",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -731,10 +752,10 @@ extern const OpSpec neg_spec{
         {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
     }};
 
-// ops.yaml:627: the dtypes abs.metal registers (input -> output)
+// ops.yaml:668: the dtypes abs.metal registers (input -> output)
 extern const OpSpec abs_spec{
     "mpsgen::abs",
-    "ops.yaml:627",
+    "ops.yaml:668",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -754,10 +775,10 @@ extern const OpSpec abs_spec{
         {c10::ScalarType::ComplexHalf, c10::ScalarType::Half},
     }};
 
-// ops.yaml:659: the dtypes polygamma.metal registers (input -> output)
+// ops.yaml:700: the dtypes polygamma.metal registers (input -> output)
 extern const OpSpec polygamma_spec{
     "mpsgen::polygamma",
-    "ops.yaml:659",
+    "ops.yaml:700",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -769,10 +790,10 @@ extern const OpSpec polygamma_spec{
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-// ops.yaml:688: the dtypes div.metal registers (input -> output)
+// ops.yaml:729: the dtypes div.metal registers (input -> output)
 extern const OpSpec div_spec{
     "mpsgen::div",
-    "ops.yaml:688",
+    "ops.yaml:729",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -785,10 +806,10 @@ extern const OpSpec div_spec{
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
     }};
 
-// ops.yaml:736: the dtypes polar.metal registers (input -> output)
+// ops.yaml:777: the dtypes polar.metal registers (input -> output)
 extern const OpSpec polar_spec{
     "mpsgen::polar",
-    "ops.yaml:736",
+    "ops.yaml:777",
     {"abs", "angle"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -799,10 +820,10 @@ extern const OpSpec polar_spec{
         {c10::ScalarType::Float, c10::ScalarType::ComplexFloat},
     }};
 
-// ops.yaml:751: the dtypes complex.metal registers (input -> output)
+// ops.yaml:792: the dtypes complex.metal registers (input -> output)
 extern const OpSpec complex_spec{
     "mpsgen::complex",
-    "ops.yaml:751",
+    "ops.yaml:792",
     {"real", "imag"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -813,10 +834,10 @@ extern const OpSpec complex_spec{
         {c10::ScalarType::Float, c10::ScalarType::ComplexFloat},
     }};
 
-// ops.yaml:766: the dtypes angle.metal registers (input -> output)
+// ops.yaml:807: the dtypes angle.metal registers (input -> output)
 extern const OpSpec angle_spec{
     "mpsgen::angle",
-    "ops.yaml:766",
+    "ops.yaml:807",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -836,10 +857,10 @@ extern const OpSpec angle_spec{
         {c10::ScalarType::ComplexFloat, c10::ScalarType::Float},
     }};
 
-// ops.yaml:787: the dtypes cos.metal registers (input -> output)
+// ops.yaml:828: the dtypes cos.metal registers (input -> output)
 extern const OpSpec cos_spec{
     "mpsgen::cos",
-    "ops.yaml:787",
+    "ops.yaml:828",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -858,10 +879,10 @@ extern const OpSpec cos_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:800: the dtypes tan.metal registers (input -> output)
+// ops.yaml:841: the dtypes tan.metal registers (input -> output)
 extern const OpSpec tan_spec{
     "mpsgen::tan",
-    "ops.yaml:800",
+    "ops.yaml:841",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -880,10 +901,10 @@ extern const OpSpec tan_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:813: the dtypes tanh.metal registers (input -> output)
+// ops.yaml:854: the dtypes tanh.metal registers (input -> output)
 extern const OpSpec tanh_spec{
     "mpsgen::tanh",
-    "ops.yaml:813",
+    "ops.yaml:854",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -902,10 +923,10 @@ extern const OpSpec tanh_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:826: the dtypes log.metal registers (input -> output)
+// ops.yaml:867: the dtypes log.metal registers (input -> output)
 extern const OpSpec log_spec{
     "mpsgen::log",
-    "ops.yaml:826",
+    "ops.yaml:867",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -924,10 +945,10 @@ extern const OpSpec log_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:839: the dtypes log1p.metal registers (input -> output)
+// ops.yaml:880: the dtypes log1p.metal registers (input -> output)
 extern const OpSpec log1p_spec{
     "mpsgen::log1p",
-    "ops.yaml:839",
+    "ops.yaml:880",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -946,10 +967,10 @@ extern const OpSpec log1p_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:858: the dtypes expm1.metal registers (input -> output)
+// ops.yaml:899: the dtypes expm1.metal registers (input -> output)
 extern const OpSpec expm1_spec{
     "mpsgen::expm1",
-    "ops.yaml:858",
+    "ops.yaml:899",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -968,10 +989,10 @@ extern const OpSpec expm1_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:874: the dtypes rsqrt.metal registers (input -> output)
+// ops.yaml:915: the dtypes rsqrt.metal registers (input -> output)
 extern const OpSpec rsqrt_spec{
     "mpsgen::rsqrt",
-    "ops.yaml:874",
+    "ops.yaml:915",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -990,10 +1011,10 @@ extern const OpSpec rsqrt_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:887: the dtypes i0.metal registers (input -> output)
+// ops.yaml:928: the dtypes i0.metal registers (input -> output)
 extern const OpSpec i0_spec{
     "mpsgen::i0",
-    "ops.yaml:887",
+    "ops.yaml:928",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1012,10 +1033,10 @@ extern const OpSpec i0_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:900: the dtypes reciprocal.metal registers (input -> output)
+// ops.yaml:941: the dtypes reciprocal.metal registers (input -> output)
 extern const OpSpec reciprocal_spec{
     "mpsgen::reciprocal",
-    "ops.yaml:900",
+    "ops.yaml:941",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1034,10 +1055,10 @@ extern const OpSpec reciprocal_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:914: the dtypes floor.metal registers (input -> output)
+// ops.yaml:955: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
     "mpsgen::floor",
-    "ops.yaml:914",
+    "ops.yaml:955",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1055,10 +1076,10 @@ extern const OpSpec floor_spec{
         {c10::ScalarType::Char, c10::ScalarType::Char},
     }};
 
-// ops.yaml:929: the dtypes ceil.metal registers (input -> output)
+// ops.yaml:970: the dtypes ceil.metal registers (input -> output)
 extern const OpSpec ceil_spec{
     "mpsgen::ceil",
-    "ops.yaml:929",
+    "ops.yaml:970",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1076,10 +1097,10 @@ extern const OpSpec ceil_spec{
         {c10::ScalarType::Char, c10::ScalarType::Char},
     }};
 
-// ops.yaml:944: the dtypes trunc.metal registers (input -> output)
+// ops.yaml:985: the dtypes trunc.metal registers (input -> output)
 extern const OpSpec trunc_spec{
     "mpsgen::trunc",
-    "ops.yaml:944",
+    "ops.yaml:985",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1097,10 +1118,10 @@ extern const OpSpec trunc_spec{
         {c10::ScalarType::Char, c10::ScalarType::Char},
     }};
 
-// ops.yaml:959: the dtypes sign.metal registers (input -> output)
+// ops.yaml:1000: the dtypes sign.metal registers (input -> output)
 extern const OpSpec sign_spec{
     "mpsgen::sign",
-    "ops.yaml:959",
+    "ops.yaml:1000",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1119,10 +1140,10 @@ extern const OpSpec sign_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:972: the dtypes minimum.metal registers (input -> output)
+// ops.yaml:1013: the dtypes minimum.metal registers (input -> output)
 extern const OpSpec minimum_spec{
     "mpsgen::minimum",
-    "ops.yaml:972",
+    "ops.yaml:1013",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1141,10 +1162,10 @@ extern const OpSpec minimum_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:985: the dtypes fmax.metal registers (input -> output)
+// ops.yaml:1026: the dtypes fmax.metal registers (input -> output)
 extern const OpSpec fmax_spec{
     "mpsgen::fmax",
-    "ops.yaml:985",
+    "ops.yaml:1026",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1163,10 +1184,10 @@ extern const OpSpec fmax_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:1002: the dtypes fmin.metal registers (input -> output)
+// ops.yaml:1043: the dtypes fmin.metal registers (input -> output)
 extern const OpSpec fmin_spec{
     "mpsgen::fmin",
-    "ops.yaml:1002",
+    "ops.yaml:1043",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1185,94 +1206,50 @@ extern const OpSpec fmin_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:1018: the dtypes bitwise_and.metal registers (input -> output)
+// ops.yaml:1059: the dtypes bitwise_and.metal registers (input -> output)
 extern const OpSpec bitwise_and_spec{
     "mpsgen::bitwise_and",
-    "ops.yaml:1018",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
-
-// ops.yaml:1029: the dtypes bitwise_or.metal registers (input -> output)
-extern const OpSpec bitwise_or_spec{
-    "mpsgen::bitwise_or",
-    "ops.yaml:1029",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
-
-// ops.yaml:1039: the dtypes gt.metal registers (input -> output)
-extern const OpSpec gt_spec{
-    "mpsgen::gt",
-    "ops.yaml:1039",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/true,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Bool},
-        {c10::ScalarType::Half, c10::ScalarType::Bool},
-        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
-        {c10::ScalarType::Long, c10::ScalarType::Bool},
-        {c10::ScalarType::Int, c10::ScalarType::Bool},
-        {c10::ScalarType::Short, c10::ScalarType::Bool},
-        {c10::ScalarType::Byte, c10::ScalarType::Bool},
-        {c10::ScalarType::Char, c10::ScalarType::Bool},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
-
-// ops.yaml:1050: the dtypes ge.metal registers (input -> output)
-extern const OpSpec ge_spec{
-    "mpsgen::ge",
-    "ops.yaml:1050",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/true,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Bool},
-        {c10::ScalarType::Half, c10::ScalarType::Bool},
-        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
-        {c10::ScalarType::Long, c10::ScalarType::Bool},
-        {c10::ScalarType::Int, c10::ScalarType::Bool},
-        {c10::ScalarType::Short, c10::ScalarType::Bool},
-        {c10::ScalarType::Byte, c10::ScalarType::Bool},
-        {c10::ScalarType::Char, c10::ScalarType::Bool},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
-
-// ops.yaml:1059: the dtypes le.metal registers (input -> output)
-extern const OpSpec le_spec{
-    "mpsgen::le",
     "ops.yaml:1059",
     {"self", "other"},
     /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    }};
+
+// ops.yaml:1070: the dtypes bitwise_or.metal registers (input -> output)
+extern const OpSpec bitwise_or_spec{
+    "mpsgen::bitwise_or",
+    "ops.yaml:1070",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    }};
+
+// ops.yaml:1080: the dtypes gt.metal registers (input -> output)
+extern const OpSpec gt_spec{
+    "mpsgen::gt",
+    "ops.yaml:1080",
+    {"self", "other"},
+    /*int_to_float=*/false,
     /*bool_output=*/true,
     /*castout=*/true,
     /*alpha_check=*/false,
@@ -1289,10 +1266,54 @@ extern const OpSpec le_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:1068: the dtypes logical_or.metal registers (input -> output)
+// ops.yaml:1091: the dtypes ge.metal registers (input -> output)
+extern const OpSpec ge_spec{
+    "mpsgen::ge",
+    "ops.yaml:1091",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/true,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Bool},
+        {c10::ScalarType::Half, c10::ScalarType::Bool},
+        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
+        {c10::ScalarType::Long, c10::ScalarType::Bool},
+        {c10::ScalarType::Int, c10::ScalarType::Bool},
+        {c10::ScalarType::Short, c10::ScalarType::Bool},
+        {c10::ScalarType::Byte, c10::ScalarType::Bool},
+        {c10::ScalarType::Char, c10::ScalarType::Bool},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    }};
+
+// ops.yaml:1100: the dtypes le.metal registers (input -> output)
+extern const OpSpec le_spec{
+    "mpsgen::le",
+    "ops.yaml:1100",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/true,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Bool},
+        {c10::ScalarType::Half, c10::ScalarType::Bool},
+        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
+        {c10::ScalarType::Long, c10::ScalarType::Bool},
+        {c10::ScalarType::Int, c10::ScalarType::Bool},
+        {c10::ScalarType::Short, c10::ScalarType::Bool},
+        {c10::ScalarType::Byte, c10::ScalarType::Bool},
+        {c10::ScalarType::Char, c10::ScalarType::Bool},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    }};
+
+// ops.yaml:1109: the dtypes logical_or.metal registers (input -> output)
 extern const OpSpec logical_or_spec{
     "mpsgen::logical_or",
-    "ops.yaml:1068",
+    "ops.yaml:1109",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1312,10 +1333,10 @@ extern const OpSpec logical_or_spec{
         {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:1077: the dtypes logical_xor.metal registers (input -> output)
+// ops.yaml:1118: the dtypes logical_xor.metal registers (input -> output)
 extern const OpSpec logical_xor_spec{
     "mpsgen::logical_xor",
-    "ops.yaml:1077",
+    "ops.yaml:1118",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1335,10 +1356,10 @@ extern const OpSpec logical_xor_spec{
         {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:1096: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1137: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1096",
+    "ops.yaml:1137",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1357,10 +1378,10 @@ extern const OpSpec heaviside_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:1110: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1151: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1110",
+    "ops.yaml:1151",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1379,10 +1400,10 @@ extern const OpSpec special_ndtri_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:1187: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1228: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1187",
+    "ops.yaml:1228",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1401,10 +1422,10 @@ extern const OpSpec special_log_ndtr_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:1215: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1256: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1215",
+    "ops.yaml:1256",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1423,10 +1444,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:1272: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1313: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1272",
+    "ops.yaml:1313",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1445,10 +1466,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:1319: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1360: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1319",
+    "ops.yaml:1360",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,

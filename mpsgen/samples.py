@@ -228,6 +228,9 @@ def edge_samples(params, device: str, dtype: torch.dtype, registered: set, large
                 first = make(4, 6)
                 if partner != dtype and torch.result_type(first, other) in registered:
                     s.append(sample(f"promote-{kind}-{str(partner)[6:]}", first, other, *rest))
+    for i, p in enumerate(tensors):
+        if p.optional:  # each Tensor? argument absent in turn: `given:` selects another kernel
+            s.append(sample(f"{p.name}=None", *(None if j == i else make(4, 6) for j in range(n))))
     for p in params:
         # each non-Tensor argument varied: Scalars of each category torch promotes with,
         # optionals present and absent, both bools, every `str` choice, ints of both signs

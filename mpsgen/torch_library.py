@@ -34,6 +34,9 @@ class Spec:
     registrations: dict  # input torch.dtype -> output torch.dtype, as the .metal registers them
     alpha_checks: bool = False  # torch's alpha_check (add/sub-style binary ops)
     inputs: tuple = ()  # the Tensor arguments' names, in kernel order
+    optional: tuple = ()  # of those, the `Tensor?` ones: None is a value
+    given: tuple = ()  # the combinations of Tensor? arguments given that `given:` has kernels for
+    given_message: str = ""  # the error for any other combination
 
 
 # --- fake kernels ---------------------------------------------------------------
@@ -58,10 +61,21 @@ def dtype_max(x: torch.Tensor):
 
 
 def check_defined(spec: Spec, operands: list) -> None:
-    """Every Tensor argument given (the C++ host's check_defined)."""
+    """Every Tensor argument given (the C++ host's check_defined), but the `Tensor?` ones."""
     for name, x in zip(spec.inputs, operands):
-        if x is None:
+        if x is None and name not in spec.optional:
             raise TypeError(f"{spec.name}: argument '{name}' must be a Tensor, not None")
+
+
+def given_operands(spec: Spec, operands: list) -> list:
+    """The operands the kernel reads: all, or for an op with `Tensor?` arguments the ones
+    given, which must be a combination `given:` has a kernel for (as the C++ host checks)."""
+    if not spec.optional:
+        return operands
+    present = [name for name, x in zip(spec.inputs, operands) if name in spec.optional and x is not None]
+    if [n for n in present] not in [list(c) for c in spec.given]:
+        raise RuntimeError(f"{spec.name}: {spec.given_message}")
+    return [x for x in operands if x is not None]
 
 
 def _is_cpu_scalar(x) -> bool:
@@ -122,6 +136,7 @@ def fake_elementwise(spec: Spec, operands: list, alpha=None, promoting=(), choic
     stride order, the registered result dtype, on the first non-CPU-scalar's device.
     choice: (argument, value, allowed values) of a `str` argument that selects the kernel."""
     check_defined(spec, operands)
+    operands = given_operands(spec, operands)
     if choice is not None:
         check_choice(spec, *choice)
     dtype = result_dtype(spec, operands, alpha, promoting)

@@ -50,6 +50,19 @@ at::Tensor elementwise(const OpSpec& op, Backend backend, at::TensorList inputs,
 at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList inputs, const ScalarArgs& scalars,
                             const ChecksFn& checks, at::Tensor& out, const KernelFn& kernel);
 
+// A `Tensor?` argument is given: present and defined (torch.ops passes None as nullopt).
+inline bool given(const std::optional<at::Tensor>& t) { return t.has_value() && t->defined(); }
+
+// The Tensors the kernel reads of an op with `Tensor?` arguments: the given ones, in schema
+// order (the required ones always; an undefined one is reported by check_defined).
+inline std::vector<at::Tensor> given_tensors(std::initializer_list<std::optional<at::Tensor>> tensors) {
+  std::vector<at::Tensor> found;
+  for (const auto& t : tensors) {
+    if (t.has_value()) found.push_back(*t);
+  }
+  return found;
+}
+
 // What `checks:` conditions may use (codegen/checks.py): an argument's dtype (a Scalar
 // overload's Scalar as the wrapped number it becomes), and the largest finite value of
 // a tensor's dtype (std::numeric_limits<T>::max(), as torch's softshrink check reads it).
