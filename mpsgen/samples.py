@@ -243,6 +243,15 @@ def edge_samples(params, device: str, dtype: torch.dtype, registered: set, large
         v = v.to(dtype)
         grid = [v.reshape([-1] + [1] * i) for i in range(n)]  # every combination, by broadcasting
         s.append(sample("nan-inf", *grid))
+    if not (dtype.is_floating_point or dtype.is_complex or dtype == torch.bool):
+        # the first operand at its dtype's limits, the others at the minimum and small values
+        # (overflow both ways; not the maximum, which would make `n` of a polynomial loop 2^31 times)
+        info = torch.iinfo(dtype)
+        first = torch.tensor(sorted({info.min, info.min + 1, 0, 1, info.max - 1, info.max}), device=device,
+                             dtype=dtype)
+        other = torch.tensor(sorted({info.min, 0, 1, 2, -1 if info.min < 0 else 3}), device=device, dtype=dtype)
+        grid = [first] + [other.reshape([-1] + [1] * i) for i in range(1, n)]  # every combination, by broadcasting
+        s.append(sample("int-extremes", *grid))
     if large:
         s.append(sample("large", *(make(1 << 20) for _ in range(n))))
         s.append(sample("large-strided", *(make(1024, 1100)[:, ::1].t()[:, :1000] for _ in range(n))))
