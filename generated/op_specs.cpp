@@ -1423,10 +1423,35 @@ extern const OpSpec logical_xor_spec{
         {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:1137: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1131: the dtypes where.metal registers (input -> output)
+extern const OpSpec where_spec{
+    "mpsgen::where",
+    "ops.yaml:1131",
+    {"condition", "self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/0,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
+    }};
+
+// ops.yaml:1162: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1137",
+    "ops.yaml:1162",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1446,10 +1471,10 @@ extern const OpSpec heaviside_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:1151: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1176: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1151",
+    "ops.yaml:1176",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1469,10 +1494,10 @@ extern const OpSpec special_ndtri_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:1228: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1253: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1228",
+    "ops.yaml:1253",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1492,10 +1517,10 @@ extern const OpSpec special_log_ndtr_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:1256: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1281: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1256",
+    "ops.yaml:1281",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1515,10 +1540,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:1313: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1338: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1313",
+    "ops.yaml:1338",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1538,10 +1563,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:1360: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1385: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1360",
+    "ops.yaml:1385",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
