@@ -2702,7 +2702,7 @@ def where_self_setup_context(ctx, inputs, output):
 def where_self_backward(ctx, grad):
     condition, = ctx.saved_tensors
     return (
-        no_formula("mpsgen::where.self", "condition", "ops.yaml:1131") if ctx.needs_input_grad[0] else None,
+        None,  # condition: the bool mask (mask:), not differentiable
         torch.where(condition, grad, 0) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:1140
         torch.where(condition, 0, grad) if ctx.needs_input_grad[2] else None,  # other: ops.yaml:1141
     )
