@@ -22,7 +22,7 @@ from .model import (DEFAULT_PARAM_TYPE, Check, Tolerance, PARAM_TYPES, Derivativ
 
 TOP_KEYS = {"namespace", "ops"}
 OP_KEYS = {"func", "functor", "dtypes", "reference", "opinfo", "xfail", "derivatives", "args", "kernel",
-           "alpha_check", "checks", "tolerances", "implements", "replaces", "given"}
+           "alpha_check", "checks", "tolerances", "implements", "replaces", "given", "mask"}
 OVERLOAD_KEYS = {"func", "reference", "opinfo", "xfail", "derivatives"}
 # what a derivative formula may name besides the entry's arguments (mpsgen/torch_library.py)
 _NOT_DIFFERENTIABLE = ("{op} kernels produce only bool or integer results, which autograd does not "
@@ -225,6 +225,8 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
     derivatives = _check_derivatives(entry["derivatives"], schema, label, line_of("derivatives"), errors) \
         if "derivatives" in entry and schema is not None else None
     implements, replaces, aten_variants = _check_implements(entry, schema, family, label, line_of, errors)
+    mask = _check_mask(entry, schema_args(schema), family, bool(params or selector or given), label, line_of, errors) \
+        if "mask" in entry and schema is not None and not is_overload else ""
 
     if len(errors.messages) > n_before:
         return None
@@ -241,7 +243,7 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
     op = Op(schema=schema, reference=reference, opinfo=opinfo, xfails=xfails, loc=loc,
             derivatives=derivatives or (), name=kernel, family=family, functor=functor,
             registrations=registrations, params=params, selector=selector, given=given, alpha_check=alpha_check,
-            checks=checks,
+            checks=checks, mask=mask,
             tolerances=tolerances, implements=implements, replaces=replaces, aten_variants=aten_variants,
             functor_line=_functor_line(entry["functor"], line_of("functor")))
     if op.derivatives and not op.differentiable:
@@ -298,7 +300,7 @@ def _attach_overloads(ops: list[Op], overloads: list[_PendingOverload], errors: 
             d for d in op.derivatives if d.arg not in scalars)
         attached[op.name].append(Overload(
             schema=ov.schema, reference=ov.reference or op.reference, opinfo=opinfo, xfails=xfails,
-            loc=ov.loc, derivatives=derivatives, scalar_args=scalars))
+            loc=ov.loc, derivatives=derivatives, mask=op.mask, scalar_args=scalars))
     return [dataclasses.replace(op, overloads=tuple(attached[op.name])) for op in ops]
 
 
@@ -557,6 +559,30 @@ def _check_given(entry, op_args, has_params, label, line_of, errors) -> tuple[tu
             errors.add(line, label, "given", f"kernel {kernel!r} would read {families[kernel]} and {n} Tensors; "
                        "a kernel has one shape")
     return tuple(found)
+
+
+def _check_mask(entry, op_args, family, has_params, label, line_of, errors) -> str:
+    """`mask: <name>`: the ternary op's first Tensor is a bool mask (where's condition), left out
+    of type promotion and of the kernel's dtype; the kernels read it through their _cast variants
+    as 0 or 1 of the computation dtype."""
+    name, line = entry["mask"], line_of("mask")
+    tensors = [a.name for a in op_args if a.kind == "Tensor"]
+    expected = (f"expected the name of the first of three Tensor arguments of a ternary op without other "
+                f"arguments (mask: {tensors[0] if tensors else 'condition'})")
+    if not isinstance(name, str) or name not in tensors:
+        errors.add(line, label, "mask", f"{name!r} is not a Tensor argument of the schema; {expected}")
+    elif family != "ternary" or name != tensors[0] or has_params or "implements" in entry:
+        why = ("the op is " + str(family) if family != "ternary" else
+               f"'{name}' is not the first Tensor ({tensors[0]})" if name != tensors[0] else
+               "an 'implements: aten' entry cannot have it" if "implements" in entry else
+               "the op has other arguments or Tensor? arguments")
+        errors.add(line, label, "mask", f"{why}; {expected}")
+    elif isinstance(entry.get("derivatives"), dict) and name in entry["derivatives"]:
+        errors.add(line_of("derivatives"), label, "derivatives",
+                   f"'{name}' is the bool mask (mask: {name}), which is not differentiable; remove its formula")
+    else:
+        return name
+    return ""
 
 
 def _check_checks(spec, op_args, label, line, errors) -> tuple[Check, ...]:

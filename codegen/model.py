@@ -142,8 +142,9 @@ class Selector:
         return list(dict.fromkeys(k for _, k in self.choices))
 
 
-def variant_schemas(schema: FunctionSchema) -> dict[str, str]:
-    """Functional, out= and in-place schemas, named as native_functions.yaml names them."""
+def variant_schemas(schema: FunctionSchema, inplace: bool = True) -> dict[str, str]:
+    """Functional, out= and in-place schemas, named as native_functions.yaml names them.
+    inplace: False for an op without an in-place variant (a `mask:` op, as aten's where)."""
     base, ov = str(schema.name.name.base), schema.name.overload_name
     args = schema_args(schema)
     pos = [a.decl for a in args if not a.kwarg_only]
@@ -155,11 +156,14 @@ def variant_schemas(schema: FunctionSchema) -> dict[str, str]:
     star = ", *, " + ", ".join(kw) if kw else ""
     first = next(a for a in args if a.kind == "Tensor")  # polygamma_(Tensor(a!) self, int n)
     inplace_pos = [f"Tensor(a!) {first.name}", *(a.decl for a in args if not a.kwarg_only and a is not first)]
-    return {
+    schemas = {
         "functional": str(schema),
         "out": f"{out_name}({', '.join(pos)}, *, {', '.join(kw + ['Tensor(a!) out'])}) -> Tensor(a!)",
         "inplace": f"{inplace_name}({', '.join(inplace_pos)}{star}) -> Tensor(a!)",
     }
+    if not inplace:
+        del schemas["inplace"]
+    return schemas
 
 
 @dataclass(frozen=True)
@@ -172,6 +176,9 @@ class Entry:
     xfails: tuple[XFail, ...]
     loc: Location
     derivatives: tuple[Derivative, ...] = ()
+    # `mask:`: the first Tensor, a bool mask outside type promotion (where's condition); such an
+    # op has no in-place variant (aten has no where_: writing into the mask makes no sense)
+    mask: str = ""
 
     @property
     def qualified_name(self) -> str:
@@ -194,7 +201,7 @@ class Entry:
 
     @cached_property
     def schemas(self) -> dict[str, str]:
-        return variant_schemas(self.schema)
+        return variant_schemas(self.schema, inplace=not self.mask)
 
     @cached_property
     def inplace_args(self) -> list[Arg]:
@@ -240,8 +247,9 @@ class Op(Entry):
 
     @cached_property
     def variants(self) -> tuple[str, ...]:
-        """The variants the host stubs register: all three, or those aten has."""
-        return self.aten_variants if self.implements else ("functional", "out", "inplace")
+        """The variants the host stubs register: all three, those aten has, or for a `mask:`
+        op functional and out=."""
+        return self.aten_variants if self.implements else tuple(self.schemas)
 
     @cached_property
     def impl_namespace(self) -> str | None:
@@ -340,6 +348,11 @@ class Op(Entry):
     def alpha_arg(self) -> str | None:
         """The Scalar of the "alpha" transport (e.g. `alpha`, `lambd`)."""
         return self.params[0].name if self.transport == "alpha" else None
+
+    @cached_property
+    def mask_index(self) -> int:
+        """The mask's position among the Tensor arguments (`mask:`), or -1."""
+        return self.tensor_args.index(self.mask) if self.mask else -1
 
     @cached_property
     def promoting(self) -> list[str]:

@@ -2662,3 +2662,52 @@ def logical_xor_fake(self, other):
     return fake_elementwise(logical_xor_spec, [self, other])
 register_not_differentiable(lib, "logical_xor")  # bool/integer results only
 register_variants(lib, "logical_xor", out="logical_xor.out", inplace="logical_xor_")
+
+
+# ---- where: ops.yaml:1131 ----
+where_spec = Spec(
+    "mpsgen::where", "ops.yaml:1131", inputs=["condition", "self", "other"], int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+        torch.int64: torch.int64,
+        torch.int32: torch.int32,
+        torch.int16: torch.int16,
+        torch.uint8: torch.uint8,
+        torch.int8: torch.int8,
+        torch.bool: torch.bool,
+        torch.complex64: torch.complex64,
+        torch.complex32: torch.complex32,
+    },
+    alpha_checks=False,
+    mask='condition',
+)
+
+
+# ops.yaml:1131: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
+@torch.library.register_fake("mpsgen::where.self", lib=lib)
+def where_self_fake(condition, self, other):
+    check_defined(where_spec, [condition, self, other])
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1137
+        raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
+    return fake_elementwise(where_spec, [condition, self, other])
+
+
+def where_self_setup_context(ctx, inputs, output):
+    condition, self, other, = inputs
+    ctx.save_for_backward(condition)
+
+
+def where_self_backward(ctx, grad):
+    condition, = ctx.saved_tensors
+    return (
+        None,  # condition: the bool mask (mask:), not differentiable
+        torch.where(condition, grad, 0) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:1140
+        torch.where(condition, 0, grad) if ctx.needs_input_grad[2] else None,  # other: ops.yaml:1141
+    )
+
+
+torch.library.register_autograd("mpsgen::where.self", where_self_backward,
+                                setup_context=where_self_setup_context, lib=lib)
+register_variants(lib, "where.self", out="where.self_out", inplace=None)

@@ -15,6 +15,7 @@ extern const OpSpec exp_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -37,6 +38,7 @@ extern const OpSpec sin_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -59,6 +61,7 @@ extern const OpSpec sqrt_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -81,6 +84,7 @@ extern const OpSpec sigmoid_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -103,6 +107,7 @@ extern const OpSpec erf_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -125,6 +130,7 @@ extern const OpSpec bitwise_not_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Long, c10::ScalarType::Long},
         {c10::ScalarType::Int, c10::ScalarType::Int},
@@ -144,6 +150,7 @@ extern const OpSpec hypot_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -160,6 +167,7 @@ extern const OpSpec logaddexp_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -176,6 +184,7 @@ extern const OpSpec atan2_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -198,6 +207,7 @@ extern const OpSpec copysign_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -220,6 +230,7 @@ extern const OpSpec maximum_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -242,6 +253,7 @@ extern const OpSpec mul_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -266,6 +278,7 @@ extern const OpSpec bitwise_xor_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Long, c10::ScalarType::Long},
         {c10::ScalarType::Int, c10::ScalarType::Int},
@@ -285,6 +298,7 @@ extern const OpSpec hardshrink_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -301,6 +315,7 @@ extern const OpSpec softshrink_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -317,6 +332,7 @@ extern const OpSpec leaky_relu_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -333,6 +349,7 @@ extern const OpSpec add_spec{
     /*castout=*/false,
     /*alpha_check=*/true,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -357,6 +374,7 @@ extern const OpSpec sub_spec{
     /*castout=*/false,
     /*alpha_check=*/true,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -380,6 +398,7 @@ extern const OpSpec lerp_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -396,6 +415,7 @@ extern const OpSpec lerp_scalar_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/true,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -412,6 +432,7 @@ extern const OpSpec addcmul_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/true,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -433,6 +454,7 @@ extern const OpSpec addcdiv_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/true,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -449,6 +471,7 @@ extern const OpSpec elu_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -465,6 +488,7 @@ extern const OpSpec clamp_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -486,6 +510,7 @@ extern const OpSpec clamp_tensor_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -507,6 +532,7 @@ extern const OpSpec nan_to_num_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -523,6 +549,7 @@ extern const OpSpec threshold_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -544,6 +571,7 @@ extern const OpSpec softplus_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -560,6 +588,7 @@ extern const OpSpec hardtanh_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -576,6 +605,7 @@ extern const OpSpec round_decimals_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -592,6 +622,7 @@ extern const OpSpec gelu_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -608,6 +639,7 @@ extern const OpSpec leaky_relu_backward_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/true,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -624,6 +656,7 @@ extern const OpSpec eq_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -648,6 +681,7 @@ extern const OpSpec ne_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -672,6 +706,7 @@ extern const OpSpec lt_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -694,6 +729,7 @@ extern const OpSpec logical_and_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -717,6 +753,7 @@ extern const OpSpec isnan_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -739,6 +776,7 @@ extern const OpSpec neg_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -762,6 +800,7 @@ extern const OpSpec abs_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -785,6 +824,7 @@ extern const OpSpec polygamma_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
@@ -800,6 +840,7 @@ extern const OpSpec div_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -816,6 +857,7 @@ extern const OpSpec polar_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::ComplexFloat},
     }};
@@ -830,6 +872,7 @@ extern const OpSpec complex_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::ComplexFloat},
     }};
@@ -844,6 +887,7 @@ extern const OpSpec angle_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -867,6 +911,7 @@ extern const OpSpec cos_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -889,6 +934,7 @@ extern const OpSpec tan_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -911,6 +957,7 @@ extern const OpSpec tanh_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -933,6 +980,7 @@ extern const OpSpec log_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -955,6 +1003,7 @@ extern const OpSpec log1p_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -977,6 +1026,7 @@ extern const OpSpec expm1_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -999,6 +1049,7 @@ extern const OpSpec rsqrt_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1021,6 +1072,7 @@ extern const OpSpec i0_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1043,6 +1095,7 @@ extern const OpSpec reciprocal_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1065,6 +1118,7 @@ extern const OpSpec floor_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1086,6 +1140,7 @@ extern const OpSpec ceil_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1107,6 +1162,7 @@ extern const OpSpec trunc_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1128,6 +1184,7 @@ extern const OpSpec sign_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1150,6 +1207,7 @@ extern const OpSpec minimum_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1172,6 +1230,7 @@ extern const OpSpec fmax_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1194,6 +1253,7 @@ extern const OpSpec fmin_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1216,6 +1276,7 @@ extern const OpSpec bitwise_and_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Long, c10::ScalarType::Long},
         {c10::ScalarType::Int, c10::ScalarType::Int},
@@ -1235,6 +1296,7 @@ extern const OpSpec bitwise_or_spec{
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Long, c10::ScalarType::Long},
         {c10::ScalarType::Int, c10::ScalarType::Int},
@@ -1254,6 +1316,7 @@ extern const OpSpec gt_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -1276,6 +1339,7 @@ extern const OpSpec ge_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -1298,6 +1362,7 @@ extern const OpSpec le_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -1320,6 +1385,7 @@ extern const OpSpec logical_or_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -1343,6 +1409,7 @@ extern const OpSpec logical_xor_spec{
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -1356,16 +1423,42 @@ extern const OpSpec logical_xor_spec{
         {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:1137: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1131: the dtypes where.metal registers (input -> output)
+extern const OpSpec where_spec{
+    "mpsgen::where",
+    "ops.yaml:1131",
+    {"condition", "self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/0,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
+    }};
+
+// ops.yaml:1162: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1137",
+    "ops.yaml:1162",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1378,16 +1471,17 @@ extern const OpSpec heaviside_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     }};
 
-// ops.yaml:1151: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1176: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1151",
+    "ops.yaml:1176",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1400,16 +1494,17 @@ extern const OpSpec special_ndtri_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:1228: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1253: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1228",
+    "ops.yaml:1253",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1422,16 +1517,17 @@ extern const OpSpec special_log_ndtr_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:1256: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1281: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1256",
+    "ops.yaml:1281",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1444,16 +1540,17 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:1313: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1338: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1313",
+    "ops.yaml:1338",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1466,16 +1563,17 @@ extern const OpSpec special_legendre_polynomial_p_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     }};
 
-// ops.yaml:1360: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1385: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1360",
+    "ops.yaml:1385",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
+    /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},

@@ -60,6 +60,7 @@ class SchemaParam:
     optional: bool = False  # None is a value
     choices: tuple = ()  # a `str` argument's values ("None" for None)
     wants_value: bool = False  # an optional that the entry's `checks:` want given
+    mask: bool = False  # a bool mask (`mask:`): gets bool tensors
 
 
 def _fits(kind: str, optional: bool, value) -> bool:
@@ -86,9 +87,11 @@ def bind(sample, params, device) -> tuple[tuple, dict] | str:
     promotes like the number would.
     """
     values, kwargs = [sample.input, *sample.args], dict(sample.kwargs)
-    # OpInfo's sample.input is the Tensor a method would be called on: bind it to the
-    # first Tensor argument (polygamma(int n, Tensor self) samples are (self, n)).
-    first = next(i for i, p in enumerate(params) if p.kind == "Tensor")
+    # OpInfo's sample.input is the Tensor a method would be called on: bind it to `self`, or
+    # else the first Tensor argument (polygamma(int n, Tensor self) samples are (self, n);
+    # where(Tensor condition, Tensor self, Tensor other) samples are (self, condition, other)).
+    first = next((i for i, p in enumerate(params) if p.kind == "Tensor" and p.name == "self"),
+                 next(i for i, p in enumerate(params) if p.kind == "Tensor"))
     order = [first, *(i for i in range(len(params)) if i != first)]
     found: dict[int, tuple] = {}
     for position, (i, p) in enumerate((i, params[i]) for i in order):
@@ -133,15 +136,25 @@ def _number(dtype: torch.dtype):
 _NONFINITE = [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1.0, -1.0]
 
 
+def as_mask(t: torch.Tensor | None) -> torch.Tensor | None:
+    """A random bool tensor with t's shape, strides and offset (transposed, sliced, expanded
+    alike); a bool tensor as it is."""
+    if t is None or t.dtype == torch.bool:
+        return t
+    size = t.untyped_storage().nbytes() // t.element_size()
+    return (torch.rand(size, device=t.device) < 0.5).as_strided(t.shape, t.stride(), t.storage_offset())
+
+
 def fill(params, tensors, dtype: torch.dtype, values: dict | None = None, inplace: bool = False):
-    """(args, kwargs) of a call: the tensors into the Tensor parameters in order, `values`
-    by name, a value of its kind for each other argument that needs one. inplace: in the
-    in-place variant's order, which puts the first Tensor first (polygamma_(self, n))."""
+    """(args, kwargs) of a call: the tensors into the Tensor parameters in order (a mask's as
+    a bool tensor of the same layout), `values` by name, a value of its kind for each other
+    argument that needs one. inplace: in the in-place variant's order, which puts the first
+    Tensor first (polygamma_(self, n))."""
     it, found = iter(tensors), []
     given_first = False  # of the optionals a check needs, the first gets a value
     for p in params:
         if p.kind == "Tensor":
-            value = next(it)
+            value = as_mask(next(it)) if p.mask else next(it)
         elif values is not None and p.name in values:
             value = values[p.name]
             given_first |= p.wants_value
@@ -339,7 +352,8 @@ def entry_params(entry) -> list[SchemaParam]:
     checked = " ".join(c.require for c in getattr(entry, "checks", ()))
     return [SchemaParam(a.name, a.kind, a.kwarg_only, a.has_default, a.optional,
                         tuple(choices) if selector and a.name == selector.arg else (),
-                        a.optional and re.search(rf"\b{a.name}\b", checked) is not None)
+                        a.optional and re.search(rf"\b{a.name}\b", checked) is not None,
+                        a.name == getattr(entry, "mask", ""))
             for a in entry.args]
 
 

@@ -37,6 +37,7 @@ class Spec:
     optional: tuple = ()  # of those, the `Tensor?` ones: None is a value
     given: tuple = ()  # the combinations of Tensor? arguments given that `given:` has kernels for
     given_message: str = ""  # the error for any other combination
+    mask: str = ""  # the Tensor argument that is a bool mask (`mask:`): outside type promotion
 
 
 # --- fake kernels ---------------------------------------------------------------
@@ -98,10 +99,12 @@ def result_dtype(spec: Spec, operands: list, alpha=None, promoting=()) -> torch.
     promoting: the Scalars that take part in type promotion (None when absent).
     """
     scalars = [p for p in promoting if p is not None]
+    if spec.mask:  # the mask takes no part; the others are cast to their common dtype (torch's where)
+        operands = [x for name, x in zip(spec.inputs, operands) if name != spec.mask]
     common = _compute_dtype(spec, [*operands, *scalars])
     dtypes = [dtype_of(x) for x in operands]
-    if scalars and common != _compute_dtype(spec, operands):
-        dtypes = [common]  # a promoting Scalar changed the dtype: the host casts the inputs to it
+    if (scalars and common != _compute_dtype(spec, operands)) or spec.mask:
+        dtypes = [common]  # a promoting Scalar changed the dtype, or a mask: the host casts the inputs to it
     key = dtypes[0] if len(set(dtypes)) == 1 else common  # the dtype that names the kernel
     if key not in spec.registrations:
         registered = ", ".join(str(d).removeprefix("torch.") for d in spec.registrations)
@@ -183,8 +186,10 @@ def _check_castable(name: str, result: torch.Tensor, out: torch.Tensor) -> None:
                            f"{out.dtype}")
 
 
-def register_variants(lib: torch.library.Library, name: str, out: str, inplace: str, self_index: int = 0) -> None:
-    """Decompositions and autograd kernels of the out= and in-place variants of op `name`.
+def register_variants(lib: torch.library.Library, name: str, out: str, inplace: str | None,
+                      self_index: int = 0) -> None:
+    """Decompositions and autograd kernels of the out= and in-place variants of op `name`
+    (inplace None: the op has none, as a `mask:` op).
 
     self_index: where the in-place variant's first argument (the Tensor it writes) stands
     among the functional op's positional arguments: polygamma_(self, n) is polygamma(n, self).
@@ -222,10 +227,11 @@ def register_variants(lib: torch.library.Library, name: str, out: str, inplace: 
             out.as_strided_([int(s) for s in result.shape], [int(s) for s in result.stride()])
         return out.copy_(result)
 
-    lib.impl(inplace, inplace_decomposition, "CompositeImplicitAutograd")
     lib.impl(out, out_decomposition, "CompositeImplicitAutograd")
-    lib.impl(inplace, _inplace_autograd(op_overload(lib.ns, inplace), inplace_decomposition), "Autograd",
-             with_keyset=True)
+    if inplace is not None:
+        lib.impl(inplace, inplace_decomposition, "CompositeImplicitAutograd")
+        lib.impl(inplace, _inplace_autograd(op_overload(lib.ns, inplace), inplace_decomposition), "Autograd",
+                 with_keyset=True)
     lib.impl(out, _out_autograd(op_overload(lib.ns, out), out_name), "Autograd", with_keyset=True)
 
 

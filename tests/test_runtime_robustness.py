@@ -111,7 +111,8 @@ def test_inference_tensor_updates_are_refused_like_torch():
     torch.testing.assert_close(ours, theirs)
 
 
-@pytest.mark.parametrize("entry", [e for o in REGISTRY.own_ops for e in o.entries], ids=lambda e: e.qualified_name)
+@pytest.mark.parametrize("entry", [e for o in REGISTRY.own_ops for e in o.entries if "inplace" in e.schema_names],
+                         ids=lambda e: e.qualified_name)
 def test_every_inplace_variant_refuses_an_inference_self(entry):
     op, dtype, _ = _call_args(entry)
     tensors = [_inference(torch.ones(2, 3, dtype=dtype))] + [torch.ones(2, 3, dtype=dtype)

@@ -16,11 +16,14 @@ namespace {
 // The dtype TensorIterator would compute in: result_type over all inputs
 // (0-dim tensors and wrapped Python numbers promote like scalars) and the
 // Scalars that promote, then integers (and bool) to the default float dtype
-// for *_float_op style ops.
+// for *_float_op style ops. A mask (`mask:`) takes no part: torch's where computes
+// result_type(self, other).
 c10::ScalarType compute_dtype(const OpSpec& op, at::TensorList inputs,
                               const std::vector<std::optional<c10::Scalar>>& promoting) {
   at::native::ResultTypeState state{};
-  for (const auto& t : inputs) state = at::native::update_result_type_state(t, state);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (static_cast<int>(i) != op.mask) state = at::native::update_result_type_state(inputs[i], state);
+  }
   for (const auto& s : promoting) {
     if (s) state = at::native::update_result_type_state(*s, state);
   }
@@ -41,9 +44,10 @@ std::string registered_list(const OpSpec& op) {
 
 // The dtype that selects the kernel, as exec_*_kernel names it: the inputs'
 // dtype when they all agree, else the computation dtype the kernel reads
-// them into with casts.
+// them into with casts. A mask is read through the _cast kernels of the computation
+// dtype, which the other operands were cast to.
 const Registered& check_registered(const OpSpec& op, at::TensorList inputs, c10::ScalarType common) {
-  c10::ScalarType key = inputs[0].scalar_type();
+  c10::ScalarType key = op.mask >= 0 ? common : inputs[0].scalar_type();
   for (const auto& t : inputs) {
     if (t.scalar_type() != key) key = common;
   }
@@ -140,13 +144,16 @@ void check_alpha(const OpSpec& op, c10::ScalarType common, const std::optional<c
 // casts it on CPU (2.1 added to a half tensor is added as half(2.1); a Python
 // float, a 0-dim double, would otherwise reach Metal, which has no double).
 // All operands are cast when a promoting Scalar changed the dtype (clamp of an
-// int tensor by 0.5 computes in float), or when the kernels read one dtype.
+// int tensor by 0.5 computes in float), or when the kernels read one dtype; all but
+// the mask for an op with one, which stays as given (torch's where casts self and other).
 std::vector<at::Tensor> operands(const OpSpec& op, at::TensorList inputs, const ScalarArgs& scalars,
                                  c10::ScalarType common) {
-  bool cast_all = op.uniform_inputs;
+  bool cast_all = op.uniform_inputs || op.mask >= 0;
   if (!scalars.promoting.empty()) cast_all |= compute_dtype(op, inputs, {}) != common;
   std::vector<at::Tensor> result(inputs.begin(), inputs.end());
-  for (auto& t : result) {
+  for (size_t i = 0; i < result.size(); ++i) {
+    auto& t = result[i];
+    if (static_cast<int>(i) == op.mask) continue;
     if (t.scalar_type() != common && (cast_all || (t.dim() == 0 && result.size() > 1))) t = t.to(common);
   }
   return result;
@@ -155,7 +162,11 @@ std::vector<at::Tensor> operands(const OpSpec& op, at::TensorList inputs, const 
 at::TensorIterator build(const OpSpec& op, Backend backend, at::TensorList inputs, const at::Tensor& out) {
   at::TensorIteratorConfig config;
   config.set_check_mem_overlap(true).add_output(out);
-  if (backend == Backend::MPS) {
+  if (backend == Backend::MPS && op.mask >= 0) {
+    // as torch's where: self and other were cast to the result dtype, the mask stays bool
+    for (const auto& t : inputs) config.add_const_input(t);
+    config.allow_cpu_scalars(true).check_all_same_dtype(false);
+  } else if (backend == Backend::MPS) {
     // What torch's build_borrowing_*_op (and its comparison config) set up: on
     // MPS no operand is copied; the kernels read and write mixed dtypes.
     for (const auto& t : inputs) config.add_const_input(t);

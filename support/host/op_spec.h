@@ -24,6 +24,7 @@ struct OpSpec {
   bool castout;                // out= of another dtype stores through castout kernels
   bool alpha_check;            // torch's add/sub alpha_check applies to ScalarArgs::alpha
   bool uniform_inputs;         // the kernels read one dtype: mixed inputs are cast to the common one
+  int mask;                    // the input that is a bool mask (`mask:`), outside promotion; -1 if none
   std::vector<Registered> registrations;
 };
 

@@ -1,0 +1,139 @@
+"""Masked ternaries (issue 9): `mask:` names a ternary op's first Tensor as a bool mask,
+left out of type promotion and of the kernel's dtype, as torch's where does.
+
+The shipped `where.self` is the example. Its op-output-match (OpInfo's where samples, the
+edge samples with bool masks), fake kernel, opcheck, gradients, compile and export are in
+the suites that cover every entry; here, the loader's errors at their ops.yaml line, torch's
+error for a mask of another dtype, the kernels that run, the absent in-place variant, and
+how samples reach the mask.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from codegen import loader  # noqa: E402
+from test_registry_errors import errors_of, lineno, single  # noqa: E402
+from test_runtime_robustness import assert_refused_like_torch  # noqa: E402
+
+import mpsgen  # noqa: E402  (loads the extension)
+from mpsgen.samples import edge_samples, entry_params, opinfo_samples  # noqa: E402
+
+OPS = torch.ops.mpsgen
+REGISTRY = loader.load(ROOT / "ops.yaml")
+WHERE = next(op for op in REGISTRY.ops if op.qualified_name == "where.self")
+FUNCTOR = ("    functor: |\n"
+           "      template <typename T>\n"
+           "      inline T operator()(const T c, const T a, const T b) { return c != T(0) ? a : b; }\n")
+
+
+def masked(mask: str, func: str = "sel(Tensor cond, Tensor self, Tensor other) -> Tensor", extra: str = "") -> str:
+    return ("namespace: testns\nops:\n"
+            f"  - func: {func}\n"
+            f"{mask}"
+            "    dtypes: [float]\n"
+            "    reference: torch.where\n"
+            f"{extra}{FUNCTOR}")
+
+
+def test_a_mask_op_loads_without_an_inplace_variant(tmp_path):
+    path = tmp_path / "ops.yaml"
+    path.write_text(masked("    mask: cond\n"))
+    op = loader.load(path).ops[0]
+    assert op.mask == "cond" and op.mask_index == 0
+    assert op.variants == ("functional", "out") and list(op.schema_names) == ["functional", "out"]
+
+
+@pytest.mark.parametrize("mask,func,extra,line_of,key,expected", [
+    ("    mask: nope\n", None, "", "mask:", "mask", "'nope' is not a Tensor argument of the schema"),
+    ("    mask: [cond]\n", None, "", "mask:", "mask", "is not a Tensor argument of the schema"),
+    ("    mask: self\n", None, "", "mask:", "mask", "'self' is not the first Tensor (cond)"),
+    ("    mask: cond\n", "sel(Tensor cond, Tensor self) -> Tensor", "", "mask:", "mask", "the op is binary"),
+    ("    mask: cond\n", "sel(Tensor cond, Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", "", "mask:",
+     "mask", "the op has other arguments"),
+    ("    mask: cond\n", None, "    derivatives:\n      cond: grad\n", "derivatives:", "derivatives",
+     "'cond' is the bool mask (mask: cond), which is not differentiable"),
+])
+def test_mask_errors_name_the_line_and_key(tmp_path, mask, func, extra, line_of, key, expected):
+    text = masked(mask, func or "sel(Tensor cond, Tensor self, Tensor other) -> Tensor", extra)
+    message = single(errors_of(tmp_path, text), lineno(text, line_of), key, "sel")
+    assert expected in message, message
+    if key == "mask":
+        assert "expected the name of the first of three Tensor arguments" in message
+
+
+def test_where_has_torchs_variants_and_no_inplace():
+    """aten has where.self and where.self_out, and no where_."""
+    assert WHERE.schema_names == {"functional": "where.self", "out": "where.self_out"}
+    assert not hasattr(OPS, "where_")
+    c, a, b = torch.rand(4, 5) < 0.5, torch.randn(4, 5), torch.randn(5)
+    out = torch.empty(0)
+    assert OPS.where.self_out(c, a, b, out=out) is out
+    torch.testing.assert_close(out, torch.where(c, a, b))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.float16])
+def test_a_mask_of_another_dtype_is_refused_with_torchs_message(dtype):
+    c, a = torch.ones(3, dtype=dtype), torch.randn(3)
+    assert_refused_like_torch(lambda: OPS.where.self(c, a, a), lambda: torch.where(c, a, a), "where")
+    with torch._subclasses.FakeTensorMode():  # the fake kernel says the same (Python's dtype names)
+        with pytest.raises(RuntimeError, match="mpsgen::where: where expected condition to be a boolean tensor"):
+            OPS.where.self(torch.ones(3, dtype=dtype), torch.randn(3), torch.randn(3))
+
+
+def test_a_uint8_mask_selects_as_torchs_does():
+    """torch still takes a uint8 condition (deprecated), any nonzero byte as True."""
+    c = torch.tensor([0, 1, 2, 255, 0, 128], dtype=torch.uint8)
+    a, b = torch.arange(6, dtype=torch.int8), -torch.arange(6, dtype=torch.int8) - 1
+    with pytest.warns(UserWarning, match="uint8 condition"):
+        expected = torch.where(c, a, b)
+    torch.testing.assert_close(OPS.where.self(c, a, b), expected)
+
+
+@pytest.mark.parametrize("a_dtype,b_dtype", [(torch.float32, torch.float32), (torch.int32, torch.float16),
+                                             (torch.bool, torch.bool), (torch.float16, torch.complex64)])
+def test_the_mask_stays_bool_and_the_cast_kernel_reads_it(a_dtype, b_dtype):
+    """The kernel is that of result_type(self, other): its _cast variant whenever the mask's
+    dtype differs (bool inputs and mask: the plain bool kernel); the result is torch's."""
+    c = torch.rand(6, 5) < 0.5
+    a = torch.testing.make_tensor(6, 5, dtype=a_dtype, device="cpu")
+    b = torch.testing.make_tensor(5, dtype=b_dtype, device="cpu")
+    common = torch.result_type(a, b)
+    mpsgen._C.cpu_take_launches()
+    result = OPS.where.self(c, a, b)
+    launched = mpsgen._C.cpu_take_launches()
+    metal = {torch.float32: "float", torch.bool: "bool", torch.float16: "half", torch.complex64: "float2"}[common]
+    kernel = f"where_(dense|strided)_bool_bool" if common == torch.bool else f"where_(dense|strided)_cast_{metal}"
+    assert launched and all(re.fullmatch(kernel, name) for name in launched), launched
+    assert result.dtype == common
+    torch.testing.assert_close(result, torch.where(c, a, b))
+
+
+def test_opinfo_samples_bind_input_to_self():
+    """OpInfo's where samples are (self, condition, other), the method form self.where(condition, other):
+    sample.input binds to `self`, not to the first Tensor."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    dropped = []
+    found = opinfo_samples("where", entry_params(WHERE), "cpu", torch.float32, dropped=dropped)
+    assert found and not dropped, dropped
+    theirs = list(next(o for o in op_db if o.name == "where").sample_inputs("cpu", torch.float32))
+    for ours, sample in zip(found, theirs):
+        assert [a.shape for a in ours.args] == [sample.args[0].shape, sample.input.shape, sample.args[1].shape]
+        assert ours.args[0].dtype == torch.bool
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int8])
+def test_edge_samples_give_the_mask_bool_tensors_in_each_layout(dtype):
+    for s in edge_samples(entry_params(WHERE), "cpu", dtype, {dtype}, large=False):
+        mask, self_ = s.args[0], s.args[1]
+        assert mask.dtype == torch.bool, s.name
+        if s.name in ("transposed", "sliced", "empty", "0-dim", "contiguous"):
+            assert (mask.shape, mask.stride()) == (self_.shape, self_.stride()), s.name
