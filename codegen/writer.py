@@ -8,11 +8,16 @@ name in the output folder (`tempfile.mkstemp`: never follows a planted symlink, 
 reuses a file), and only when all are written replaces the targets with `os.replace`.
 If a replacement fails, those already made are rolled back from hard-link backups.
 
+An output folder that does not exist yet is instead built whole in a private folder
+beside it (`tempfile.mkdtemp`: exclusive, unpredictable name, mode 0700) and renamed into
+place at once: nothing to back up or roll back, one rename instead of one per file.
+
 A file is ours to delete only if its first line is exactly a banner line that
 render.BANNER produces, not merely one that mentions mpsgen.
 """
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -40,6 +45,7 @@ class Plan:
     delete: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     modes: dict = field(default_factory=dict)  # name -> permission bits of the file it replaces
+    new_folder: bool = False  # the output folder did not exist: every file is new
 
     @property
     def stale(self) -> list[str]:
@@ -58,6 +64,7 @@ def plan(out_dir: Path, files: dict[str, str | bytes]) -> Plan:
     if st is not None and not stat.S_ISDIR(st.st_mode) and not out_dir.is_dir():
         p.problems.append(f"{out_dir}: is not a folder; expected the output folder (remove it)")
         return p
+    p.new_folder = st is None
     for name, content in sorted(files.items()):
         if not _FILE_NAME.fullmatch(name) or len(name.encode()) > MAX_FILE_NAME:
             p.problems.append(f"{out_dir / name}: not a usable file name ({len(name)} characters)")
@@ -125,6 +132,8 @@ def apply(out_dir: Path, files: dict[str, str | bytes], p: Plan, extra: dict[str
     writes.update(extra or {})
     if not writes and not p.delete:
         return
+    if p.new_folder and _apply_new_folder(out_dir, writes):
+        return
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -162,6 +171,52 @@ def apply(out_dir: Path, files: dict[str, str | bytes], p: Plan, extra: dict[str
         _remove(tmp for tmp, _ in temps)
         raise WriteError([f"{failed}; every change was undone"]) from None
     _remove(backup for _, backup in done if backup)
+
+
+def _apply_new_folder(out_dir: Path, writes: dict[str, str | bytes]) -> bool:
+    """Write every file into a new private folder beside out_dir, then rename it to out_dir.
+
+    Safe without per-file temporaries: the folder is ours alone (mkdtemp creates it 0700
+    under an unpredictable name), each file is created exclusively (O_EXCL, O_NOFOLLOW:
+    nothing planted is followed or reused), and out_dir appears only when every file is
+    complete, with all of them; on a failure the private folder is removed and out_dir never
+    existed. False if out_dir appeared meanwhile (rename() does not merge into a non-empty
+    folder nor replace a file or link): the caller then writes file by file as for any
+    existing folder. An empty folder that appeared meanwhile is replaced, losing nothing."""
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        folder = tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name[:48]}.", suffix=".tmp")
+    except OSError as e:
+        raise WriteError([f"{out_dir}: cannot create the output folder: {e.strerror or e}"]) from None
+    umask = _umask()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    created: list[str] = []
+    name = ""
+    try:
+        for name, content in writes.items():
+            path = os.path.join(folder, name)
+            fd = os.open(path, flags, 0o600)
+            created.append(path)
+            try:
+                view = memoryview(content.encode() if isinstance(content, str) else content)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fchmod(fd, 0o666 & ~umask)  # as the file-by-file path sets it, whatever the folder's ACL
+            finally:
+                os.close(fd)
+        name = ""
+        os.chmod(folder, 0o777 & ~umask)  # as mkdir() would have made out_dir
+        os.rename(folder, out_dir)
+        return True
+    except OSError as e:
+        _remove(created)
+        try:
+            os.rmdir(folder)
+        except OSError:
+            pass
+        if not name and e.errno in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR):
+            return False
+        raise WriteError([f"{out_dir / name}: cannot write: {e.strerror or e}; nothing was changed"]) from None
 
 
 def _backup(out_dir: Path, target: Path) -> str | None:

@@ -188,6 +188,34 @@ def test_failure_while_replacing_rolls_back(tmp_path, monkeypatch):
     assert snapshot(out) == before
 
 
+def test_failure_while_writing_a_new_folder_leaves_nothing(tmp_path, monkeypatch):
+    out = tmp_path / "sub" / "out"
+    real_write, calls = os.write, []
+
+    def failing_write(fd, data):
+        calls.append(fd)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", failing_write)
+    with pytest.raises(writer.WriteError) as info:
+        writer.apply(out, files(5), writer.plan(out, files(5)))
+    assert "No space left on device; nothing was changed" in info.value.errors[0]
+    assert not out.exists() and list((tmp_path / "sub").iterdir()) == []
+
+
+def test_new_folder_that_appears_meanwhile_is_written_file_by_file(tmp_path):
+    out = tmp_path / "out"
+    p = writer.plan(out, files())
+    assert p.new_folder
+    out.mkdir()
+    (out / "mine.txt").write_text("kept\n")
+    writer.apply(out, files(), p)
+    assert snapshot(out) == {"mine.txt": b"kept\n", **{name: text.encode() for name, text in files().items()}}
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
 def test_unusable_file_name_is_a_problem_not_a_write(tmp_path):
     out = tmp_path / "out"
     for bad in ("../escape.metal", "a/b.metal", "x" * 300 + ".metal", ""):
