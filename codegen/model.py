@@ -139,10 +139,11 @@ class Selector:
         return list(dict.fromkeys(k for _, k in self.choices))
 
 
-def variant_schemas(schema: FunctionSchema) -> dict[str, str]:
-    """Functional, out= and in-place schemas, named as native_functions.yaml names them."""
+def variant_schemas(schema: FunctionSchema, args: list[Arg] | None = None) -> dict[str, str]:
+    """Functional, out= and in-place schemas, named as native_functions.yaml names them
+    (`args`: schema_args(schema), if the caller has them)."""
     base, ov = str(schema.name.name.base), schema.name.overload_name
-    args = schema_args(schema)
+    args = schema_args(schema) if args is None else args
     pos = [a.decl for a in args if not a.kwarg_only]
     kw = [a.decl for a in args if a.kwarg_only]
     out_name = f"{base}.{ov}_out" if ov and ov != "Tensor" else f"{base}.out"
@@ -168,17 +169,17 @@ class Entry:
     loc: Location
     derivatives: tuple[Derivative, ...] = ()
 
-    @property
+    @cached_property
     def qualified_name(self) -> str:
         """`mul` or `mul.Scalar`: the torch.ops name with its overload."""
         return str(self.schema.name)
 
-    @property
+    @cached_property
     def base_name(self) -> str:
         """`add` for `add.Tensor`: the name messages give the op."""
         return str(self.schema.name.name.base)
 
-    @property
+    @cached_property
     def cname(self) -> str:
         """A C++ identifier for this entry's host functions."""
         return self.qualified_name.replace(".", "_")
@@ -189,7 +190,7 @@ class Entry:
 
     @cached_property
     def schemas(self) -> dict[str, str]:
-        return variant_schemas(self.schema)
+        return variant_schemas(self.schema, self.args)
 
     @cached_property
     def inplace_args(self) -> list[Arg]:
