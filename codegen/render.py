@@ -36,6 +36,7 @@ def _environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
         bytecode_cache=_bytecode_cache(),
+        auto_reload=False,  # a run's templates do not change: no stat of the file per get_template
     )
     env.filters["cpp_string"] = lambda t: '"' + t.replace("\\", "\\\\").replace('"', '\\"') + '"'
     env.filters["py_string"] = repr
@@ -168,9 +169,14 @@ def saved_scalars(entry: Entry) -> list[str]:
 
 
 def _resolve_line_marks(text: str) -> str:
-    """`#line @@MPSGEN_LINE@@` resumes the file's own numbering after a #line jump."""
-    lines = text.split("\n")
-    return "\n".join(l.replace(LINE_MARK, str(i + 2)) for i, l in enumerate(lines))
+    """`#line @@MPSGEN_LINE@@` resumes the file's own numbering after a #line jump: each
+    mark becomes the number of the line after its own."""
+    parts = text.split(LINE_MARK)
+    line = 1  # the line the next mark is on
+    for i in range(len(parts) - 1):
+        line += parts[i].count("\n")
+        parts[i] += str(line + 1)
+    return "".join(parts)
 
 
 def _op_files(env: jinja2.Environment, registry: Registry, ops: tuple[Op, ...]) -> dict[str, str]:
@@ -213,6 +219,16 @@ OPS_PER_WORKER = 250  # below this, starting a process costs more than it saves
 _forked: tuple[jinja2.Environment, Registry] | None = None  # what forked workers render from
 
 
+def _derive(registry: Registry) -> None:
+    """Compute, before forking, what both the op files and the shared files read of each
+    entry (the model's cached properties that parse schemas): the workers inherit it,
+    instead of each process deriving it again for the same ops."""
+    for op in registry.ops:
+        op.tensor_args
+        for e in op.entries:
+            e.schema_names, e.inplace_args, e.cname, e.base_name
+
+
 def _render_chunk(chunk: tuple[int, int]) -> dict[str, str]:
     env, registry = _forked
     return _op_files(env, registry, registry.ops[chunk[0]:chunk[1]])
@@ -228,6 +244,7 @@ def render(registry: Registry) -> dict[str, str]:
     workers = min(os.cpu_count() or 1, n // OPS_PER_WORKER)
     if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
         return {**_op_files(env, registry, registry.ops), **_shared_files(env, registry)}
+    _derive(registry)
     _forked = (env, registry)
     bounds = [n * i // workers for i in range(workers + 1)]
     try:
