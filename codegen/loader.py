@@ -580,6 +580,8 @@ def _check_functor(source, kernels, label, line, errors) -> str | None:
 @functools.lru_cache(maxsize=16)  # _check_functor, then _functor_line, ask for the same entry
 def _structs(source: str) -> tuple[str, ...]:
     """Names of the structs a functor source defines (comments ignored)."""
+    if "struct" not in source:  # most functors are operator() bodies: no need to strip comments
+        return ()
     code = _COMMENT.sub("", source)
     return tuple(_STRUCT.findall(code))
 
