@@ -1,8 +1,10 @@
-"""Render the model into generated file contents (no I/O besides templates)."""
+"""Render the model into generated file contents (no I/O besides templates, and what a
+caller's sink does with each file as it is rendered)."""
 from __future__ import annotations
 
 import multiprocessing
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import jinja2
@@ -227,7 +229,14 @@ def _shared_files(env: jinja2.Environment, registry: Registry) -> dict[str, str]
 
 
 OPS_PER_WORKER = 250  # below this, starting a process costs more than it saves
-_forked: tuple[jinja2.Environment, Registry] | None = None  # what forked workers render from
+Sink = Callable[[str, str], None]  # (name, content) -> None: e.g. writer.NewFolder.write
+_forked: tuple[jinja2.Environment, Registry, Sink | None] | None = None  # what forked workers render from
+
+
+def _sink(files: dict[str, str], sink: Sink | None) -> dict[str, str]:
+    for name, content in files.items() if sink else ():
+        sink(name, content)
+    return files
 
 
 def _derive(registry: Registry) -> None:
@@ -241,27 +250,28 @@ def _derive(registry: Registry) -> None:
 
 
 def _render_chunk(chunk: tuple[int, int]) -> dict[str, str]:
-    env, registry = _forked
-    return _op_files(env, registry, registry.ops[chunk[0]:chunk[1]])
+    env, registry, sink = _forked
+    return _sink(_op_files(env, registry, registry.ops[chunk[0]:chunk[1]]), sink)
 
 
-def render(registry: Registry) -> dict[str, str]:
+def render(registry: Registry, sink: Sink | None = None) -> dict[str, str]:
     """Map of path (relative to generated/) -> file content. A large registry's ops are
     rendered on every core (forked workers, which inherit the model: nothing to pickle
-    but the text they return), while this process renders the shared files."""
+    but the text they return), while this process renders the shared files. `sink` is
+    given each file in the process that renders it (a worker's OSError is raised here)."""
     global _forked
     env = _environment()
     n = len(registry.ops)
     workers = min(os.cpu_count() or 1, n // OPS_PER_WORKER)
     if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
-        return {**_op_files(env, registry, registry.ops), **_shared_files(env, registry)}
+        return _sink({**_op_files(env, registry, registry.ops), **_shared_files(env, registry)}, sink)
     _derive(registry)
-    _forked = (env, registry)
+    _forked = (env, registry, sink)
     bounds = [n * i // workers for i in range(workers + 1)]
     try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
             parts = pool.map_async(_render_chunk, list(zip(bounds, bounds[1:])))
-            shared = _shared_files(env, registry)
+            shared = _sink(_shared_files(env, registry), sink)
             files = {k: v for part in parts.get() for k, v in part.items()}
     finally:
         _forked = None

@@ -267,6 +267,41 @@ def test_unchanged_registry_uses_the_stamp_and_check_stays_truthful(tmp_path, en
     assert cli("check", ops, out, env).returncode == 1
 
 
+@pytest.mark.parametrize("per_worker", [250, 1], ids=["in-process", "forked-workers"])
+def test_first_generate_whose_write_fails_leaves_nothing(tmp_path, monkeypatch, capsys, per_worker):
+    from codegen import __main__ as main
+
+    ops, out = tmp_path / "ops.yaml", tmp_path / "new" / "out"
+    ops.write_text(OPS)
+    monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(render, "OPS_PER_WORKER", per_worker)  # 1: two ops, two forked workers
+    real_write = writer.NewFolder.write
+
+    def failing_write(self, name, content):
+        if name == "bar_cpu.cpp":
+            raise OSError(28, "No space left on device", os.path.join(self.path, name))
+        real_write(self, name, content)
+
+    monkeypatch.setattr(writer.NewFolder, "write", failing_write)
+    assert main.main(["generate", "--ops", str(ops), "--out", str(out)]) == 1
+    assert f"{out / 'bar_cpu.cpp'}: cannot write: No space left on device; nothing was changed" \
+        in capsys.readouterr().err
+    assert list((tmp_path / "new").iterdir()) == []
+
+
+def test_first_generate_by_forked_workers_writes_what_one_process_writes(tmp_path, monkeypatch):
+    from codegen import __main__ as main
+
+    ops = tmp_path / "ops.yaml"
+    ops.write_text(OPS)
+    monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "cache"))
+    assert main.main(["generate", "--ops", str(ops), "--out", str(tmp_path / "one")]) == 0
+    monkeypatch.setattr(render, "OPS_PER_WORKER", 1)
+    assert main.main(["generate", "--ops", str(ops), "--out", str(tmp_path / "forked")]) == 0
+    assert snapshot(tmp_path / "forked") == snapshot(tmp_path / "one")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "forked", "one", "ops.yaml"]
+
+
 def test_stamp_key_covers_the_generator(tmp_path):
     assert stamp.key(b"x", "ops.yaml") == stamp.key(b"x", "ops.yaml")
     assert stamp.key(b"x", "ops.yaml") != stamp.key(b"y", "ops.yaml")
