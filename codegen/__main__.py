@@ -4,6 +4,8 @@ then clang over what macOS builds, codegen/clang_check.py)."""
 from __future__ import annotations
 
 import argparse
+import gc
+import os
 import sys
 from pathlib import Path
 
@@ -45,7 +47,22 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{n_ops} ops: wrote 0 file(s), removed 0, {n_files} unchanged")
         return 0
 
-    from . import loader, render  # torchgen and jinja2: only when there is work
+    # A run builds hundreds of thousands of objects that live to its end (YAML values, schemas,
+    # the model, the rendered text) and next to no cyclic garbage (a few hundred objects for
+    # 1,000 ops): the collector's passes over them free nothing and cost a tenth of a second.
+    # Forked render workers inherit this. Restored after: tests call main() in-process.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(args, data, stamp_key)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _run(args: argparse.Namespace, data: bytes, stamp_key: str) -> int:
+    """Load, render and write (or compare, for `check`)."""
+    from . import loader  # torchgen (and render: jinja2) only when there is work
 
     try:
         registry = loader.load(args.ops, data)
@@ -54,7 +71,30 @@ def main(argv: list[str] | None = None) -> int:
         for message in e.errors:
             print(f"  {message}", file=sys.stderr)
         return 1
-    files = render.render(registry)
+    # A first generate, into a folder that does not exist: the renderers (forked workers too)
+    # write each file into its private stand-in as they render it; apply() renames it into place.
+    staged = None
+    if args.command == "generate" and not os.path.lexists(args.out):
+        try:
+            staged = writer.NewFolder(args.out)
+        except writer.WriteError as e:
+            return _cannot_write(args.out, e.errors)
+    try:
+        return _render_and_write(args, registry, stamp_key, staged)
+    finally:
+        if staged is not None:
+            staged.discard()  # unless apply() renamed it into place
+
+
+def _render_and_write(args: argparse.Namespace, registry, stamp_key: str, staged: writer.NewFolder | None) -> int:
+    from . import render
+
+    try:
+        files = render.render(registry, sink=staged.write if staged else None)
+    except OSError as e:  # a file could not be written into the new folder
+        if staged is None:
+            raise
+        return _cannot_write(args.out, [f"{staged.failed(e)}: cannot write: {e.strerror or e}; nothing was changed"])
     p = writer.plan(args.out, files)
     if p.problems:
         print(f"{len(p.problems)} problem(s) with {args.out}; nothing was written:", file=sys.stderr)
@@ -70,18 +110,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"generated/ is fresh ({len(files)} files, {len(registry.ops)} ops)")
         return 0
     try:
-        writer.apply(args.out, files, p)
+        writer.apply(args.out, files, p, staged=staged if p.new_folder else None)
     except writer.WriteError as e:
         stamp.forget(args.out)
-        print(f"cannot write {args.out}; nothing was written:", file=sys.stderr)
-        for message in e.errors:
-            print(f"  {message}", file=sys.stderr)
-        return 1
+        return _cannot_write(args.out, e.errors)
     stamp.record(args.out, stamp_key, files, len(registry.ops))
     print(f"{len(registry.ops)} ops: wrote {len(p.write)} file(s), removed {len(p.delete)}, "
           f"{len(files) - len(p.write)} unchanged")
     return 0
 
+
+def _cannot_write(out: Path, errors: list[str]) -> int:
+    print(f"cannot write {out}; nothing was written:", file=sys.stderr)
+    for message in errors:
+        print(f"  {message}", file=sys.stderr)
+    return 1
 
 if __name__ == "__main__":
     sys.exit(main())

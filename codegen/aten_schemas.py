@@ -16,7 +16,6 @@ and mtime.
 """
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 from functools import lru_cache
 from pathlib import Path
@@ -37,7 +36,7 @@ def _yaml_path() -> Path | None:
 def _key(path: Path) -> str | None:
     try:
         st = path.stat()
-        return f"{importlib.metadata.version('torch')}|{st.st_size}|{st.st_mtime_ns}"
+        return f"{opinfo_names.torch_version()}|{st.st_size}|{st.st_mtime_ns}"
     except Exception:
         return None
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import re
 from pathlib import Path
 
@@ -160,7 +161,7 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
     # The schema first: it gives the op its name for every later message.
     # An entry without functor and dtypes is a Scalar overload of another op.
     is_overload = "functor" not in entry and "dtypes" not in entry
-    name, schema, family = None, None, None
+    name, schema, family, args = None, None, None, []
     func = entry.get("func")
     if not isinstance(func, str):
         errors.add(line, None, "func", "missing; expected a schema such as 'exp(Tensor self) -> Tensor'")
@@ -172,6 +173,7 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
         if schema is not None:
             name = str(schema.name.name.base)
             family = _check_schema(schema, name, line_of("func"), errors, is_overload)
+            args = schema_args(schema)
     label = str(schema.name) if schema is not None else (func if isinstance(func, str) else None)
 
     allowed = OVERLOAD_KEYS if is_overload else OP_KEYS
@@ -191,9 +193,9 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
         if is_overload:
             errors.add(line_of("args"), label, "args", "a Scalar overload runs its op's kernels; 'args' belongs there")
     elif family is not None and not is_overload:
-        params, selector = _check_args(entry.get("args"), schema_args(schema), family, label, line_of("args"), errors)
+        params, selector = _check_args(entry.get("args"), args, family, label, line_of("args"), errors)
     n_given_errors = len(errors.messages)
-    given = _check_given(entry, schema_args(schema), bool(params or selector), label, line_of, errors) \
+    given = _check_given(entry, args, bool(params or selector), label, line_of, errors) \
         if family is not None and not is_overload else ()
     given_ok = len(errors.messages) == n_given_errors  # else the functors' names cannot be known
     kernels = selector.kernels if selector else list(dict.fromkeys(k for _, k in given)) if given else [kernel]
@@ -202,7 +204,7 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
     opmath_ok = family in OPMATH_FAMILIES and (family == "ternary" or not params)
     registrations = _check_dtypes(entry.get("dtypes"), family, opmath_ok, label, line_of("dtypes"), errors) \
         if "dtypes" in entry else ()
-    checks = _check_checks(entry["checks"], schema_args(schema), label, line_of("checks"), errors) \
+    checks = _check_checks(entry["checks"], args, label, line_of("checks"), errors) \
         if "checks" in entry and schema is not None and not is_overload else ()
     alpha_check = entry.get("alpha_check", False)
     if not isinstance(alpha_check, bool) or (alpha_check and not (
@@ -222,10 +224,10 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
     elif "opinfo" in entry and opinfo and (reason := check_opinfo(opinfo)):
         errors.add(line_of("opinfo"), label, "opinfo", reason)
 
-    derivatives = _check_derivatives(entry["derivatives"], schema, label, line_of("derivatives"), errors) \
+    derivatives = _check_derivatives(entry["derivatives"], schema, args, label, line_of("derivatives"), errors) \
         if "derivatives" in entry and schema is not None else None
     implements, replaces, aten_variants = _check_implements(entry, schema, family, label, line_of, errors)
-    mask = _check_mask(entry, schema_args(schema), family, bool(params or selector or given), label, line_of, errors) \
+    mask = _check_mask(entry, args, family, bool(params or selector or given), label, line_of, errors) \
         if "mask" in entry and schema is not None and not is_overload else ""
 
     if len(errors.messages) > n_before:
@@ -301,7 +303,7 @@ def _attach_overloads(ops: list[Op], overloads: list[_PendingOverload], errors: 
         attached[op.name].append(Overload(
             schema=ov.schema, reference=ov.reference or op.reference, opinfo=opinfo, xfails=xfails,
             loc=ov.loc, derivatives=derivatives, mask=op.mask, scalar_args=scalars))
-    return [dataclasses.replace(op, overloads=tuple(attached[op.name])) for op in ops]
+    return [dataclasses.replace(op, overloads=tuple(attached[op.name])) if attached[op.name] else op for op in ops]
 
 
 def _canonical(schema: str) -> str:
@@ -661,10 +663,17 @@ def _check_functor(source, kernels, label, line, errors) -> str | None:
     return f"struct {wanted[0]} {{\n{indented}\n}};"
 
 
-def _structs(source: str) -> list[str]:
+@functools.lru_cache(maxsize=16)  # _check_functor, then _functor_line, ask for the same entry
+def _structs(source: str) -> tuple[str, ...]:
     """Names of the structs a functor source defines (comments ignored)."""
-    code = re.sub(r"//[^\n]*|/\*.*?\*/", "", source, flags=re.S)
-    return re.findall(r"\bstruct\s+(\w+)", code)
+    if "struct" not in source:  # most functors are operator() bodies: no need to strip comments
+        return ()
+    code = _COMMENT.sub("", source)
+    return tuple(_STRUCT.findall(code))
+
+
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_STRUCT = re.compile(r"\bstruct\s+(\w+)")
 
 
 OPMATH_FAMILIES = ("binary", "ternary")  # REGISTER_OPMATH_BINARY_OP / REGISTER_OPMATH_TERNARY_OP
@@ -722,8 +731,7 @@ def _check_dtypes(spec, family, opmath_ok, label, line, errors) -> tuple[Registr
     return tuple(regs)
 
 
-def _check_derivatives(spec, schema, label, line, errors) -> tuple[Derivative, ...]:
-    args = schema_args(schema)
+def _check_derivatives(spec, schema, args, label, line, errors) -> tuple[Derivative, ...]:
     tensors = [a.name for a in args if a.kind == "Tensor"]
     if not isinstance(spec, dict) or not spec:
         errors.add(line, label, "derivatives",

@@ -142,11 +142,12 @@ class Selector:
         return list(dict.fromkeys(k for _, k in self.choices))
 
 
-def variant_schemas(schema: FunctionSchema, inplace: bool = True) -> dict[str, str]:
-    """Functional, out= and in-place schemas, named as native_functions.yaml names them.
-    inplace: False for an op without an in-place variant (a `mask:` op, as aten's where)."""
+def variant_schemas(schema: FunctionSchema, args: list[Arg] | None = None, inplace: bool = True) -> dict[str, str]:
+    """Functional, out= and in-place schemas, named as native_functions.yaml names them
+    (`args`: schema_args(schema), if the caller has them). inplace: False for an op without
+    an in-place variant (a `mask:` op, as aten's where)."""
     base, ov = str(schema.name.name.base), schema.name.overload_name
-    args = schema_args(schema)
+    args = schema_args(schema) if args is None else args
     pos = [a.decl for a in args if not a.kwarg_only]
     kw = [a.decl for a in args if a.kwarg_only]
     # aten's names where aten declares the op (`clamp.Tensor_out` beside `add.out`), else its usual scheme
@@ -180,17 +181,17 @@ class Entry:
     # op has no in-place variant (aten has no where_: writing into the mask makes no sense)
     mask: str = ""
 
-    @property
+    @cached_property
     def qualified_name(self) -> str:
         """`mul` or `mul.Scalar`: the torch.ops name with its overload."""
         return str(self.schema.name)
 
-    @property
+    @cached_property
     def base_name(self) -> str:
         """`add` for `add.Tensor`: the name messages give the op."""
         return str(self.schema.name.name.base)
 
-    @property
+    @cached_property
     def cname(self) -> str:
         """A C++ identifier for this entry's host functions."""
         return self.qualified_name.replace(".", "_")
@@ -201,7 +202,7 @@ class Entry:
 
     @cached_property
     def schemas(self) -> dict[str, str]:
-        return variant_schemas(self.schema, inplace=not self.mask)
+        return variant_schemas(self.schema, self.args, inplace=not self.mask)
 
     @cached_property
     def inplace_args(self) -> list[Arg]:

@@ -14,7 +14,6 @@ read without importing torch). The cache goes to the first writable of `<repo>/b
 from __future__ import annotations
 
 import difflib
-import importlib.metadata
 import importlib.util
 import json
 import os
@@ -36,10 +35,31 @@ def parse(spec: str) -> tuple[str, str] | None:
     return m["name"], m["variant"] or ""
 
 
+_VERSION = re.compile(r"""^__version__\s*(?::\s*str\s*)?=\s*['"]([^'"\n]+)['"]""", re.M)
+
+
+def torch_version() -> str:
+    """The installed torch's version without importing it: torch/version.py as its build
+    wrote it (importing importlib.metadata costs more than the rest of these cache lookups),
+    else the package metadata. Raises if torch is not installed."""
+    spec = importlib.util.find_spec("torch")
+    if spec is not None and spec.submodule_search_locations:
+        try:
+            text = (Path(list(spec.submodule_search_locations)[0]) / "version.py").read_text()
+            found = _VERSION.search(text)
+            if found:
+                return found[1]
+        except (OSError, UnicodeDecodeError):
+            pass
+    from importlib import metadata
+
+    return metadata.version("torch")
+
+
 def _torch_key() -> str | None:
     """Identify the installed torch without importing it."""
     try:
-        version = importlib.metadata.version("torch")
+        version = torch_version()
         spec = importlib.util.find_spec("torch")
     except Exception:
         return None

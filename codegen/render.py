@@ -1,8 +1,10 @@
-"""Render the model into generated file contents (no I/O besides templates)."""
+"""Render the model into generated file contents (no I/O besides templates, and what a
+caller's sink does with each file as it is rendered)."""
 from __future__ import annotations
 
 import multiprocessing
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import jinja2
@@ -28,14 +30,26 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
     return jinja2.FileSystemBytecodeCache(str(folder))
 
 
+class _Environment(jinja2.Environment):
+    def make_globals(self, d: dict | None) -> dict:
+        """A template's globals as one dict, not Jinja's ChainMap over the environment's:
+        every render copies them into its context, which for a ChainMap is a Python-level
+        walk of each key (three quarters of a small template's render). Ours are all set
+        before the first template loads and never change, which is what the ChainMap
+        would otherwise keep track of; a template's own globals still never reach the
+        environment's."""
+        return {**self.globals, **(d or {})}
+
+
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(
+    env = _Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
         bytecode_cache=_bytecode_cache(),
+        auto_reload=False,  # a run's templates do not change: no stat of the file per get_template
     )
     env.filters["cpp_string"] = lambda t: '"' + t.replace("\\", "\\\\").replace('"', '\\"') + '"'
     env.filters["py_string"] = repr
@@ -177,9 +191,14 @@ def saved_scalars(entry: Entry) -> list[str]:
 
 
 def _resolve_line_marks(text: str) -> str:
-    """`#line @@MPSGEN_LINE@@` resumes the file's own numbering after a #line jump."""
-    lines = text.split("\n")
-    return "\n".join(l.replace(LINE_MARK, str(i + 2)) for i, l in enumerate(lines))
+    """`#line @@MPSGEN_LINE@@` resumes the file's own numbering after a #line jump: each
+    mark becomes the number of the line after its own."""
+    parts = text.split(LINE_MARK)
+    line = 1  # the line the next mark is on
+    for i in range(len(parts) - 1):
+        line += parts[i].count("\n")
+        parts[i] += str(line + 1)
+    return "".join(parts)
 
 
 def _op_files(env: jinja2.Environment, registry: Registry, ops: tuple[Op, ...]) -> dict[str, str]:
@@ -219,30 +238,49 @@ def _shared_files(env: jinja2.Environment, registry: Registry) -> dict[str, str]
 
 
 OPS_PER_WORKER = 250  # below this, starting a process costs more than it saves
-_forked: tuple[jinja2.Environment, Registry] | None = None  # what forked workers render from
+Sink = Callable[[str, str], None]  # (name, content) -> None: e.g. writer.NewFolder.write
+_forked: tuple[jinja2.Environment, Registry, Sink | None] | None = None  # what forked workers render from
+
+
+def _sink(files: dict[str, str], sink: Sink | None) -> dict[str, str]:
+    for name, content in files.items() if sink else ():
+        sink(name, content)
+    return files
+
+
+def _derive(registry: Registry) -> None:
+    """Compute, before forking, what both the op files and the shared files read of each
+    entry (the model's cached properties that parse schemas): the workers inherit it,
+    instead of each process deriving it again for the same ops."""
+    for op in registry.ops:
+        op.tensor_args
+        for e in op.entries:
+            e.schema_names, e.inplace_args, e.cname, e.base_name
 
 
 def _render_chunk(chunk: tuple[int, int]) -> dict[str, str]:
-    env, registry = _forked
-    return _op_files(env, registry, registry.ops[chunk[0]:chunk[1]])
+    env, registry, sink = _forked
+    return _sink(_op_files(env, registry, registry.ops[chunk[0]:chunk[1]]), sink)
 
 
-def render(registry: Registry) -> dict[str, str]:
+def render(registry: Registry, sink: Sink | None = None) -> dict[str, str]:
     """Map of path (relative to generated/) -> file content. A large registry's ops are
     rendered on every core (forked workers, which inherit the model: nothing to pickle
-    but the text they return), while this process renders the shared files."""
+    but the text they return), while this process renders the shared files. `sink` is
+    given each file in the process that renders it (a worker's OSError is raised here)."""
     global _forked
     env = _environment()
     n = len(registry.ops)
     workers = min(os.cpu_count() or 1, n // OPS_PER_WORKER)
     if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
-        return {**_op_files(env, registry, registry.ops), **_shared_files(env, registry)}
-    _forked = (env, registry)
+        return _sink({**_op_files(env, registry, registry.ops), **_shared_files(env, registry)}, sink)
+    _derive(registry)
+    _forked = (env, registry, sink)
     bounds = [n * i // workers for i in range(workers + 1)]
     try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
             parts = pool.map_async(_render_chunk, list(zip(bounds, bounds[1:])))
-            shared = _shared_files(env, registry)
+            shared = _sink(_shared_files(env, registry), sink)
             files = {k: v for part in parts.get() for k, v in part.items()}
     finally:
         _forked = None

@@ -8,11 +8,17 @@ name in the output folder (`tempfile.mkstemp`: never follows a planted symlink, 
 reuses a file), and only when all are written replaces the targets with `os.replace`.
 If a replacement fails, those already made are rolled back from hard-link backups.
 
+An output folder that does not exist yet is instead built whole in a private folder
+beside it (`NewFolder`: `tempfile.mkdtemp`, exclusive, unpredictable name, mode 0700) and
+renamed into place at once: nothing to back up or roll back, one rename instead of one per
+file. The render workers write their files into it as they render them.
+
 A file is ours to delete only if its first line is exactly a banner line that
 render.BANNER produces, not merely one that mentions mpsgen.
 """
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -40,6 +46,7 @@ class Plan:
     delete: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     modes: dict = field(default_factory=dict)  # name -> permission bits of the file it replaces
+    new_folder: bool = False  # the output folder did not exist: every file is new
 
     @property
     def stale(self) -> list[str]:
@@ -58,8 +65,9 @@ def plan(out_dir: Path, files: dict[str, str | bytes]) -> Plan:
     if st is not None and not stat.S_ISDIR(st.st_mode) and not out_dir.is_dir():
         p.problems.append(f"{out_dir}: is not a folder; expected the output folder (remove it)")
         return p
+    p.new_folder = st is None
     for name, content in sorted(files.items()):
-        if not _FILE_NAME.fullmatch(name) or len(name.encode()) > MAX_FILE_NAME:
+        if not _usable_name(name):
             p.problems.append(f"{out_dir / name}: not a usable file name ({len(name)} characters)")
             continue
         if st is None:
@@ -98,6 +106,10 @@ def plan(out_dir: Path, files: dict[str, str | bytes]) -> Plan:
     return p
 
 
+def _usable_name(name: str) -> bool:
+    return _FILE_NAME.fullmatch(name) is not None and len(name.encode()) <= MAX_FILE_NAME
+
+
 def stale_files(out_dir: Path, keep) -> list[str]:
     """Files of out_dir that we generated (exact banner first line) and that `keep` lacks."""
     stale = []
@@ -116,15 +128,29 @@ def stale_files(out_dir: Path, keep) -> list[str]:
     return stale
 
 
-def apply(out_dir: Path, files: dict[str, str | bytes], p: Plan, extra: dict[str, bytes] | None = None) -> None:
+def apply(out_dir: Path, files: dict[str, str | bytes], p: Plan, extra: dict[str, bytes] | None = None,
+          staged: NewFolder | None = None) -> None:
     """Make p's changes, all or none. `extra` files (e.g. a stamp) are written the same way
-    but are not part of the plan's report."""
+    but are not part of the plan's report. `staged`: a NewFolder for out_dir that already
+    holds every file of `files` (the caller discards it if it is not used)."""
     if p.problems:
         raise WriteError(p.problems)
     writes = {name: files[name] for name in p.write}
     writes.update(extra or {})
     if not writes and not p.delete:
         return
+    if p.new_folder:
+        folder = staged or NewFolder(out_dir)
+        try:
+            for name, content in (extra or {}).items() if staged else writes.items():
+                folder.write(name, content)
+            if folder.commit():
+                return
+        except OSError as e:
+            where = folder.failed(e)
+            folder.discard()
+            raise WriteError([f"{where}: cannot write: {e.strerror or e}; nothing was changed"]) from None
+        folder.discard()  # out_dir appeared meanwhile: file by file, as into any existing folder
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -162,6 +188,75 @@ def apply(out_dir: Path, files: dict[str, str | bytes], p: Plan, extra: dict[str
         _remove(tmp for tmp, _ in temps)
         raise WriteError([f"{failed}; every change was undone"]) from None
     _remove(backup for _, backup in done if backup)
+
+
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+class NewFolder:
+    """A new output folder, built whole in a private folder beside it and renamed into place.
+
+    Safe without per-file temporaries: the private folder is ours alone (mkdtemp creates it
+    0700 under an unpredictable name), each file in it is created exclusively (O_EXCL,
+    O_NOFOLLOW: nothing planted is followed or reused), and out_dir appears only by
+    `commit()`, with every file complete; `discard()` removes the private folder with all
+    that any process wrote into it, and out_dir never existed. `write()` may be called in
+    forked processes (the render workers), `commit()` and `discard()` in the creating one."""
+
+    def __init__(self, out_dir: Path):
+        self.out_dir = out_dir
+        try:
+            out_dir.parent.mkdir(parents=True, exist_ok=True)
+            self.path: str | None = tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name[:48]}.",
+                                                     suffix=".tmp")
+        except OSError as e:
+            raise WriteError([f"{out_dir}: cannot create the output folder: {e.strerror or e}"]) from None
+        self.umask = _umask()
+
+    def write(self, name: str, content: str | bytes) -> None:
+        """Create one file, or raise OSError. A name that plan() refuses is not written
+        (plan() reports it, and nothing is committed)."""
+        if not _usable_name(name):
+            return
+        fd = os.open(os.path.join(self.path, name), _CREATE, 0o600)
+        try:
+            view = memoryview(content.encode() if isinstance(content, str) else content)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fchmod(fd, 0o666 & ~self.umask)  # as the file-by-file path sets it, whatever the folder's ACL
+        finally:
+            os.close(fd)
+
+    def failed(self, e: OSError) -> Path:
+        """Where a write() or commit() error happened, named under out_dir."""
+        inside = e.filename and os.path.dirname(os.fsdecode(e.filename)) == self.path
+        return self.out_dir / os.path.basename(os.fsdecode(e.filename)) if inside else self.out_dir
+
+    def commit(self) -> bool:
+        """Rename the private folder to out_dir (the mode mkdir() would have given it).
+        False if out_dir appeared meanwhile: rename() does not merge into a non-empty
+        folder nor replace a file or link (an empty folder is replaced, losing nothing);
+        the caller then discards this and writes file by file."""
+        try:
+            os.chmod(self.path, 0o777 & ~self.umask)
+            os.rename(self.path, self.out_dir)
+        except OSError as e:
+            if e.errno in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR):
+                return False
+            raise
+        self.path = None
+        return True
+
+    def discard(self) -> None:
+        """Remove the private folder and what any process wrote into it (nothing once committed)."""
+        if self.path is None:
+            return
+        try:
+            _remove([entry.path for entry in os.scandir(self.path)])
+            os.rmdir(self.path)
+        except OSError:
+            pass
+        self.path = None
 
 
 def _backup(out_dir: Path, target: Path) -> str | None:

@@ -188,6 +188,34 @@ def test_failure_while_replacing_rolls_back(tmp_path, monkeypatch):
     assert snapshot(out) == before
 
 
+def test_failure_while_writing_a_new_folder_leaves_nothing(tmp_path, monkeypatch):
+    out = tmp_path / "sub" / "out"
+    real_write, calls = os.write, []
+
+    def failing_write(fd, data):
+        calls.append(fd)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", failing_write)
+    with pytest.raises(writer.WriteError) as info:
+        writer.apply(out, files(5), writer.plan(out, files(5)))
+    assert "No space left on device; nothing was changed" in info.value.errors[0]
+    assert not out.exists() and list((tmp_path / "sub").iterdir()) == []
+
+
+def test_new_folder_that_appears_meanwhile_is_written_file_by_file(tmp_path):
+    out = tmp_path / "out"
+    p = writer.plan(out, files())
+    assert p.new_folder
+    out.mkdir()
+    (out / "mine.txt").write_text("kept\n")
+    writer.apply(out, files(), p)
+    assert snapshot(out) == {"mine.txt": b"kept\n", **{name: text.encode() for name, text in files().items()}}
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
 def test_unusable_file_name_is_a_problem_not_a_write(tmp_path):
     out = tmp_path / "out"
     for bad in ("../escape.metal", "a/b.metal", "x" * 300 + ".metal", ""):
@@ -237,6 +265,41 @@ def test_unchanged_registry_uses_the_stamp_and_check_stays_truthful(tmp_path, en
     # a deleted file
     (out / "bar.metal").unlink()
     assert cli("check", ops, out, env).returncode == 1
+
+
+@pytest.mark.parametrize("per_worker", [250, 1], ids=["in-process", "forked-workers"])
+def test_first_generate_whose_write_fails_leaves_nothing(tmp_path, monkeypatch, capsys, per_worker):
+    from codegen import __main__ as main
+
+    ops, out = tmp_path / "ops.yaml", tmp_path / "new" / "out"
+    ops.write_text(OPS)
+    monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(render, "OPS_PER_WORKER", per_worker)  # 1: two ops, two forked workers
+    real_write = writer.NewFolder.write
+
+    def failing_write(self, name, content):
+        if name == "bar_cpu.cpp":
+            raise OSError(28, "No space left on device", os.path.join(self.path, name))
+        real_write(self, name, content)
+
+    monkeypatch.setattr(writer.NewFolder, "write", failing_write)
+    assert main.main(["generate", "--ops", str(ops), "--out", str(out)]) == 1
+    assert f"{out / 'bar_cpu.cpp'}: cannot write: No space left on device; nothing was changed" \
+        in capsys.readouterr().err
+    assert list((tmp_path / "new").iterdir()) == []
+
+
+def test_first_generate_by_forked_workers_writes_what_one_process_writes(tmp_path, monkeypatch):
+    from codegen import __main__ as main
+
+    ops = tmp_path / "ops.yaml"
+    ops.write_text(OPS)
+    monkeypatch.setenv("MPSGEN_CACHE_DIR", str(tmp_path / "cache"))
+    assert main.main(["generate", "--ops", str(ops), "--out", str(tmp_path / "one")]) == 0
+    monkeypatch.setattr(render, "OPS_PER_WORKER", 1)
+    assert main.main(["generate", "--ops", str(ops), "--out", str(tmp_path / "forked")]) == 0
+    assert snapshot(tmp_path / "forked") == snapshot(tmp_path / "one")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "forked", "one", "ops.yaml"]
 
 
 def test_stamp_key_covers_the_generator(tmp_path):
