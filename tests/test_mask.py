@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from codegen import loader  # noqa: E402
-from test_registry_errors import errors_of, lineno, single  # noqa: E402
+from test_registry_errors import errors_of, lineno, one_op, single  # noqa: E402
 from test_runtime_robustness import assert_refused_like_torch  # noqa: E402
 
 import mpsgen  # noqa: E402  (loads the extension)
@@ -35,12 +35,7 @@ FUNCTOR = ("    functor: |\n"
 
 
 def masked(mask: str, func: str = "sel(Tensor cond, Tensor self, Tensor other) -> Tensor", extra: str = "") -> str:
-    return ("namespace: testns\nops:\n"
-            f"  - func: {func}\n"
-            f"{mask}"
-            "    dtypes: [float]\n"
-            "    reference: torch.where\n"
-            f"{extra}{FUNCTOR}")
+    return one_op(func, mask, "torch.where", extra + FUNCTOR)
 
 
 def test_a_mask_op_loads_without_an_inplace_variant(tmp_path):

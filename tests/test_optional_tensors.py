@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from codegen import loader  # noqa: E402
-from test_registry_errors import errors_of, lineno, single  # noqa: E402
+from test_registry_errors import errors_of, lineno, one_op, single  # noqa: E402
 
 import mpsgen  # noqa: E402,F401  (loads the extension)
 
@@ -36,11 +36,7 @@ ONE_FUNCTOR = ("    functor: |\n"
 
 def clamp_like(given: str, func: str = "cl(Tensor self, Tensor? lo=None, Tensor? hi=None) -> Tensor",
                functors: str = CLAMP_FUNCTORS) -> str:
-    return ("namespace: testns\nops:\n"
-            f"  - func: {func}\n"
-            "    dtypes: [float]\n"
-            "    reference: torch.clamp\n"
-            f"{given}{functors}")
+    return one_op(func, "", "torch.clamp", given + functors)
 
 
 def test_a_given_op_loads_with_a_kernel_per_combination(tmp_path):

@@ -30,6 +30,17 @@ def op(name: str = "foo", dtypes: str = "[float]", extra: str = "", func: str | 
             f"{extra}{BODY}")
 
 
+def one_op(func: str, keys: str, reference: str, functor: str) -> str:
+    """A registry of one entry: its schema, the keys under test (YAML lines), float dtypes,
+    a reference and the functor's lines."""
+    return ("namespace: testns\nops:\n"
+            f"  - func: {func}\n"
+            f"{keys}"
+            "    dtypes: [float]\n"
+            f"    reference: {reference}\n"
+            f"{functor}")
+
+
 def registry(*ops: str, namespace: str = "testns") -> str:
     return f"namespace: {namespace}\nops:\n" + "".join(ops or (op(),))
 
