@@ -512,6 +512,8 @@ def _check_args(spec, op_args, family, label, line, errors) -> tuple[tuple[Param
     return tuple(params), selector
 
 
+# what a `str` choice or a `given:` combination maps to
+_NAME_A_KERNEL = "must name a kernel (a C++ identifier; its functor is '<kernel>_functor')"
 _GIVEN_EXAMPLE = "{min max: clamp_tensor, min: clamp_tensor_min, max: clamp_tensor_max}"
 
 
@@ -550,8 +552,7 @@ def _check_given(entry, op_args, has_params, label, line_of, errors) -> tuple[tu
             continue
         seen[combo] = key
         if not isinstance(kernel, str) or not _IDENT.fullmatch(kernel):
-            errors.add(line, label, "given", f"{key!r} must name a kernel (a C++ identifier; its functor is "
-                       f"'<kernel>_functor'), got {kernel!r}")
+            errors.add(line, label, "given", f"{key!r} {_NAME_A_KERNEL}, got {kernel!r}")
             continue
         found.append((combo, kernel))
     families = {}
@@ -628,8 +629,7 @@ def _check_choices(arg, item, label, line, errors) -> Selector | None:
         elif value == "None" and not arg.optional:
             errors.add(line, label, "args", f"{arg.name!r}: a None choice needs an optional 'str?' argument")
         elif not isinstance(kernel, str) or not _IDENT.fullmatch(kernel):
-            errors.add(line, label, "args", f"{arg.name!r}: choice {value!r} must name a kernel (a C++ "
-                       f"identifier; its functor is '<kernel>_functor'), got {kernel!r}")
+            errors.add(line, label, "args", f"{arg.name!r}: choice {value!r} {_NAME_A_KERNEL}, got {kernel!r}")
         else:
             choices.append((value, kernel))
     if arg.optional and "None" not in dict(choices):

@@ -25,11 +25,9 @@ void clamp_tensor_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType commo
   } else if (mpsgen::given(min) && !mpsgen::given(max)) {
     const std::string kernel = "clamp_tensor_min";
     library.exec_binary_kernel(iter, kernel);
-  } else if (!mpsgen::given(min) && mpsgen::given(max)) {
+  } else {
     const std::string kernel = "clamp_tensor_max";
     library.exec_binary_kernel(iter, kernel);
-  } else {
-    TORCH_CHECK(false, "mpsgen::clamp: no kernel for the Tensor? arguments given (min, max); ops.yaml:429 has kernels for: min, max; min; max");
   }
 }
 

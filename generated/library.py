@@ -1076,7 +1076,7 @@ clamp_tensor_spec = Spec(
     },
     alpha_checks=False,
     optional=["min", "max"],
-    given=[["min", "max"], ["min"], ["max"]],
+    given=[('min', 'max'), ('min',), ('max',)],
     given_message='no kernel for the Tensor? arguments given (min, max); ops.yaml:429 has kernels for: min, max; min; max',
 )
 

@@ -73,8 +73,8 @@ def given_operands(spec: Spec, operands: list) -> list:
     given, which must be a combination `given:` has a kernel for (as the C++ host checks)."""
     if not spec.optional:
         return operands
-    present = [name for name, x in zip(spec.inputs, operands) if name in spec.optional and x is not None]
-    if [n for n in present] not in [list(c) for c in spec.given]:
+    present = tuple(name for name, x in zip(spec.inputs, operands) if name in spec.optional and x is not None)
+    if present not in spec.given:
         raise RuntimeError(f"{spec.name}: {spec.given_message}")
     return [x for x in operands if x is not None]
 
