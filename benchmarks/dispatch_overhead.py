@@ -1,13 +1,17 @@
-"""Per-call overhead of a generated op on small CPU tensors, against torch's own op.
+"""Per-call overhead of generated ops on small CPU tensors, against torch's own ops.
 
-    .venv/bin/python benchmarks/dispatch_overhead.py
+    .venv/bin/python benchmarks/dispatch_overhead.py [--repeat 7] [--number 2000]
 
-A generated op's autograd registration (torch.library.register_autograd) and the
-out=/in-place autograd kernels are Python, so every eager call with autograd
-active passes through Python. torch.inference_mode() skips the autograd key and
-shows the C++ path alone. Prints medians of 7 repeats and ratios against
-torch.hypot measured in the same run.
+For a unary (exp), a binary (hypot), a binary-with-alpha (add.Tensor) and a ternary
+(lerp.Tensor) op, each of the functional, out= and in-place variants is timed on
+16 float32 elements with 1 thread: with autograd enabled and no input requiring grad,
+and under torch.inference_mode(). Then forward + backward of a small model of these
+ops with requires_grad=True. Every row is against the same call of torch's own op,
+measured in the same run: medians of --repeat repeats of --number calls each.
+Targets (issue 13): ratio <= 1.5 with autograd enabled, <= 1.3 under inference_mode,
+<= 1.5 for forward + backward.
 """
+import argparse
 import statistics
 import sys
 import timeit
@@ -19,31 +23,71 @@ import torch  # noqa: E402
 
 import mpsgen  # noqa: E402,F401
 
-NUMBER, REPEAT = 2000, 7
+OPS = torch.ops.mpsgen
+N = 16
 
 
-def median_us(fn) -> float:
-    return statistics.median(timeit.repeat(fn, number=NUMBER, repeat=REPEAT)) / NUMBER * 1e6
+def paired(ours, theirs, number: int, repeat: int) -> tuple[float, float, float]:
+    """Median µs per call of each, and the median of the per-repeat ratios: the two are
+    timed alternately, so a burst of load on a noisy machine falls on both."""
+    ours(), theirs()  # warm up: first-call lookups
+    times = [(timeit.timeit(ours, number=number), timeit.timeit(theirs, number=number)) for _ in range(repeat)]
+    med = lambda xs: statistics.median(xs) / number * 1e6  # noqa: E731
+    return med([o for o, _ in times]), med([t for _, t in times]), statistics.median(o / t for o, t in times)
+
+
+def cases():
+    """(name, ours, torch's), each a no-argument call on fresh 16-element tensors."""
+    x, y, z, out = (torch.rand(N) + 0.5 for _ in range(4))
+    return [
+        ("exp", lambda: OPS.exp(x), lambda: torch.exp(x)),
+        ("exp.out", lambda: OPS.exp.out(x, out=out), lambda: torch.exp(x, out=out)),
+        ("exp_", lambda: OPS.exp_(out), lambda: torch.exp_(out)),
+        ("hypot", lambda: OPS.hypot(x, y), lambda: torch.hypot(x, y)),
+        ("hypot.out", lambda: OPS.hypot.out(x, y, out=out), lambda: torch.hypot(x, y, out=out)),
+        ("hypot_", lambda: OPS.hypot_(out, y), lambda: out.hypot_(y)),
+        ("add.Tensor (alpha)", lambda: OPS.add.Tensor(x, y, alpha=2), lambda: torch.add(x, y, alpha=2)),
+        ("add.out (alpha)", lambda: OPS.add.out(x, y, alpha=2, out=out), lambda: torch.add(x, y, alpha=2, out=out)),
+        ("add_.Tensor (alpha)", lambda: OPS.add_.Tensor(out, y, alpha=2), lambda: out.add_(y, alpha=2)),
+        ("lerp.Tensor", lambda: OPS.lerp.Tensor(x, y, z), lambda: torch.lerp(x, y, z)),
+        ("lerp.Tensor_out", lambda: OPS.lerp.Tensor_out(x, y, z, out=out), lambda: torch.lerp(x, y, z, out=out)),
+        ("lerp_.Tensor", lambda: OPS.lerp_.Tensor(out, y, z), lambda: out.lerp_(y, z)),
+    ]
+
+
+def model_step(ours: bool, x, w, b):
+    """Forward and backward of exp(hypot(x, w)) + 2 b, lerped towards w by x."""
+    exp, hypot = (OPS.exp, OPS.hypot) if ours else (torch.exp, torch.hypot)
+    add = OPS.add.Tensor if ours else torch.add
+    lerp = OPS.lerp.Tensor if ours else torch.lerp
+    h = add(exp(hypot(x, w)), b, alpha=2)
+    lerp(h, w, x).sum().backward()
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--number", type=int, default=2000)
+    args = parser.parse_args()
     torch.set_num_threads(1)
-    ops = torch.ops.mpsgen
-    x, y, out = torch.randn(16), torch.randn(16), torch.empty(16)
-    rows = [
-        ("torch.hypot (baseline)", lambda: torch.hypot(x, y)),
-        ("mpsgen.hypot", lambda: ops.hypot(x, y)),
-        ("mpsgen.hypot.out", lambda: ops.hypot.out(x, y, out=out)),
-        ("mpsgen.hypot_", lambda: ops.hypot_(out, y)),
-    ]
-    results = [(name, median_us(fn)) for name, fn in rows]
+    rows = []
+    for name, ours, theirs in cases():
+        rows.append((name, "autograd enabled", *paired(ours, theirs, args.number, args.repeat)))
     with torch.inference_mode():
-        xi, yi = torch.randn(16), torch.randn(16)
-        results.append(("mpsgen.hypot, inference_mode", median_us(lambda: ops.hypot(xi, yi))))
-    base = results[0][1]
-    print(f"{'call (16 float32 elements)':34} {'median us':>10} {'vs torch':>9}")
-    for name, us in results:
-        print(f"{name:34} {us:10.1f} {us / base:8.1f}x")
+        for name, ours, theirs in cases():
+            rows.append((name, "inference_mode", *paired(ours, theirs, args.number, args.repeat)))
+    x, w, b = (torch.rand(N, requires_grad=True) for _ in range(3))
+    rows.append(("model: 4 ops, forward + backward", "requires_grad",
+                 *paired(lambda: model_step(True, x, w, b), lambda: model_step(False, x, w, b),
+                         max(1, args.number // 10), args.repeat)))
+    print(f"{N} float32 elements, 1 thread; medians of {args.repeat} x {args.number} calls, in µs;")
+    print("ratio: the median of the per-repeat ratios (mpsgen and torch timed alternately)")
+    print(f"{'call':34} {'mode':17} {'mpsgen':>8} {'torch':>8} {'ratio':>6}")
+    for name, mode, ours, theirs, ratio in rows:
+        print(f"{name:34} {mode:17} {ours:8.2f} {theirs:8.2f} {ratio:6.2f}")
+    for mode in ("autograd enabled", "inference_mode", "requires_grad"):
+        ratios = [r for _, m, _, _, r in rows if m == mode]
+        print(f"{mode}: worst ratio {max(ratios):.2f}, geomean {statistics.geometric_mean(ratios):.2f}")
 
 
 if __name__ == "__main__":

@@ -1,107 +1,112 @@
-"""Derivative formulas: one Python expression each, emitted on one line of library.py.
+"""Derivative formulas: C++ expressions in derivatives.yaml's language, checked before
+generated/autograd.cpp holds them.
 
-library.py writes each formula as `<formula> if ctx.needs_input_grad[i] else None,`
-on a single line, so a formula is accepted only if that line means what the user
-wrote: no comment (it would swallow the rest of the line), no backslash line
-continuation, nothing that changes when its whitespace is folded to single spaces
-(a string with line breaks), and nothing the generated code cannot hold (a bare
-tuple, assignment expressions, yield/await, nesting the compiler cannot handle).
-A conditional or lambda at the top is parenthesised so the appended `if` cannot
-bind to it.
+A formula is the gradient of one input, e.g. `grad * self.cos().conj()` or
+`handle_r_to_c(self, grad * other.conj())`. autograd.cpp evaluates it where `grad`,
+`result` and the entry's arguments are in scope, with `using namespace at` (as
+derivatives.yaml's formulas call ATen) and support/host/autograd.h's helpers. A check
+here cannot compile it; what it does catch, at the formula's ops.yaml line:
+
+- what would break out of the expression: `;`, unbalanced brackets, a preprocessor `#`,
+  a comment (YAML's own `#` comments stay outside the formula), an unterminated string;
+- a name that is not a call, a namespace, a member or a C++ word, and is none of what a
+  formula may read: grad, result, the entry's arguments (a typo such as `slef`).
+
+It also finds which of those names the formula reads: the node saves just those. What
+the compiler rejects otherwise it reports at the formula's ops.yaml line (`#line`).
 """
 from __future__ import annotations
 
-import ast
 import functools
-import io
-import tokenize
+import re
 from dataclasses import dataclass
 
 MAX_LENGTH = 4000  # characters
-MAX_DEPTH = 100  # syntax-tree levels; CPython's compiler recurses on each
+
+# C++ words and the constants a formula may name besides the arguments
+CPP_WORDS = frozenset("""
+    true false nullptr this sizeof alignof decltype static_cast const_cast reinterpret_cast
+    const auto void bool char short int long float double signed unsigned
+    int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t size_t
+    M_E M_LOG2E M_LOG10E M_LN2 M_LN10 M_PI M_PI_2 M_PI_4 M_1_PI M_2_PI M_2_SQRTPI M_SQRT2 M_SQRT1_2
+    INFINITY NAN
+""".split())
+
+_TOKEN = re.compile(r"""
+    (?P<space>\s+)
+  | (?P<comment>//[^\n]*|/\*.*?\*/)
+  | (?P<string>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
+  | (?P<number>\.?\d(?:[eEpP][+-]|[\w.'])*)
+  | (?P<name>[A-Za-z_]\w*)
+  | (?P<punct>::|->|[()\[\]{};#]|.)
+""", re.VERBOSE | re.DOTALL)
+_PAIRS = {")": "(", "]": "[", "}": "{"}
 
 
 @dataclass(frozen=True)
 class Formula:
-    text: str  # one line, as library.py emits it
-    names: frozenset  # the names it reads
-    tree: ast.Expression
+    text: str  # as autograd.cpp holds it
+    names: frozenset  # the bare names it reads: grad, result, arguments, or unknown ones
 
 
-def _scan(tree: ast.Expression) -> frozenset | str:
-    """The names a formula reads, in one walk that also bounds its depth and refuses
-    what it may not contain."""
-    names, todo = set(), [(tree, 1)]
-    while todo:
-        node, depth = todo.pop()
-        if depth > MAX_DEPTH:
-            return f"nests more than {MAX_DEPTH} levels deep; split it into smaller terms"
-        kind = type(node)
-        if kind is ast.Name:
-            names.add(node.id)
-        elif kind is ast.NamedExpr:
-            return "assigns with ':='; a formula only reads grad, result and the arguments"
-        elif kind in (ast.Yield, ast.YieldFrom, ast.Await):
-            return f"uses '{kind.__name__.lower()}', which a formula cannot"
-        todo.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
-    return frozenset(names)
+def _tokens(text: str) -> list[tuple[str, str]] | str:
+    found, pos = [], 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        kind = m.lastgroup
+        if kind == "punct" and m.group() in ('"', "'") or text.startswith("/*", pos) and kind != "comment":
+            return "has an unterminated string, character or comment"
+        if kind == "comment":
+            return "contains a C++ comment; put the comment on its own YAML line, starting with '#'"
+        if kind != "space":
+            found.append((kind, m.group()))
+        pos = m.end()
+    return found
 
 
-def _parse(text: str) -> ast.Expression | str:
-    try:
-        return ast.parse(text, mode="eval")
-    except SyntaxError as e:
-        return f"is not a Python expression: {e.msg} in {text!r}"
-    except (RecursionError, MemoryError):
-        return f"is nested too deeply for Python's parser (at most {MAX_DEPTH} levels)"
-    except ValueError as e:  # e.g. null bytes, integer literals beyond 4,300 digits
-        return f"is not a Python expression: {e}"
-
-
-def _layout_problem(text: str) -> str | None:
-    """A comment or a backslash continuation, found by Python's own tokenizer."""
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
-    except (tokenize.TokenError, SyntaxError):
-        return None  # ast.parse reports it
-    previous = None
-    for tok in tokens:
-        if tok.type == tokenize.COMMENT:
-            return (f"contains a comment ({tok.string!r}); a formula is one expression on one line "
-                    "of library.py: put the comment on its own YAML line, starting with '#'")
-        if tok.type in (tokenize.NL, tokenize.NEWLINE, tokenize.ENDMARKER):
-            previous = None
+def _structure_problem(tokens: list[tuple[str, str]]) -> str | None:
+    stack = []
+    for kind, tok in tokens:
+        if kind != "punct":
             continue
-        if previous is not None and tok.start[0] > previous.end[0]:
-            return ("continues a line with '\\'; YAML joins the lines of a folded or plain scalar "
-                    "itself, so write the formula without the backslash")
-        previous = tok
-    return None
+        if tok == ";":
+            return "contains ';'; a formula is one C++ expression, the gradient of one input"
+        if tok == "#":
+            return "contains '#'; a formula cannot hold preprocessor directives"
+        if tok in "([{":
+            stack.append(tok)
+        elif tok in _PAIRS:
+            if not stack or stack.pop() != _PAIRS[tok]:
+                return f"has an unmatched {tok!r}"
+    return f"has an unclosed {stack[-1]!r}" if stack else None
+
+
+def _bare_names(tokens: list[tuple[str, str]]) -> frozenset:
+    """Names that stand for a value: not a member (`x.cos`, `p->y`), not qualified (`at::cos`),
+    not a namespace or class (`std::`), not a call (`where(`)."""
+    names = set()
+    for i, (kind, tok) in enumerate(tokens):
+        if kind != "name" or tok in CPP_WORDS or re.fullmatch(r"k[A-Z]\w*", tok):  # kFloat, kBool: ATen's dtypes
+            continue
+        before = tokens[i - 1][1] if i else ""
+        after = tokens[i + 1][1] if i + 1 < len(tokens) else ""
+        if before in (".", "->", "::") or after in ("::", "("):
+            continue
+        names.add(tok)
+    return frozenset(names)
 
 
 @functools.lru_cache(maxsize=4096)
 def check(formula: str) -> Formula | str:
-    """The formula as library.py will hold it, or what is wrong with it (a phrase that
+    """The formula as autograd.cpp will hold it, or what is wrong with it (a phrase that
     follows "the formula for 'self' ")."""
     text = formula.strip()
     if len(text) > MAX_LENGTH:
         return f"is {len(text):,} characters long; at most {MAX_LENGTH:,}"
-    tree = _parse(text)
-    if isinstance(tree, str):
-        return tree
-    names = _scan(tree)
-    if isinstance(names, str):
-        return names
-    problem = _layout_problem(text) if ("#" in text or "\\" in text) else None
+    tokens = _tokens(text)
+    if isinstance(tokens, str):
+        return tokens
+    problem = _structure_problem(tokens)
     if problem:
         return problem
-    if isinstance(tree.body, (ast.Tuple, ast.Starred)):
-        return "is a tuple; a formula is the gradient of one input, a single expression"
-    one_line = " ".join(text.split())
-    folded = _parse(one_line) if one_line != text else tree
-    if isinstance(folded, str) or (folded is not tree and ast.dump(folded) != ast.dump(tree)):
-        return ("changes meaning when written on one line (a string with a line break or repeated "
-                "spaces?); write it so that single spaces between its parts keep it the same")
-    if isinstance(tree.body, (ast.IfExp, ast.Lambda)):
-        one_line = f"({one_line})"  # library.py appends `if ctx.needs_input_grad[i] else None`
-    return Formula(one_line, names, tree)
+    return Formula(text, _bare_names(tokens))

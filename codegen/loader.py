@@ -25,10 +25,10 @@ TOP_KEYS = {"namespace", "ops"}
 OP_KEYS = {"func", "functor", "dtypes", "reference", "opinfo", "xfail", "derivatives", "args", "kernel",
            "alpha_check", "checks", "tolerances", "implements", "replaces", "given", "mask"}
 OVERLOAD_KEYS = {"func", "reference", "opinfo", "xfail", "derivatives"}
-# what a derivative formula may name besides the entry's arguments (mpsgen/torch_library.py)
 _NOT_DIFFERENTIABLE = ("{op} kernels produce only bool or integer results, which autograd does not "
                        "differentiate; remove 'derivatives'")
-FORMULA_NAMES = {"grad", "result", "torch", "math", "conj", "handle_r_to_c"}
+# what a derivative formula may read besides the entry's arguments (generated/autograd.cpp)
+FORMULA_NAMES = {"grad", "result"}
 REQUIRED_OP_KEYS = ("func", "functor", "dtypes", "reference")
 FAMILIES = {1: "unary", 2: "binary", 3: "ternary"}
 TENSOR = BaseType(BaseTy.Tensor)
@@ -736,7 +736,7 @@ def _check_derivatives(spec, schema, args, label, line, errors) -> tuple[Derivat
     if not isinstance(spec, dict) or not spec:
         errors.add(line, label, "derivatives",
                    f"expected a mapping from Tensor arguments ({', '.join(tensors)}) to formulas, "
-                   "e.g. {self: grad * result}")
+                   "e.g. {self: grad * result.conj()}")
         return ()
     allowed = FORMULA_NAMES | {a.name for a in args}
     key_lines = getattr(spec, "key_lines", {})
@@ -748,9 +748,9 @@ def _check_derivatives(spec, schema, args, label, line, errors) -> tuple[Derivat
                        f"{arg!r} is not a Tensor argument of {schema.name}; expected one of {tensors}")
             continue
         if not isinstance(formula, str) or not formula.strip():
-            errors.add(item_line, label, "derivatives", f"the formula for {arg!r} must be a Python expression")
+            errors.add(item_line, label, "derivatives", f"the formula for {arg!r} must be a C++ expression")
             continue
-        checked = formulas.check(formula)  # one line of library.py: no comment, no '\\' (formulas.py)
+        checked = formulas.check(formula)  # one C++ expression (formulas.py)
         if isinstance(checked, str):
             errors.add(item_line, label, "derivatives", f"the formula for {arg!r} {checked}")
             continue
@@ -759,8 +759,8 @@ def _check_derivatives(spec, schema, args, label, line, errors) -> tuple[Derivat
         if unknown:
             errors.add(item_line, label, "derivatives",
                        f"the formula for {arg!r} uses unknown name(s) {', '.join(unknown)}; a formula may use "
-                       f"grad, result, the arguments ({', '.join(a.name for a in args)}), torch, math, "
-                       "conj and handle_r_to_c")
+                       f"grad, result and the arguments ({', '.join(a.name for a in args)}), and call "
+                       "ATen's functions (derivatives.yaml's C++) and handle_r_to_c")
             continue
         found.append(Derivative(arg, checked.text, item_line, frozenset(names)))
     return tuple(found)

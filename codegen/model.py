@@ -64,8 +64,8 @@ class Tolerance:
 
 @dataclass(frozen=True)
 class Derivative:
-    """One `derivatives:` item: the gradient of input `arg`, a Python expression
-    in `grad`, `result` and the entry's arguments (derivatives.yaml's spirit)."""
+    """One `derivatives:` item: the gradient of input `arg`, a C++ expression in `grad`,
+    `result` and the entry's arguments, as derivatives.yaml writes them."""
 
     arg: str
     formula: str

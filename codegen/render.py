@@ -54,7 +54,8 @@ def _environment() -> jinja2.Environment:
     env.filters["cpp_string"] = lambda t: '"' + t.replace("\\", "\\\\").replace('"', '\\"') + '"'
     env.filters["py_string"] = repr
     env.globals.update(cpp_params=cpp_params, kernel_inputs=kernel_inputs, py_params=py_params,
-                       saved_tensors=saved_tensors, saved_scalars=saved_scalars, param_fields=param_fields,
+                       grad_inputs=grad_inputs, saved_args=saved_args, saves_result=saves_result,
+                       kept_type=kept_type, op_signature=op_signature, node_name=node_name, param_fields=param_fields,
                        param_values=param_values, params_type=params_type, cpp_args=cpp_args, kernel_args=kernel_args,
                        cpp_type=cpp_type)
     return env
@@ -130,15 +131,13 @@ def cpp_type(a) -> str:
     return _CPP_TYPE[a.kind + ("?" if a.optional else "")]
 
 
-def cpp_params(entry: Entry, inplace: bool = False) -> str:
+def cpp_params(entry: Entry, inplace: bool = False, names: bool = True) -> str:
     """The C++ parameters of an entry's host function, in the order of its schema
-    (the in-place variant's: the Tensor written to first)."""
+    (the in-place variant's: the Tensor written to first); only their types if not `names`."""
     params = []
     for i, a in enumerate(entry.inplace_args if inplace else entry.args):
-        if i == 0 and inplace:
-            params.append(f"at::Tensor& {a.name}")
-        else:
-            params.append(f"{cpp_type(a)} {a.name}")
+        t = "at::Tensor&" if i == 0 and inplace else cpp_type(a)
+        params.append(f"{t} {a.name}" if names else t)
     return ", ".join(params)
 
 
@@ -178,16 +177,42 @@ def _formula_names(entry: Entry) -> set[str]:
     return set().union(*(d.names for d in entry.derivatives))
 
 
-def saved_tensors(entry: Entry) -> list[str]:
-    """What backward reads that ctx.save_for_backward keeps: Tensor inputs, then `result`."""
-    used = _formula_names(entry)
-    return [a.name for a in entry.args if a.kind == "Tensor" and a.name in used] + (
-        ["result"] if "result" in used else [])
+def grad_inputs(entry: Entry) -> list:
+    """The inputs a backward node has edges to: the Tensor arguments, but a bool mask."""
+    return [a for a in entry.args if a.kind == "Tensor" and a.name != entry.mask]
 
 
-def saved_scalars(entry: Entry) -> list[str]:
+def saved_args(entry: Entry) -> list:
+    """The arguments the entry's formulas read: what its backward node keeps."""
     used = _formula_names(entry)
-    return [a.name for a in entry.args if a.kind != "Tensor" and a.name in used]
+    return [a for a in entry.args if a.name in used]
+
+
+def saves_result(entry: Entry) -> bool:
+    return "result" in _formula_names(entry)
+
+
+_KEPT_TYPE = {"Scalar": "at::Scalar", "int": "int64_t", "float": "double", "bool": "bool", "str": "std::string"}
+
+
+def kept_type(a) -> str:
+    """The C++ type a backward node keeps a non-Tensor argument as (a string as std::string)."""
+    t = _KEPT_TYPE[a.kind]
+    return f"std::optional<{t}>" if a.optional else t
+
+
+def op_signature(entry: Entry, kind: str) -> str:
+    """The C++ function type of a variant's kernel, as c10::TypedOperatorHandle spells it."""
+    if kind == "inplace":
+        return f"at::Tensor&({cpp_params(entry, inplace=True, names=False)})"
+    if kind == "out":
+        return f"at::Tensor&({cpp_params(entry, names=False)}, at::Tensor&)"
+    return f"at::Tensor({cpp_params(entry, names=False)})"
+
+
+def node_name(entry: Entry) -> str:
+    """`MulScalarBackward` for mul.Scalar: the backward node's class, as torchgen names them."""
+    return "".join(part[:1].upper() + part[1:] for part in entry.cname.split("_")) + "Backward"
 
 
 def _resolve_line_marks(text: str) -> str:
@@ -231,6 +256,9 @@ def _shared_files(env: jinja2.Environment, registry: Registry) -> dict[str, str]
             ops=registry.own_ops, ns=registry.namespace, yaml_name=yaml_name, banner=banner),
         "op_specs.cpp": env.get_template("op_specs.cpp.j2").render(
             ops=registry.ops, ns=registry.namespace, yaml_name=yaml_name, banner=banner),
+        "autograd.cpp": _resolve_line_marks(env.get_template("autograd.cpp.j2").render(
+            ops=registry.own_ops, ns=registry.namespace, yaml_name=yaml_name, banner=banner,
+            line_mark=LINE_MARK)),
         "registration.cpp": env.get_template("registration.cpp.j2").render(
             entries=[e for op in registry.own_ops for e in op.entries], aten_ops=registry.aten_ops,
             ns=registry.namespace, yaml_name=yaml_name, banner=banner),

@@ -2,15 +2,12 @@
 """torch.library registrations of the mpsgen ops beyond their C++ kernels.
 
 For each entry of ops.yaml: a fake kernel (torch.compile, torch.export,
-opcheck), its autograd formulas (`derivatives:`), and the decompositions of its
-out= and in-place variants. The helpers live in mpsgen/torch_library.py.
+opcheck) and the decompositions of its out= and in-place variants. The helpers live
+in mpsgen/torch_library.py; the autograd kernels are C++ (generated/autograd.cpp).
 """
-import math  # noqa: F401  (derivative formulas may use it)
-
 import torch
 
-from mpsgen.torch_library import (Spec, check_defined, conj, dtype_max, dtype_of, fake_elementwise,  # noqa: F401
-                                  handle_r_to_c, no_formula, register_not_differentiable, register_variants)
+from mpsgen.torch_library import Spec, check_defined, dtype_max, dtype_of, fake_elementwise, register_variants  # noqa: F401
 
 lib = torch.library.Library("mpsgen", "FRAGMENT")
 
@@ -37,23 +34,6 @@ exp_spec = Spec(
 @torch.library.register_fake("mpsgen::exp", lib=lib)
 def exp_fake(self):
     return fake_elementwise(exp_spec, [self])
-
-
-def exp_setup_context(ctx, inputs, output):
-    self, = inputs
-    result = output
-    ctx.save_for_backward(result)
-
-
-def exp_backward(ctx, grad):
-    result, = ctx.saved_tensors
-    return (
-        grad * conj(result) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:11
-    )
-
-
-torch.library.register_autograd("mpsgen::exp", exp_backward,
-                                setup_context=exp_setup_context, lib=lib)
 register_variants(lib, "exp", out="exp.out", inplace="exp_")
 
 
@@ -79,22 +59,6 @@ sin_spec = Spec(
 @torch.library.register_fake("mpsgen::sin", lib=lib)
 def sin_fake(self):
     return fake_elementwise(sin_spec, [self])
-
-
-def sin_setup_context(ctx, inputs, output):
-    self, = inputs
-    ctx.save_for_backward(self)
-
-
-def sin_backward(ctx, grad):
-    self, = ctx.saved_tensors
-    return (
-        grad * conj(self.cos()) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:26
-    )
-
-
-torch.library.register_autograd("mpsgen::sin", sin_backward,
-                                setup_context=sin_setup_context, lib=lib)
 register_variants(lib, "sin", out="sin.out", inplace="sin_")
 
 
@@ -120,23 +84,6 @@ sqrt_spec = Spec(
 @torch.library.register_fake("mpsgen::sqrt", lib=lib)
 def sqrt_fake(self):
     return fake_elementwise(sqrt_spec, [self])
-
-
-def sqrt_setup_context(ctx, inputs, output):
-    self, = inputs
-    result = output
-    ctx.save_for_backward(result)
-
-
-def sqrt_backward(ctx, grad):
-    result, = ctx.saved_tensors
-    return (
-        grad / (2 * conj(result)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:41
-    )
-
-
-torch.library.register_autograd("mpsgen::sqrt", sqrt_backward,
-                                setup_context=sqrt_setup_context, lib=lib)
 register_variants(lib, "sqrt", out="sqrt.out", inplace="sqrt_")
 
 
@@ -162,23 +109,6 @@ sigmoid_spec = Spec(
 @torch.library.register_fake("mpsgen::sigmoid", lib=lib)
 def sigmoid_fake(self):
     return fake_elementwise(sigmoid_spec, [self])
-
-
-def sigmoid_setup_context(ctx, inputs, output):
-    self, = inputs
-    result = output
-    ctx.save_for_backward(result)
-
-
-def sigmoid_backward(ctx, grad):
-    result, = ctx.saved_tensors
-    return (
-        torch.ops.aten.sigmoid_backward(grad, result) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:56
-    )
-
-
-torch.library.register_autograd("mpsgen::sigmoid", sigmoid_backward,
-                                setup_context=sigmoid_setup_context, lib=lib)
 register_variants(lib, "sigmoid", out="sigmoid.out", inplace="sigmoid_")
 
 
@@ -204,22 +134,6 @@ erf_spec = Spec(
 @torch.library.register_fake("mpsgen::erf", lib=lib)
 def erf_fake(self):
     return fake_elementwise(erf_spec, [self])
-
-
-def erf_setup_context(ctx, inputs, output):
-    self, = inputs
-    ctx.save_for_backward(self)
-
-
-def erf_backward(ctx, grad):
-    self, = ctx.saved_tensors
-    return (
-        2.0 / math.sqrt(math.pi) * torch.exp(-self.pow(2)) * grad if ctx.needs_input_grad[0] else None,  # self: ops.yaml:72
-    )
-
-
-torch.library.register_autograd("mpsgen::erf", erf_backward,
-                                setup_context=erf_setup_context, lib=lib)
 register_variants(lib, "erf", out="erf.out", inplace="erf_")
 
 
@@ -242,7 +156,6 @@ bitwise_not_spec = Spec(
 @torch.library.register_fake("mpsgen::bitwise_not", lib=lib)
 def bitwise_not_fake(self):
     return fake_elementwise(bitwise_not_spec, [self])
-register_not_differentiable(lib, "bitwise_not")  # bool/integer results only
 register_variants(lib, "bitwise_not", out="bitwise_not.out", inplace="bitwise_not_")
 
 
@@ -262,24 +175,6 @@ hypot_spec = Spec(
 @torch.library.register_fake("mpsgen::hypot", lib=lib)
 def hypot_fake(self, other):
     return fake_elementwise(hypot_spec, [self, other])
-
-
-def hypot_setup_context(ctx, inputs, output):
-    self, other, = inputs
-    result = output
-    ctx.save_for_backward(self, other, result)
-
-
-def hypot_backward(ctx, grad):
-    self, other, result, = ctx.saved_tensors
-    return (
-        grad * self / result if ctx.needs_input_grad[0] else None,  # self: ops.yaml:104
-        grad * other / result if ctx.needs_input_grad[1] else None,  # other: ops.yaml:105
-    )
-
-
-torch.library.register_autograd("mpsgen::hypot", hypot_backward,
-                                setup_context=hypot_setup_context, lib=lib)
 register_variants(lib, "hypot", out="hypot.out", inplace="hypot_")
 
 
@@ -299,23 +194,6 @@ logaddexp_spec = Spec(
 @torch.library.register_fake("mpsgen::logaddexp", lib=lib)
 def logaddexp_fake(self, other):
     return fake_elementwise(logaddexp_spec, [self, other])
-
-
-def logaddexp_setup_context(ctx, inputs, output):
-    self, other, = inputs
-    ctx.save_for_backward(self, other)
-
-
-def logaddexp_backward(ctx, grad):
-    self, other, = ctx.saved_tensors
-    return (
-        grad / (1 + torch.exp(other - self)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:122
-        grad / (1 + torch.exp(self - other)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:123
-    )
-
-
-torch.library.register_autograd("mpsgen::logaddexp", logaddexp_backward,
-                                setup_context=logaddexp_setup_context, lib=lib)
 register_variants(lib, "logaddexp", out="logaddexp.out", inplace="logaddexp_")
 
 
@@ -341,23 +219,6 @@ atan2_spec = Spec(
 @torch.library.register_fake("mpsgen::atan2", lib=lib)
 def atan2_fake(self, other):
     return fake_elementwise(atan2_spec, [self, other])
-
-
-def atan2_setup_context(ctx, inputs, output):
-    self, other, = inputs
-    ctx.save_for_backward(self, other)
-
-
-def atan2_backward(ctx, grad):
-    self, other, = ctx.saved_tensors
-    return (
-        torch.where(self * self + other * other == 0, 0, grad * other * (self * self + other * other).reciprocal()) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:136
-        torch.where(self * self + other * other == 0, 0, grad * -self * (self * self + other * other).reciprocal()) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:137
-    )
-
-
-torch.library.register_autograd("mpsgen::atan2", atan2_backward,
-                                setup_context=atan2_setup_context, lib=lib)
 register_variants(lib, "atan2", out="atan2.out", inplace="atan2_")
 
 
@@ -383,24 +244,6 @@ copysign_spec = Spec(
 @torch.library.register_fake("mpsgen::copysign", lib=lib)
 def copysign_fake(self, other):
     return fake_elementwise(copysign_spec, [self, other])
-
-
-def copysign_setup_context(ctx, inputs, output):
-    self, other, = inputs
-    result = output
-    ctx.save_for_backward(self, other, result)
-
-
-def copysign_backward(ctx, grad):
-    self, other, result, = ctx.saved_tensors
-    return (
-        grad * (result / self).masked_fill(self == 0, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:152
-        torch.zeros_like(other) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:153
-    )
-
-
-torch.library.register_autograd("mpsgen::copysign", copysign_backward,
-                                setup_context=copysign_setup_context, lib=lib)
 register_variants(lib, "copysign", out="copysign.out", inplace="copysign_")
 
 
@@ -426,23 +269,6 @@ maximum_spec = Spec(
 @torch.library.register_fake("mpsgen::maximum", lib=lib)
 def maximum_fake(self, other):
     return fake_elementwise(maximum_spec, [self, other])
-
-
-def maximum_setup_context(ctx, inputs, output):
-    self, other, = inputs
-    ctx.save_for_backward(self, other)
-
-
-def maximum_backward(ctx, grad):
-    self, other, = ctx.saved_tensors
-    return (
-        torch.where(self == other, grad / 2, grad).masked_fill(self < other, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:169
-        torch.where(self == other, grad / 2, grad).masked_fill(self > other, 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:170
-    )
-
-
-torch.library.register_autograd("mpsgen::maximum", maximum_backward,
-                                setup_context=maximum_setup_context, lib=lib)
 register_variants(lib, "maximum", out="maximum.out", inplace="maximum_")
 
 
@@ -470,23 +296,6 @@ mul_spec = Spec(
 @torch.library.register_fake("mpsgen::mul.Tensor", lib=lib)
 def mul_Tensor_fake(self, other):
     return fake_elementwise(mul_spec, [self, other])
-
-
-def mul_Tensor_setup_context(ctx, inputs, output):
-    self, other, = inputs
-    ctx.save_for_backward(self, other)
-
-
-def mul_Tensor_backward(ctx, grad):
-    self, other, = ctx.saved_tensors
-    return (
-        handle_r_to_c(self, grad * conj(other)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:183
-        handle_r_to_c(other, grad * conj(self)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:184
-    )
-
-
-torch.library.register_autograd("mpsgen::mul.Tensor", mul_Tensor_backward,
-                                setup_context=mul_Tensor_setup_context, lib=lib)
 register_variants(lib, "mul.Tensor", out="mul.out", inplace="mul_.Tensor")
 
 
@@ -494,25 +303,6 @@ register_variants(lib, "mul.Tensor", out="mul.out", inplace="mul_.Tensor")
 @torch.library.register_fake("mpsgen::mul.Scalar", lib=lib)
 def mul_Scalar_fake(self, other):
     return fake_elementwise(mul_spec, [self, other])
-
-
-def mul_Scalar_setup_context(ctx, inputs, output):
-    self, other, = inputs
-    ctx.save_for_backward(self)
-    ctx.other = other
-
-
-def mul_Scalar_backward(ctx, grad):
-    self, = ctx.saved_tensors
-    other = ctx.other
-    return (
-        handle_r_to_c(self, grad * conj(other)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:183
-        None,  # other: a Scalar
-    )
-
-
-torch.library.register_autograd("mpsgen::mul.Scalar", mul_Scalar_backward,
-                                setup_context=mul_Scalar_setup_context, lib=lib)
 register_variants(lib, "mul.Scalar", out="mul.Scalar_out", inplace="mul_.Scalar")
 
 
@@ -535,7 +325,6 @@ bitwise_xor_spec = Spec(
 @torch.library.register_fake("mpsgen::bitwise_xor", lib=lib)
 def bitwise_xor_fake(self, other):
     return fake_elementwise(bitwise_xor_spec, [self, other])
-register_not_differentiable(lib, "bitwise_xor")  # bool/integer results only
 register_variants(lib, "bitwise_xor", out="bitwise_xor.out", inplace="bitwise_xor_")
 
 
@@ -555,25 +344,6 @@ hardshrink_spec = Spec(
 @torch.library.register_fake("mpsgen::hardshrink", lib=lib)
 def hardshrink_fake(self, lambd=0.5):
     return fake_elementwise(hardshrink_spec, [self])
-
-
-def hardshrink_setup_context(ctx, inputs, output):
-    self, lambd, = inputs
-    ctx.save_for_backward(self)
-    ctx.lambd = lambd
-
-
-def hardshrink_backward(ctx, grad):
-    self, = ctx.saved_tensors
-    lambd = ctx.lambd
-    return (
-        torch.where((self < -lambd) | (self > lambd), grad, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:218
-        None,  # lambd: a Scalar
-    )
-
-
-torch.library.register_autograd("mpsgen::hardshrink", hardshrink_backward,
-                                setup_context=hardshrink_setup_context, lib=lib)
 register_variants(lib, "hardshrink", out="hardshrink.out", inplace="hardshrink_")
 
 
@@ -596,25 +366,6 @@ def softshrink_fake(self, lambd=0.5):
     if not (lambd >= 0 and lambd <= dtype_max(self)):  # ops.yaml:228
         raise RuntimeError(f'mpsgen::softshrink: lambda must be in range [0, {dtype_max(self)}] for input dtype {self.dtype}, but found {lambd}')
     return fake_elementwise(softshrink_spec, [self])
-
-
-def softshrink_setup_context(ctx, inputs, output):
-    self, lambd, = inputs
-    ctx.save_for_backward(self)
-    ctx.lambd = lambd
-
-
-def softshrink_backward(ctx, grad):
-    self, = ctx.saved_tensors
-    lambd = ctx.lambd
-    return (
-        torch.where((self < -lambd) | (self > lambd), grad, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:233
-        None,  # lambd: a Scalar
-    )
-
-
-torch.library.register_autograd("mpsgen::softshrink", softshrink_backward,
-                                setup_context=softshrink_setup_context, lib=lib)
 register_variants(lib, "softshrink", out="softshrink.out", inplace="softshrink_")
 
 
@@ -634,25 +385,6 @@ leaky_relu_spec = Spec(
 @torch.library.register_fake("mpsgen::leaky_relu", lib=lib)
 def leaky_relu_fake(self, negative_slope=0.01):
     return fake_elementwise(leaky_relu_spec, [self])
-
-
-def leaky_relu_setup_context(ctx, inputs, output):
-    self, negative_slope, = inputs
-    ctx.save_for_backward(self)
-    ctx.negative_slope = negative_slope
-
-
-def leaky_relu_backward(ctx, grad):
-    self, = ctx.saved_tensors
-    negative_slope = ctx.negative_slope
-    return (
-        torch.ops.aten.leaky_relu_backward(grad, self, negative_slope, False) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:249
-        None,  # negative_slope: a Scalar
-    )
-
-
-torch.library.register_autograd("mpsgen::leaky_relu", leaky_relu_backward,
-                                setup_context=leaky_relu_setup_context, lib=lib)
 register_variants(lib, "leaky_relu", out="leaky_relu.out", inplace="leaky_relu_")
 
 
@@ -680,26 +412,6 @@ add_spec = Spec(
 @torch.library.register_fake("mpsgen::add.Tensor", lib=lib)
 def add_Tensor_fake(self, other, *, alpha=1):
     return fake_elementwise(add_spec, [self, other], alpha=alpha)
-
-
-def add_Tensor_setup_context(ctx, inputs, keyword_only_inputs, output):
-    self, other, = inputs
-    alpha = keyword_only_inputs["alpha"]
-    ctx.save_for_backward(self, other)
-    ctx.alpha = alpha
-
-
-def add_Tensor_backward(ctx, grad):
-    self, other, = ctx.saved_tensors
-    alpha = ctx.alpha
-    return (
-        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:263
-        handle_r_to_c(other, grad * conj(alpha)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:264
-    )
-
-
-torch.library.register_autograd("mpsgen::add.Tensor", add_Tensor_backward,
-                                setup_context=add_Tensor_setup_context, lib=lib)
 register_variants(lib, "add.Tensor", out="add.out", inplace="add_.Tensor")
 
 
@@ -707,24 +419,6 @@ register_variants(lib, "add.Tensor", out="add.out", inplace="add_.Tensor")
 @torch.library.register_fake("mpsgen::add.Scalar", lib=lib)
 def add_Scalar_fake(self, other, alpha=1):
     return fake_elementwise(add_spec, [self, other], alpha=alpha)
-
-
-def add_Scalar_setup_context(ctx, inputs, output):
-    self, other, alpha, = inputs
-    ctx.save_for_backward(self)
-
-
-def add_Scalar_backward(ctx, grad):
-    self, = ctx.saved_tensors
-    return (
-        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:263
-        None,  # other: a Scalar
-        None,  # alpha: a Scalar
-    )
-
-
-torch.library.register_autograd("mpsgen::add.Scalar", add_Scalar_backward,
-                                setup_context=add_Scalar_setup_context, lib=lib)
 register_variants(lib, "add.Scalar", out="add.Scalar_out", inplace="add_.Scalar")
 
 
@@ -756,26 +450,6 @@ def sub_Tensor_fake(self, other, *, alpha=1):
     if not (dtype_of(self) != torch.bool and dtype_of(other) != torch.bool):  # ops.yaml:285
         raise RuntimeError(f'mpsgen::sub: Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')
     return fake_elementwise(sub_spec, [self, other], alpha=alpha)
-
-
-def sub_Tensor_setup_context(ctx, inputs, keyword_only_inputs, output):
-    self, other, = inputs
-    alpha = keyword_only_inputs["alpha"]
-    ctx.save_for_backward(self, other)
-    ctx.alpha = alpha
-
-
-def sub_Tensor_backward(ctx, grad):
-    self, other, = ctx.saved_tensors
-    alpha = ctx.alpha
-    return (
-        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:290
-        handle_r_to_c(other, -grad * conj(alpha)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:291
-    )
-
-
-torch.library.register_autograd("mpsgen::sub.Tensor", sub_Tensor_backward,
-                                setup_context=sub_Tensor_setup_context, lib=lib)
 register_variants(lib, "sub.Tensor", out="sub.out", inplace="sub_.Tensor")
 
 
@@ -788,24 +462,6 @@ def sub_Scalar_fake(self, other, alpha=1):
     if not (dtype_of(self) != torch.bool and dtype_of(other) != torch.bool):  # ops.yaml:285
         raise RuntimeError(f'mpsgen::sub: Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')
     return fake_elementwise(sub_spec, [self, other], alpha=alpha)
-
-
-def sub_Scalar_setup_context(ctx, inputs, output):
-    self, other, alpha, = inputs
-    ctx.save_for_backward(self)
-
-
-def sub_Scalar_backward(ctx, grad):
-    self, = ctx.saved_tensors
-    return (
-        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:290
-        None,  # other: a Scalar
-        None,  # alpha: a Scalar
-    )
-
-
-torch.library.register_autograd("mpsgen::sub.Scalar", sub_Scalar_backward,
-                                setup_context=sub_Scalar_setup_context, lib=lib)
 register_variants(lib, "sub.Scalar", out="sub.Scalar_out", inplace="sub_.Scalar")
 
 
@@ -825,24 +481,6 @@ lerp_spec = Spec(
 @torch.library.register_fake("mpsgen::lerp.Tensor", lib=lib)
 def lerp_Tensor_fake(self, end, weight):
     return fake_elementwise(lerp_spec, [self, end, weight])
-
-
-def lerp_Tensor_setup_context(ctx, inputs, output):
-    self, end, weight, = inputs
-    ctx.save_for_backward(self, end, weight)
-
-
-def lerp_Tensor_backward(ctx, grad):
-    self, end, weight, = ctx.saved_tensors
-    return (
-        grad * conj(1 - weight) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:312
-        grad * conj(weight) if ctx.needs_input_grad[1] else None,  # end: ops.yaml:313
-        grad * conj(end - self) if ctx.needs_input_grad[2] else None,  # weight: ops.yaml:314
-    )
-
-
-torch.library.register_autograd("mpsgen::lerp.Tensor", lerp_Tensor_backward,
-                                setup_context=lerp_Tensor_setup_context, lib=lib)
 register_variants(lib, "lerp.Tensor", out="lerp.Tensor_out", inplace="lerp_.Tensor")
 
 
@@ -862,24 +500,6 @@ lerp_scalar_spec = Spec(
 @torch.library.register_fake("mpsgen::lerp.Scalar", lib=lib)
 def lerp_Scalar_fake(self, end, weight):
     return fake_elementwise(lerp_scalar_spec, [self, end])
-
-
-def lerp_Scalar_setup_context(ctx, inputs, output):
-    self, end, weight, = inputs
-    ctx.weight = weight
-
-
-def lerp_Scalar_backward(ctx, grad):
-    weight = ctx.weight
-    return (
-        grad * (1 - weight) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:333
-        grad * weight if ctx.needs_input_grad[1] else None,  # end: ops.yaml:334
-        None,  # weight: a Scalar
-    )
-
-
-torch.library.register_autograd("mpsgen::lerp.Scalar", lerp_Scalar_backward,
-                                setup_context=lerp_Scalar_setup_context, lib=lib)
 register_variants(lib, "lerp.Scalar", out="lerp.Scalar_out", inplace="lerp_.Scalar")
 
 
@@ -904,27 +524,6 @@ addcmul_spec = Spec(
 @torch.library.register_fake("mpsgen::addcmul", lib=lib)
 def addcmul_fake(self, tensor1, tensor2, *, value=1):
     return fake_elementwise(addcmul_spec, [self, tensor1, tensor2])
-
-
-def addcmul_setup_context(ctx, inputs, keyword_only_inputs, output):
-    self, tensor1, tensor2, = inputs
-    value = keyword_only_inputs["value"]
-    ctx.save_for_backward(self, tensor1, tensor2)
-    ctx.value = value
-
-
-def addcmul_backward(ctx, grad):
-    self, tensor1, tensor2, = ctx.saved_tensors
-    value = ctx.value
-    return (
-        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:351
-        handle_r_to_c(tensor1, grad * conj(tensor2 * value)) if ctx.needs_input_grad[1] else None,  # tensor1: ops.yaml:352
-        handle_r_to_c(tensor2, grad * conj(tensor1 * value)) if ctx.needs_input_grad[2] else None,  # tensor2: ops.yaml:353
-    )
-
-
-torch.library.register_autograd("mpsgen::addcmul", addcmul_backward,
-                                setup_context=addcmul_setup_context, lib=lib)
 register_variants(lib, "addcmul", out="addcmul.out", inplace="addcmul_")
 
 
@@ -944,27 +543,6 @@ addcdiv_spec = Spec(
 @torch.library.register_fake("mpsgen::addcdiv", lib=lib)
 def addcdiv_fake(self, tensor1, tensor2, *, value=1):
     return fake_elementwise(addcdiv_spec, [self, tensor1, tensor2])
-
-
-def addcdiv_setup_context(ctx, inputs, keyword_only_inputs, output):
-    self, tensor1, tensor2, = inputs
-    value = keyword_only_inputs["value"]
-    ctx.save_for_backward(self, tensor1, tensor2)
-    ctx.value = value
-
-
-def addcdiv_backward(ctx, grad):
-    self, tensor1, tensor2, = ctx.saved_tensors
-    value = ctx.value
-    return (
-        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:370
-        handle_r_to_c(tensor1, grad * conj(torch.full_like(tensor2, value) / tensor2)) if ctx.needs_input_grad[1] else None,  # tensor1: ops.yaml:372
-        handle_r_to_c(tensor2, -grad * conj(value * tensor1 / (tensor2 * tensor2))) if ctx.needs_input_grad[2] else None,  # tensor2: ops.yaml:373
-    )
-
-
-torch.library.register_autograd("mpsgen::addcdiv", addcdiv_backward,
-                                setup_context=addcdiv_setup_context, lib=lib)
 register_variants(lib, "addcdiv", out="addcdiv.out", inplace="addcdiv_")
 
 
@@ -984,31 +562,6 @@ elu_spec = Spec(
 @torch.library.register_fake("mpsgen::elu", lib=lib)
 def elu_fake(self, alpha=1, scale=1, input_scale=1):
     return fake_elementwise(elu_spec, [self])
-
-
-def elu_setup_context(ctx, inputs, output):
-    self, alpha, scale, input_scale, = inputs
-    ctx.save_for_backward(self)
-    ctx.alpha = alpha
-    ctx.scale = scale
-    ctx.input_scale = input_scale
-
-
-def elu_backward(ctx, grad):
-    self, = ctx.saved_tensors
-    alpha = ctx.alpha
-    scale = ctx.scale
-    input_scale = ctx.input_scale
-    return (
-        torch.ops.aten.elu_backward(grad, alpha, scale, input_scale, False, self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:389
-        None,  # alpha: a Scalar
-        None,  # scale: a Scalar
-        None,  # input_scale: a Scalar
-    )
-
-
-torch.library.register_autograd("mpsgen::elu", elu_backward,
-                                setup_context=elu_setup_context, lib=lib)
 register_variants(lib, "elu", out="elu.out", inplace="elu_")
 
 
@@ -1036,28 +589,6 @@ def clamp_fake(self, min=None, max=None):
     if not (min is not None or max is not None):  # ops.yaml:404
         raise RuntimeError(f"mpsgen::clamp: torch.clamp: At least one of 'min' or 'max' must not be None")
     return fake_elementwise(clamp_spec, [self], promoting=[min, max])
-
-
-def clamp_setup_context(ctx, inputs, output):
-    self, min, max, = inputs
-    ctx.save_for_backward(self)
-    ctx.min = min
-    ctx.max = max
-
-
-def clamp_backward(ctx, grad):
-    self, = ctx.saved_tensors
-    min = ctx.min
-    max = ctx.max
-    return (
-        grad * ((self >= (min if min is not None else self)) & (self <= (max if max is not None else self))) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:409
-        None,  # min: a Scalar
-        None,  # max: a Scalar
-    )
-
-
-torch.library.register_autograd("mpsgen::clamp", clamp_backward,
-                                setup_context=clamp_setup_context, lib=lib)
 register_variants(lib, "clamp", out="clamp.out", inplace="clamp_")
 
 
@@ -1088,24 +619,6 @@ def clamp_Tensor_fake(self, min=None, max=None):
     if not (min is not None or max is not None):  # ops.yaml:436
         raise RuntimeError(f"mpsgen::clamp: torch.clamp: At least one of 'min' or 'max' must not be None")
     return fake_elementwise(clamp_tensor_spec, [self, min, max])
-
-
-def clamp_Tensor_setup_context(ctx, inputs, output):
-    self, min, max, = inputs
-    ctx.save_for_backward(self, min, max)
-
-
-def clamp_Tensor_backward(ctx, grad):
-    self, min, max, = ctx.saved_tensors
-    return (
-        torch.where(((self >= min) if min is not None else True) & ((self <= max) if max is not None else True), grad, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:442
-        torch.where(((self < min) & (min < max)) if max is not None else (self < min), grad, 0) if 1 < len(ctx.needs_input_grad) and ctx.needs_input_grad[1] else None,  # min: ops.yaml:443 (not passed: no entry)
-        torch.where(((self > max) | (max < min)) if min is not None else (self > max), grad, 0) if 2 < len(ctx.needs_input_grad) and ctx.needs_input_grad[2] else None,  # max: ops.yaml:444 (not passed: no entry)
-    )
-
-
-torch.library.register_autograd("mpsgen::clamp.Tensor", clamp_Tensor_backward,
-                                setup_context=clamp_Tensor_setup_context, lib=lib)
 register_variants(lib, "clamp.Tensor", out="clamp.Tensor_out", inplace="clamp_.Tensor")
 
 
@@ -1125,25 +638,6 @@ nan_to_num_spec = Spec(
 @torch.library.register_fake("mpsgen::nan_to_num", lib=lib)
 def nan_to_num_fake(self, nan=None, posinf=None, neginf=None):
     return fake_elementwise(nan_to_num_spec, [self])
-
-
-def nan_to_num_setup_context(ctx, inputs, output):
-    self, nan, posinf, neginf, = inputs
-    ctx.save_for_backward(self)
-
-
-def nan_to_num_backward(ctx, grad):
-    self, = ctx.saved_tensors
-    return (
-        grad * self.isfinite() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:471
-        None,  # nan: a Scalar
-        None,  # posinf: a Scalar
-        None,  # neginf: a Scalar
-    )
-
-
-torch.library.register_autograd("mpsgen::nan_to_num", nan_to_num_backward,
-                                setup_context=nan_to_num_setup_context, lib=lib)
 register_variants(lib, "nan_to_num", out="nan_to_num.out", inplace="nan_to_num_")
 
 
@@ -1168,26 +662,6 @@ threshold_spec = Spec(
 @torch.library.register_fake("mpsgen::threshold", lib=lib)
 def threshold_fake(self, threshold, value):
     return fake_elementwise(threshold_spec, [self])
-
-
-def threshold_setup_context(ctx, inputs, output):
-    self, threshold, value, = inputs
-    ctx.save_for_backward(self)
-    ctx.threshold = threshold
-
-
-def threshold_backward(ctx, grad):
-    self, = ctx.saved_tensors
-    threshold = ctx.threshold
-    return (
-        grad * (self > threshold) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:492
-        None,  # threshold: a Scalar
-        None,  # value: a Scalar
-    )
-
-
-torch.library.register_autograd("mpsgen::threshold", threshold_backward,
-                                setup_context=threshold_setup_context, lib=lib)
 register_variants(lib, "threshold", out="threshold.out", inplace="threshold_")
 
 
@@ -1207,28 +681,6 @@ softplus_spec = Spec(
 @torch.library.register_fake("mpsgen::softplus", lib=lib)
 def softplus_fake(self, beta=1, threshold=20):
     return fake_elementwise(softplus_spec, [self])
-
-
-def softplus_setup_context(ctx, inputs, output):
-    self, beta, threshold, = inputs
-    ctx.save_for_backward(self)
-    ctx.beta = beta
-    ctx.threshold = threshold
-
-
-def softplus_backward(ctx, grad):
-    self, = ctx.saved_tensors
-    beta = ctx.beta
-    threshold = ctx.threshold
-    return (
-        torch.ops.aten.softplus_backward(grad, self, beta, threshold) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:505
-        None,  # beta: a Scalar
-        None,  # threshold: a Scalar
-    )
-
-
-torch.library.register_autograd("mpsgen::softplus", softplus_backward,
-                                setup_context=softplus_setup_context, lib=lib)
 register_variants(lib, "softplus", out="softplus.out", inplace="softplus_")
 
 
@@ -1248,28 +700,6 @@ hardtanh_spec = Spec(
 @torch.library.register_fake("mpsgen::hardtanh", lib=lib)
 def hardtanh_fake(self, min_val=-1, max_val=1):
     return fake_elementwise(hardtanh_spec, [self])
-
-
-def hardtanh_setup_context(ctx, inputs, output):
-    self, min_val, max_val, = inputs
-    ctx.save_for_backward(self)
-    ctx.min_val = min_val
-    ctx.max_val = max_val
-
-
-def hardtanh_backward(ctx, grad):
-    self, = ctx.saved_tensors
-    min_val = ctx.min_val
-    max_val = ctx.max_val
-    return (
-        grad * ((self > min_val) & (self < max_val)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:518
-        None,  # min_val: a Scalar
-        None,  # max_val: a Scalar
-    )
-
-
-torch.library.register_autograd("mpsgen::hardtanh", hardtanh_backward,
-                                setup_context=hardtanh_setup_context, lib=lib)
 register_variants(lib, "hardtanh", out="hardtanh.out", inplace="hardtanh_")
 
 
@@ -1289,21 +719,6 @@ round_decimals_spec = Spec(
 @torch.library.register_fake("mpsgen::round.decimals", lib=lib)
 def round_decimals_fake(self, *, decimals):
     return fake_elementwise(round_decimals_spec, [self])
-
-
-def round_decimals_setup_context(ctx, inputs, keyword_only_inputs, output):
-    self, = inputs
-    decimals = keyword_only_inputs["decimals"]
-
-
-def round_decimals_backward(ctx, grad):
-    return (
-        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:532
-    )
-
-
-torch.library.register_autograd("mpsgen::round.decimals", round_decimals_backward,
-                                setup_context=round_decimals_setup_context, lib=lib)
 register_variants(lib, "round.decimals", out="round.decimals_out", inplace="round_.decimals")
 
 
@@ -1323,25 +738,6 @@ gelu_spec = Spec(
 @torch.library.register_fake("mpsgen::gelu", lib=lib)
 def gelu_fake(self, *, approximate='none'):
     return fake_elementwise(gelu_spec, [self], choice=("approximate", approximate, ['none', 'tanh']))
-
-
-def gelu_setup_context(ctx, inputs, keyword_only_inputs, output):
-    self, = inputs
-    approximate = keyword_only_inputs["approximate"]
-    ctx.save_for_backward(self)
-    ctx.approximate = approximate
-
-
-def gelu_backward(ctx, grad):
-    self, = ctx.saved_tensors
-    approximate = ctx.approximate
-    return (
-        torch.ops.aten.gelu_backward(grad, self, approximate=approximate) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:552
-    )
-
-
-torch.library.register_autograd("mpsgen::gelu", gelu_backward,
-                                setup_context=gelu_setup_context, lib=lib)
 register_variants(lib, "gelu", out="gelu.out", inplace="gelu_")
 
 
@@ -1364,27 +760,6 @@ def leaky_relu_backward_fake(grad_output, self, negative_slope, self_is_result):
     if not (not self_is_result or negative_slope >= 0):  # ops.yaml:579
         raise RuntimeError(f'mpsgen::leaky_relu_backward: In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. This is caused by calling in-place forward function with a negative slope, please call out-of-place version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu backward calculation with negative slope')
     return fake_elementwise(leaky_relu_backward_spec, [grad_output, self])
-
-
-def leaky_relu_backward_setup_context(ctx, inputs, output):
-    grad_output, self, negative_slope, self_is_result, = inputs
-    ctx.save_for_backward(self)
-    ctx.negative_slope = negative_slope
-
-
-def leaky_relu_backward_backward(ctx, grad):
-    self, = ctx.saved_tensors
-    negative_slope = ctx.negative_slope
-    return (
-        torch.ops.aten.leaky_relu_backward(grad, self, negative_slope, False) if ctx.needs_input_grad[0] else None,  # grad_output: ops.yaml:576
-        torch.zeros_like(self) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:577
-        None,  # negative_slope: a Scalar
-        None,  # self_is_result: a Scalar
-    )
-
-
-torch.library.register_autograd("mpsgen::leaky_relu_backward", leaky_relu_backward_backward,
-                                setup_context=leaky_relu_backward_setup_context, lib=lib)
 register_variants(lib, "leaky_relu_backward", out="leaky_relu_backward.grad_input", inplace="leaky_relu_backward_")
 
 
@@ -1412,7 +787,6 @@ eq_spec = Spec(
 @torch.library.register_fake("mpsgen::eq.Tensor", lib=lib)
 def eq_Tensor_fake(self, other):
     return fake_elementwise(eq_spec, [self, other])
-register_not_differentiable(lib, "eq.Tensor")  # bool/integer results only
 register_variants(lib, "eq.Tensor", out="eq.Tensor_out", inplace="eq_.Tensor")
 
 
@@ -1420,7 +794,6 @@ register_variants(lib, "eq.Tensor", out="eq.Tensor_out", inplace="eq_.Tensor")
 @torch.library.register_fake("mpsgen::eq.Scalar", lib=lib)
 def eq_Scalar_fake(self, other):
     return fake_elementwise(eq_spec, [self, other])
-register_not_differentiable(lib, "eq.Scalar")  # bool/integer results only
 register_variants(lib, "eq.Scalar", out="eq.Scalar_out", inplace="eq_.Scalar")
 
 
@@ -1448,7 +821,6 @@ ne_spec = Spec(
 @torch.library.register_fake("mpsgen::ne.Tensor", lib=lib)
 def ne_Tensor_fake(self, other):
     return fake_elementwise(ne_spec, [self, other])
-register_not_differentiable(lib, "ne.Tensor")  # bool/integer results only
 register_variants(lib, "ne.Tensor", out="ne.Tensor_out", inplace="ne_.Tensor")
 
 
@@ -1474,7 +846,6 @@ lt_spec = Spec(
 @torch.library.register_fake("mpsgen::lt.Tensor", lib=lib)
 def lt_Tensor_fake(self, other):
     return fake_elementwise(lt_spec, [self, other])
-register_not_differentiable(lib, "lt.Tensor")  # bool/integer results only
 register_variants(lib, "lt.Tensor", out="lt.Tensor_out", inplace="lt_.Tensor")
 
 
@@ -1482,7 +853,6 @@ register_variants(lib, "lt.Tensor", out="lt.Tensor_out", inplace="lt_.Tensor")
 @torch.library.register_fake("mpsgen::lt.Scalar", lib=lib)
 def lt_Scalar_fake(self, other):
     return fake_elementwise(lt_spec, [self, other])
-register_not_differentiable(lib, "lt.Scalar")  # bool/integer results only
 register_variants(lib, "lt.Scalar", out="lt.Scalar_out", inplace="lt_.Scalar")
 
 
@@ -1509,7 +879,6 @@ logical_and_spec = Spec(
 @torch.library.register_fake("mpsgen::logical_and", lib=lib)
 def logical_and_fake(self, other):
     return fake_elementwise(logical_and_spec, [self, other])
-register_not_differentiable(lib, "logical_and")  # bool/integer results only
 register_variants(lib, "logical_and", out="logical_and.out", inplace="logical_and_")
 
 
@@ -1535,7 +904,6 @@ isnan_spec = Spec(
 @torch.library.register_fake("mpsgen::isnan", lib=lib)
 def isnan_fake(self):
     return fake_elementwise(isnan_spec, [self])
-register_not_differentiable(lib, "isnan")  # bool/integer results only
 register_variants(lib, "isnan", out="isnan.out", inplace="isnan_")
 
 
@@ -1565,20 +933,6 @@ def neg_fake(self):
     if not (self.dtype != torch.bool):  # ops.yaml:656
         raise RuntimeError(f'mpsgen::neg: Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')
     return fake_elementwise(neg_spec, [self])
-
-
-def neg_setup_context(ctx, inputs, output):
-    self, = inputs
-
-
-def neg_backward(ctx, grad):
-    return (
-        -grad if ctx.needs_input_grad[0] else None,  # self: ops.yaml:660
-    )
-
-
-torch.library.register_autograd("mpsgen::neg", neg_backward,
-                                setup_context=neg_setup_context, lib=lib)
 register_variants(lib, "neg", out="neg.out", inplace="neg_")
 
 
@@ -1605,22 +959,6 @@ abs_spec = Spec(
 @torch.library.register_fake("mpsgen::abs", lib=lib)
 def abs_fake(self):
     return fake_elementwise(abs_spec, [self])
-
-
-def abs_setup_context(ctx, inputs, output):
-    self, = inputs
-    ctx.save_for_backward(self)
-
-
-def abs_backward(ctx, grad):
-    self, = ctx.saved_tensors
-    return (
-        grad * self.sgn() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:672
-    )
-
-
-torch.library.register_autograd("mpsgen::abs", abs_backward,
-                                setup_context=abs_setup_context, lib=lib)
 register_variants(lib, "abs", out="abs.out", inplace="abs_")
 
 
@@ -1642,25 +980,6 @@ def polygamma_fake(n, self):
     if not (n >= 0):  # ops.yaml:713
         raise RuntimeError(f'mpsgen::polygamma: polygamma(n, x) does not support negative n.')
     return fake_elementwise(polygamma_spec, [self])
-
-
-def polygamma_setup_context(ctx, inputs, output):
-    n, self, = inputs
-    ctx.save_for_backward(self)
-    ctx.n = n
-
-
-def polygamma_backward(ctx, grad):
-    self, = ctx.saved_tensors
-    n = ctx.n
-    return (
-        None,  # n: a Scalar
-        grad * torch.polygamma(n + 1, self) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:716
-    )
-
-
-torch.library.register_autograd("mpsgen::polygamma", polygamma_backward,
-                                setup_context=polygamma_setup_context, lib=lib)
 register_variants(lib, "polygamma", out="polygamma.out", inplace="polygamma_", self_index=1)
 
 
@@ -1680,26 +999,6 @@ div_spec = Spec(
 @torch.library.register_fake("mpsgen::div.Tensor_mode", lib=lib)
 def div_Tensor_mode_fake(self, other, *, rounding_mode):
     return fake_elementwise(div_spec, [self, other], choice=("rounding_mode", rounding_mode, ['None', 'trunc', 'floor']))
-
-
-def div_Tensor_mode_setup_context(ctx, inputs, keyword_only_inputs, output):
-    self, other, = inputs
-    rounding_mode = keyword_only_inputs["rounding_mode"]
-    ctx.save_for_backward(self, other)
-    ctx.rounding_mode = rounding_mode
-
-
-def div_Tensor_mode_backward(ctx, grad):
-    self, other, = ctx.saved_tensors
-    rounding_mode = ctx.rounding_mode
-    return (
-        (grad / conj(other) if rounding_mode is None else torch.zeros_like(grad)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:736
-        (-grad * conj((self / other) / other) if rounding_mode is None else torch.zeros_like(grad)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:737
-    )
-
-
-torch.library.register_autograd("mpsgen::div.Tensor_mode", div_Tensor_mode_backward,
-                                setup_context=div_Tensor_mode_setup_context, lib=lib)
 register_variants(lib, "div.Tensor_mode", out="div.out_mode", inplace="div_.Tensor_mode")
 
 
@@ -1720,24 +1019,6 @@ def polar_fake(abs, angle):
     if not (abs.dtype == angle.dtype):  # ops.yaml:781
         raise RuntimeError(f'mpsgen::polar: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(polar_spec, [abs, angle])
-
-
-def polar_setup_context(ctx, inputs, output):
-    abs, angle, = inputs
-    result = output
-    ctx.save_for_backward(result)
-
-
-def polar_backward(ctx, grad):
-    result, = ctx.saved_tensors
-    return (
-        torch.real(grad.conj() * torch.sgn(result)) if ctx.needs_input_grad[0] else None,  # abs: ops.yaml:784
-        torch.real(grad.conj() * result * 1j) if ctx.needs_input_grad[1] else None,  # angle: ops.yaml:785
-    )
-
-
-torch.library.register_autograd("mpsgen::polar", polar_backward,
-                                setup_context=polar_setup_context, lib=lib)
 register_variants(lib, "polar", out="polar.out", inplace="polar_")
 
 
@@ -1758,21 +1039,6 @@ def complex_fake(real, imag):
     if not (real.dtype == imag.dtype):  # ops.yaml:796
         raise RuntimeError(f'mpsgen::complex: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(complex_spec, [real, imag])
-
-
-def complex_setup_context(ctx, inputs, output):
-    real, imag, = inputs
-
-
-def complex_backward(ctx, grad):
-    return (
-        torch.real(grad) if ctx.needs_input_grad[0] else None,  # real: ops.yaml:799
-        torch.imag(grad) if ctx.needs_input_grad[1] else None,  # imag: ops.yaml:800
-    )
-
-
-torch.library.register_autograd("mpsgen::complex", complex_backward,
-                                setup_context=complex_setup_context, lib=lib)
 register_variants(lib, "complex", out="complex.out", inplace="complex_")
 
 
@@ -1799,22 +1065,6 @@ angle_spec = Spec(
 @torch.library.register_fake("mpsgen::angle", lib=lib)
 def angle_fake(self):
     return fake_elementwise(angle_spec, [self])
-
-
-def angle_setup_context(ctx, inputs, output):
-    self, = inputs
-    ctx.save_for_backward(self)
-
-
-def angle_backward(ctx, grad):
-    self, = ctx.saved_tensors
-    return (
-        (torch.where(self == 0, 0, grad * self / self.abs().pow(2) * 1j) if self.is_complex() else torch.zeros_like(self)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:811
-    )
-
-
-torch.library.register_autograd("mpsgen::angle", angle_backward,
-                                setup_context=angle_setup_context, lib=lib)
 register_variants(lib, "angle", out="angle.out", inplace="angle_")
 
 
@@ -1840,22 +1090,6 @@ cos_spec = Spec(
 @torch.library.register_fake("mpsgen::cos", lib=lib)
 def cos_fake(self):
     return fake_elementwise(cos_spec, [self])
-
-
-def cos_setup_context(ctx, inputs, output):
-    self, = inputs
-    ctx.save_for_backward(self)
-
-
-def cos_backward(ctx, grad):
-    self, = ctx.saved_tensors
-    return (
-        grad * -conj(self.sin()) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:832
-    )
-
-
-torch.library.register_autograd("mpsgen::cos", cos_backward,
-                                setup_context=cos_setup_context, lib=lib)
 register_variants(lib, "cos", out="cos.out", inplace="cos_")
 
 
@@ -1881,23 +1115,6 @@ tan_spec = Spec(
 @torch.library.register_fake("mpsgen::tan", lib=lib)
 def tan_fake(self):
     return fake_elementwise(tan_spec, [self])
-
-
-def tan_setup_context(ctx, inputs, output):
-    self, = inputs
-    result = output
-    ctx.save_for_backward(result)
-
-
-def tan_backward(ctx, grad):
-    result, = ctx.saved_tensors
-    return (
-        grad * (1 + result.pow(2)).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:845
-    )
-
-
-torch.library.register_autograd("mpsgen::tan", tan_backward,
-                                setup_context=tan_setup_context, lib=lib)
 register_variants(lib, "tan", out="tan.out", inplace="tan_")
 
 
@@ -1923,23 +1140,6 @@ tanh_spec = Spec(
 @torch.library.register_fake("mpsgen::tanh", lib=lib)
 def tanh_fake(self):
     return fake_elementwise(tanh_spec, [self])
-
-
-def tanh_setup_context(ctx, inputs, output):
-    self, = inputs
-    result = output
-    ctx.save_for_backward(result)
-
-
-def tanh_backward(ctx, grad):
-    result, = ctx.saved_tensors
-    return (
-        torch.ops.aten.tanh_backward(grad, result) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:858
-    )
-
-
-torch.library.register_autograd("mpsgen::tanh", tanh_backward,
-                                setup_context=tanh_setup_context, lib=lib)
 register_variants(lib, "tanh", out="tanh.out", inplace="tanh_")
 
 
@@ -1965,22 +1165,6 @@ log_spec = Spec(
 @torch.library.register_fake("mpsgen::log", lib=lib)
 def log_fake(self):
     return fake_elementwise(log_spec, [self])
-
-
-def log_setup_context(ctx, inputs, output):
-    self, = inputs
-    ctx.save_for_backward(self)
-
-
-def log_backward(ctx, grad):
-    self, = ctx.saved_tensors
-    return (
-        grad / conj(self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:871
-    )
-
-
-torch.library.register_autograd("mpsgen::log", log_backward,
-                                setup_context=log_setup_context, lib=lib)
 register_variants(lib, "log", out="log.out", inplace="log_")
 
 
@@ -2006,22 +1190,6 @@ log1p_spec = Spec(
 @torch.library.register_fake("mpsgen::log1p", lib=lib)
 def log1p_fake(self):
     return fake_elementwise(log1p_spec, [self])
-
-
-def log1p_setup_context(ctx, inputs, output):
-    self, = inputs
-    ctx.save_for_backward(self)
-
-
-def log1p_backward(ctx, grad):
-    self, = ctx.saved_tensors
-    return (
-        grad / (self + 1).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:884
-    )
-
-
-torch.library.register_autograd("mpsgen::log1p", log1p_backward,
-                                setup_context=log1p_setup_context, lib=lib)
 register_variants(lib, "log1p", out="log1p.out", inplace="log1p_")
 
 
@@ -2047,23 +1215,6 @@ expm1_spec = Spec(
 @torch.library.register_fake("mpsgen::expm1", lib=lib)
 def expm1_fake(self):
     return fake_elementwise(expm1_spec, [self])
-
-
-def expm1_setup_context(ctx, inputs, output):
-    self, = inputs
-    result = output
-    ctx.save_for_backward(result)
-
-
-def expm1_backward(ctx, grad):
-    result, = ctx.saved_tensors
-    return (
-        grad * (result.conj() + 1) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:903
-    )
-
-
-torch.library.register_autograd("mpsgen::expm1", expm1_backward,
-                                setup_context=expm1_setup_context, lib=lib)
 register_variants(lib, "expm1", out="expm1.out", inplace="expm1_")
 
 
@@ -2089,22 +1240,6 @@ rsqrt_spec = Spec(
 @torch.library.register_fake("mpsgen::rsqrt", lib=lib)
 def rsqrt_fake(self):
     return fake_elementwise(rsqrt_spec, [self])
-
-
-def rsqrt_setup_context(ctx, inputs, output):
-    self, = inputs
-    ctx.save_for_backward(self)
-
-
-def rsqrt_backward(ctx, grad):
-    self, = ctx.saved_tensors
-    return (
-        -0.5 * grad * self.rsqrt().pow(3).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:919
-    )
-
-
-torch.library.register_autograd("mpsgen::rsqrt", rsqrt_backward,
-                                setup_context=rsqrt_setup_context, lib=lib)
 register_variants(lib, "rsqrt", out="rsqrt.out", inplace="rsqrt_")
 
 
@@ -2130,22 +1265,6 @@ i0_spec = Spec(
 @torch.library.register_fake("mpsgen::i0", lib=lib)
 def i0_fake(self):
     return fake_elementwise(i0_spec, [self])
-
-
-def i0_setup_context(ctx, inputs, output):
-    self, = inputs
-    ctx.save_for_backward(self)
-
-
-def i0_backward(ctx, grad):
-    self, = ctx.saved_tensors
-    return (
-        grad * torch.special.i1(self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:932
-    )
-
-
-torch.library.register_autograd("mpsgen::i0", i0_backward,
-                                setup_context=i0_setup_context, lib=lib)
 register_variants(lib, "i0", out="i0.out", inplace="i0_")
 
 
@@ -2171,23 +1290,6 @@ reciprocal_spec = Spec(
 @torch.library.register_fake("mpsgen::reciprocal", lib=lib)
 def reciprocal_fake(self):
     return fake_elementwise(reciprocal_spec, [self])
-
-
-def reciprocal_setup_context(ctx, inputs, output):
-    self, = inputs
-    result = output
-    ctx.save_for_backward(result)
-
-
-def reciprocal_backward(ctx, grad):
-    result, = ctx.saved_tensors
-    return (
-        -grad * (result * result).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:945
-    )
-
-
-torch.library.register_autograd("mpsgen::reciprocal", reciprocal_backward,
-                                setup_context=reciprocal_setup_context, lib=lib)
 register_variants(lib, "reciprocal", out="reciprocal.out", inplace="reciprocal_")
 
 
@@ -2212,20 +1314,6 @@ floor_spec = Spec(
 @torch.library.register_fake("mpsgen::floor", lib=lib)
 def floor_fake(self):
     return fake_elementwise(floor_spec, [self])
-
-
-def floor_setup_context(ctx, inputs, output):
-    self, = inputs
-
-
-def floor_backward(ctx, grad):
-    return (
-        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:959
-    )
-
-
-torch.library.register_autograd("mpsgen::floor", floor_backward,
-                                setup_context=floor_setup_context, lib=lib)
 register_variants(lib, "floor", out="floor.out", inplace="floor_")
 
 
@@ -2250,20 +1338,6 @@ ceil_spec = Spec(
 @torch.library.register_fake("mpsgen::ceil", lib=lib)
 def ceil_fake(self):
     return fake_elementwise(ceil_spec, [self])
-
-
-def ceil_setup_context(ctx, inputs, output):
-    self, = inputs
-
-
-def ceil_backward(ctx, grad):
-    return (
-        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:974
-    )
-
-
-torch.library.register_autograd("mpsgen::ceil", ceil_backward,
-                                setup_context=ceil_setup_context, lib=lib)
 register_variants(lib, "ceil", out="ceil.out", inplace="ceil_")
 
 
@@ -2288,20 +1362,6 @@ trunc_spec = Spec(
 @torch.library.register_fake("mpsgen::trunc", lib=lib)
 def trunc_fake(self):
     return fake_elementwise(trunc_spec, [self])
-
-
-def trunc_setup_context(ctx, inputs, output):
-    self, = inputs
-
-
-def trunc_backward(ctx, grad):
-    return (
-        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:989
-    )
-
-
-torch.library.register_autograd("mpsgen::trunc", trunc_backward,
-                                setup_context=trunc_setup_context, lib=lib)
 register_variants(lib, "trunc", out="trunc.out", inplace="trunc_")
 
 
@@ -2327,20 +1387,6 @@ sign_spec = Spec(
 @torch.library.register_fake("mpsgen::sign", lib=lib)
 def sign_fake(self):
     return fake_elementwise(sign_spec, [self])
-
-
-def sign_setup_context(ctx, inputs, output):
-    self, = inputs
-
-
-def sign_backward(ctx, grad):
-    return (
-        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1004
-    )
-
-
-torch.library.register_autograd("mpsgen::sign", sign_backward,
-                                setup_context=sign_setup_context, lib=lib)
 register_variants(lib, "sign", out="sign.out", inplace="sign_")
 
 
@@ -2366,23 +1412,6 @@ minimum_spec = Spec(
 @torch.library.register_fake("mpsgen::minimum", lib=lib)
 def minimum_fake(self, other):
     return fake_elementwise(minimum_spec, [self, other])
-
-
-def minimum_setup_context(ctx, inputs, output):
-    self, other, = inputs
-    ctx.save_for_backward(self, other)
-
-
-def minimum_backward(ctx, grad):
-    self, other, = ctx.saved_tensors
-    return (
-        torch.where(self == other, grad / 2, grad).masked_fill(self > other, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1017
-        torch.where(self == other, grad / 2, grad).masked_fill(self < other, 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:1018
-    )
-
-
-torch.library.register_autograd("mpsgen::minimum", minimum_backward,
-                                setup_context=minimum_setup_context, lib=lib)
 register_variants(lib, "minimum", out="minimum.out", inplace="minimum_")
 
 
@@ -2408,23 +1437,6 @@ fmax_spec = Spec(
 @torch.library.register_fake("mpsgen::fmax", lib=lib)
 def fmax_fake(self, other):
     return fake_elementwise(fmax_spec, [self, other])
-
-
-def fmax_setup_context(ctx, inputs, output):
-    self, other, = inputs
-    ctx.save_for_backward(self, other)
-
-
-def fmax_backward(ctx, grad):
-    self, other, = ctx.saved_tensors
-    return (
-        grad.masked_fill((self >= other).logical_or(other.isnan()).logical_not(), 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1030
-        grad.masked_fill((self >= other).logical_or(other.isnan()), 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:1031
-    )
-
-
-torch.library.register_autograd("mpsgen::fmax", fmax_backward,
-                                setup_context=fmax_setup_context, lib=lib)
 register_variants(lib, "fmax", out="fmax.out", inplace="fmax_")
 
 
@@ -2450,23 +1462,6 @@ fmin_spec = Spec(
 @torch.library.register_fake("mpsgen::fmin", lib=lib)
 def fmin_fake(self, other):
     return fake_elementwise(fmin_spec, [self, other])
-
-
-def fmin_setup_context(ctx, inputs, output):
-    self, other, = inputs
-    ctx.save_for_backward(self, other)
-
-
-def fmin_backward(ctx, grad):
-    self, other, = ctx.saved_tensors
-    return (
-        grad.masked_fill((self <= other).logical_or(other.isnan()).logical_not(), 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1047
-        grad.masked_fill((self <= other).logical_or(other.isnan()), 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:1048
-    )
-
-
-torch.library.register_autograd("mpsgen::fmin", fmin_backward,
-                                setup_context=fmin_setup_context, lib=lib)
 register_variants(lib, "fmin", out="fmin.out", inplace="fmin_")
 
 
@@ -2489,7 +1484,6 @@ bitwise_and_spec = Spec(
 @torch.library.register_fake("mpsgen::bitwise_and.Tensor", lib=lib)
 def bitwise_and_Tensor_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
-register_not_differentiable(lib, "bitwise_and.Tensor")  # bool/integer results only
 register_variants(lib, "bitwise_and.Tensor", out="bitwise_and.Tensor_out", inplace="bitwise_and_.Tensor")
 
 
@@ -2497,7 +1491,6 @@ register_variants(lib, "bitwise_and.Tensor", out="bitwise_and.Tensor_out", inpla
 @torch.library.register_fake("mpsgen::bitwise_and.Scalar", lib=lib)
 def bitwise_and_Scalar_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
-register_not_differentiable(lib, "bitwise_and.Scalar")  # bool/integer results only
 register_variants(lib, "bitwise_and.Scalar", out="bitwise_and.Scalar_out", inplace="bitwise_and_.Scalar")
 
 
@@ -2520,7 +1513,6 @@ bitwise_or_spec = Spec(
 @torch.library.register_fake("mpsgen::bitwise_or.Tensor", lib=lib)
 def bitwise_or_Tensor_fake(self, other):
     return fake_elementwise(bitwise_or_spec, [self, other])
-register_not_differentiable(lib, "bitwise_or.Tensor")  # bool/integer results only
 register_variants(lib, "bitwise_or.Tensor", out="bitwise_or.Tensor_out", inplace="bitwise_or_.Tensor")
 
 
@@ -2546,7 +1538,6 @@ gt_spec = Spec(
 @torch.library.register_fake("mpsgen::gt.Tensor", lib=lib)
 def gt_Tensor_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
-register_not_differentiable(lib, "gt.Tensor")  # bool/integer results only
 register_variants(lib, "gt.Tensor", out="gt.Tensor_out", inplace="gt_.Tensor")
 
 
@@ -2554,7 +1545,6 @@ register_variants(lib, "gt.Tensor", out="gt.Tensor_out", inplace="gt_.Tensor")
 @torch.library.register_fake("mpsgen::gt.Scalar", lib=lib)
 def gt_Scalar_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
-register_not_differentiable(lib, "gt.Scalar")  # bool/integer results only
 register_variants(lib, "gt.Scalar", out="gt.Scalar_out", inplace="gt_.Scalar")
 
 
@@ -2580,7 +1570,6 @@ ge_spec = Spec(
 @torch.library.register_fake("mpsgen::ge.Tensor", lib=lib)
 def ge_Tensor_fake(self, other):
     return fake_elementwise(ge_spec, [self, other])
-register_not_differentiable(lib, "ge.Tensor")  # bool/integer results only
 register_variants(lib, "ge.Tensor", out="ge.Tensor_out", inplace="ge_.Tensor")
 
 
@@ -2606,7 +1595,6 @@ le_spec = Spec(
 @torch.library.register_fake("mpsgen::le.Tensor", lib=lib)
 def le_Tensor_fake(self, other):
     return fake_elementwise(le_spec, [self, other])
-register_not_differentiable(lib, "le.Tensor")  # bool/integer results only
 register_variants(lib, "le.Tensor", out="le.Tensor_out", inplace="le_.Tensor")
 
 
@@ -2633,7 +1621,6 @@ logical_or_spec = Spec(
 @torch.library.register_fake("mpsgen::logical_or", lib=lib)
 def logical_or_fake(self, other):
     return fake_elementwise(logical_or_spec, [self, other])
-register_not_differentiable(lib, "logical_or")  # bool/integer results only
 register_variants(lib, "logical_or", out="logical_or.out", inplace="logical_or_")
 
 
@@ -2660,7 +1647,6 @@ logical_xor_spec = Spec(
 @torch.library.register_fake("mpsgen::logical_xor", lib=lib)
 def logical_xor_fake(self, other):
     return fake_elementwise(logical_xor_spec, [self, other])
-register_not_differentiable(lib, "logical_xor")  # bool/integer results only
 register_variants(lib, "logical_xor", out="logical_xor.out", inplace="logical_xor_")
 
 
@@ -2692,22 +1678,4 @@ def where_self_fake(condition, self, other):
     if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1137
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other])
-
-
-def where_self_setup_context(ctx, inputs, output):
-    condition, self, other, = inputs
-    ctx.save_for_backward(condition)
-
-
-def where_self_backward(ctx, grad):
-    condition, = ctx.saved_tensors
-    return (
-        None,  # condition: the bool mask (mask:), not differentiable
-        torch.where(condition, grad, 0) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:1140
-        torch.where(condition, 0, grad) if ctx.needs_input_grad[2] else None,  # other: ops.yaml:1141
-    )
-
-
-torch.library.register_autograd("mpsgen::where.self", where_self_backward,
-                                setup_context=where_self_setup_context, lib=lib)
 register_variants(lib, "where.self", out="where.self_out", inplace=None)

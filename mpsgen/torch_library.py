@@ -2,20 +2,15 @@
 
 - a fake (meta) kernel: the output's shape, dtype and strides, computed as the
   C++ host (support/host/elementwise.cpp) and its TensorIterator compute them;
-- an autograd formula from the entry's `derivatives:`, or one that raises,
-  naming the op, when a formula is missing;
 - for the out= and in-place variants, a decomposition into the functional op
-  (what functionalization, and so torch.compile and torch.export, run) and an
-  autograd kernel: in-place ops differentiate through that decomposition, out=
-  refuses autograd as torch's out= ops do.
+  (what functionalization, and so torch.compile and torch.export, run).
 
-The kernels themselves stay in C++; everything here runs on fake tensors, or
-only when autograd needs it.
+The kernels and their autograd (generated/autograd.cpp) are C++: everything here
+runs only on fake or meta tensors, never on an eager call.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, compute_elementwise_output_strides, elementwise_dtypes
@@ -154,31 +149,7 @@ def fake_elementwise(spec: Spec, operands: list, alpha=None, promoting=(), choic
     return torch.empty_strided(shape, strides, dtype=dtype, device=device)
 
 
-# --- autograd -------------------------------------------------------------------
-
-def conj(x):
-    """Complex conjugate of a tensor or a Python number (formulas use it for both)."""
-    return x.conj() if isinstance(x, torch.Tensor) else (x.conjugate() if isinstance(x, complex) else x)
-
-
-def handle_r_to_c(input, grad: torch.Tensor) -> torch.Tensor:
-    """A real input's gradient is the real part of a complex one (derivatives.yaml's handle_r_to_c)."""
-    real_input = not (input.is_complex() if isinstance(input, torch.Tensor) else isinstance(input, complex))
-    return torch.real(grad) if real_input and grad.is_complex() else grad
-
-
-def no_formula(op: str, arg: str, origin: str):
-    """Backward through an input that ops.yaml gives no derivative for."""
-    raise RuntimeError(f"{op}: no derivative formula for input '{arg}' (ops.yaml entry at {origin}); "
-                       f"add `derivatives: {{{arg}: <expression>}}` to the entry to differentiate through it")
-
-
 # --- out= and in-place variants ---------------------------------------------------
-
-def _requires_grad(args, kwargs) -> bool:
-    values = [*args, *kwargs.values()]
-    return torch.is_grad_enabled() and any(isinstance(v, torch.Tensor) and v.requires_grad for v in values)
-
 
 def _check_castable(name: str, result: torch.Tensor, out: torch.Tensor) -> None:
     if not torch.can_cast(result.dtype, out.dtype):
@@ -188,7 +159,7 @@ def _check_castable(name: str, result: torch.Tensor, out: torch.Tensor) -> None:
 
 def register_variants(lib: torch.library.Library, name: str, out: str, inplace: str | None,
                       self_index: int = 0) -> None:
-    """Decompositions and autograd kernels of the out= and in-place variants of op `name`
+    """Decompositions of the out= and in-place variants of op `name`
     (inplace None: the op has none, as a `mask:` op).
 
     self_index: where the in-place variant's first argument (the Tensor it writes) stands
@@ -202,9 +173,7 @@ def register_variants(lib: torch.library.Library, name: str, out: str, inplace: 
     out_name, inplace_name = f"{lib.ns}::{out}", f"{lib.ns}::{inplace}"  # for messages
 
     def inplace_decomposition(self, *args, **kwargs):
-        # under autograd the functional op may save self for its backward: give it a copy to keep
-        saved_self = self.clone() if _requires_grad((self, *args), kwargs) else self
-        result = functional(*args[:self_index], saved_self, *args[self_index:], **kwargs)
+        result = functional(*args[:self_index], self, *args[self_index:], **kwargs)
         if result.shape != self.shape:
             raise RuntimeError(f"{inplace_name}: output with shape {list(self.shape)} doesn't match the "
                                f"broadcast shape {list(result.shape)}")
@@ -230,41 +199,3 @@ def register_variants(lib: torch.library.Library, name: str, out: str, inplace: 
     lib.impl(out, out_decomposition, "CompositeImplicitAutograd")
     if inplace is not None:
         lib.impl(inplace, inplace_decomposition, "CompositeImplicitAutograd")
-        lib.impl(inplace, _inplace_autograd(op_overload(lib.ns, inplace), inplace_decomposition), "Autograd",
-                 with_keyset=True)
-    lib.impl(out, _out_autograd(op_overload(lib.ns, out), out_name), "Autograd", with_keyset=True)
-
-
-def register_not_differentiable(lib: torch.library.Library, name: str) -> None:
-    """An op whose results are bool or integer: autograd passes it by, as opcheck asks."""
-    op = op_overload(lib.ns, name)
-    lib.impl(name, lambda keyset, *args, **kwargs: _below_autograd(op, keyset, args, kwargs), "Autograd",
-             with_keyset=True)
-
-
-def _below_autograd(op, keyset, args, kwargs):
-    with torch._C._AutoDispatchBelowAutograd():
-        return op.redispatch(keyset & torch._C._after_autograd_keyset, *args, **kwargs)
-
-
-def _inplace_autograd(op, decomposition: Callable):
-    def kernel(keyset, *args, **kwargs):
-        if _requires_grad(args, kwargs):
-            return decomposition(*args, **kwargs)  # differentiates through the functional op
-        result = _below_autograd(op, keyset, args, kwargs)
-        torch.autograd.graph.increment_version(result)  # what ADInplaceOrView does for torch's own ops
-        return result
-
-    return kernel
-
-
-def _out_autograd(op, name: str):
-    def kernel(keyset, *args, **kwargs):
-        if _requires_grad(args, kwargs):  # the inputs, or out itself, as torch's out= functions check
-            raise RuntimeError(f"{name}: functions with out=... arguments don't support automatic "
-                               "differentiation, but one of the arguments requires grad.")
-        result = _below_autograd(op, keyset, args, kwargs)
-        torch.autograd.graph.increment_version(result)
-        return result
-
-    return kernel

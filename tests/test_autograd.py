@@ -7,7 +7,6 @@ dtypes and complex (where the op registers them).
 """
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -119,7 +118,7 @@ def test_out_variant_refuses_autograd():
         torch.ops.mpsgen.exp(x, out=torch.empty(3))
 
 
-def test_inplace_differentiates_through_the_functional_op():
+def test_inplace_differentiates():
     x = torch.randn(4, 5, requires_grad=True)
     y = x * 2
     torch.ops.mpsgen.sin_(y)
@@ -143,74 +142,15 @@ def test_not_differentiable_results_do_not_require_grad():
     assert not torch.ops.mpsgen.lt(x, x.detach()).requires_grad
 
 
-# --- an op without formulas: the generated code, run on an op defined in Python -----
+# --- the generated C++ (tests/test_autograd_cpp.py runs it on a registry of its own) -----
 
-NO_FORMULA_YAML = """\
-namespace: mpsgen_noformula
-ops:
-  - func: twice(Tensor self, Tensor other) -> Tensor
-    dtypes: [float]
-    reference: torch.add
-    derivatives:
-      self: grad
-    functor: |
-      template <typename T> inline T operator()(const T a, const T b) { return a + b; }
-
-  - func: thrice(Tensor self) -> Tensor
-    dtypes: [float]
-    reference: torch.exp
-    functor: |
-      template <typename T> inline T operator()(const T a) { return a; }
-"""
-
-
-_KEEP_ALIVE: list = []
-
-
-@pytest.fixture(scope="module")
-def no_formula_ops(tmp_path_factory):
-    """The registry's generated library.py, over CPU kernels written in Python
-    (the C++ extension only has the shipped ops)."""
-    path = tmp_path_factory.mktemp("noformula") / "ops.yaml"
-    path.write_text(NO_FORMULA_YAML)
-    registry = load(path)
-    lib = torch.library.Library(registry.namespace, "DEF")
-    kernels = {"twice": lambda a, b: a + b, "thrice": lambda a: a * 3}
-    for e in registry.entries:
-        for schema in e.schemas.values():
-            lib.define(schema)
-        fn, names = kernels[e.qualified_name], e.schema_names
-        lib.impl(names["functional"], fn, "CPU")
-        lib.impl(names["out"], lambda *a, out, fn=fn: out.copy_(fn(*a)), "CPU")
-        lib.impl(names["inplace"], lambda s, *a, fn=fn: s.copy_(fn(s, *a)), "CPU")
-    generated: dict = {}
-    exec(compile(render.render(registry)["library.py"], "library.py", "exec"), generated)
-    # both libraries stay registered for the session: torch keeps global references to the ops
-    _KEEP_ALIVE.extend([lib, generated])
-    return torch.ops.mpsgen_noformula
-
-
-def test_backward_without_formula_names_the_op(no_formula_ops):
-    a, b = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
-    (ga,) = torch.autograd.grad(no_formula_ops.twice(a, b.detach()).sum(), a)  # self has a formula
-    torch.testing.assert_close(ga, torch.ones(3))
-    with pytest.raises(RuntimeError, match=r"mpsgen_noformula::twice: no derivative formula for input 'other' "
-                                           r"\(ops.yaml entry at ops.yaml:3\)"):
-        no_formula_ops.twice(a, b).sum().backward()
-    with pytest.raises(RuntimeError, match=r"mpsgen_noformula::thrice: no derivative formula for input 'self'"):
-        no_formula_ops.thrice(a).sum().backward()
-
-
-def test_generated_backward_names_the_formula_line():
-    text = render.render(REGISTRY)["library.py"]
+def test_generated_backward_names_the_formula_line_and_keeps_only_what_it_reads():
+    text = render.render(REGISTRY)["autograd.cpp"]
     line = next(i + 1 for i, l in enumerate((ROOT / "ops.yaml").read_text().splitlines())
-                if l.strip() == "self: grad * conj(result)")
-    assert f"grad * conj(result) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:{line}" in text
-    assert textwrap.dedent("""\
-        def exp_setup_context(ctx, inputs, output):
-            self, = inputs
-            result = output
-            ctx.save_for_backward(result)""") in text
+                if l.strip() == "self: grad * result.conj()")
+    assert f'#line {line} "ops.yaml"\n    grad_inputs[0] = grad * result.conj();\n' in text
+    node = text[text.index("struct ExpBackward"):text.index("variable_list ExpBackward::apply")]
+    assert "SavedVariable result_;" in node and "self_" not in node  # exp's formula reads result only
 
 
 @pytest.mark.parametrize("op", REGISTRY.aten_ops, ids=lambda op: op.qualified_name)

@@ -764,9 +764,10 @@ def _with_derivatives(formulas: str, dtypes: str = "[float]") -> str:
 
 @pytest.mark.parametrize("formulas,key_line,says", [
     ("other: grad", "other: grad", "'other' is not a Tensor argument of foo"),
-    ("self: grad *", "self: grad *", "is not a Python expression"),
+    ("self: grad * (self", "self: grad * (self", "has an unclosed '('"),
     ("self: grad * y", "self: grad * y", "unknown name(s) y"),
-    ("self: ''", "self: ''", "must be a Python expression"),
+    ("self: grad * slef.cos()", "self: grad * slef", "unknown name(s) slef"),
+    ("self: ''", "self: ''", "must be a C++ expression"),
 ])
 def test_rejects_bad_derivative(tmp_path, formulas, key_line, says):
     text = _with_derivatives(formulas)
@@ -781,34 +782,37 @@ def test_rejects_derivatives_of_a_bool_or_integer_op(tmp_path):
 
 
 def test_generated_backward_uses_the_formula_and_names_its_line(tmp_path):
-    text = _with_derivatives("self: grad * torch.cos(self)")
+    text = _with_derivatives("self: grad * self.cos()")
     out = tmp_path / "out"
     generate_ok(write_ops(tmp_path, text), out)
-    library = (out / "library.py").read_text()
-    formula_line = lineno(text, "self: grad * torch.cos(self)")
-    assert (f"grad * torch.cos(self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:{formula_line}"
-            in library)
-    assert "ctx.save_for_backward(self)" in library  # only what the formula reads
+    autograd = (out / "autograd.cpp").read_text()
+    formula_line = lineno(text, "self: grad * self.cos()")
+    assert f'#line {formula_line} "ops.yaml"\n    grad_inputs[0] = grad * self.cos();\n' in autograd
+    node = autograd[autograd.index("struct FooBackward"):autograd.index("variable_list FooBackward::apply")]
+    assert "SavedVariable self_;" in node and "result_" not in node  # only what the formula reads
+    # the in-place variant keeps self as it was before the write
+    assert "grad_fn->self_ = SavedVariable(self.clone(), false);" in autograd
 
 
 def test_input_without_formula_raises_at_backward(tmp_path):
     out = tmp_path / "out"
     generate_ok(write_ops(tmp_path, registry(binary_op("bar"))), out)
-    library = (out / "library.py").read_text()
-    assert library.count('no_formula("testns::bar", ') == 2  # self and other
-    assert "register_autograd(\"testns::bar\"" in library
+    autograd = (out / "autograd.cpp").read_text()
+    assert autograd.count('no_formula("testns::bar", ') == 2  # self and other
+    assert 'm.impl("bar", TORCH_FN(bar_autograd));' in autograd
 
 
 def test_scalar_overload_inherits_formulas_of_the_tensors_it_keeps(tmp_path):
     op = (binary_op("bar", dtypes="[float]").replace("bar(", "bar.Tensor(")
-          + "    derivatives:\n      self: grad * conj(other)\n      other: grad * conj(self)\n")
+          + "    derivatives:\n      self: grad * other.conj()\n      other: grad * self.conj()\n")
     text = registry(op) + "  - func: bar.Scalar(Tensor self, Scalar other) -> Tensor\n"
     out = tmp_path / "out"
     generate_ok(write_ops(tmp_path, text), out)
-    library = (out / "library.py").read_text()
-    scalar = library[library.index("def bar_Scalar_backward"):]
-    assert "grad * conj(other) if ctx.needs_input_grad[0]" in scalar
-    assert "None,  # other: a Scalar" in scalar
+    autograd = (out / "autograd.cpp").read_text()
+    node = autograd[autograd.index("struct BarScalarBackward"):]
+    assert "variable_list grad_inputs(1);" in node  # one edge: self
+    assert "grad_inputs[0] = grad * other.conj();" in node
+    assert "at::Scalar other;" in node  # the Scalar the formula reads, kept by value
 
 
 # ---- arguments beyond one Scalar: params structs, str choices, kernel names ----------------
