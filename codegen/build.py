@@ -184,9 +184,10 @@ def host_unity_source(build_dir: Path, suffix: str, generated: Path = GENERATED)
 
 def host_sources(build_dir: Path, mps: bool, generated: Path = GENERATED) -> list[Path]:
     """The extension's host translation units (setup.py): the unity unit of the CPU stubs, the
-    op specs, the autograd kernels and the support sources; with `mps`, the unity unit of the `.mm` stubs and the Metal library
+    op specs, the autograd kernels, the Python bindings and the support sources; with `mps`, the unity unit of the `.mm` stubs and the Metal library
     (whose embedded sources header is written by mps_metal_sources_header)."""
     sources = [host_unity_source(build_dir, "_cpu.cpp", generated), generated / "op_specs.cpp", generated / "autograd.cpp",
+               generated / "bindings.cpp",
                SUPPORT / "host" / "elementwise.cpp", SUPPORT / "host" / "module.cpp",
                CPU_SUPPORT / "executor.cpp", CPU_SUPPORT / "kernel_registry.cpp"]
     if mps:

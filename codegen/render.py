@@ -56,6 +56,7 @@ def _environment() -> jinja2.Environment:
     env.globals.update(cpp_params=cpp_params, kernel_inputs=kernel_inputs, py_params=py_params,
                        grad_inputs=grad_inputs, saved_args=saved_args, saves_result=saves_result,
                        kept_type=kept_type, op_signature=op_signature, node_name=node_name, param_fields=param_fields,
+                       parser_signature=parser_signature, binding_groups=binding_groups,
                        param_values=param_values, params_type=params_type, cpp_args=cpp_args, kernel_args=kernel_args,
                        cpp_type=cpp_type)
     return env
@@ -210,6 +211,37 @@ def op_signature(entry: Entry, kind: str) -> str:
     return f"at::Tensor({cpp_params(entry, names=False)})"
 
 
+_PARSER_TYPE = {"Tensor": "Tensor", "Scalar": "Scalar", "int": "int64_t", "float": "double", "bool": "bool",
+                "str": "c10::string_view"}
+
+
+def parser_signature(entry: Entry, inplace: bool = False) -> str:
+    """The entry as torch's PythonArgParser reads a signature (generated/bindings.cpp): the
+    functional op with an optional `out=`, or the in-place variant."""
+    params, star = [], False
+    for a in entry.inplace_args if inplace else entry.args:
+        if a.kwarg_only and not star:
+            params.append("*")
+            star = True
+        decl = f"{_PARSER_TYPE[a.kind]}{'?' if a.optional else ''} {a.name}"
+        if a.has_default:
+            decl += "=" + a.default.replace("'", '"')
+        params.append(decl)
+    if not inplace:
+        params += ([] if star else ["*"]) + ["Tensor out=None"]
+    return f"{entry.base_name}{'_' if inplace else ''}({', '.join(params)})"
+
+
+def binding_groups(ops) -> list[tuple[str, list[Entry]]]:
+    """The entries of each base name (add.Tensor, add.Scalar), in registry order: one
+    Python function each, as torch binds its overloads."""
+    groups: dict[str, list[Entry]] = {}
+    for op in ops:
+        for e in op.entries:
+            groups.setdefault(e.base_name, []).append(e)
+    return list(groups.items())
+
+
 def node_name(entry: Entry) -> str:
     """`MulScalarBackward` for mul.Scalar: the backward node's class, as torchgen names them."""
     return "".join(part[:1].upper() + part[1:] for part in entry.cname.split("_")) + "Backward"
@@ -259,6 +291,8 @@ def _shared_files(env: jinja2.Environment, registry: Registry) -> dict[str, str]
         "autograd.cpp": _resolve_line_marks(env.get_template("autograd.cpp.j2").render(
             ops=registry.own_ops, ns=registry.namespace, yaml_name=yaml_name, banner=banner,
             line_mark=LINE_MARK)),
+        "bindings.cpp": env.get_template("bindings.cpp.j2").render(
+            groups=binding_groups(registry.own_ops), ns=registry.namespace, yaml_name=yaml_name, banner=banner),
         "registration.cpp": env.get_template("registration.cpp.j2").render(
             entries=[e for op in registry.own_ops for e in op.entries], aten_ops=registry.aten_ops,
             ns=registry.namespace, yaml_name=yaml_name, banner=banner),

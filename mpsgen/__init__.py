@@ -1,8 +1,12 @@
-"""Loads the mpsgen extension: its ops appear as torch.ops.<namespace>.<op>.
+"""Loads the mpsgen extension: its ops appear as torch.ops.<namespace>.<op>, and as
+mpsgen.<op> / mpsgen.<op>_ (functional with out=, and in-place), bound the way torch
+binds torch.<op>: torch's argument parser in C++, then straight to the dispatcher, so an
+eager call costs what torch's own op costs. Under torch.compile they trace as the
+torch.ops op they call.
 
 Importing it also runs generated/library.py, which gives every op its fake
-kernel, autograd formulas and out=/in-place decompositions (torch.compile,
-torch.export and training).
+kernel and out=/in-place decompositions (torch.compile and torch.export); the
+autograd kernels are C++.
 
 Entries of ops.yaml with `implements: aten` register torch's own aten ops for MPS when
 the library loads. Their CPU kernels replace torch's CPU kernels only when the
@@ -28,6 +32,21 @@ def _load_library():
 
 
 library = _load_library()
+
+
+def _export(name: str):
+    """mpsgen.<name>: the C++ binding, which torch.compile replaces by the torch.ops op."""
+    fast, packet = getattr(_C, name), getattr(getattr(torch.ops, library.lib.ns), name)
+
+    def traced(*args, **kwargs):
+        return packet(*args, **kwargs)
+
+    torch.compiler.substitute_in_graph(fast, skip_signature_check=True)(traced)
+    globals()[name] = fast
+
+
+for _name in library.BINDINGS:
+    _export(_name)
 
 ATEN_CPU_OVERRIDES = "MPSGEN_ATEN_CPU_OVERRIDES"
 if os.environ.get(ATEN_CPU_OVERRIDES) == "1":

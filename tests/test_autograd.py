@@ -7,12 +7,13 @@ dtypes and complex (where the op registers them).
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-import mpsgen  # noqa: F401  (loads the extension and generated/library.py)
+import mpsgen  # loads the extension and generated/library.py
 from codegen import render
 from codegen.loader import load
 from mpsgen.samples import (TORCH_DTYPES, edge_samples, entry_params, op_overload, opinfo_samples, reference,
@@ -160,3 +161,48 @@ def test_aten_entries_use_torchs_derivatives(op):
     autograd-registration check runs on the overridden op in tests/test_aten_overrides.py."""
     assert not op.derivatives
     assert torch._C._dispatch_has_kernel_for_dispatch_key(f"aten::{op.qualified_name}", "Autograd")
+
+
+# --- no Python on the eager path ------------------------------------------------------
+
+def _python_calls(fn) -> list[str]:
+    """The Python functions a call runs, besides the test's own lambda and torch.ops's
+    own __call__ (which calls into C++ for torch's ops too)."""
+    seen = []
+
+    def profile(frame, event, arg):
+        if event == "call":
+            seen.append(f"{frame.f_code.co_filename}:{frame.f_code.co_name}")
+
+    sys.setprofile(profile)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return [c for c in seen if not c.endswith("torch/_ops.py:__call__") and not c.startswith(__file__)]
+
+
+@pytest.mark.parametrize("mode", ["autograd enabled", "inference_mode", "requires_grad"])
+def test_eager_calls_never_enter_python(mode):
+    ops = torch.ops.mpsgen
+    with torch.inference_mode(mode == "inference_mode"):
+        x, y, z = (torch.rand(4) + 0.5 for _ in range(3))
+        out = torch.empty(4)
+        calls = [lambda: ops.exp(x), lambda: ops.hypot(x, y), lambda: ops.add.Tensor(x, y, alpha=2),
+                 lambda: ops.lerp.Tensor(x, y, z), lambda: ops.clamp.Tensor(x, y), lambda: ops.lt.Tensor(x, y),
+                 lambda: mpsgen.hypot(x, y), lambda: mpsgen.add(x, y, alpha=2)]
+        if mode == "requires_grad":
+            x.requires_grad_(True)
+            y.requires_grad_(True)
+        else:
+            calls += [lambda: ops.exp.out(x, out=out), lambda: ops.exp_(out), lambda: ops.hypot_(out, y),
+                      lambda: ops.lerp.Tensor_out(x, y, z, out=out), lambda: ops.lt_.Tensor(out, y),
+                      lambda: mpsgen.hypot(x, y, out=out), lambda: mpsgen.lerp_(out, y, z)]
+        for call in calls:
+            call()  # the first call may load what it needs
+            assert _python_calls(call) == []
+    if mode == "requires_grad":  # backward() itself is Python (torch/_tensor.py), for torch's ops too
+        ours = [c for c in _python_calls(lambda: ops.hypot(x, y).sum().backward())
+                if c.startswith((str(ROOT / "mpsgen"), str(ROOT / "generated")))
+                or "torch/_library/" in c or "torch/autograd/function.py" in c]
+        assert ours == []

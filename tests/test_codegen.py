@@ -122,7 +122,7 @@ def generate_ok(ops: Path, out: Path) -> subprocess.CompletedProcess:
     return r
 
 
-SHARED = {"registration.cpp", "op_specs.cpp", "library.py"}  # one per registry, every op in them
+SHARED = {"registration.cpp", "op_specs.cpp", "library.py", "autograd.cpp", "bindings.cpp"}  # one per registry, every op in them
 
 
 def per_op_files(name: str) -> list[str]:

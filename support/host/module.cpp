@@ -4,6 +4,7 @@
 
 #include <exception>
 
+#include "bindings.h"
 #include "kernel_registry.h"
 
 namespace mpsgen::generated {
@@ -56,5 +57,11 @@ PyModuleDef mpsgen_module = {PyModuleDef_HEAD_INIT, "_C", "mpsgen generated ops"
 } // namespace
 
 PyMODINIT_FUNC PyInit__C(void) {
-  return PyModule_Create(&mpsgen_module);
+  PyObject* module = PyModule_Create(&mpsgen_module);
+  // mpsgen._C.<op> and <op>_: the ops' Python functions (generated/bindings.cpp)
+  if (module && PyModule_AddFunctions(module, mpsgen::generated::bindings::methods) < 0) {
+    Py_DECREF(module);
+    return nullptr;
+  }
+  return module;
 }
