@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::abs_spec;
 
 void abs_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "abs";
+  static const std::string kernel = "abs";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 

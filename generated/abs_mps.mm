@@ -18,7 +18,7 @@ using mpsgen::generated::abs_spec;
 
 void abs_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("abs");
-  const std::string kernel = "abs";
+  static const std::string kernel = "abs";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel);
 }
 

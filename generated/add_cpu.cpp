@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::add_spec;
 
 void add_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& alpha) {
-  const std::string kernel = "add";
+  static const std::string kernel = "add";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_binary_kernel(iter, kernel, common, alpha);
 }
 

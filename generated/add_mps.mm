@@ -19,7 +19,7 @@ using mpsgen::generated::add_spec;
 
 void add_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& alpha) {
   auto& library = mpsgen::mps::library("add");
-  const std::string kernel = "add";
+  static const std::string kernel = "add";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel, alpha);
 }
 

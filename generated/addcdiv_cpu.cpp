@@ -22,7 +22,7 @@ struct addcdiv_params {
 };
 
 void addcdiv_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& value) {
-  const std::string kernel = "addcdiv";
+  static const std::string kernel = "addcdiv";  // static: the CPU executor caches per name
   mpsgen::visit_dtype(addcdiv_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const addcdiv_params<T> params{

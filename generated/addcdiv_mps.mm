@@ -25,7 +25,7 @@ struct addcdiv_params {
 
 void addcdiv_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& value) {
   auto& library = mpsgen::mps::library("addcdiv");
-  const std::string kernel = "addcdiv";
+  static const std::string kernel = "addcdiv";  // static: the CPU executor caches per name
   mpsgen::visit_dtype(addcdiv_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const addcdiv_params<T> params{

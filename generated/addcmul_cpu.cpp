@@ -22,7 +22,7 @@ struct addcmul_params {
 };
 
 void addcmul_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& value) {
-  const std::string kernel = "addcmul";
+  static const std::string kernel = "addcmul";  // static: the CPU executor caches per name
   mpsgen::visit_dtype(addcmul_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const addcmul_params<T> params{

@@ -25,7 +25,7 @@ struct addcmul_params {
 
 void addcmul_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& value) {
   auto& library = mpsgen::mps::library("addcmul");
-  const std::string kernel = "addcmul";
+  static const std::string kernel = "addcmul";  // static: the CPU executor caches per name
   mpsgen::visit_dtype(addcmul_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const addcmul_params<T> params{

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::angle_spec;
 
 void angle_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "angle";
+  static const std::string kernel = "angle";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 

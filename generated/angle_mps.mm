@@ -18,7 +18,7 @@ using mpsgen::generated::angle_spec;
 
 void angle_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("angle");
-  const std::string kernel = "angle";
+  static const std::string kernel = "angle";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel);
 }
 

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::atan2_spec;
 
 void atan2_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "atan2";
+  static const std::string kernel = "atan2";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_binary_kernel(iter, kernel, common);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::atan2_spec;
 
 void atan2_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("atan2");
-  const std::string kernel = "atan2";
+  static const std::string kernel = "atan2";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel);
 }
 

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::bitwise_and_spec;
 
 void bitwise_and_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "bitwise_and";
+  static const std::string kernel = "bitwise_and";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_binary_kernel(iter, kernel, common);
 }
 

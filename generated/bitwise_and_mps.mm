@@ -18,7 +18,7 @@ using mpsgen::generated::bitwise_and_spec;
 
 void bitwise_and_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("bitwise_and");
-  const std::string kernel = "bitwise_and";
+  static const std::string kernel = "bitwise_and";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel);
 }
 

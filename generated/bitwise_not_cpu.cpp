@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::bitwise_not_spec;
 
 void bitwise_not_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "bitwise_not";
+  static const std::string kernel = "bitwise_not";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::bitwise_not_spec;
 
 void bitwise_not_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("bitwise_not");
-  const std::string kernel = "bitwise_not";
+  static const std::string kernel = "bitwise_not";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel);
 }
 

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::bitwise_or_spec;
 
 void bitwise_or_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "bitwise_or";
+  static const std::string kernel = "bitwise_or";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_binary_kernel(iter, kernel, common);
 }
 

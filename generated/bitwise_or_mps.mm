@@ -18,7 +18,7 @@ using mpsgen::generated::bitwise_or_spec;
 
 void bitwise_or_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("bitwise_or");
-  const std::string kernel = "bitwise_or";
+  static const std::string kernel = "bitwise_or";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel);
 }
 

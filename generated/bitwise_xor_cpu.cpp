@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::bitwise_xor_spec;
 
 void bitwise_xor_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "bitwise_xor";
+  static const std::string kernel = "bitwise_xor";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_binary_kernel(iter, kernel, common);
 }
 

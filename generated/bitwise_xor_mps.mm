@@ -18,7 +18,7 @@ using mpsgen::generated::bitwise_xor_spec;
 
 void bitwise_xor_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("bitwise_xor");
-  const std::string kernel = "bitwise_xor";
+  static const std::string kernel = "bitwise_xor";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel);
 }
 

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::ceil_spec;
 
 void ceil_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "ceil";
+  static const std::string kernel = "ceil";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::ceil_spec;
 
 void ceil_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("ceil");
-  const std::string kernel = "ceil";
+  static const std::string kernel = "ceil";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel);
 }
 

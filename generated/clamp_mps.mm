@@ -28,7 +28,7 @@ struct clamp_params {
 
 void clamp_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max) {
   auto& library = mpsgen::mps::library("clamp");
-  const std::string kernel = "clamp";
+  static const std::string kernel = "clamp";  // static: the CPU executor caches per name
   mpsgen::visit_dtype(clamp_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const clamp_params<T> params{

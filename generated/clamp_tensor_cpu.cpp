@@ -18,13 +18,13 @@ using mpsgen::generated::clamp_tensor_spec;
 void clamp_tensor_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const std::optional<at::Tensor>& min, const std::optional<at::Tensor>& max) {
   // the kernel ops.yaml's `given:` lists for the Tensor? arguments given (ops.yaml:429)
   if (mpsgen::given(min) && mpsgen::given(max)) {
-    const std::string kernel = "clamp_tensor";
+    static const std::string kernel = "clamp_tensor";  // static: the CPU executor caches per name
     mpsgen::cpu::exec_ternary_kernel(iter, kernel);
   } else if (mpsgen::given(min) && !mpsgen::given(max)) {
-    const std::string kernel = "clamp_tensor_min";
+    static const std::string kernel = "clamp_tensor_min";  // static: the CPU executor caches per name
     mpsgen::cpu::exec_binary_kernel(iter, kernel, common);
   } else {
-    const std::string kernel = "clamp_tensor_max";
+    static const std::string kernel = "clamp_tensor_max";  // static: the CPU executor caches per name
     mpsgen::cpu::exec_binary_kernel(iter, kernel, common);
   }
 }

@@ -20,13 +20,13 @@ void clamp_tensor_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType commo
   auto& library = mpsgen::mps::library("clamp_tensor");
   // the kernel ops.yaml's `given:` lists for the Tensor? arguments given (ops.yaml:429)
   if (mpsgen::given(min) && mpsgen::given(max)) {
-    const std::string kernel = "clamp_tensor";
+    static const std::string kernel = "clamp_tensor";  // static: the CPU executor caches per name
     library.exec_ternary_kernel(iter, kernel);
   } else if (mpsgen::given(min) && !mpsgen::given(max)) {
-    const std::string kernel = "clamp_tensor_min";
+    static const std::string kernel = "clamp_tensor_min";  // static: the CPU executor caches per name
     library.exec_binary_kernel(iter, kernel);
   } else {
-    const std::string kernel = "clamp_tensor_max";
+    static const std::string kernel = "clamp_tensor_max";  // static: the CPU executor caches per name
     library.exec_binary_kernel(iter, kernel);
   }
 }

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::complex_spec;
 
 void complex_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "complex";
+  static const std::string kernel = "complex";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_binary_kernel(iter, kernel, common);
 }
 

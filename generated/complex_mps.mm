@@ -18,7 +18,7 @@ using mpsgen::generated::complex_spec;
 
 void complex_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("complex");
-  const std::string kernel = "complex";
+  static const std::string kernel = "complex";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel);
 }
 

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::copysign_spec;
 
 void copysign_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "copysign";
+  static const std::string kernel = "copysign";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_binary_kernel(iter, kernel, common);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::copysign_spec;
 
 void copysign_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("copysign");
-  const std::string kernel = "copysign";
+  static const std::string kernel = "copysign";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel);
 }
 

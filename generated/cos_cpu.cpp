@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::cos_spec;
 
 void cos_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "cos";
+  static const std::string kernel = "cos";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 

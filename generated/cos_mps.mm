@@ -18,7 +18,7 @@ using mpsgen::generated::cos_spec;
 
 void cos_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("cos");
-  const std::string kernel = "cos";
+  static const std::string kernel = "cos";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel);
 }
 

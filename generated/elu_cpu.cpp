@@ -24,7 +24,7 @@ struct elu_params {
 };
 
 void elu_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& alpha, const at::Scalar& scale, const at::Scalar& input_scale) {
-  const std::string kernel = "elu";
+  static const std::string kernel = "elu";  // static: the CPU executor caches per name
   mpsgen::visit_dtype(elu_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const elu_params<T> params{

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::eq_spec;
 
 void eq_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "eq";
+  static const std::string kernel = "eq";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_binary_kernel(iter, kernel, common, std::nullopt, c10::kBool);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::eq_spec;
 
 void eq_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("eq");
-  const std::string kernel = "eq";
+  static const std::string kernel = "eq";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel, std::nullopt, std::nullopt, c10::kBool);
 }
 

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::erf_spec;
 
 void erf_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "erf";
+  static const std::string kernel = "erf";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::erf_spec;
 
 void erf_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("erf");
-  const std::string kernel = "erf";
+  static const std::string kernel = "erf";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel);
 }
 

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::exp_spec;
 
 void exp_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "exp";
+  static const std::string kernel = "exp";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 

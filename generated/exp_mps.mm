@@ -18,7 +18,7 @@ using mpsgen::generated::exp_spec;
 
 void exp_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("exp");
-  const std::string kernel = "exp";
+  static const std::string kernel = "exp";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel);
 }
 

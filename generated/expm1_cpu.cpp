@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::expm1_spec;
 
 void expm1_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "expm1";
+  static const std::string kernel = "expm1";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::expm1_spec;
 
 void expm1_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("expm1");
-  const std::string kernel = "expm1";
+  static const std::string kernel = "expm1";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel);
 }
 

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::floor_spec;
 
 void floor_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "floor";
+  static const std::string kernel = "floor";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::floor_spec;
 
 void floor_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("floor");
-  const std::string kernel = "floor";
+  static const std::string kernel = "floor";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel);
 }
 

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::fmax_spec;
 
 void fmax_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "fmax";
+  static const std::string kernel = "fmax";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_binary_kernel(iter, kernel, common);
 }
 

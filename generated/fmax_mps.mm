@@ -18,7 +18,7 @@ using mpsgen::generated::fmax_spec;
 
 void fmax_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("fmax");
-  const std::string kernel = "fmax";
+  static const std::string kernel = "fmax";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel);
 }
 

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::fmin_spec;
 
 void fmin_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "fmin";
+  static const std::string kernel = "fmin";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_binary_kernel(iter, kernel, common);
 }
 

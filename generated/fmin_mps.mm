@@ -18,7 +18,7 @@ using mpsgen::generated::fmin_spec;
 
 void fmin_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("fmin");
-  const std::string kernel = "fmin";
+  static const std::string kernel = "fmin";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel);
 }
 

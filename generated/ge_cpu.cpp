@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::ge_spec;
 
 void ge_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "ge";
+  static const std::string kernel = "ge";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_binary_kernel(iter, kernel, common, std::nullopt, c10::kBool);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::ge_spec;
 
 void ge_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("ge");
-  const std::string kernel = "ge";
+  static const std::string kernel = "ge";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel, std::nullopt, std::nullopt, c10::kBool);
 }
 

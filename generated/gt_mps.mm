@@ -18,7 +18,7 @@ using mpsgen::generated::gt_spec;
 
 void gt_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("gt");
-  const std::string kernel = "gt";
+  static const std::string kernel = "gt";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel, std::nullopt, std::nullopt, c10::kBool);
 }
 

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::hardshrink_spec;
 
 void hardshrink_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& lambd) {
-  const std::string kernel = "hardshrink";
+  static const std::string kernel = "hardshrink";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common, lambd);
 }
 

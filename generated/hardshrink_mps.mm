@@ -19,7 +19,7 @@ using mpsgen::generated::hardshrink_spec;
 
 void hardshrink_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& lambd) {
   auto& library = mpsgen::mps::library("hardshrink");
-  const std::string kernel = "hardshrink";
+  static const std::string kernel = "hardshrink";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel, lambd);
 }
 

@@ -26,7 +26,7 @@ struct hardtanh_params {
 
 void hardtanh_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& min_val, const at::Scalar& max_val) {
   auto& library = mpsgen::mps::library("hardtanh");
-  const std::string kernel = "hardtanh";
+  static const std::string kernel = "hardtanh";  // static: the CPU executor caches per name
   mpsgen::visit_dtype(hardtanh_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const hardtanh_params<T> params{

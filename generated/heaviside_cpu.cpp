@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::heaviside_spec;
 
 void heaviside_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "heaviside";
+  static const std::string kernel = "heaviside";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_binary_kernel(iter, kernel, common);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::heaviside_spec;
 
 void heaviside_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("heaviside");
-  const std::string kernel = "heaviside";
+  static const std::string kernel = "heaviside";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel);
 }
 

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::hypot_spec;
 
 void hypot_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "hypot";
+  static const std::string kernel = "hypot";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_binary_kernel(iter, kernel, common);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::hypot_spec;
 
 void hypot_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("hypot");
-  const std::string kernel = "hypot";
+  static const std::string kernel = "hypot";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel);
 }
 

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::i0_spec;
 
 void i0_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "i0";
+  static const std::string kernel = "i0";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 

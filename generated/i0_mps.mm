@@ -18,7 +18,7 @@ using mpsgen::generated::i0_spec;
 
 void i0_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("i0");
-  const std::string kernel = "i0";
+  static const std::string kernel = "i0";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel);
 }
 

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::isnan_spec;
 
 void isnan_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "isnan";
+  static const std::string kernel = "isnan";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::isnan_spec;
 
 void isnan_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("isnan");
-  const std::string kernel = "isnan";
+  static const std::string kernel = "isnan";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel);
 }
 

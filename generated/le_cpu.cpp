@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::le_spec;
 
 void le_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "le";
+  static const std::string kernel = "le";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_binary_kernel(iter, kernel, common, std::nullopt, c10::kBool);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::le_spec;
 
 void le_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("le");
-  const std::string kernel = "le";
+  static const std::string kernel = "le";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel, std::nullopt, std::nullopt, c10::kBool);
 }
 

@@ -26,7 +26,7 @@ struct leaky_relu_backward_params {
 
 void leaky_relu_backward_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& negative_slope, bool self_is_result) {
   auto& library = mpsgen::mps::library("leaky_relu_backward");
-  const std::string kernel = "leaky_relu_backward";
+  static const std::string kernel = "leaky_relu_backward";  // static: the CPU executor caches per name
   mpsgen::visit_dtype(leaky_relu_backward_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const leaky_relu_backward_params<T> params{

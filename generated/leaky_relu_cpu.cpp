@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::leaky_relu_spec;
 
 void leaky_relu_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& negative_slope) {
-  const std::string kernel = "leaky_relu";
+  static const std::string kernel = "leaky_relu";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common, negative_slope);
 }
 

@@ -19,7 +19,7 @@ using mpsgen::generated::leaky_relu_spec;
 
 void leaky_relu_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& negative_slope) {
   auto& library = mpsgen::mps::library("leaky_relu");
-  const std::string kernel = "leaky_relu";
+  static const std::string kernel = "leaky_relu";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel, negative_slope);
 }
 

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::lerp_spec;
 
 void lerp_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "lerp";
+  static const std::string kernel = "lerp";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_ternary_kernel(iter, kernel);
 }
 

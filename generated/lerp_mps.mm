@@ -18,7 +18,7 @@ using mpsgen::generated::lerp_spec;
 
 void lerp_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("lerp");
-  const std::string kernel = "lerp";
+  static const std::string kernel = "lerp";  // static: the CPU executor caches per name
   library.exec_ternary_kernel(iter, kernel);
 }
 

@@ -25,7 +25,7 @@ struct lerp_scalar_params {
 
 void lerp_scalar_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& weight) {
   auto& library = mpsgen::mps::library("lerp_scalar");
-  const std::string kernel = "lerp_scalar";
+  static const std::string kernel = "lerp_scalar";  // static: the CPU executor caches per name
   mpsgen::visit_dtype(lerp_scalar_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const lerp_scalar_params<T> params{

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::log1p_spec;
 
 void log1p_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "log1p";
+  static const std::string kernel = "log1p";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 

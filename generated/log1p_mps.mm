@@ -18,7 +18,7 @@ using mpsgen::generated::log1p_spec;
 
 void log1p_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("log1p");
-  const std::string kernel = "log1p";
+  static const std::string kernel = "log1p";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel);
 }
 

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::log_spec;
 
 void log_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "log";
+  static const std::string kernel = "log";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 

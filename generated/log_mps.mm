@@ -18,7 +18,7 @@ using mpsgen::generated::log_spec;
 
 void log_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("log");
-  const std::string kernel = "log";
+  static const std::string kernel = "log";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel);
 }
 

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::logaddexp_spec;
 
 void logaddexp_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "logaddexp";
+  static const std::string kernel = "logaddexp";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_binary_kernel(iter, kernel, common);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::logaddexp_spec;
 
 void logaddexp_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("logaddexp");
-  const std::string kernel = "logaddexp";
+  static const std::string kernel = "logaddexp";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel);
 }
 

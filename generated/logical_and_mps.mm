@@ -18,7 +18,7 @@ using mpsgen::generated::logical_and_spec;
 
 void logical_and_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("logical_and");
-  const std::string kernel = "logical_and";
+  static const std::string kernel = "logical_and";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel, std::nullopt, std::nullopt, c10::kBool);
 }
 

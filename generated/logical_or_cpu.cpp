@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::logical_or_spec;
 
 void logical_or_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "logical_or";
+  static const std::string kernel = "logical_or";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_binary_kernel(iter, kernel, common, std::nullopt, c10::kBool);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::logical_or_spec;
 
 void logical_or_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("logical_or");
-  const std::string kernel = "logical_or";
+  static const std::string kernel = "logical_or";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel, std::nullopt, std::nullopt, c10::kBool);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::logical_xor_spec;
 
 void logical_xor_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("logical_xor");
-  const std::string kernel = "logical_xor";
+  static const std::string kernel = "logical_xor";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel, std::nullopt, std::nullopt, c10::kBool);
 }
 

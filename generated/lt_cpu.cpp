@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::lt_spec;
 
 void lt_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "lt";
+  static const std::string kernel = "lt";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_binary_kernel(iter, kernel, common, std::nullopt, c10::kBool);
 }
 

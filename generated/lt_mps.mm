@@ -18,7 +18,7 @@ using mpsgen::generated::lt_spec;
 
 void lt_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("lt");
-  const std::string kernel = "lt";
+  static const std::string kernel = "lt";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel, std::nullopt, std::nullopt, c10::kBool);
 }
 

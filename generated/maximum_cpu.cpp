@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::maximum_spec;
 
 void maximum_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "maximum";
+  static const std::string kernel = "maximum";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_binary_kernel(iter, kernel, common);
 }
 

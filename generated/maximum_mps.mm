@@ -18,7 +18,7 @@ using mpsgen::generated::maximum_spec;
 
 void maximum_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("maximum");
-  const std::string kernel = "maximum";
+  static const std::string kernel = "maximum";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel);
 }
 

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::minimum_spec;
 
 void minimum_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "minimum";
+  static const std::string kernel = "minimum";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_binary_kernel(iter, kernel, common);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::minimum_spec;
 
 void minimum_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("minimum");
-  const std::string kernel = "minimum";
+  static const std::string kernel = "minimum";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel);
 }
 

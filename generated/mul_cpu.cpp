@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::mul_spec;
 
 void mul_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "mul";
+  static const std::string kernel = "mul";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_binary_kernel(iter, kernel, common);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::mul_spec;
 
 void mul_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("mul");
-  const std::string kernel = "mul";
+  static const std::string kernel = "mul";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel);
 }
 

@@ -27,7 +27,7 @@ struct nan_to_num_params {
 };
 
 void nan_to_num_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf) {
-  const std::string kernel = "nan_to_num";
+  static const std::string kernel = "nan_to_num";  // static: the CPU executor caches per name
   mpsgen::visit_dtype(nan_to_num_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const nan_to_num_params<T> params{

@@ -18,7 +18,7 @@ using mpsgen::generated::ne_spec;
 
 void ne_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("ne");
-  const std::string kernel = "ne";
+  static const std::string kernel = "ne";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel, std::nullopt, std::nullopt, c10::kBool);
 }
 

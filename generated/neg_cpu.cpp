@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::neg_spec;
 
 void neg_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "neg";
+  static const std::string kernel = "neg";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 

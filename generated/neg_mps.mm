@@ -18,7 +18,7 @@ using mpsgen::generated::neg_spec;
 
 void neg_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("neg");
-  const std::string kernel = "neg";
+  static const std::string kernel = "neg";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel);
 }
 

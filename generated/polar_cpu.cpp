@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::polar_spec;
 
 void polar_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "polar";
+  static const std::string kernel = "polar";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_binary_kernel(iter, kernel, common);
 }
 

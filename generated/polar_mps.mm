@@ -18,7 +18,7 @@ using mpsgen::generated::polar_spec;
 
 void polar_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("polar");
-  const std::string kernel = "polar";
+  static const std::string kernel = "polar";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel);
 }
 

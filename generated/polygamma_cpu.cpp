@@ -22,7 +22,7 @@ struct polygamma_params {
 };
 
 void polygamma_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, int64_t n) {
-  const std::string kernel = "polygamma";
+  static const std::string kernel = "polygamma";  // static: the CPU executor caches per name
   mpsgen::visit_dtype(polygamma_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const polygamma_params<T> params{

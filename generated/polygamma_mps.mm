@@ -25,7 +25,7 @@ struct polygamma_params {
 
 void polygamma_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, int64_t n) {
   auto& library = mpsgen::mps::library("polygamma");
-  const std::string kernel = "polygamma";
+  static const std::string kernel = "polygamma";  // static: the CPU executor caches per name
   mpsgen::visit_dtype(polygamma_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const polygamma_params<T> params{

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::reciprocal_spec;
 
 void reciprocal_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "reciprocal";
+  static const std::string kernel = "reciprocal";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::reciprocal_spec;
 
 void reciprocal_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("reciprocal");
-  const std::string kernel = "reciprocal";
+  static const std::string kernel = "reciprocal";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel);
 }
 

@@ -25,7 +25,7 @@ struct round_decimals_params {
 
 void round_decimals_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, int64_t decimals) {
   auto& library = mpsgen::mps::library("round_decimals");
-  const std::string kernel = "round_decimals";
+  static const std::string kernel = "round_decimals";  // static: the CPU executor caches per name
   mpsgen::visit_dtype(round_decimals_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const round_decimals_params<T> params{

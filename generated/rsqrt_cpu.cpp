@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::rsqrt_spec;
 
 void rsqrt_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "rsqrt";
+  static const std::string kernel = "rsqrt";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::rsqrt_spec;
 
 void rsqrt_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("rsqrt");
-  const std::string kernel = "rsqrt";
+  static const std::string kernel = "rsqrt";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel);
 }
 

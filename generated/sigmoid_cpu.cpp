@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::sigmoid_spec;
 
 void sigmoid_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "sigmoid";
+  static const std::string kernel = "sigmoid";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 

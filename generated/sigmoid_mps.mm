@@ -18,7 +18,7 @@ using mpsgen::generated::sigmoid_spec;
 
 void sigmoid_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("sigmoid");
-  const std::string kernel = "sigmoid";
+  static const std::string kernel = "sigmoid";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel);
 }
 

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::sign_spec;
 
 void sign_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "sign";
+  static const std::string kernel = "sign";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 

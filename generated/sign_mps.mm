@@ -18,7 +18,7 @@ using mpsgen::generated::sign_spec;
 
 void sign_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("sign");
-  const std::string kernel = "sign";
+  static const std::string kernel = "sign";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel);
 }
 

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::sin_spec;
 
 void sin_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "sin";
+  static const std::string kernel = "sin";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::sin_spec;
 
 void sin_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("sin");
-  const std::string kernel = "sin";
+  static const std::string kernel = "sin";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel);
 }
 

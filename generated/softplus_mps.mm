@@ -26,7 +26,7 @@ struct softplus_params {
 
 void softplus_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& beta, const at::Scalar& threshold) {
   auto& library = mpsgen::mps::library("softplus");
-  const std::string kernel = "softplus";
+  static const std::string kernel = "softplus";  // static: the CPU executor caches per name
   mpsgen::visit_dtype(softplus_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const softplus_params<T> params{

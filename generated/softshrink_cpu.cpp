@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::softshrink_spec;
 
 void softshrink_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& lambd) {
-  const std::string kernel = "softshrink";
+  static const std::string kernel = "softshrink";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common, lambd);
 }
 

@@ -19,7 +19,7 @@ using mpsgen::generated::softshrink_spec;
 
 void softshrink_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& lambd) {
   auto& library = mpsgen::mps::library("softshrink");
-  const std::string kernel = "softshrink";
+  static const std::string kernel = "softshrink";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel, lambd);
 }
 

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::special_airy_ai_spec;
 
 void special_airy_ai_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "special_airy_ai";
+  static const std::string kernel = "special_airy_ai";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::special_airy_ai_spec;
 
 void special_airy_ai_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("special_airy_ai");
-  const std::string kernel = "special_airy_ai";
+  static const std::string kernel = "special_airy_ai";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel);
 }
 

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::special_laguerre_polynomial_l_spec;
 
 void special_laguerre_polynomial_l_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "special_laguerre_polynomial_l";
+  static const std::string kernel = "special_laguerre_polynomial_l";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_binary_kernel(iter, kernel, common);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::special_laguerre_polynomial_l_spec;
 
 void special_laguerre_polynomial_l_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("special_laguerre_polynomial_l");
-  const std::string kernel = "special_laguerre_polynomial_l";
+  static const std::string kernel = "special_laguerre_polynomial_l";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel);
 }
 

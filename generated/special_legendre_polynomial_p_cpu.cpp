@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::special_legendre_polynomial_p_spec;
 
 void special_legendre_polynomial_p_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "special_legendre_polynomial_p";
+  static const std::string kernel = "special_legendre_polynomial_p";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_binary_kernel(iter, kernel, common);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::special_legendre_polynomial_p_spec;
 
 void special_legendre_polynomial_p_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("special_legendre_polynomial_p");
-  const std::string kernel = "special_legendre_polynomial_p";
+  static const std::string kernel = "special_legendre_polynomial_p";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel);
 }
 

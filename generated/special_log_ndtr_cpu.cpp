@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::special_log_ndtr_spec;
 
 void special_log_ndtr_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "special_log_ndtr";
+  static const std::string kernel = "special_log_ndtr";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 

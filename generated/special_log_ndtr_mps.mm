@@ -18,7 +18,7 @@ using mpsgen::generated::special_log_ndtr_spec;
 
 void special_log_ndtr_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("special_log_ndtr");
-  const std::string kernel = "special_log_ndtr";
+  static const std::string kernel = "special_log_ndtr";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel);
 }
 

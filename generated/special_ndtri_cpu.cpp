@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::special_ndtri_spec;
 
 void special_ndtri_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "special_ndtri";
+  static const std::string kernel = "special_ndtri";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 

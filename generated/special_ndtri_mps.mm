@@ -18,7 +18,7 @@ using mpsgen::generated::special_ndtri_spec;
 
 void special_ndtri_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("special_ndtri");
-  const std::string kernel = "special_ndtri";
+  static const std::string kernel = "special_ndtri";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel);
 }
 

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::sqrt_spec;
 
 void sqrt_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "sqrt";
+  static const std::string kernel = "sqrt";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::sqrt_spec;
 
 void sqrt_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("sqrt");
-  const std::string kernel = "sqrt";
+  static const std::string kernel = "sqrt";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel);
 }
 

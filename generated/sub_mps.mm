@@ -19,7 +19,7 @@ using mpsgen::generated::sub_spec;
 
 void sub_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& alpha) {
   auto& library = mpsgen::mps::library("sub");
-  const std::string kernel = "sub";
+  static const std::string kernel = "sub";  // static: the CPU executor caches per name
   library.exec_binary_kernel(iter, kernel, alpha);
 }
 

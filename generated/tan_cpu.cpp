@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::tan_spec;
 
 void tan_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "tan";
+  static const std::string kernel = "tan";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::tan_spec;
 
 void tan_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("tan");
-  const std::string kernel = "tan";
+  static const std::string kernel = "tan";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel);
 }
 

@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::tanh_spec;
 
 void tanh_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "tanh";
+  static const std::string kernel = "tanh";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 

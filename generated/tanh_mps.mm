@@ -18,7 +18,7 @@ using mpsgen::generated::tanh_spec;
 
 void tanh_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("tanh");
-  const std::string kernel = "tanh";
+  static const std::string kernel = "tanh";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel);
 }
 

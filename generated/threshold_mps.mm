@@ -26,7 +26,7 @@ struct threshold_params {
 
 void threshold_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& threshold, const at::Scalar& value) {
   auto& library = mpsgen::mps::library("threshold");
-  const std::string kernel = "threshold";
+  static const std::string kernel = "threshold";  // static: the CPU executor caches per name
   mpsgen::visit_dtype(threshold_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const threshold_params<T> params{

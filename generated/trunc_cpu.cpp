@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::trunc_spec;
 
 void trunc_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "trunc";
+  static const std::string kernel = "trunc";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::trunc_spec;
 
 void trunc_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("trunc");
-  const std::string kernel = "trunc";
+  static const std::string kernel = "trunc";  // static: the CPU executor caches per name
   library.exec_unary_kernel(iter, kernel);
 }
 

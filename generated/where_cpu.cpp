@@ -16,7 +16,7 @@ namespace {
 using mpsgen::generated::where_spec;
 
 void where_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
-  const std::string kernel = "where";
+  static const std::string kernel = "where";  // static: the CPU executor caches per name
   mpsgen::cpu::exec_ternary_kernel(iter, kernel);
 }
 

@@ -18,7 +18,7 @@ using mpsgen::generated::where_spec;
 
 void where_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
   auto& library = mpsgen::mps::library("where");
-  const std::string kernel = "where";
+  static const std::string kernel = "where";  // static: the CPU executor caches per name
   library.exec_ternary_kernel(iter, kernel);
 }
 

@@ -6,6 +6,9 @@
 
 #include <array>
 #include <cstring>
+#include <initializer_list>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "elementwise.h"
@@ -20,12 +23,56 @@ constexpr uint32_t kIlpPerThread = 4;         // c10::metal::ILP_PER_THREAD
 constexpr uint64_t kIlpThreshold = 1u << 18;  // exec_*_kernel's default crossover
 constexpr int64_t kGrain = 1 << 14;           // threads per parallel_for chunk
 
-const KernelEntry& lookup(const std::string& kname) {
-  const KernelEntry* k = find_kernel(kname);
-  // The message MetalShaderLibrary gives for a host_name the library lacks.
-  TORCH_CHECK(k, "Failed to create function state object for: ", kname);
-  return *k;
+// A kernel as exec_*_kernel picks it, cached per op name and variant: a call builds and looks
+// up no host_name string once its thread has seen that op with those dtypes and that layout.
+// `variant` lists everything the host_name depends on besides the op name: which exec_* and
+// flavour first (each its own number), then dtypes and flags, each below 64; `make_name`
+// builds the host_name, only on a miss.
+struct Kernel {
+  std::string op;  // the op name it was cached for: a hit compares it, so a reused address cannot alias
+  std::string params_type;  // and the params struct's type name, which ends a params kernel's host_name
+  std::string host_name;
+  const KernelEntry* entry = nullptr;  // null: the library has no such kernel (a probe's answer)
+  bool resolved = false;
+};
+
+struct KernelKey {
+  const std::string* op;
+  uint64_t variant;
+  bool operator==(const KernelKey& o) const { return op == o.op && variant == o.variant; }
+};
+
+struct KernelKeyHash {
+  size_t operator()(const KernelKey& k) const {
+    return std::hash<const void*>()(k.op) ^ std::hash<uint64_t>()(k.variant * 0x9E3779B97F4A7C15ull);
+  }
+};
+
+// required: a missing kernel is an error, as MetalShaderLibrary's; else the caller probes for it.
+template <typename MakeName>
+const Kernel& kernel_for(const std::string& op, std::initializer_list<uint32_t> variant, MakeName&& make_name,
+                         bool required = true, const std::string& params_type = {}) {
+  uint64_t packed = 0;
+  for (uint32_t v : variant) {
+    TORCH_INTERNAL_ASSERT(v < 64 && packed >> 58 == 0, "kernel variant out of range");
+    packed = packed << 6 | v;
+  }
+  thread_local std::unordered_map<KernelKey, Kernel, KernelKeyHash> cache;
+  Kernel& k = cache[KernelKey{&op, packed}];
+  if (!k.resolved || k.op != op || k.params_type != params_type) {
+    k.host_name = make_name();
+    k.entry = find_kernel(k.host_name);
+    k.op = op;
+    k.params_type = params_type;
+    k.resolved = true;
+  }
+  if (required) {
+    TORCH_CHECK(k.entry, "Failed to create function state object for: ", k.host_name);  // MetalShaderLibrary's words
+  }
+  return k;
 }
+
+constexpr uint32_t kNone = 63;  // a variant part that is absent (no alpha)
 
 uint32_t type_code(c10::ScalarType t) {
   return static_cast<uint32_t>(t);  // c10::metal::ScalarType shares the enum values
@@ -70,15 +117,19 @@ struct ScalarBytes {
 
 // A launch: buffers in [[buffer(i)]] order, grid like dispatchThreads.
 struct Launch {
-  std::vector<void*> buffers;
+  std::array<void*, 16> buffers{};  // c10/metal's kernels bind at most a dozen
+  size_t nbuffers = 0;
   uint64_t threads = 0;
   uint32_t grid_x = 1;
 
-  void push(const void* p) { buffers.push_back(const_cast<void*>(p)); }
-  void run(const std::string& kname, int expected_grid_dims) {
-    const KernelEntry& k = lookup(kname);
-    record_launch(kname);
-    TORCH_INTERNAL_ASSERT(k.grid_dims == expected_grid_dims, "unexpected grid for ", kname);
+  void push(const void* p) {
+    TORCH_INTERNAL_ASSERT(nbuffers < buffers.size(), "too many kernel buffers");
+    buffers[nbuffers++] = const_cast<void*>(p);
+  }
+  void run(const Kernel& kernel, int expected_grid_dims) {
+    const KernelEntry& k = *kernel.entry;
+    record_launch(kernel.host_name);
+    TORCH_INTERNAL_ASSERT(k.grid_dims == expected_grid_dims, "unexpected grid for ", kernel.host_name);
     void* const* b = buffers.data();
     const uint32_t gx = grid_x;
     at::parallel_for(0, static_cast<int64_t>(threads), kGrain, [&](int64_t begin, int64_t end) {
@@ -141,13 +192,16 @@ void exec_unary_kernel(at::TensorIteratorBase& iter, const std::string& name, c1
   l.threads = length;
 
   const bool dense_ilp = contiguous && c10::isFloatingType(out_t) && length >= kIlpThreshold;
-  std::string kname = name + "_" + (!contiguous ? "strided" : dense_ilp ? "dense" : "dense_scalar") + "_" +
-                      metal_type(out_t) + "_" + metal_type(in_t);
-  bool castout = false;
-  if (!find_kernel(kname)) {
+  const Kernel* kernel = &kernel_for(name, {0, contiguous, dense_ilp, type_code(out_t), type_code(in_t)}, [&] {
+    return name + "_" + (!contiguous ? "strided" : dense_ilp ? "dense" : "dense_scalar") + "_" + metal_type(out_t) +
+           "_" + metal_type(in_t);
+  }, /*required=*/false);
+  const bool castout = kernel->entry == nullptr;
+  if (castout) {
     // no kernel for this output dtype: compute in the input's and cast on store
-    castout = true;
-    kname = name + "_" + (contiguous ? "dense_castout" : "strided_castout") + "_" + metal_type(in_t);
+    kernel = &kernel_for(name, {1, contiguous, type_code(in_t)}, [&] {
+      return name + "_" + (contiguous ? "dense_castout" : "strided_castout") + "_" + metal_type(in_t);
+    });
   }
   if (!contiguous) {
     l.push(shape.data());
@@ -163,7 +217,7 @@ void exec_unary_kernel(at::TensorIteratorBase& iter, const std::string& name, c1
     l.push(&numel);
     l.threads = (length + kIlpPerThread - 1) / kIlpPerThread;
   }
-  l.run(kname, contiguous ? 1 : 2);
+  l.run(*kernel, contiguous ? 1 : 2);
 }
 
 void exec_unary_kernel_with_params(at::TensorIteratorBase& iter, const std::string& name, const void* params,
@@ -175,8 +229,10 @@ void exec_unary_kernel_with_params(at::TensorIteratorBase& iter, const std::stri
   if (iter.numel() == 0) return;
   // unary_alpha_dense / unary_alpha_strided: the params at buffer 2, or 6 after the strides
   const bool contiguous = iter.is_contiguous();
-  const std::string kname = name + (contiguous ? "_dense_" : "_strided_") + metal_type(iter.dtype(0)) + "_" +
-                            metal_type(iter.dtype(1)) + "_" + params_type_name;
+  const Kernel& kernel = kernel_for(name, {2, contiguous, type_code(iter.dtype(0)), type_code(iter.dtype(1))}, [&] {
+    return name + (contiguous ? "_dense_" : "_strided_") + metal_type(iter.dtype(0)) + "_" + metal_type(iter.dtype(1)) +
+           "_" + params_type_name;
+  }, true, params_type_name);
   auto shape = iter.shape();
   auto in_strides = iter.strides(1), out_strides = iter.strides(0);
   const uint32_t ndim = static_cast<uint32_t>(iter.ndim());
@@ -192,7 +248,7 @@ void exec_unary_kernel_with_params(at::TensorIteratorBase& iter, const std::stri
     l.grid_x = static_cast<uint32_t>(shape[0]);
   }
   l.push(params);
-  l.run(kname, contiguous ? 1 : 2);
+  l.run(kernel, contiguous ? 1 : 2);
 }
 
 void exec_binary_kernel_with_params(at::TensorIteratorBase& iter, const std::string& name, const void* params,
@@ -205,8 +261,10 @@ void exec_binary_kernel_with_params(at::TensorIteratorBase& iter, const std::str
   const auto a_t = iter.input(0).scalar_type(), b_t = iter.input(1).scalar_type(), out_t = iter.dtype(0);
   TORCH_INTERNAL_ASSERT(a_t == b_t, name, ": params kernels expect inputs of one dtype");
   const bool contiguous = iter.is_contiguous();
-  const std::string kname = name + (contiguous ? "_dense_" : "_strided_") + metal_type(out_t) + "_" +
-                            metal_type(a_t) + "_" + params_type_name;
+  const Kernel& kernel = kernel_for(name, {3, contiguous, type_code(out_t), type_code(a_t)}, [&] {
+    return name + (contiguous ? "_dense_" : "_strided_") + metal_type(out_t) + "_" + metal_type(a_t) + "_" +
+           params_type_name;
+  }, true, params_type_name);
   std::array<uint32_t, 4> ndim_types{static_cast<uint32_t>(iter.ndim()), type_code(a_t), type_code(b_t),
                                      type_code(out_t)};
   Launch l;
@@ -217,7 +275,7 @@ void exec_binary_kernel_with_params(at::TensorIteratorBase& iter, const std::str
     bind_shape_and_strides(l, iter);
     l.push(ndim_types.data());
   }
-  l.run(kname, 1);
+  l.run(kernel, 1);
 }
 
 void exec_ternary_kernel_with_params(at::TensorIteratorBase& iter, const std::string& name, const void* params,
@@ -230,8 +288,10 @@ void exec_ternary_kernel_with_params(at::TensorIteratorBase& iter, const std::st
   TORCH_INTERNAL_ASSERT(in_t == iter.dtype(2) && in_t == iter.dtype(3), name,
                         ": params kernels expect inputs of one dtype");
   const bool contiguous = iter.is_contiguous();
-  const std::string kname = name + (contiguous ? "_dense_" : "_strided_") + metal_type(out_t) + "_" +
-                            metal_type(in_t) + "_" + params_type_name;
+  const Kernel& kernel = kernel_for(name, {4, contiguous, type_code(out_t), type_code(in_t)}, [&] {
+    return name + (contiguous ? "_dense_" : "_strided_") + metal_type(out_t) + "_" + metal_type(in_t) + "_" +
+           params_type_name;
+  }, true, params_type_name);
   const uint32_t ndim = static_cast<uint32_t>(iter.ndim());
   Launch l;
   l.threads = static_cast<uint64_t>(iter.numel());
@@ -241,7 +301,7 @@ void exec_ternary_kernel_with_params(at::TensorIteratorBase& iter, const std::st
     bind_shape_and_strides(l, iter);
     l.push(&ndim);
   }
-  l.run(kname, 1);
+  l.run(kernel, 1);
 }
 
 namespace {
@@ -294,9 +354,9 @@ void exec_binary_kernel(at::TensorIteratorBase& iter, const std::string& name, c
   }
   const auto a_t = a.scalar_type(), b_t = b.scalar_type();
   const auto alpha_t = cast ? out_t : common;
-  const std::string A = alpha ? "_" + metal_type(alpha_t) : "";
+  const auto A = [&] { return alpha ? "_" + metal_type(alpha_t) : std::string(); };
   // _cast kernels are keyed on (output, computation dtype): polar reads float into float2
-  const std::string C = metal_type(out_t) + "_" + metal_type(common);
+  const auto C = [&] { return metal_type(out_t) + "_" + metal_type(common); };
   std::optional<ScalarBytes> alpha_bytes;
   if (alpha) alpha_bytes.emplace(*alpha, alpha_t);
   std::array<uint32_t, 4> sizes_types{elem_size(a_t), elem_size(b_t), type_code(a_t), type_code(b_t)};
@@ -306,10 +366,14 @@ void exec_binary_kernel(at::TensorIteratorBase& iter, const std::string& name, c
 
   Launch l;
   l.threads = numel;
-  std::string kname;
+  // what the host_name depends on besides the op name; the flavour's parts follow
+  const uint32_t alpha_code = alpha ? type_code(alpha_t) : kNone;
+  const Kernel* kernel = nullptr;
   if (output_cast) {
     // A comparison storing into a non-bool out=: compute bool, cast on store.
-    kname = name + "_strided_castout_" + metal_type(natural) + "_" + metal_type(common) + A;
+    kernel = &kernel_for(name, {5, type_code(natural), type_code(common), alpha_code}, [&] {
+      return name + "_strided_castout_" + metal_type(natural) + "_" + metal_type(common) + A();
+    });
     bind_operands(l, iter);
     bind_shape_and_strides(l, iter);
     l.push(ndim_types.data());
@@ -318,15 +382,22 @@ void exec_binary_kernel(at::TensorIteratorBase& iter, const std::string& name, c
     l.push(iter.data_ptr(0));
     l.push(bc_side == 1 ? a.data_ptr() : iter.data_ptr(1));
     l.push(bc_side == 2 ? b.data_ptr() : iter.data_ptr(2));
-    const std::string flavor = scalar ? (bc_side == 1 ? "_dense_scalar_lhs" : "_dense_scalar")
-                                      : (bc_side == 1 ? "_dense_broadcast_rhs" : "_dense_broadcast");
-    kname = name + flavor + (cast ? "_cast_" + C : "_" + metal_type(out_t) + "_" + metal_type(dense.scalar_type())) + A;
+    kernel = &kernel_for(name, {6, scalar, static_cast<uint32_t>(bc_side), cast, type_code(out_t),
+                                type_code(cast ? common : dense.scalar_type()), alpha_code}, [&] {
+      const std::string flavor = scalar ? (bc_side == 1 ? "_dense_scalar_lhs" : "_dense_scalar")
+                                        : (bc_side == 1 ? "_dense_broadcast_rhs" : "_dense_broadcast");
+      return name + flavor + (cast ? "_cast_" + C() : "_" + metal_type(out_t) + "_" + metal_type(dense.scalar_type())) +
+             A();
+    });
     if (!scalar) l.push(&broadcast_numel);
     if (alpha) l.push(alpha_bytes->data());
     if (cast) l.push(sizes_types.data());
   } else if (contiguous) {
     const bool ilp = !cast && !alpha && c10::isFloatingType(out_t) && numel >= kIlpThreshold;
-    kname = name + (ilp ? "_dense_ilp4" : "_dense") + (cast ? "_cast_" + C : "_" + metal_type(out_t) + "_" + metal_type(a_t)) + A;
+    kernel = &kernel_for(name, {7, ilp, cast, type_code(out_t), type_code(cast ? common : a_t), alpha_code}, [&] {
+      return name + (ilp ? "_dense_ilp4" : "_dense") +
+             (cast ? "_cast_" + C() : "_" + metal_type(out_t) + "_" + metal_type(a_t)) + A();
+    });
     bind_operands(l, iter);
     if (alpha) l.push(alpha_bytes->data());
     if (cast) l.push(sizes_types.data());
@@ -335,13 +406,15 @@ void exec_binary_kernel(at::TensorIteratorBase& iter, const std::string& name, c
       l.threads = (numel + kIlpPerThread - 1) / kIlpPerThread;
     }
   } else {
-    kname = name + "_strided" + (cast ? "_cast_" + C : "_" + metal_type(out_t) + "_" + metal_type(a_t)) + A;
+    kernel = &kernel_for(name, {8, cast, type_code(out_t), type_code(cast ? common : a_t), alpha_code}, [&] {
+      return name + "_strided" + (cast ? "_cast_" + C() : "_" + metal_type(out_t) + "_" + metal_type(a_t)) + A();
+    });
     bind_operands(l, iter);
     if (alpha) l.push(alpha_bytes->data());
     bind_shape_and_strides(l, iter);
     l.push(ndim_types.data());
   }
-  l.run(kname, 1);
+  l.run(*kernel, 1);
 }
 
 void exec_ternary_kernel(at::TensorIteratorBase& iter, const std::string& name) {
@@ -349,8 +422,10 @@ void exec_ternary_kernel(at::TensorIteratorBase& iter, const std::string& name) 
   const auto out_t = iter.dtype(0), in_t = iter.dtype(1), o1_t = iter.dtype(2), o2_t = iter.dtype(3);
   const bool cast = in_t != o1_t || in_t != o2_t || in_t != out_t;
   const bool contiguous = iter.is_contiguous();
-  const std::string kname = name + (contiguous ? "_dense" : "_strided") +
-                            (cast ? "_cast_" + metal_type(out_t) : "_" + metal_type(out_t) + "_" + metal_type(in_t));
+  const Kernel& kernel = kernel_for(name, {9, contiguous, cast, type_code(out_t), type_code(in_t)}, [&] {
+    return name + (contiguous ? "_dense" : "_strided") +
+           (cast ? "_cast_" + metal_type(out_t) : "_" + metal_type(out_t) + "_" + metal_type(in_t));
+  });
   std::array<uint32_t, 4> sizes{elem_size(in_t), elem_size(o1_t), elem_size(o2_t), 0};
   std::array<uint32_t, 4> types{type_code(in_t), type_code(o1_t), type_code(o2_t), type_code(out_t)};
   uint32_t ndim = static_cast<uint32_t>(iter.ndim());
@@ -365,7 +440,7 @@ void exec_ternary_kernel(at::TensorIteratorBase& iter, const std::string& name) 
     l.push(sizes.data());
     l.push(types.data());
   }
-  l.run(kname, 1);
+  l.run(kernel, 1);
 }
 
 } // namespace mpsgen::cpu

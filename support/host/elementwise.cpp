@@ -159,7 +159,10 @@ std::vector<at::Tensor> operands(const OpSpec& op, at::TensorList inputs, const 
   return result;
 }
 
-at::TensorIterator build(const OpSpec& op, Backend backend, at::TensorList inputs, const at::Tensor& out) {
+// out: the output, or undefined for a new one, which the iterator allocates (as torch's
+// structured kernels do: once, with the inputs' layout) in `new_dtype` on `device` (CPU only).
+at::TensorIterator build(const OpSpec& op, Backend backend, at::TensorList inputs, const at::Tensor& out,
+                         c10::ScalarType new_dtype = c10::ScalarType::Undefined, c10::Device device = c10::kCPU) {
   at::TensorIteratorConfig config;
   config.set_check_mem_overlap(true).add_output(out);
   if (backend == Backend::MPS && op.mask >= 0) {
@@ -184,6 +187,7 @@ at::TensorIterator build(const OpSpec& op, Backend backend, at::TensorList input
     // Keep the operands as MPS sees them; dtypes were settled by the caller.
     for (const auto& t : inputs) config.add_const_input(t);
     config.check_all_same_dtype(false);
+    if (!out.defined()) config.declare_static_dtype_and_device(new_dtype, device);
   }
   return config.build();
 }
@@ -191,12 +195,16 @@ at::TensorIterator build(const OpSpec& op, Backend backend, at::TensorList input
 // c10/metal's strided kernels keep a coordinate per dimension in `int pos[max_ndim]`.
 constexpr int64_t kMaxDims = 16;  // c10::metal::max_ndim
 
-void run(const OpSpec& op, Backend backend, at::TensorList operands, at::Tensor& out, const KernelFn& kernel,
-         c10::ScalarType common) {
-  auto iter = build(op, backend, operands, out);
+// Runs the kernel into `out`, or (undefined) into a new output of `new_dtype` on `device`,
+// which it returns.
+at::Tensor run(const OpSpec& op, Backend backend, at::TensorList operands, const at::Tensor& given,
+               const KernelFn& kernel, c10::ScalarType common, c10::ScalarType new_dtype = c10::ScalarType::Undefined,
+               c10::Device device = c10::kCPU) {
+  auto iter = build(op, backend, operands, given, new_dtype, device);
+  at::Tensor out = iter.output();
   if (iter.ndim() <= kMaxDims) {
     kernel(iter, common);
-    return;
+    return out;
   }
   // More dimensions than the kernels can index, even after TensorIterator merged what
   // it could: compute on dense operands of the result's shape (one dimension once
@@ -211,6 +219,7 @@ void run(const OpSpec& op, Backend backend, at::TensorList operands, at::Tensor&
   TORCH_INTERNAL_ASSERT(dense_iter.ndim() <= kMaxDims, op.name, ": dense operands did not coalesce");
   kernel(dense_iter, common);
   out.copy_(result);
+  return out;
 }
 
 } // namespace
@@ -224,9 +233,12 @@ at::Tensor elementwise(const OpSpec& op, Backend backend, at::TensorList inputs,
   const auto& reg = check_registered(op, args, common);
   check_devices(op, backend, inputs, nullptr);
   check_alpha(op, common, scalars.alpha);
-  auto out = at::empty({0}, inputs[0].options().device(op_device(inputs)).dtype(reg.output));
-  run(op, backend, args, out, kernel, common);
-  return out;
+  const auto device = op_device(inputs);
+  if (backend == Backend::CPU) {
+    return run(op, backend, args, at::Tensor(), kernel, common, reg.output, device);
+  }
+  // MPS: a new output as torch's mps ops make one, resized by the iterator to the inputs' layout
+  return run(op, backend, args, at::empty({0}, inputs[0].options().device(device).dtype(reg.output)), kernel, common);
 }
 
 at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList inputs, const ScalarArgs& scalars,
