@@ -8,23 +8,62 @@ using namespace metal;
 using namespace c10::metal;
 
 // functor from ops.yaml:729
-#line 739 "ops.yaml"
+#line 752 "ops.yaml"
 struct div_true_functor {
-  template <typename T>
+  template <typename T, enable_if_t<is_scalar_floating_point_v<T>, bool> = true>
   inline T operator()(const T a, const T b) {
-    return static_cast<T>(static_cast<opmath_t<T>>(a) / static_cast<opmath_t<T>>(b));
+    return a / b;
+  }
+  // as torch's c10::complex division (numpy's): scaled by the larger part of the
+  // divisor, so that inf and large parts give what torch gives; half2 computes in float
+  template <typename T, enable_if_t<is_complex_v<T>, bool> = true>
+  inline T operator()(const T x, const T y) {
+    const float a = x.x, b = x.y, c = y.x, d = y.y;
+    const float abs_c = ::metal::fabs(c), abs_d = ::metal::fabs(d);
+    if (abs_c >= abs_d) {
+      if (abs_c == 0.0f && abs_d == 0.0f) {
+        return T(a / abs_c, b / abs_d);
+      }
+      const float rat = d / c, scl = 1.0f / (c + d * rat);
+      return T((a + b * rat) * scl, (b - a * rat) * scl);
+    }
+    const float rat = c / d, scl = 1.0f / (d + c * rat);
+    return T((a * rat + b) * scl, (b * rat - a) * scl);
+  }
+  template <typename T, enable_if_t<is_scalar_integral_v<T>, bool> = true>
+  inline float operator()(const T a, const T b) {
+    return c10::metal::div(static_cast<float>(a), static_cast<float>(b));
   }
 };
+// Integer quotients never trap: torch's CPU kernels raise ZeroDivisionError for a zero
+// divisor (and a GPU returns some value), but a CPU running these functors would stop at
+// SIGFPE; INT_MIN / -1 wraps, as torch's int8/int16 kernels do. A bool divided by false
+// is true, as torch computes bools (widened to float: x / 0 is inf or nan, true as a bool).
+template <typename T>
+inline T int_quotient(const T a, const T b) {
+  if (b == T(0)) {
+    return static_cast<T>(is_same_v<T, bool>);
+  }
+  if (is_signed_v<T> && b == T(-1)) {
+    return static_cast<T>(ulong(0) - static_cast<ulong>(a));
+  }
+  return static_cast<T>(a / b);
+}
 struct div_trunc_functor {
-  template <typename T>
+  template <typename T, enable_if_t<!is_scalar_integral_v<T>, bool> = true>
   inline T operator()(const T a, const T b) {
     const T quotient = static_cast<T>(static_cast<opmath_t<T>>(a) / static_cast<opmath_t<T>>(b));
     return static_cast<T>(::metal::trunc(static_cast<float>(quotient)));
   }
+  template <typename T, enable_if_t<is_scalar_integral_v<T>, bool> = true>
+  inline T operator()(const T a, const T b) {
+    return int_quotient(a, b);
+  }
 };
-// torch's div_floor_floating, in float: floor of the quotient, rounded as Python's //
+// torch's div_floor_floating, in float: floor of the quotient, rounded as Python's //;
+// integers as div_floor_integer: the truncated quotient, one less when the signs differ
 struct div_floor_functor {
-  template <typename T>
+  template <typename T, enable_if_t<!is_scalar_integral_v<T>, bool> = true>
   inline T operator()(const T a_, const T b_) {
     const float a = static_cast<float>(a_), b = static_cast<float>(b_);
     if (b == 0.0f) {
@@ -44,26 +83,74 @@ struct div_floor_functor {
     }
     return static_cast<T>(floordiv);
   }
+  template <typename T, enable_if_t<is_scalar_integral_v<T>, bool> = true>
+  inline T operator()(const T a, const T b) {
+    const T quotient = int_quotient(a, b);
+    if (!is_signed_v<T> || b == T(0) || (a < T(0)) == (b < T(0))) {
+      return quotient;
+    }
+    return a - static_cast<T>(quotient * b) != T(0) ? static_cast<T>(quotient - T(1)) : quotient;
+  }
 };
-#line 49 "div.metal"
+#line 96 "div.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).
-#line 732 "ops.yaml"
-REGISTER_BINARY_OP(div_true, float, float);
-#line 732 "ops.yaml"
-REGISTER_BINARY_OP(div_true, half, half);
-#line 732 "ops.yaml"
-REGISTER_BINARY_OP(div_true, bfloat, bfloat);
-#line 732 "ops.yaml"
+#line 738 "ops.yaml"
+REGISTER_OPMATH_BINARY_OP(div_true, float, float);
+#line 738 "ops.yaml"
+REGISTER_OPMATH_BINARY_OP(div_true, half, half);
+#line 738 "ops.yaml"
+REGISTER_OPMATH_BINARY_OP(div_true, bfloat, bfloat);
+#line 738 "ops.yaml"
+REGISTER_BINARY_OP(div_true, long, float);
+#line 738 "ops.yaml"
+REGISTER_BINARY_OP(div_true, int, float);
+#line 738 "ops.yaml"
+REGISTER_BINARY_OP(div_true, short, float);
+#line 738 "ops.yaml"
+REGISTER_BINARY_OP(div_true, uchar, float);
+#line 738 "ops.yaml"
+REGISTER_BINARY_OP(div_true, char, float);
+#line 738 "ops.yaml"
+REGISTER_BINARY_OP(div_true, bool, float);
+#line 738 "ops.yaml"
+REGISTER_BINARY_OP(div_true, float2, float2);
+#line 738 "ops.yaml"
+REGISTER_BINARY_OP(div_true, half2, half2);
+#line 736 "ops.yaml"
 REGISTER_BINARY_OP(div_trunc, float, float);
-#line 732 "ops.yaml"
+#line 736 "ops.yaml"
 REGISTER_BINARY_OP(div_trunc, half, half);
-#line 732 "ops.yaml"
+#line 736 "ops.yaml"
 REGISTER_BINARY_OP(div_trunc, bfloat, bfloat);
-#line 732 "ops.yaml"
-REGISTER_BINARY_OP(div_floor, float, float);
-#line 732 "ops.yaml"
-REGISTER_BINARY_OP(div_floor, half, half);
-#line 732 "ops.yaml"
-REGISTER_BINARY_OP(div_floor, bfloat, bfloat);
+#line 736 "ops.yaml"
+REGISTER_BINARY_OP(div_trunc, long, long);
+#line 736 "ops.yaml"
+REGISTER_BINARY_OP(div_trunc, int, int);
+#line 736 "ops.yaml"
+REGISTER_BINARY_OP(div_trunc, short, short);
+#line 736 "ops.yaml"
+REGISTER_BINARY_OP(div_trunc, uchar, uchar);
+#line 736 "ops.yaml"
+REGISTER_BINARY_OP(div_trunc, char, char);
+#line 736 "ops.yaml"
+REGISTER_BINARY_OP(div_trunc, bool, bool);
+#line 737 "ops.yaml"
+REGISTER_OPMATH_BINARY_OP(div_floor, float, float);
+#line 737 "ops.yaml"
+REGISTER_OPMATH_BINARY_OP(div_floor, half, half);
+#line 737 "ops.yaml"
+REGISTER_OPMATH_BINARY_OP(div_floor, bfloat, bfloat);
+#line 737 "ops.yaml"
+REGISTER_BINARY_OP(div_floor, long, long);
+#line 737 "ops.yaml"
+REGISTER_BINARY_OP(div_floor, int, int);
+#line 737 "ops.yaml"
+REGISTER_BINARY_OP(div_floor, short, short);
+#line 737 "ops.yaml"
+REGISTER_BINARY_OP(div_floor, uchar, uchar);
+#line 737 "ops.yaml"
+REGISTER_BINARY_OP(div_floor, char, char);
+#line 737 "ops.yaml"
+REGISTER_BINARY_OP(div_floor, bool, bool);

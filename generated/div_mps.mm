@@ -10,11 +10,22 @@
 
 namespace mpsgen::generated {
 extern const OpSpec div_spec;  // generated/op_specs.cpp, from ops.yaml:729
+extern const OpSpec div_div_trunc_spec;  // generated/op_specs.cpp, from ops.yaml:736
+extern const OpSpec div_div_floor_spec;  // generated/op_specs.cpp, from ops.yaml:737
 } // namespace mpsgen::generated
 
 namespace {
 
 using mpsgen::generated::div_spec;
+using mpsgen::generated::div_div_trunc_spec;
+using mpsgen::generated::div_div_floor_spec;
+// The dtypes of the kernel that `rounding_mode` selects: its choice's own, or the op's (ops.yaml:729)
+const mpsgen::OpSpec& div_spec_for(std::optional<c10::string_view> rounding_mode) {
+  const std::string kernel = mpsgen::choose(div_spec, "rounding_mode", rounding_mode, {{"None", "div_true"}, {"trunc", "div_trunc"}, {"floor", "div_floor"}});
+  if (kernel == "div_trunc") return div_div_trunc_spec;
+  if (kernel == "div_floor") return div_div_floor_spec;
+  return div_spec;
+}
 
 void div_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, std::optional<c10::string_view> rounding_mode) {
   auto& library = mpsgen::mps::library("div");
@@ -24,19 +35,19 @@ void div_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, std::o
 
 // ops.yaml:729: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
 at::Tensor div_Tensor_mode_mps(const at::Tensor& self, const at::Tensor& other, std::optional<c10::string_view> rounding_mode) {
-  return mpsgen::elementwise(div_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise(div_spec_for(rounding_mode), mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     div_mps_kernel(iter, common, rounding_mode);
   });
 }
 
 at::Tensor& div_Tensor_mode_out_mps(const at::Tensor& self, const at::Tensor& other, std::optional<c10::string_view> rounding_mode, at::Tensor& out) {
-  return mpsgen::elementwise_out(div_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(div_spec_for(rounding_mode), mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     div_mps_kernel(iter, common, rounding_mode);
   });
 }
 
 at::Tensor& div_Tensor_mode_inplace_mps(at::Tensor& self, const at::Tensor& other, std::optional<c10::string_view> rounding_mode) {
-  return mpsgen::elementwise_out(div_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(div_spec_for(rounding_mode), mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     div_mps_kernel(iter, common, rounding_mode);
   });
 }

@@ -1322,7 +1322,7 @@ gelu_spec = Spec(
 # ops.yaml:545: gelu(Tensor self, *, str approximate='none') -> Tensor
 @torch.library.register_fake("mpsgen::gelu", lib=lib)
 def gelu_fake(self, *, approximate='none'):
-    return fake_elementwise(gelu_spec, [self], choice=("approximate", approximate, ['none', 'tanh']))
+    return fake_elementwise(gelu_spec, [self], choice=("approximate", approximate, {'none': gelu_spec, 'tanh': gelu_spec}))
 
 
 def gelu_setup_context(ctx, inputs, keyword_only_inputs, output):
@@ -1666,20 +1666,60 @@ register_variants(lib, "polygamma", out="polygamma.out", inplace="polygamma_", s
 
 # ---- div: ops.yaml:729 ----
 div_spec = Spec(
-    "mpsgen::div", "ops.yaml:729", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::div", "ops.yaml:729", inputs=["self", "other"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
         torch.bfloat16: torch.bfloat16,
+        torch.int64: torch.float32,
+        torch.int32: torch.float32,
+        torch.int16: torch.float32,
+        torch.uint8: torch.float32,
+        torch.int8: torch.float32,
+        torch.bool: torch.float32,
+        torch.complex64: torch.complex64,
+        torch.complex32: torch.complex32,
     },
     alpha_checks=False,
+)
+div_div_trunc_spec = Spec(
+    "mpsgen::div", "ops.yaml:736", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+        torch.int64: torch.int64,
+        torch.int32: torch.int32,
+        torch.int16: torch.int16,
+        torch.uint8: torch.uint8,
+        torch.int8: torch.int8,
+        torch.bool: torch.bool,
+    },
+    alpha_checks=False,
+    choice="rounding_mode='trunc'",
+)
+div_div_floor_spec = Spec(
+    "mpsgen::div", "ops.yaml:737", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+        torch.int64: torch.int64,
+        torch.int32: torch.int32,
+        torch.int16: torch.int16,
+        torch.uint8: torch.uint8,
+        torch.int8: torch.int8,
+        torch.bool: torch.bool,
+    },
+    alpha_checks=False,
+    choice="rounding_mode='floor'",
 )
 
 
 # ops.yaml:729: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
 @torch.library.register_fake("mpsgen::div.Tensor_mode", lib=lib)
 def div_Tensor_mode_fake(self, other, *, rounding_mode):
-    return fake_elementwise(div_spec, [self, other], choice=("rounding_mode", rounding_mode, ['None', 'trunc', 'floor']))
+    return fake_elementwise(div_spec, [self, other], choice=("rounding_mode", rounding_mode, {'None': div_spec, 'trunc': div_div_trunc_spec, 'floor': div_div_floor_spec}))
 
 
 def div_Tensor_mode_setup_context(ctx, inputs, keyword_only_inputs, output):
@@ -1693,8 +1733,8 @@ def div_Tensor_mode_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     rounding_mode = ctx.rounding_mode
     return (
-        (grad / conj(other) if rounding_mode is None else torch.zeros_like(grad)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:736
-        (-grad * conj((self / other) / other) if rounding_mode is None else torch.zeros_like(grad)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:737
+        handle_r_to_c(self, grad / conj(other) if rounding_mode is None else torch.zeros_like(grad)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:749
+        handle_r_to_c(other, -grad * conj((self / other) / other) if rounding_mode is None else torch.zeros_like(grad)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:750
     )
 
 
@@ -1703,9 +1743,9 @@ torch.library.register_autograd("mpsgen::div.Tensor_mode", div_Tensor_mode_backw
 register_variants(lib, "div.Tensor_mode", out="div.out_mode", inplace="div_.Tensor_mode")
 
 
-# ---- polar: ops.yaml:777 ----
+# ---- polar: ops.yaml:837 ----
 polar_spec = Spec(
-    "mpsgen::polar", "ops.yaml:777", inputs=["abs", "angle"], int_to_float=False, bool_output=False,
+    "mpsgen::polar", "ops.yaml:837", inputs=["abs", "angle"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
     },
@@ -1713,11 +1753,11 @@ polar_spec = Spec(
 )
 
 
-# ops.yaml:777: polar(Tensor abs, Tensor angle) -> Tensor
+# ops.yaml:837: polar(Tensor abs, Tensor angle) -> Tensor
 @torch.library.register_fake("mpsgen::polar", lib=lib)
 def polar_fake(abs, angle):
     check_defined(polar_spec, [abs, angle])
-    if not (abs.dtype == angle.dtype):  # ops.yaml:781
+    if not (abs.dtype == angle.dtype):  # ops.yaml:841
         raise RuntimeError(f'mpsgen::polar: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(polar_spec, [abs, angle])
 
@@ -1731,8 +1771,8 @@ def polar_setup_context(ctx, inputs, output):
 def polar_backward(ctx, grad):
     result, = ctx.saved_tensors
     return (
-        torch.real(grad.conj() * torch.sgn(result)) if ctx.needs_input_grad[0] else None,  # abs: ops.yaml:784
-        torch.real(grad.conj() * result * 1j) if ctx.needs_input_grad[1] else None,  # angle: ops.yaml:785
+        torch.real(grad.conj() * torch.sgn(result)) if ctx.needs_input_grad[0] else None,  # abs: ops.yaml:844
+        torch.real(grad.conj() * result * 1j) if ctx.needs_input_grad[1] else None,  # angle: ops.yaml:845
     )
 
 
@@ -1741,9 +1781,9 @@ torch.library.register_autograd("mpsgen::polar", polar_backward,
 register_variants(lib, "polar", out="polar.out", inplace="polar_")
 
 
-# ---- complex: ops.yaml:792 ----
+# ---- complex: ops.yaml:852 ----
 complex_spec = Spec(
-    "mpsgen::complex", "ops.yaml:792", inputs=["real", "imag"], int_to_float=False, bool_output=False,
+    "mpsgen::complex", "ops.yaml:852", inputs=["real", "imag"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
     },
@@ -1751,11 +1791,11 @@ complex_spec = Spec(
 )
 
 
-# ops.yaml:792: complex(Tensor real, Tensor imag) -> Tensor
+# ops.yaml:852: complex(Tensor real, Tensor imag) -> Tensor
 @torch.library.register_fake("mpsgen::complex", lib=lib)
 def complex_fake(real, imag):
     check_defined(complex_spec, [real, imag])
-    if not (real.dtype == imag.dtype):  # ops.yaml:796
+    if not (real.dtype == imag.dtype):  # ops.yaml:856
         raise RuntimeError(f'mpsgen::complex: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(complex_spec, [real, imag])
 
@@ -1766,8 +1806,8 @@ def complex_setup_context(ctx, inputs, output):
 
 def complex_backward(ctx, grad):
     return (
-        torch.real(grad) if ctx.needs_input_grad[0] else None,  # real: ops.yaml:799
-        torch.imag(grad) if ctx.needs_input_grad[1] else None,  # imag: ops.yaml:800
+        torch.real(grad) if ctx.needs_input_grad[0] else None,  # real: ops.yaml:859
+        torch.imag(grad) if ctx.needs_input_grad[1] else None,  # imag: ops.yaml:860
     )
 
 
@@ -1776,9 +1816,9 @@ torch.library.register_autograd("mpsgen::complex", complex_backward,
 register_variants(lib, "complex", out="complex.out", inplace="complex_")
 
 
-# ---- angle: ops.yaml:807 ----
+# ---- angle: ops.yaml:867 ----
 angle_spec = Spec(
-    "mpsgen::angle", "ops.yaml:807", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::angle", "ops.yaml:867", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1795,7 +1835,7 @@ angle_spec = Spec(
 )
 
 
-# ops.yaml:807: angle(Tensor self) -> Tensor
+# ops.yaml:867: angle(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::angle", lib=lib)
 def angle_fake(self):
     return fake_elementwise(angle_spec, [self])
@@ -1809,7 +1849,7 @@ def angle_setup_context(ctx, inputs, output):
 def angle_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        (torch.where(self == 0, 0, grad * self / self.abs().pow(2) * 1j) if self.is_complex() else torch.zeros_like(self)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:811
+        (torch.where(self == 0, 0, grad * self / self.abs().pow(2) * 1j) if self.is_complex() else torch.zeros_like(self)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:871
     )
 
 
@@ -1818,9 +1858,9 @@ torch.library.register_autograd("mpsgen::angle", angle_backward,
 register_variants(lib, "angle", out="angle.out", inplace="angle_")
 
 
-# ---- cos: ops.yaml:828 ----
+# ---- cos: ops.yaml:888 ----
 cos_spec = Spec(
-    "mpsgen::cos", "ops.yaml:828", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::cos", "ops.yaml:888", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1836,7 +1876,7 @@ cos_spec = Spec(
 )
 
 
-# ops.yaml:828: cos(Tensor self) -> Tensor
+# ops.yaml:888: cos(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::cos", lib=lib)
 def cos_fake(self):
     return fake_elementwise(cos_spec, [self])
@@ -1850,7 +1890,7 @@ def cos_setup_context(ctx, inputs, output):
 def cos_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        grad * -conj(self.sin()) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:832
+        grad * -conj(self.sin()) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:892
     )
 
 
@@ -1859,9 +1899,9 @@ torch.library.register_autograd("mpsgen::cos", cos_backward,
 register_variants(lib, "cos", out="cos.out", inplace="cos_")
 
 
-# ---- tan: ops.yaml:841 ----
+# ---- tan: ops.yaml:901 ----
 tan_spec = Spec(
-    "mpsgen::tan", "ops.yaml:841", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::tan", "ops.yaml:901", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1877,7 +1917,7 @@ tan_spec = Spec(
 )
 
 
-# ops.yaml:841: tan(Tensor self) -> Tensor
+# ops.yaml:901: tan(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tan", lib=lib)
 def tan_fake(self):
     return fake_elementwise(tan_spec, [self])
@@ -1892,7 +1932,7 @@ def tan_setup_context(ctx, inputs, output):
 def tan_backward(ctx, grad):
     result, = ctx.saved_tensors
     return (
-        grad * (1 + result.pow(2)).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:845
+        grad * (1 + result.pow(2)).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:905
     )
 
 
@@ -1901,9 +1941,9 @@ torch.library.register_autograd("mpsgen::tan", tan_backward,
 register_variants(lib, "tan", out="tan.out", inplace="tan_")
 
 
-# ---- tanh: ops.yaml:854 ----
+# ---- tanh: ops.yaml:914 ----
 tanh_spec = Spec(
-    "mpsgen::tanh", "ops.yaml:854", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::tanh", "ops.yaml:914", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1919,7 +1959,7 @@ tanh_spec = Spec(
 )
 
 
-# ops.yaml:854: tanh(Tensor self) -> Tensor
+# ops.yaml:914: tanh(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tanh", lib=lib)
 def tanh_fake(self):
     return fake_elementwise(tanh_spec, [self])
@@ -1934,7 +1974,7 @@ def tanh_setup_context(ctx, inputs, output):
 def tanh_backward(ctx, grad):
     result, = ctx.saved_tensors
     return (
-        torch.ops.aten.tanh_backward(grad, result) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:858
+        torch.ops.aten.tanh_backward(grad, result) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:918
     )
 
 
@@ -1943,9 +1983,9 @@ torch.library.register_autograd("mpsgen::tanh", tanh_backward,
 register_variants(lib, "tanh", out="tanh.out", inplace="tanh_")
 
 
-# ---- log: ops.yaml:867 ----
+# ---- log: ops.yaml:927 ----
 log_spec = Spec(
-    "mpsgen::log", "ops.yaml:867", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::log", "ops.yaml:927", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1961,7 +2001,7 @@ log_spec = Spec(
 )
 
 
-# ops.yaml:867: log(Tensor self) -> Tensor
+# ops.yaml:927: log(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log", lib=lib)
 def log_fake(self):
     return fake_elementwise(log_spec, [self])
@@ -1975,7 +2015,7 @@ def log_setup_context(ctx, inputs, output):
 def log_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        grad / conj(self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:871
+        grad / conj(self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:931
     )
 
 
@@ -1984,9 +2024,9 @@ torch.library.register_autograd("mpsgen::log", log_backward,
 register_variants(lib, "log", out="log.out", inplace="log_")
 
 
-# ---- log1p: ops.yaml:880 ----
+# ---- log1p: ops.yaml:940 ----
 log1p_spec = Spec(
-    "mpsgen::log1p", "ops.yaml:880", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::log1p", "ops.yaml:940", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2002,7 +2042,7 @@ log1p_spec = Spec(
 )
 
 
-# ops.yaml:880: log1p(Tensor self) -> Tensor
+# ops.yaml:940: log1p(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log1p", lib=lib)
 def log1p_fake(self):
     return fake_elementwise(log1p_spec, [self])
@@ -2016,7 +2056,7 @@ def log1p_setup_context(ctx, inputs, output):
 def log1p_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        grad / (self + 1).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:884
+        grad / (self + 1).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:944
     )
 
 
@@ -2025,9 +2065,9 @@ torch.library.register_autograd("mpsgen::log1p", log1p_backward,
 register_variants(lib, "log1p", out="log1p.out", inplace="log1p_")
 
 
-# ---- expm1: ops.yaml:899 ----
+# ---- expm1: ops.yaml:959 ----
 expm1_spec = Spec(
-    "mpsgen::expm1", "ops.yaml:899", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::expm1", "ops.yaml:959", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2043,7 +2083,7 @@ expm1_spec = Spec(
 )
 
 
-# ops.yaml:899: expm1(Tensor self) -> Tensor
+# ops.yaml:959: expm1(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::expm1", lib=lib)
 def expm1_fake(self):
     return fake_elementwise(expm1_spec, [self])
@@ -2058,7 +2098,7 @@ def expm1_setup_context(ctx, inputs, output):
 def expm1_backward(ctx, grad):
     result, = ctx.saved_tensors
     return (
-        grad * (result.conj() + 1) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:903
+        grad * (result.conj() + 1) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:963
     )
 
 
@@ -2067,9 +2107,9 @@ torch.library.register_autograd("mpsgen::expm1", expm1_backward,
 register_variants(lib, "expm1", out="expm1.out", inplace="expm1_")
 
 
-# ---- rsqrt: ops.yaml:915 ----
+# ---- rsqrt: ops.yaml:975 ----
 rsqrt_spec = Spec(
-    "mpsgen::rsqrt", "ops.yaml:915", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::rsqrt", "ops.yaml:975", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2085,7 +2125,7 @@ rsqrt_spec = Spec(
 )
 
 
-# ops.yaml:915: rsqrt(Tensor self) -> Tensor
+# ops.yaml:975: rsqrt(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::rsqrt", lib=lib)
 def rsqrt_fake(self):
     return fake_elementwise(rsqrt_spec, [self])
@@ -2099,7 +2139,7 @@ def rsqrt_setup_context(ctx, inputs, output):
 def rsqrt_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        -0.5 * grad * self.rsqrt().pow(3).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:919
+        -0.5 * grad * self.rsqrt().pow(3).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:979
     )
 
 
@@ -2108,9 +2148,9 @@ torch.library.register_autograd("mpsgen::rsqrt", rsqrt_backward,
 register_variants(lib, "rsqrt", out="rsqrt.out", inplace="rsqrt_")
 
 
-# ---- i0: ops.yaml:928 ----
+# ---- i0: ops.yaml:988 ----
 i0_spec = Spec(
-    "mpsgen::i0", "ops.yaml:928", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::i0", "ops.yaml:988", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2126,7 +2166,7 @@ i0_spec = Spec(
 )
 
 
-# ops.yaml:928: i0(Tensor self) -> Tensor
+# ops.yaml:988: i0(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::i0", lib=lib)
 def i0_fake(self):
     return fake_elementwise(i0_spec, [self])
@@ -2140,7 +2180,7 @@ def i0_setup_context(ctx, inputs, output):
 def i0_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        grad * torch.special.i1(self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:932
+        grad * torch.special.i1(self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:992
     )
 
 
@@ -2149,9 +2189,9 @@ torch.library.register_autograd("mpsgen::i0", i0_backward,
 register_variants(lib, "i0", out="i0.out", inplace="i0_")
 
 
-# ---- reciprocal: ops.yaml:941 ----
+# ---- reciprocal: ops.yaml:1001 ----
 reciprocal_spec = Spec(
-    "mpsgen::reciprocal", "ops.yaml:941", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::reciprocal", "ops.yaml:1001", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2167,7 +2207,7 @@ reciprocal_spec = Spec(
 )
 
 
-# ops.yaml:941: reciprocal(Tensor self) -> Tensor
+# ops.yaml:1001: reciprocal(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::reciprocal", lib=lib)
 def reciprocal_fake(self):
     return fake_elementwise(reciprocal_spec, [self])
@@ -2182,7 +2222,7 @@ def reciprocal_setup_context(ctx, inputs, output):
 def reciprocal_backward(ctx, grad):
     result, = ctx.saved_tensors
     return (
-        -grad * (result * result).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:945
+        -grad * (result * result).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1005
     )
 
 
@@ -2191,9 +2231,9 @@ torch.library.register_autograd("mpsgen::reciprocal", reciprocal_backward,
 register_variants(lib, "reciprocal", out="reciprocal.out", inplace="reciprocal_")
 
 
-# ---- floor: ops.yaml:955 ----
+# ---- floor: ops.yaml:1015 ----
 floor_spec = Spec(
-    "mpsgen::floor", "ops.yaml:955", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::floor", "ops.yaml:1015", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2208,7 +2248,7 @@ floor_spec = Spec(
 )
 
 
-# ops.yaml:955: floor(Tensor self) -> Tensor
+# ops.yaml:1015: floor(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::floor", lib=lib)
 def floor_fake(self):
     return fake_elementwise(floor_spec, [self])
@@ -2220,7 +2260,7 @@ def floor_setup_context(ctx, inputs, output):
 
 def floor_backward(ctx, grad):
     return (
-        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:959
+        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1019
     )
 
 
@@ -2229,9 +2269,9 @@ torch.library.register_autograd("mpsgen::floor", floor_backward,
 register_variants(lib, "floor", out="floor.out", inplace="floor_")
 
 
-# ---- ceil: ops.yaml:970 ----
+# ---- ceil: ops.yaml:1030 ----
 ceil_spec = Spec(
-    "mpsgen::ceil", "ops.yaml:970", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::ceil", "ops.yaml:1030", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2246,7 +2286,7 @@ ceil_spec = Spec(
 )
 
 
-# ops.yaml:970: ceil(Tensor self) -> Tensor
+# ops.yaml:1030: ceil(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::ceil", lib=lib)
 def ceil_fake(self):
     return fake_elementwise(ceil_spec, [self])
@@ -2258,7 +2298,7 @@ def ceil_setup_context(ctx, inputs, output):
 
 def ceil_backward(ctx, grad):
     return (
-        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:974
+        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1034
     )
 
 
@@ -2267,9 +2307,9 @@ torch.library.register_autograd("mpsgen::ceil", ceil_backward,
 register_variants(lib, "ceil", out="ceil.out", inplace="ceil_")
 
 
-# ---- trunc: ops.yaml:985 ----
+# ---- trunc: ops.yaml:1045 ----
 trunc_spec = Spec(
-    "mpsgen::trunc", "ops.yaml:985", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::trunc", "ops.yaml:1045", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2284,7 +2324,7 @@ trunc_spec = Spec(
 )
 
 
-# ops.yaml:985: trunc(Tensor self) -> Tensor
+# ops.yaml:1045: trunc(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::trunc", lib=lib)
 def trunc_fake(self):
     return fake_elementwise(trunc_spec, [self])
@@ -2296,7 +2336,7 @@ def trunc_setup_context(ctx, inputs, output):
 
 def trunc_backward(ctx, grad):
     return (
-        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:989
+        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1049
     )
 
 
@@ -2305,9 +2345,9 @@ torch.library.register_autograd("mpsgen::trunc", trunc_backward,
 register_variants(lib, "trunc", out="trunc.out", inplace="trunc_")
 
 
-# ---- sign: ops.yaml:1000 ----
+# ---- sign: ops.yaml:1060 ----
 sign_spec = Spec(
-    "mpsgen::sign", "ops.yaml:1000", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::sign", "ops.yaml:1060", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2323,7 +2363,7 @@ sign_spec = Spec(
 )
 
 
-# ops.yaml:1000: sign(Tensor self) -> Tensor
+# ops.yaml:1060: sign(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::sign", lib=lib)
 def sign_fake(self):
     return fake_elementwise(sign_spec, [self])
@@ -2335,7 +2375,7 @@ def sign_setup_context(ctx, inputs, output):
 
 def sign_backward(ctx, grad):
     return (
-        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1004
+        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1064
     )
 
 
@@ -2344,9 +2384,9 @@ torch.library.register_autograd("mpsgen::sign", sign_backward,
 register_variants(lib, "sign", out="sign.out", inplace="sign_")
 
 
-# ---- minimum: ops.yaml:1013 ----
+# ---- minimum: ops.yaml:1073 ----
 minimum_spec = Spec(
-    "mpsgen::minimum", "ops.yaml:1013", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::minimum", "ops.yaml:1073", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2362,7 +2402,7 @@ minimum_spec = Spec(
 )
 
 
-# ops.yaml:1013: minimum(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1073: minimum(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::minimum", lib=lib)
 def minimum_fake(self, other):
     return fake_elementwise(minimum_spec, [self, other])
@@ -2376,8 +2416,8 @@ def minimum_setup_context(ctx, inputs, output):
 def minimum_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     return (
-        torch.where(self == other, grad / 2, grad).masked_fill(self > other, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1017
-        torch.where(self == other, grad / 2, grad).masked_fill(self < other, 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:1018
+        torch.where(self == other, grad / 2, grad).masked_fill(self > other, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1077
+        torch.where(self == other, grad / 2, grad).masked_fill(self < other, 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:1078
     )
 
 
@@ -2386,9 +2426,9 @@ torch.library.register_autograd("mpsgen::minimum", minimum_backward,
 register_variants(lib, "minimum", out="minimum.out", inplace="minimum_")
 
 
-# ---- fmax: ops.yaml:1026 ----
+# ---- fmax: ops.yaml:1086 ----
 fmax_spec = Spec(
-    "mpsgen::fmax", "ops.yaml:1026", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmax", "ops.yaml:1086", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2404,7 +2444,7 @@ fmax_spec = Spec(
 )
 
 
-# ops.yaml:1026: fmax(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1086: fmax(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmax", lib=lib)
 def fmax_fake(self, other):
     return fake_elementwise(fmax_spec, [self, other])
@@ -2418,8 +2458,8 @@ def fmax_setup_context(ctx, inputs, output):
 def fmax_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     return (
-        grad.masked_fill((self >= other).logical_or(other.isnan()).logical_not(), 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1030
-        grad.masked_fill((self >= other).logical_or(other.isnan()), 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:1031
+        grad.masked_fill((self >= other).logical_or(other.isnan()).logical_not(), 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1090
+        grad.masked_fill((self >= other).logical_or(other.isnan()), 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:1091
     )
 
 
@@ -2428,9 +2468,9 @@ torch.library.register_autograd("mpsgen::fmax", fmax_backward,
 register_variants(lib, "fmax", out="fmax.out", inplace="fmax_")
 
 
-# ---- fmin: ops.yaml:1043 ----
+# ---- fmin: ops.yaml:1103 ----
 fmin_spec = Spec(
-    "mpsgen::fmin", "ops.yaml:1043", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmin", "ops.yaml:1103", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2446,7 +2486,7 @@ fmin_spec = Spec(
 )
 
 
-# ops.yaml:1043: fmin(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1103: fmin(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmin", lib=lib)
 def fmin_fake(self, other):
     return fake_elementwise(fmin_spec, [self, other])
@@ -2460,8 +2500,8 @@ def fmin_setup_context(ctx, inputs, output):
 def fmin_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     return (
-        grad.masked_fill((self <= other).logical_or(other.isnan()).logical_not(), 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1047
-        grad.masked_fill((self <= other).logical_or(other.isnan()), 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:1048
+        grad.masked_fill((self <= other).logical_or(other.isnan()).logical_not(), 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1107
+        grad.masked_fill((self <= other).logical_or(other.isnan()), 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:1108
     )
 
 
@@ -2470,9 +2510,9 @@ torch.library.register_autograd("mpsgen::fmin", fmin_backward,
 register_variants(lib, "fmin", out="fmin.out", inplace="fmin_")
 
 
-# ---- bitwise_and: ops.yaml:1059 ----
+# ---- bitwise_and: ops.yaml:1119 ----
 bitwise_and_spec = Spec(
-    "mpsgen::bitwise_and", "ops.yaml:1059", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_and", "ops.yaml:1119", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -2485,7 +2525,7 @@ bitwise_and_spec = Spec(
 )
 
 
-# ops.yaml:1059: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1119: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Tensor", lib=lib)
 def bitwise_and_Tensor_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
@@ -2493,7 +2533,7 @@ register_not_differentiable(lib, "bitwise_and.Tensor")  # bool/integer results o
 register_variants(lib, "bitwise_and.Tensor", out="bitwise_and.Tensor_out", inplace="bitwise_and_.Tensor")
 
 
-# ops.yaml:1068: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1128: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Scalar", lib=lib)
 def bitwise_and_Scalar_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
@@ -2501,9 +2541,9 @@ register_not_differentiable(lib, "bitwise_and.Scalar")  # bool/integer results o
 register_variants(lib, "bitwise_and.Scalar", out="bitwise_and.Scalar_out", inplace="bitwise_and_.Scalar")
 
 
-# ---- bitwise_or: ops.yaml:1070 ----
+# ---- bitwise_or: ops.yaml:1130 ----
 bitwise_or_spec = Spec(
-    "mpsgen::bitwise_or", "ops.yaml:1070", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_or", "ops.yaml:1130", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -2516,7 +2556,7 @@ bitwise_or_spec = Spec(
 )
 
 
-# ops.yaml:1070: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1130: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_or.Tensor", lib=lib)
 def bitwise_or_Tensor_fake(self, other):
     return fake_elementwise(bitwise_or_spec, [self, other])
@@ -2524,9 +2564,9 @@ register_not_differentiable(lib, "bitwise_or.Tensor")  # bool/integer results on
 register_variants(lib, "bitwise_or.Tensor", out="bitwise_or.Tensor_out", inplace="bitwise_or_.Tensor")
 
 
-# ---- gt: ops.yaml:1080 ----
+# ---- gt: ops.yaml:1140 ----
 gt_spec = Spec(
-    "mpsgen::gt", "ops.yaml:1080", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::gt", "ops.yaml:1140", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -2542,7 +2582,7 @@ gt_spec = Spec(
 )
 
 
-# ops.yaml:1080: gt.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1140: gt.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Tensor", lib=lib)
 def gt_Tensor_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
@@ -2550,7 +2590,7 @@ register_not_differentiable(lib, "gt.Tensor")  # bool/integer results only
 register_variants(lib, "gt.Tensor", out="gt.Tensor_out", inplace="gt_.Tensor")
 
 
-# ops.yaml:1089: gt.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1149: gt.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Scalar", lib=lib)
 def gt_Scalar_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
@@ -2558,9 +2598,9 @@ register_not_differentiable(lib, "gt.Scalar")  # bool/integer results only
 register_variants(lib, "gt.Scalar", out="gt.Scalar_out", inplace="gt_.Scalar")
 
 
-# ---- ge: ops.yaml:1091 ----
+# ---- ge: ops.yaml:1151 ----
 ge_spec = Spec(
-    "mpsgen::ge", "ops.yaml:1091", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::ge", "ops.yaml:1151", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -2576,7 +2616,7 @@ ge_spec = Spec(
 )
 
 
-# ops.yaml:1091: ge.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1151: ge.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::ge.Tensor", lib=lib)
 def ge_Tensor_fake(self, other):
     return fake_elementwise(ge_spec, [self, other])
@@ -2584,9 +2624,9 @@ register_not_differentiable(lib, "ge.Tensor")  # bool/integer results only
 register_variants(lib, "ge.Tensor", out="ge.Tensor_out", inplace="ge_.Tensor")
 
 
-# ---- le: ops.yaml:1100 ----
+# ---- le: ops.yaml:1160 ----
 le_spec = Spec(
-    "mpsgen::le", "ops.yaml:1100", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::le", "ops.yaml:1160", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -2602,7 +2642,7 @@ le_spec = Spec(
 )
 
 
-# ops.yaml:1100: le.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1160: le.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::le.Tensor", lib=lib)
 def le_Tensor_fake(self, other):
     return fake_elementwise(le_spec, [self, other])
@@ -2610,9 +2650,9 @@ register_not_differentiable(lib, "le.Tensor")  # bool/integer results only
 register_variants(lib, "le.Tensor", out="le.Tensor_out", inplace="le_.Tensor")
 
 
-# ---- logical_or: ops.yaml:1109 ----
+# ---- logical_or: ops.yaml:1169 ----
 logical_or_spec = Spec(
-    "mpsgen::logical_or", "ops.yaml:1109", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_or", "ops.yaml:1169", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -2629,7 +2669,7 @@ logical_or_spec = Spec(
 )
 
 
-# ops.yaml:1109: logical_or(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1169: logical_or(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_or", lib=lib)
 def logical_or_fake(self, other):
     return fake_elementwise(logical_or_spec, [self, other])
@@ -2637,9 +2677,9 @@ register_not_differentiable(lib, "logical_or")  # bool/integer results only
 register_variants(lib, "logical_or", out="logical_or.out", inplace="logical_or_")
 
 
-# ---- logical_xor: ops.yaml:1118 ----
+# ---- logical_xor: ops.yaml:1178 ----
 logical_xor_spec = Spec(
-    "mpsgen::logical_xor", "ops.yaml:1118", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_xor", "ops.yaml:1178", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -2656,7 +2696,7 @@ logical_xor_spec = Spec(
 )
 
 
-# ops.yaml:1118: logical_xor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1178: logical_xor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_xor", lib=lib)
 def logical_xor_fake(self, other):
     return fake_elementwise(logical_xor_spec, [self, other])
@@ -2664,9 +2704,9 @@ register_not_differentiable(lib, "logical_xor")  # bool/integer results only
 register_variants(lib, "logical_xor", out="logical_xor.out", inplace="logical_xor_")
 
 
-# ---- where: ops.yaml:1131 ----
+# ---- where: ops.yaml:1191 ----
 where_spec = Spec(
-    "mpsgen::where", "ops.yaml:1131", inputs=["condition", "self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::where", "ops.yaml:1191", inputs=["condition", "self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2685,29 +2725,111 @@ where_spec = Spec(
 )
 
 
-# ops.yaml:1131: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
+# ops.yaml:1191: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::where.self", lib=lib)
 def where_self_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1137
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1197
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other])
 
 
 def where_self_setup_context(ctx, inputs, output):
     condition, self, other, = inputs
-    ctx.save_for_backward(condition)
+    ctx.save_for_backward(condition, self, other)
 
 
 def where_self_backward(ctx, grad):
-    condition, = ctx.saved_tensors
+    condition, self, other, = ctx.saved_tensors
     return (
         None,  # condition: the bool mask (mask:), not differentiable
-        torch.where(condition, grad, 0) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:1140
-        torch.where(condition, 0, grad) if ctx.needs_input_grad[2] else None,  # other: ops.yaml:1141
+        handle_r_to_c(self, torch.where(condition, grad, 0)) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:1200
+        handle_r_to_c(other, torch.where(condition, 0, grad)) if ctx.needs_input_grad[2] else None,  # other: ops.yaml:1201
     )
 
 
 torch.library.register_autograd("mpsgen::where.self", where_self_backward,
                                 setup_context=where_self_setup_context, lib=lib)
-register_variants(lib, "where.self", out="where.self_out", inplace=None)
+register_variants(lib, "where.self", out="where.self_out", inplace=None, exact_out=True)
+
+
+# ops.yaml:1213: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor
+@torch.library.register_fake("mpsgen::where.ScalarSelf", lib=lib)
+def where_ScalarSelf_fake(condition, self, other):
+    check_defined(where_spec, [condition, self, other])
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1197
+        raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
+    return fake_elementwise(where_spec, [condition, self, other])
+
+
+def where_ScalarSelf_setup_context(ctx, inputs, output):
+    condition, self, other, = inputs
+    ctx.save_for_backward(condition, other)
+
+
+def where_ScalarSelf_backward(ctx, grad):
+    condition, other, = ctx.saved_tensors
+    return (
+        None,  # condition: the bool mask (mask:), not differentiable
+        None,  # self: a Scalar
+        handle_r_to_c(other, torch.where(condition, 0, grad)) if ctx.needs_input_grad[2] else None,  # other: ops.yaml:1201
+    )
+
+
+torch.library.register_autograd("mpsgen::where.ScalarSelf", where_ScalarSelf_backward,
+                                setup_context=where_ScalarSelf_setup_context, lib=lib)
+register_variants(lib, "where.ScalarSelf", out="where.ScalarSelf_out", inplace=None, exact_out=True)
+
+
+# ops.yaml:1214: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor
+@torch.library.register_fake("mpsgen::where.ScalarOther", lib=lib)
+def where_ScalarOther_fake(condition, self, other):
+    check_defined(where_spec, [condition, self, other])
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1197
+        raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
+    return fake_elementwise(where_spec, [condition, self, other])
+
+
+def where_ScalarOther_setup_context(ctx, inputs, output):
+    condition, self, other, = inputs
+    ctx.save_for_backward(condition, self)
+
+
+def where_ScalarOther_backward(ctx, grad):
+    condition, self, = ctx.saved_tensors
+    return (
+        None,  # condition: the bool mask (mask:), not differentiable
+        handle_r_to_c(self, torch.where(condition, grad, 0)) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:1200
+        None,  # other: a Scalar
+    )
+
+
+torch.library.register_autograd("mpsgen::where.ScalarOther", where_ScalarOther_backward,
+                                setup_context=where_ScalarOther_setup_context, lib=lib)
+register_variants(lib, "where.ScalarOther", out="where.ScalarOther_out", inplace=None, exact_out=True)
+
+
+# ops.yaml:1215: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor
+@torch.library.register_fake("mpsgen::where.Scalar", lib=lib)
+def where_Scalar_fake(condition, self, other):
+    check_defined(where_spec, [condition, self, other])
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1197
+        raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
+    return fake_elementwise(where_spec, [condition, self, other])
+
+
+def where_Scalar_setup_context(ctx, inputs, output):
+    condition, self, other, = inputs
+
+
+def where_Scalar_backward(ctx, grad):
+    return (
+        None,  # condition: the bool mask (mask:), not differentiable
+        None,  # self: a Scalar
+        None,  # other: a Scalar
+    )
+
+
+torch.library.register_autograd("mpsgen::where.Scalar", where_Scalar_backward,
+                                setup_context=where_Scalar_setup_context, lib=lib)
+register_variants(lib, "where.Scalar", out="where.Scalar_out", inplace=None, exact_out=True)

@@ -5,7 +5,7 @@
 
 namespace mpsgen::generated {
 
-// ops.yaml:7: the dtypes exp.metal registers (input -> output)
+// ops.yaml:8: the dtypes exp.metal registers (input -> output)
 extern const OpSpec exp_spec{
     "mpsgen::exp",
     "ops.yaml:7",
@@ -26,9 +26,10 @@ extern const OpSpec exp_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:22: the dtypes sin.metal registers (input -> output)
+// ops.yaml:23: the dtypes sin.metal registers (input -> output)
 extern const OpSpec sin_spec{
     "mpsgen::sin",
     "ops.yaml:22",
@@ -49,9 +50,10 @@ extern const OpSpec sin_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:37: the dtypes sqrt.metal registers (input -> output)
+// ops.yaml:38: the dtypes sqrt.metal registers (input -> output)
 extern const OpSpec sqrt_spec{
     "mpsgen::sqrt",
     "ops.yaml:37",
@@ -72,9 +74,10 @@ extern const OpSpec sqrt_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:52: the dtypes sigmoid.metal registers (input -> output)
+// ops.yaml:53: the dtypes sigmoid.metal registers (input -> output)
 extern const OpSpec sigmoid_spec{
     "mpsgen::sigmoid",
     "ops.yaml:52",
@@ -95,9 +98,10 @@ extern const OpSpec sigmoid_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:68: the dtypes erf.metal registers (input -> output)
+// ops.yaml:69: the dtypes erf.metal registers (input -> output)
 extern const OpSpec erf_spec{
     "mpsgen::erf",
     "ops.yaml:68",
@@ -118,9 +122,10 @@ extern const OpSpec erf_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:86: the dtypes bitwise_not.metal registers (input -> output)
+// ops.yaml:87: the dtypes bitwise_not.metal registers (input -> output)
 extern const OpSpec bitwise_not_spec{
     "mpsgen::bitwise_not",
     "ops.yaml:86",
@@ -138,9 +143,10 @@ extern const OpSpec bitwise_not_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:100: the dtypes hypot.metal registers (input -> output)
+// ops.yaml:101: the dtypes hypot.metal registers (input -> output)
 extern const OpSpec hypot_spec{
     "mpsgen::hypot",
     "ops.yaml:100",
@@ -155,9 +161,10 @@ extern const OpSpec hypot_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:118: the dtypes logaddexp.metal registers (input -> output)
+// ops.yaml:119: the dtypes logaddexp.metal registers (input -> output)
 extern const OpSpec logaddexp_spec{
     "mpsgen::logaddexp",
     "ops.yaml:118",
@@ -172,9 +179,10 @@ extern const OpSpec logaddexp_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:131: the dtypes atan2.metal registers (input -> output)
+// ops.yaml:132: the dtypes atan2.metal registers (input -> output)
 extern const OpSpec atan2_spec{
     "mpsgen::atan2",
     "ops.yaml:131",
@@ -195,9 +203,10 @@ extern const OpSpec atan2_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:148: the dtypes copysign.metal registers (input -> output)
+// ops.yaml:149: the dtypes copysign.metal registers (input -> output)
 extern const OpSpec copysign_spec{
     "mpsgen::copysign",
     "ops.yaml:148",
@@ -218,9 +227,10 @@ extern const OpSpec copysign_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:165: the dtypes maximum.metal registers (input -> output)
+// ops.yaml:166: the dtypes maximum.metal registers (input -> output)
 extern const OpSpec maximum_spec{
     "mpsgen::maximum",
     "ops.yaml:165",
@@ -241,9 +251,10 @@ extern const OpSpec maximum_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:179: the dtypes mul.metal registers (input -> output)
+// ops.yaml:180: the dtypes mul.metal registers (input -> output)
 extern const OpSpec mul_spec{
     "mpsgen::mul",
     "ops.yaml:179",
@@ -266,9 +277,10 @@ extern const OpSpec mul_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
         {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
-    }};
+    },
+    };
 
-// ops.yaml:202: the dtypes bitwise_xor.metal registers (input -> output)
+// ops.yaml:203: the dtypes bitwise_xor.metal registers (input -> output)
 extern const OpSpec bitwise_xor_spec{
     "mpsgen::bitwise_xor",
     "ops.yaml:202",
@@ -286,9 +298,10 @@ extern const OpSpec bitwise_xor_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:213: the dtypes hardshrink.metal registers (input -> output)
+// ops.yaml:214: the dtypes hardshrink.metal registers (input -> output)
 extern const OpSpec hardshrink_spec{
     "mpsgen::hardshrink",
     "ops.yaml:213",
@@ -303,9 +316,10 @@ extern const OpSpec hardshrink_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:225: the dtypes softshrink.metal registers (input -> output)
+// ops.yaml:226: the dtypes softshrink.metal registers (input -> output)
 extern const OpSpec softshrink_spec{
     "mpsgen::softshrink",
     "ops.yaml:225",
@@ -320,9 +334,10 @@ extern const OpSpec softshrink_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:244: the dtypes leaky_relu.metal registers (input -> output)
+// ops.yaml:245: the dtypes leaky_relu.metal registers (input -> output)
 extern const OpSpec leaky_relu_spec{
     "mpsgen::leaky_relu",
     "ops.yaml:244",
@@ -337,9 +352,10 @@ extern const OpSpec leaky_relu_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:258: the dtypes add.metal registers (input -> output)
+// ops.yaml:260: the dtypes add.metal registers (input -> output)
 extern const OpSpec add_spec{
     "mpsgen::add",
     "ops.yaml:258",
@@ -362,9 +378,10 @@ extern const OpSpec add_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
         {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
-    }};
+    },
+    };
 
-// ops.yaml:280: the dtypes sub.metal registers (input -> output)
+// ops.yaml:287: the dtypes sub.metal registers (input -> output)
 extern const OpSpec sub_spec{
     "mpsgen::sub",
     "ops.yaml:280",
@@ -386,9 +403,10 @@ extern const OpSpec sub_spec{
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
         {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
-    }};
+    },
+    };
 
-// ops.yaml:308: the dtypes lerp.metal registers (input -> output)
+// ops.yaml:309: the dtypes lerp.metal registers (input -> output)
 extern const OpSpec lerp_spec{
     "mpsgen::lerp",
     "ops.yaml:308",
@@ -403,9 +421,10 @@ extern const OpSpec lerp_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:326: the dtypes lerp_scalar.metal registers (input -> output)
+// ops.yaml:329: the dtypes lerp_scalar.metal registers (input -> output)
 extern const OpSpec lerp_scalar_spec{
     "mpsgen::lerp",
     "ops.yaml:326",
@@ -420,9 +439,10 @@ extern const OpSpec lerp_scalar_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:346: the dtypes addcmul.metal registers (input -> output)
+// ops.yaml:348: the dtypes addcmul.metal registers (input -> output)
 extern const OpSpec addcmul_spec{
     "mpsgen::addcmul",
     "ops.yaml:346",
@@ -442,9 +462,10 @@ extern const OpSpec addcmul_spec{
         {c10::ScalarType::Short, c10::ScalarType::Short},
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
-    }};
+    },
+    };
 
-// ops.yaml:365: the dtypes addcdiv.metal registers (input -> output)
+// ops.yaml:367: the dtypes addcdiv.metal registers (input -> output)
 extern const OpSpec addcdiv_spec{
     "mpsgen::addcdiv",
     "ops.yaml:365",
@@ -459,9 +480,10 @@ extern const OpSpec addcdiv_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:383: the dtypes elu.metal registers (input -> output)
+// ops.yaml:385: the dtypes elu.metal registers (input -> output)
 extern const OpSpec elu_spec{
     "mpsgen::elu",
     "ops.yaml:383",
@@ -476,9 +498,10 @@ extern const OpSpec elu_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:399: the dtypes clamp.metal registers (input -> output)
+// ops.yaml:406: the dtypes clamp.metal registers (input -> output)
 extern const OpSpec clamp_spec{
     "mpsgen::clamp",
     "ops.yaml:399",
@@ -498,9 +521,10 @@ extern const OpSpec clamp_spec{
         {c10::ScalarType::Short, c10::ScalarType::Short},
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
-    }};
+    },
+    };
 
-// ops.yaml:429: the dtypes clamp_tensor.metal registers (input -> output)
+// ops.yaml:438: the dtypes clamp_tensor.metal registers (input -> output)
 extern const OpSpec clamp_tensor_spec{
     "mpsgen::clamp",
     "ops.yaml:429",
@@ -520,9 +544,10 @@ extern const OpSpec clamp_tensor_spec{
         {c10::ScalarType::Short, c10::ScalarType::Short},
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
-    }};
+    },
+    };
 
-// ops.yaml:467: the dtypes nan_to_num.metal registers (input -> output)
+// ops.yaml:468: the dtypes nan_to_num.metal registers (input -> output)
 extern const OpSpec nan_to_num_spec{
     "mpsgen::nan_to_num",
     "ops.yaml:467",
@@ -537,9 +562,10 @@ extern const OpSpec nan_to_num_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:487: the dtypes threshold.metal registers (input -> output)
+// ops.yaml:488: the dtypes threshold.metal registers (input -> output)
 extern const OpSpec threshold_spec{
     "mpsgen::threshold",
     "ops.yaml:487",
@@ -559,9 +585,10 @@ extern const OpSpec threshold_spec{
         {c10::ScalarType::Short, c10::ScalarType::Short},
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
-    }};
+    },
+    };
 
-// ops.yaml:499: the dtypes softplus.metal registers (input -> output)
+// ops.yaml:501: the dtypes softplus.metal registers (input -> output)
 extern const OpSpec softplus_spec{
     "mpsgen::softplus",
     "ops.yaml:499",
@@ -576,9 +603,10 @@ extern const OpSpec softplus_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:513: the dtypes hardtanh.metal registers (input -> output)
+// ops.yaml:514: the dtypes hardtanh.metal registers (input -> output)
 extern const OpSpec hardtanh_spec{
     "mpsgen::hardtanh",
     "ops.yaml:513",
@@ -593,9 +621,10 @@ extern const OpSpec hardtanh_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:526: the dtypes round_decimals.metal registers (input -> output)
+// ops.yaml:528: the dtypes round_decimals.metal registers (input -> output)
 extern const OpSpec round_decimals_spec{
     "mpsgen::round",
     "ops.yaml:526",
@@ -610,9 +639,10 @@ extern const OpSpec round_decimals_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:545: the dtypes gelu.metal registers (input -> output)
+// ops.yaml:548: the dtypes gelu.metal registers (input -> output)
 extern const OpSpec gelu_spec{
     "mpsgen::gelu",
     "ops.yaml:545",
@@ -627,9 +657,10 @@ extern const OpSpec gelu_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:571: the dtypes leaky_relu_backward.metal registers (input -> output)
+// ops.yaml:572: the dtypes leaky_relu_backward.metal registers (input -> output)
 extern const OpSpec leaky_relu_backward_spec{
     "mpsgen::leaky_relu_backward",
     "ops.yaml:571",
@@ -644,9 +675,10 @@ extern const OpSpec leaky_relu_backward_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:590: the dtypes eq.metal registers (input -> output)
+// ops.yaml:591: the dtypes eq.metal registers (input -> output)
 extern const OpSpec eq_spec{
     "mpsgen::eq",
     "ops.yaml:590",
@@ -669,9 +701,10 @@ extern const OpSpec eq_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
         {c10::ScalarType::ComplexHalf, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:605: the dtypes ne.metal registers (input -> output)
+// ops.yaml:606: the dtypes ne.metal registers (input -> output)
 extern const OpSpec ne_spec{
     "mpsgen::ne",
     "ops.yaml:605",
@@ -694,9 +727,10 @@ extern const OpSpec ne_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
         {c10::ScalarType::ComplexHalf, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:618: the dtypes lt.metal registers (input -> output)
+// ops.yaml:619: the dtypes lt.metal registers (input -> output)
 extern const OpSpec lt_spec{
     "mpsgen::lt",
     "ops.yaml:618",
@@ -717,9 +751,10 @@ extern const OpSpec lt_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Bool},
         {c10::ScalarType::Char, c10::ScalarType::Bool},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:629: the dtypes logical_and.metal registers (input -> output)
+// ops.yaml:630: the dtypes logical_and.metal registers (input -> output)
 extern const OpSpec logical_and_spec{
     "mpsgen::logical_and",
     "ops.yaml:629",
@@ -741,9 +776,10 @@ extern const OpSpec logical_and_spec{
         {c10::ScalarType::Char, c10::ScalarType::Bool},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:639: the dtypes isnan.metal registers (input -> output)
+// ops.yaml:640: the dtypes isnan.metal registers (input -> output)
 extern const OpSpec isnan_spec{
     "mpsgen::isnan",
     "ops.yaml:639",
@@ -764,9 +800,10 @@ extern const OpSpec isnan_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Bool},
         {c10::ScalarType::Char, c10::ScalarType::Bool},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:653: the dtypes neg.metal registers (input -> output)
+// ops.yaml:654: the dtypes neg.metal registers (input -> output)
 extern const OpSpec neg_spec{
     "mpsgen::neg",
     "ops.yaml:653",
@@ -788,9 +825,10 @@ extern const OpSpec neg_spec{
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
         {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
-    }};
+    },
+    };
 
-// ops.yaml:668: the dtypes abs.metal registers (input -> output)
+// ops.yaml:669: the dtypes abs.metal registers (input -> output)
 extern const OpSpec abs_spec{
     "mpsgen::abs",
     "ops.yaml:668",
@@ -812,9 +850,10 @@ extern const OpSpec abs_spec{
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::Float},
         {c10::ScalarType::ComplexHalf, c10::ScalarType::Half},
-    }};
+    },
+    };
 
-// ops.yaml:700: the dtypes polygamma.metal registers (input -> output)
+// ops.yaml:701: the dtypes polygamma.metal registers (input -> output)
 extern const OpSpec polygamma_spec{
     "mpsgen::polygamma",
     "ops.yaml:700",
@@ -828,12 +867,39 @@ extern const OpSpec polygamma_spec{
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:729: the dtypes div.metal registers (input -> output)
+// ops.yaml:738: the dtypes div.metal registers (input -> output)
 extern const OpSpec div_spec{
     "mpsgen::div",
     "ops.yaml:729",
+    {"self", "other"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
+    },
+    };
+
+// ops.yaml:736: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
+extern const OpSpec div_div_trunc_spec{
+    "mpsgen::div",
+    "ops.yaml:736",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -845,12 +911,45 @@ extern const OpSpec div_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    },
+    /*choice=*/"rounding_mode='trunc'",
+    };
 
-// ops.yaml:777: the dtypes polar.metal registers (input -> output)
+// ops.yaml:737: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
+extern const OpSpec div_div_floor_spec{
+    "mpsgen::div",
+    "ops.yaml:737",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    },
+    /*choice=*/"rounding_mode='floor'",
+    };
+
+// ops.yaml:838: the dtypes polar.metal registers (input -> output)
 extern const OpSpec polar_spec{
     "mpsgen::polar",
-    "ops.yaml:777",
+    "ops.yaml:837",
     {"abs", "angle"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -860,12 +959,13 @@ extern const OpSpec polar_spec{
     /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::ComplexFloat},
-    }};
+    },
+    };
 
-// ops.yaml:792: the dtypes complex.metal registers (input -> output)
+// ops.yaml:853: the dtypes complex.metal registers (input -> output)
 extern const OpSpec complex_spec{
     "mpsgen::complex",
-    "ops.yaml:792",
+    "ops.yaml:852",
     {"real", "imag"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -875,104 +975,12 @@ extern const OpSpec complex_spec{
     /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::ComplexFloat},
-    }};
+    },
+    };
 
-// ops.yaml:807: the dtypes angle.metal registers (input -> output)
+// ops.yaml:868: the dtypes angle.metal registers (input -> output)
 extern const OpSpec angle_spec{
     "mpsgen::angle",
-    "ops.yaml:807",
-    {"self"},
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-        {c10::ScalarType::ComplexFloat, c10::ScalarType::Float},
-    }};
-
-// ops.yaml:828: the dtypes cos.metal registers (input -> output)
-extern const OpSpec cos_spec{
-    "mpsgen::cos",
-    "ops.yaml:828",
-    {"self"},
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
-
-// ops.yaml:841: the dtypes tan.metal registers (input -> output)
-extern const OpSpec tan_spec{
-    "mpsgen::tan",
-    "ops.yaml:841",
-    {"self"},
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
-
-// ops.yaml:854: the dtypes tanh.metal registers (input -> output)
-extern const OpSpec tanh_spec{
-    "mpsgen::tanh",
-    "ops.yaml:854",
-    {"self"},
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
-
-// ops.yaml:867: the dtypes log.metal registers (input -> output)
-extern const OpSpec log_spec{
-    "mpsgen::log",
     "ops.yaml:867",
     {"self"},
     /*int_to_float=*/true,
@@ -991,12 +999,110 @@ extern const OpSpec log_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::Float},
+    },
+    };
 
-// ops.yaml:880: the dtypes log1p.metal registers (input -> output)
+// ops.yaml:889: the dtypes cos.metal registers (input -> output)
+extern const OpSpec cos_spec{
+    "mpsgen::cos",
+    "ops.yaml:888",
+    {"self"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+    },
+    };
+
+// ops.yaml:902: the dtypes tan.metal registers (input -> output)
+extern const OpSpec tan_spec{
+    "mpsgen::tan",
+    "ops.yaml:901",
+    {"self"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+    },
+    };
+
+// ops.yaml:915: the dtypes tanh.metal registers (input -> output)
+extern const OpSpec tanh_spec{
+    "mpsgen::tanh",
+    "ops.yaml:914",
+    {"self"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+    },
+    };
+
+// ops.yaml:928: the dtypes log.metal registers (input -> output)
+extern const OpSpec log_spec{
+    "mpsgen::log",
+    "ops.yaml:927",
+    {"self"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+    },
+    };
+
+// ops.yaml:941: the dtypes log1p.metal registers (input -> output)
 extern const OpSpec log1p_spec{
     "mpsgen::log1p",
-    "ops.yaml:880",
+    "ops.yaml:940",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1014,12 +1120,13 @@ extern const OpSpec log1p_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:899: the dtypes expm1.metal registers (input -> output)
+// ops.yaml:960: the dtypes expm1.metal registers (input -> output)
 extern const OpSpec expm1_spec{
     "mpsgen::expm1",
-    "ops.yaml:899",
+    "ops.yaml:959",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1037,12 +1144,13 @@ extern const OpSpec expm1_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:915: the dtypes rsqrt.metal registers (input -> output)
+// ops.yaml:976: the dtypes rsqrt.metal registers (input -> output)
 extern const OpSpec rsqrt_spec{
     "mpsgen::rsqrt",
-    "ops.yaml:915",
+    "ops.yaml:975",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1060,12 +1168,13 @@ extern const OpSpec rsqrt_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:928: the dtypes i0.metal registers (input -> output)
+// ops.yaml:989: the dtypes i0.metal registers (input -> output)
 extern const OpSpec i0_spec{
     "mpsgen::i0",
-    "ops.yaml:928",
+    "ops.yaml:988",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1083,12 +1192,13 @@ extern const OpSpec i0_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:941: the dtypes reciprocal.metal registers (input -> output)
+// ops.yaml:1002: the dtypes reciprocal.metal registers (input -> output)
 extern const OpSpec reciprocal_spec{
     "mpsgen::reciprocal",
-    "ops.yaml:941",
+    "ops.yaml:1001",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1106,12 +1216,13 @@ extern const OpSpec reciprocal_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:955: the dtypes floor.metal registers (input -> output)
+// ops.yaml:1016: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
     "mpsgen::floor",
-    "ops.yaml:955",
+    "ops.yaml:1015",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1128,12 +1239,13 @@ extern const OpSpec floor_spec{
         {c10::ScalarType::Short, c10::ScalarType::Short},
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
-    }};
+    },
+    };
 
-// ops.yaml:970: the dtypes ceil.metal registers (input -> output)
+// ops.yaml:1031: the dtypes ceil.metal registers (input -> output)
 extern const OpSpec ceil_spec{
     "mpsgen::ceil",
-    "ops.yaml:970",
+    "ops.yaml:1030",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1150,12 +1262,13 @@ extern const OpSpec ceil_spec{
         {c10::ScalarType::Short, c10::ScalarType::Short},
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
-    }};
+    },
+    };
 
-// ops.yaml:985: the dtypes trunc.metal registers (input -> output)
+// ops.yaml:1046: the dtypes trunc.metal registers (input -> output)
 extern const OpSpec trunc_spec{
     "mpsgen::trunc",
-    "ops.yaml:985",
+    "ops.yaml:1045",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1172,12 +1285,13 @@ extern const OpSpec trunc_spec{
         {c10::ScalarType::Short, c10::ScalarType::Short},
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
-    }};
+    },
+    };
 
-// ops.yaml:1000: the dtypes sign.metal registers (input -> output)
+// ops.yaml:1061: the dtypes sign.metal registers (input -> output)
 extern const OpSpec sign_spec{
     "mpsgen::sign",
-    "ops.yaml:1000",
+    "ops.yaml:1060",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1195,12 +1309,13 @@ extern const OpSpec sign_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:1013: the dtypes minimum.metal registers (input -> output)
+// ops.yaml:1074: the dtypes minimum.metal registers (input -> output)
 extern const OpSpec minimum_spec{
     "mpsgen::minimum",
-    "ops.yaml:1013",
+    "ops.yaml:1073",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1218,12 +1333,13 @@ extern const OpSpec minimum_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:1026: the dtypes fmax.metal registers (input -> output)
+// ops.yaml:1087: the dtypes fmax.metal registers (input -> output)
 extern const OpSpec fmax_spec{
     "mpsgen::fmax",
-    "ops.yaml:1026",
+    "ops.yaml:1086",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1241,12 +1357,13 @@ extern const OpSpec fmax_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:1043: the dtypes fmin.metal registers (input -> output)
+// ops.yaml:1104: the dtypes fmin.metal registers (input -> output)
 extern const OpSpec fmin_spec{
     "mpsgen::fmin",
-    "ops.yaml:1043",
+    "ops.yaml:1103",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1264,12 +1381,13 @@ extern const OpSpec fmin_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:1059: the dtypes bitwise_and.metal registers (input -> output)
+// ops.yaml:1120: the dtypes bitwise_and.metal registers (input -> output)
 extern const OpSpec bitwise_and_spec{
     "mpsgen::bitwise_and",
-    "ops.yaml:1059",
+    "ops.yaml:1119",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1284,12 +1402,13 @@ extern const OpSpec bitwise_and_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:1070: the dtypes bitwise_or.metal registers (input -> output)
+// ops.yaml:1131: the dtypes bitwise_or.metal registers (input -> output)
 extern const OpSpec bitwise_or_spec{
     "mpsgen::bitwise_or",
-    "ops.yaml:1070",
+    "ops.yaml:1130",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1304,12 +1423,13 @@ extern const OpSpec bitwise_or_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:1080: the dtypes gt.metal registers (input -> output)
+// ops.yaml:1141: the dtypes gt.metal registers (input -> output)
 extern const OpSpec gt_spec{
     "mpsgen::gt",
-    "ops.yaml:1080",
+    "ops.yaml:1140",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1327,12 +1447,13 @@ extern const OpSpec gt_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Bool},
         {c10::ScalarType::Char, c10::ScalarType::Bool},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:1091: the dtypes ge.metal registers (input -> output)
+// ops.yaml:1152: the dtypes ge.metal registers (input -> output)
 extern const OpSpec ge_spec{
     "mpsgen::ge",
-    "ops.yaml:1091",
+    "ops.yaml:1151",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1350,12 +1471,13 @@ extern const OpSpec ge_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Bool},
         {c10::ScalarType::Char, c10::ScalarType::Bool},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:1100: the dtypes le.metal registers (input -> output)
+// ops.yaml:1161: the dtypes le.metal registers (input -> output)
 extern const OpSpec le_spec{
     "mpsgen::le",
-    "ops.yaml:1100",
+    "ops.yaml:1160",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1373,12 +1495,13 @@ extern const OpSpec le_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Bool},
         {c10::ScalarType::Char, c10::ScalarType::Bool},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:1109: the dtypes logical_or.metal registers (input -> output)
+// ops.yaml:1170: the dtypes logical_or.metal registers (input -> output)
 extern const OpSpec logical_or_spec{
     "mpsgen::logical_or",
-    "ops.yaml:1109",
+    "ops.yaml:1169",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1397,12 +1520,13 @@ extern const OpSpec logical_or_spec{
         {c10::ScalarType::Char, c10::ScalarType::Bool},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:1118: the dtypes logical_xor.metal registers (input -> output)
+// ops.yaml:1179: the dtypes logical_xor.metal registers (input -> output)
 extern const OpSpec logical_xor_spec{
     "mpsgen::logical_xor",
-    "ops.yaml:1118",
+    "ops.yaml:1178",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1421,12 +1545,13 @@ extern const OpSpec logical_xor_spec{
         {c10::ScalarType::Char, c10::ScalarType::Bool},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:1131: the dtypes where.metal registers (input -> output)
+// ops.yaml:1193: the dtypes where.metal registers (input -> output)
 extern const OpSpec where_spec{
     "mpsgen::where",
-    "ops.yaml:1131",
+    "ops.yaml:1191",
     {"condition", "self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1446,12 +1571,13 @@ extern const OpSpec where_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
         {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
-    }};
+    },
+    };
 
-// ops.yaml:1162: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1229: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1162",
+    "ops.yaml:1227",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1469,12 +1595,13 @@ extern const OpSpec heaviside_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:1176: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1243: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1176",
+    "ops.yaml:1241",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1492,12 +1619,13 @@ extern const OpSpec special_ndtri_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:1253: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1320: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1253",
+    "ops.yaml:1318",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1515,12 +1643,13 @@ extern const OpSpec special_log_ndtr_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:1281: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1348: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1281",
+    "ops.yaml:1346",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1538,12 +1667,13 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:1338: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1405: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1338",
+    "ops.yaml:1403",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1561,12 +1691,13 @@ extern const OpSpec special_legendre_polynomial_p_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:1385: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1452: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1385",
+    "ops.yaml:1450",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1584,6 +1715,7 @@ extern const OpSpec special_airy_ai_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
 } // namespace mpsgen::generated
