@@ -18,12 +18,12 @@ from .aten_schemas import aten_ops
 from .dtypes import DTYPES, GROUPS
 from .checks import CheckError, message_to_cpp, to_cpp
 from .opinfo_names import check_opinfo
-from .model import (DEFAULT_PARAM_TYPE, Check, Tolerance, PARAM_TYPES, Derivative, DtypeTable, Location, Op,
+from .model import (DEFAULT_PARAM_TYPE, Check, Tolerance, PARAM_TYPES, Derivative, DtypeTable, Gap, Location, Op,
                     Overload, Param, Registration, Registry, Selector, XFail, schema_args, variant_schemas)
 
 TOP_KEYS = {"namespace", "ops"}
 OP_KEYS = {"func", "functor", "dtypes", "reference", "opinfo", "xfail", "derivatives", "args", "kernel",
-           "alpha_check", "checks", "tolerances", "implements", "replaces", "given", "mask"}
+           "alpha_check", "checks", "tolerances", "implements", "replaces", "given", "mask", "gaps"}
 OVERLOAD_KEYS = {"func", "reference", "opinfo", "xfail", "derivatives"}
 # what a derivative formula may name besides the entry's arguments (mpsgen/torch_library.py)
 _NOT_DIFFERENTIABLE = ("{op} kernels produce only bool or integer results, which autograd does not "
@@ -242,13 +242,14 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
     every = [r for t in tables for r in t.registrations]
     xfails = _check_xfails(entry.get("xfail", []), every, label, line_of("xfail"), errors)
     tolerances = _check_tolerances(entry.get("tolerances", []), every, label, line_of("tolerances"), errors)
+    gaps = _check_gaps(entry.get("gaps", []), every, label, line_of("gaps"), errors)
     if len(errors.messages) > n_before:
         return None
     op = Op(schema=schema, reference=reference, opinfo=opinfo, xfails=xfails, loc=loc,
             derivatives=derivatives or (), name=kernel, family=family, functor=functor,
             tables=tables, params=params, selector=selector, given=given, alpha_check=alpha_check,
             checks=checks, mask=mask,
-            tolerances=tolerances, implements=implements, replaces=replaces, aten_variants=aten_variants,
+            tolerances=tolerances, gaps=gaps, implements=implements, replaces=replaces, aten_variants=aten_variants,
             functor_line=_functor_line(entry["functor"], line_of("functor")))
     if op.derivatives and not op.differentiable:
         errors.add(line_of("derivatives"), label, "derivatives", _NOT_DIFFERENTIABLE.format(op="this op's"))
@@ -832,6 +833,35 @@ def _check_tolerances(spec, registrations, label, line, errors) -> tuple[Toleran
         else:
             found.append(Tolerance(item["dtype"], float(item["rtol"]), float(item["atol"]), item["reason"].strip()))
     return tuple(found)
+
+
+def _check_gaps(spec, registrations, label, line, errors) -> tuple[Gap, ...]:
+    """`gaps:` the dtypes torch's MPS kernel supports that the entry leaves out, each with why
+    (a group name stands for its input dtypes)."""
+    expected = ("a list of {dtype: T or a group, reason: text}: dtypes torch's MPS kernel supports that this op "
+                "does not register")
+    if not isinstance(spec, list):
+        errors.add(line, label, "gaps", f"expected {expected}")
+        return ()
+    registered, gaps = {r.input for r in registrations}, []
+    for item in spec:
+        item_line = getattr(item, "line", line)
+        if not isinstance(item, dict) or set(item) != {"dtype", "reason"}:
+            errors.add(item_line, label, "gaps", f"expected {expected}, got {item!r}")
+            continue
+        name, reason = item["dtype"], item["reason"]
+        dtypes = [name] if name in DTYPES else [i for i, _ in GROUPS[name].pairs] if name in GROUPS else None
+        if not isinstance(reason, str) or not reason.strip():
+            errors.add(item_line, label, "gaps", "a gap needs a non-empty reason")
+        elif dtypes is None:
+            errors.add(item_line, label, "gaps", f"unknown dtype or group {name!r}; expected one of "
+                       f"{sorted(DTYPES)} or {sorted(GROUPS)}")
+        elif bad := [d for d in dtypes if d in registered or any(g.dtype == d for g in gaps)]:
+            errors.add(item_line, label, "gaps", f"dtype {bad[0]!r} is "
+                       + ("registered for this op" if bad[0] in registered else "listed twice"))
+        else:
+            gaps += [Gap(d, " ".join(reason.split())) for d in dtypes]
+    return tuple(gaps)
 
 
 def _check_xfails(spec, registrations, label, line, errors) -> tuple[XFail, ...]:

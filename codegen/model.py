@@ -79,6 +79,15 @@ class XFail:
 
 
 @dataclass(frozen=True)
+class Gap:
+    """A dtype torch's own MPS kernel supports (its MPS tests say so) that the entry does not
+    register (`gaps:`), with the reason; tests/test_mps_dtypes.py holds the registry to it."""
+
+    dtype: str  # Metal type name
+    reason: str
+
+
+@dataclass(frozen=True)
 class Tolerance:
     """A looser op-output-match tolerance for one dtype, as PyTorch's tests override
     theirs per op (toleranceOverride), with the reason."""
@@ -270,6 +279,7 @@ class Op(Entry):
     alpha_check: bool = False  # torch's alpha_check of add/sub (`alpha_check: true`)
     checks: tuple[Check, ...] = ()  # argument conditions torch enforces (`checks:`)
     tolerances: tuple[Tolerance, ...] = ()  # op-output-match overrides, also for its overloads
+    gaps: tuple[Gap, ...] = ()  # dtypes torch's MPS kernel supports that the op leaves out (`gaps:`)
     implements: str = ""  # "aten": registers kernels for torch's own aten::<op> (no def, fake kernel, autograd)
     replaces: str = ""  # "mps": an aten entry that replaces torch's own MPS kernel for the op
     aten_variants: tuple[str, ...] = ()  # of functional/out/inplace, those aten has (implements: aten)

@@ -48,7 +48,7 @@ def exp_setup_context(ctx, inputs, output):
 def exp_backward(ctx, grad):
     result, = ctx.saved_tensors
     return (
-        grad * conj(result) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:11
+        grad * conj(result) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:16
     )
 
 
@@ -57,9 +57,9 @@ torch.library.register_autograd("mpsgen::exp", exp_backward,
 register_variants(lib, "exp", out="exp.out", inplace="exp_")
 
 
-# ---- sin: ops.yaml:22 ----
+# ---- sin: ops.yaml:27 ----
 sin_spec = Spec(
-    "mpsgen::sin", "ops.yaml:22", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::sin", "ops.yaml:27", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -75,7 +75,7 @@ sin_spec = Spec(
 )
 
 
-# ops.yaml:22: sin(Tensor self) -> Tensor
+# ops.yaml:27: sin(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::sin", lib=lib)
 def sin_fake(self):
     return fake_elementwise(sin_spec, [self])
@@ -89,7 +89,7 @@ def sin_setup_context(ctx, inputs, output):
 def sin_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        grad * conj(self.cos()) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:26
+        grad * conj(self.cos()) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:36
     )
 
 
@@ -98,9 +98,9 @@ torch.library.register_autograd("mpsgen::sin", sin_backward,
 register_variants(lib, "sin", out="sin.out", inplace="sin_")
 
 
-# ---- sqrt: ops.yaml:37 ----
+# ---- sqrt: ops.yaml:47 ----
 sqrt_spec = Spec(
-    "mpsgen::sqrt", "ops.yaml:37", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::sqrt", "ops.yaml:47", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -116,7 +116,7 @@ sqrt_spec = Spec(
 )
 
 
-# ops.yaml:37: sqrt(Tensor self) -> Tensor
+# ops.yaml:47: sqrt(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::sqrt", lib=lib)
 def sqrt_fake(self):
     return fake_elementwise(sqrt_spec, [self])
@@ -131,7 +131,7 @@ def sqrt_setup_context(ctx, inputs, output):
 def sqrt_backward(ctx, grad):
     result, = ctx.saved_tensors
     return (
-        grad / (2 * conj(result)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:41
+        grad / (2 * conj(result)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:56
     )
 
 
@@ -140,9 +140,9 @@ torch.library.register_autograd("mpsgen::sqrt", sqrt_backward,
 register_variants(lib, "sqrt", out="sqrt.out", inplace="sqrt_")
 
 
-# ---- sigmoid: ops.yaml:52 ----
+# ---- sigmoid: ops.yaml:67 ----
 sigmoid_spec = Spec(
-    "mpsgen::sigmoid", "ops.yaml:52", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::sigmoid", "ops.yaml:67", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -158,7 +158,7 @@ sigmoid_spec = Spec(
 )
 
 
-# ops.yaml:52: sigmoid(Tensor self) -> Tensor
+# ops.yaml:67: sigmoid(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::sigmoid", lib=lib)
 def sigmoid_fake(self):
     return fake_elementwise(sigmoid_spec, [self])
@@ -173,7 +173,7 @@ def sigmoid_setup_context(ctx, inputs, output):
 def sigmoid_backward(ctx, grad):
     result, = ctx.saved_tensors
     return (
-        torch.ops.aten.sigmoid_backward(grad, result) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:56
+        torch.ops.aten.sigmoid_backward(grad, result) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:76
     )
 
 
@@ -182,9 +182,9 @@ torch.library.register_autograd("mpsgen::sigmoid", sigmoid_backward,
 register_variants(lib, "sigmoid", out="sigmoid.out", inplace="sigmoid_")
 
 
-# ---- erf: ops.yaml:68 ----
+# ---- erf: ops.yaml:88 ----
 erf_spec = Spec(
-    "mpsgen::erf", "ops.yaml:68", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::erf", "ops.yaml:88", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -200,7 +200,7 @@ erf_spec = Spec(
 )
 
 
-# ops.yaml:68: erf(Tensor self) -> Tensor
+# ops.yaml:88: erf(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::erf", lib=lib)
 def erf_fake(self):
     return fake_elementwise(erf_spec, [self])
@@ -214,7 +214,7 @@ def erf_setup_context(ctx, inputs, output):
 def erf_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        2.0 / math.sqrt(math.pi) * torch.exp(-self.pow(2)) * grad if ctx.needs_input_grad[0] else None,  # self: ops.yaml:72
+        2.0 / math.sqrt(math.pi) * torch.exp(-self.pow(2)) * grad if ctx.needs_input_grad[0] else None,  # self: ops.yaml:92
     )
 
 
@@ -223,9 +223,9 @@ torch.library.register_autograd("mpsgen::erf", erf_backward,
 register_variants(lib, "erf", out="erf.out", inplace="erf_")
 
 
-# ---- bitwise_not: ops.yaml:86 ----
+# ---- bitwise_not: ops.yaml:106 ----
 bitwise_not_spec = Spec(
-    "mpsgen::bitwise_not", "ops.yaml:86", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_not", "ops.yaml:106", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -238,7 +238,7 @@ bitwise_not_spec = Spec(
 )
 
 
-# ops.yaml:86: bitwise_not(Tensor self) -> Tensor
+# ops.yaml:106: bitwise_not(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_not", lib=lib)
 def bitwise_not_fake(self):
     return fake_elementwise(bitwise_not_spec, [self])
@@ -246,9 +246,9 @@ register_not_differentiable(lib, "bitwise_not")  # bool/integer results only
 register_variants(lib, "bitwise_not", out="bitwise_not.out", inplace="bitwise_not_")
 
 
-# ---- hypot: ops.yaml:100 ----
+# ---- hypot: ops.yaml:120 ----
 hypot_spec = Spec(
-    "mpsgen::hypot", "ops.yaml:100", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::hypot", "ops.yaml:120", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -258,7 +258,7 @@ hypot_spec = Spec(
 )
 
 
-# ops.yaml:100: hypot(Tensor self, Tensor other) -> Tensor
+# ops.yaml:120: hypot(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::hypot", lib=lib)
 def hypot_fake(self, other):
     return fake_elementwise(hypot_spec, [self, other])
@@ -273,8 +273,8 @@ def hypot_setup_context(ctx, inputs, output):
 def hypot_backward(ctx, grad):
     self, other, result, = ctx.saved_tensors
     return (
-        grad * self / result if ctx.needs_input_grad[0] else None,  # self: ops.yaml:104
-        grad * other / result if ctx.needs_input_grad[1] else None,  # other: ops.yaml:105
+        grad * self / result if ctx.needs_input_grad[0] else None,  # self: ops.yaml:124
+        grad * other / result if ctx.needs_input_grad[1] else None,  # other: ops.yaml:125
     )
 
 
@@ -283,9 +283,9 @@ torch.library.register_autograd("mpsgen::hypot", hypot_backward,
 register_variants(lib, "hypot", out="hypot.out", inplace="hypot_")
 
 
-# ---- logaddexp: ops.yaml:118 ----
+# ---- logaddexp: ops.yaml:138 ----
 logaddexp_spec = Spec(
-    "mpsgen::logaddexp", "ops.yaml:118", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::logaddexp", "ops.yaml:138", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -295,7 +295,7 @@ logaddexp_spec = Spec(
 )
 
 
-# ops.yaml:118: logaddexp(Tensor self, Tensor other) -> Tensor
+# ops.yaml:138: logaddexp(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logaddexp", lib=lib)
 def logaddexp_fake(self, other):
     return fake_elementwise(logaddexp_spec, [self, other])
@@ -309,8 +309,8 @@ def logaddexp_setup_context(ctx, inputs, output):
 def logaddexp_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     return (
-        grad / (1 + torch.exp(other - self)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:122
-        grad / (1 + torch.exp(self - other)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:123
+        grad / (1 + torch.exp(other - self)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:147
+        grad / (1 + torch.exp(self - other)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:148
     )
 
 
@@ -319,9 +319,9 @@ torch.library.register_autograd("mpsgen::logaddexp", logaddexp_backward,
 register_variants(lib, "logaddexp", out="logaddexp.out", inplace="logaddexp_")
 
 
-# ---- atan2: ops.yaml:131 ----
+# ---- atan2: ops.yaml:156 ----
 atan2_spec = Spec(
-    "mpsgen::atan2", "ops.yaml:131", inputs=["self", "other"], int_to_float=True, bool_output=False,
+    "mpsgen::atan2", "ops.yaml:156", inputs=["self", "other"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -337,7 +337,7 @@ atan2_spec = Spec(
 )
 
 
-# ops.yaml:131: atan2(Tensor self, Tensor other) -> Tensor
+# ops.yaml:156: atan2(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::atan2", lib=lib)
 def atan2_fake(self, other):
     return fake_elementwise(atan2_spec, [self, other])
@@ -351,8 +351,8 @@ def atan2_setup_context(ctx, inputs, output):
 def atan2_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     return (
-        torch.where(self * self + other * other == 0, 0, grad * other * (self * self + other * other).reciprocal()) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:136
-        torch.where(self * self + other * other == 0, 0, grad * -self * (self * self + other * other).reciprocal()) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:137
+        torch.where(self * self + other * other == 0, 0, grad * other * (self * self + other * other).reciprocal()) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:161
+        torch.where(self * self + other * other == 0, 0, grad * -self * (self * self + other * other).reciprocal()) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:162
     )
 
 
@@ -361,9 +361,9 @@ torch.library.register_autograd("mpsgen::atan2", atan2_backward,
 register_variants(lib, "atan2", out="atan2.out", inplace="atan2_")
 
 
-# ---- copysign: ops.yaml:148 ----
+# ---- copysign: ops.yaml:173 ----
 copysign_spec = Spec(
-    "mpsgen::copysign", "ops.yaml:148", inputs=["self", "other"], int_to_float=True, bool_output=False,
+    "mpsgen::copysign", "ops.yaml:173", inputs=["self", "other"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -379,7 +379,7 @@ copysign_spec = Spec(
 )
 
 
-# ops.yaml:148: copysign(Tensor self, Tensor other) -> Tensor
+# ops.yaml:173: copysign(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::copysign", lib=lib)
 def copysign_fake(self, other):
     return fake_elementwise(copysign_spec, [self, other])
@@ -394,8 +394,8 @@ def copysign_setup_context(ctx, inputs, output):
 def copysign_backward(ctx, grad):
     self, other, result, = ctx.saved_tensors
     return (
-        grad * (result / self).masked_fill(self == 0, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:152
-        torch.zeros_like(other) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:153
+        grad * (result / self).masked_fill(self == 0, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:177
+        torch.zeros_like(other) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:178
     )
 
 
@@ -404,9 +404,9 @@ torch.library.register_autograd("mpsgen::copysign", copysign_backward,
 register_variants(lib, "copysign", out="copysign.out", inplace="copysign_")
 
 
-# ---- maximum: ops.yaml:165 ----
+# ---- maximum: ops.yaml:190 ----
 maximum_spec = Spec(
-    "mpsgen::maximum", "ops.yaml:165", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::maximum", "ops.yaml:190", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -422,7 +422,7 @@ maximum_spec = Spec(
 )
 
 
-# ops.yaml:165: maximum(Tensor self, Tensor other) -> Tensor
+# ops.yaml:190: maximum(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::maximum", lib=lib)
 def maximum_fake(self, other):
     return fake_elementwise(maximum_spec, [self, other])
@@ -436,8 +436,8 @@ def maximum_setup_context(ctx, inputs, output):
 def maximum_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     return (
-        torch.where(self == other, grad / 2, grad).masked_fill(self < other, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:169
-        torch.where(self == other, grad / 2, grad).masked_fill(self > other, 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:170
+        torch.where(self == other, grad / 2, grad).masked_fill(self < other, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:194
+        torch.where(self == other, grad / 2, grad).masked_fill(self > other, 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:195
     )
 
 
@@ -446,9 +446,9 @@ torch.library.register_autograd("mpsgen::maximum", maximum_backward,
 register_variants(lib, "maximum", out="maximum.out", inplace="maximum_")
 
 
-# ---- mul: ops.yaml:179 ----
+# ---- mul: ops.yaml:204 ----
 mul_spec = Spec(
-    "mpsgen::mul", "ops.yaml:179", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::mul", "ops.yaml:204", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -466,7 +466,7 @@ mul_spec = Spec(
 )
 
 
-# ops.yaml:179: mul.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:204: mul.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::mul.Tensor", lib=lib)
 def mul_Tensor_fake(self, other):
     return fake_elementwise(mul_spec, [self, other])
@@ -480,8 +480,8 @@ def mul_Tensor_setup_context(ctx, inputs, output):
 def mul_Tensor_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     return (
-        handle_r_to_c(self, grad * conj(other)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:183
-        handle_r_to_c(other, grad * conj(self)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:184
+        handle_r_to_c(self, grad * conj(other)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:208
+        handle_r_to_c(other, grad * conj(self)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:209
     )
 
 
@@ -490,7 +490,7 @@ torch.library.register_autograd("mpsgen::mul.Tensor", mul_Tensor_backward,
 register_variants(lib, "mul.Tensor", out="mul.out", inplace="mul_.Tensor")
 
 
-# ops.yaml:199: mul.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:224: mul.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::mul.Scalar", lib=lib)
 def mul_Scalar_fake(self, other):
     return fake_elementwise(mul_spec, [self, other])
@@ -506,7 +506,7 @@ def mul_Scalar_backward(ctx, grad):
     self, = ctx.saved_tensors
     other = ctx.other
     return (
-        handle_r_to_c(self, grad * conj(other)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:183
+        handle_r_to_c(self, grad * conj(other)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:208
         None,  # other: a Scalar
     )
 
@@ -516,9 +516,9 @@ torch.library.register_autograd("mpsgen::mul.Scalar", mul_Scalar_backward,
 register_variants(lib, "mul.Scalar", out="mul.Scalar_out", inplace="mul_.Scalar")
 
 
-# ---- bitwise_xor: ops.yaml:202 ----
+# ---- bitwise_xor: ops.yaml:227 ----
 bitwise_xor_spec = Spec(
-    "mpsgen::bitwise_xor", "ops.yaml:202", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_xor", "ops.yaml:227", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -531,7 +531,7 @@ bitwise_xor_spec = Spec(
 )
 
 
-# ops.yaml:202: bitwise_xor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:227: bitwise_xor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_xor", lib=lib)
 def bitwise_xor_fake(self, other):
     return fake_elementwise(bitwise_xor_spec, [self, other])
@@ -539,9 +539,9 @@ register_not_differentiable(lib, "bitwise_xor")  # bool/integer results only
 register_variants(lib, "bitwise_xor", out="bitwise_xor.out", inplace="bitwise_xor_")
 
 
-# ---- hardshrink: ops.yaml:213 ----
+# ---- hardshrink: ops.yaml:238 ----
 hardshrink_spec = Spec(
-    "mpsgen::hardshrink", "ops.yaml:213", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::hardshrink", "ops.yaml:238", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -551,7 +551,7 @@ hardshrink_spec = Spec(
 )
 
 
-# ops.yaml:213: hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor
+# ops.yaml:238: hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor
 @torch.library.register_fake("mpsgen::hardshrink", lib=lib)
 def hardshrink_fake(self, lambd=0.5):
     return fake_elementwise(hardshrink_spec, [self])
@@ -567,7 +567,7 @@ def hardshrink_backward(ctx, grad):
     self, = ctx.saved_tensors
     lambd = ctx.lambd
     return (
-        torch.where((self < -lambd) | (self > lambd), grad, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:218
+        torch.where((self < -lambd) | (self > lambd), grad, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:243
         None,  # lambd: a Scalar
     )
 
@@ -577,9 +577,9 @@ torch.library.register_autograd("mpsgen::hardshrink", hardshrink_backward,
 register_variants(lib, "hardshrink", out="hardshrink.out", inplace="hardshrink_")
 
 
-# ---- softshrink: ops.yaml:225 ----
+# ---- softshrink: ops.yaml:250 ----
 softshrink_spec = Spec(
-    "mpsgen::softshrink", "ops.yaml:225", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::softshrink", "ops.yaml:250", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -589,11 +589,11 @@ softshrink_spec = Spec(
 )
 
 
-# ops.yaml:225: softshrink(Tensor self, Scalar lambd=0.5) -> Tensor
+# ops.yaml:250: softshrink(Tensor self, Scalar lambd=0.5) -> Tensor
 @torch.library.register_fake("mpsgen::softshrink", lib=lib)
 def softshrink_fake(self, lambd=0.5):
     check_defined(softshrink_spec, [self])
-    if not (lambd >= 0 and lambd <= dtype_max(self)):  # ops.yaml:228
+    if not (lambd >= 0 and lambd <= dtype_max(self)):  # ops.yaml:253
         raise RuntimeError(f'mpsgen::softshrink: lambda must be in range [0, {dtype_max(self)}] for input dtype {self.dtype}, but found {lambd}')
     return fake_elementwise(softshrink_spec, [self])
 
@@ -608,7 +608,7 @@ def softshrink_backward(ctx, grad):
     self, = ctx.saved_tensors
     lambd = ctx.lambd
     return (
-        torch.where((self < -lambd) | (self > lambd), grad, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:233
+        torch.where((self < -lambd) | (self > lambd), grad, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:258
         None,  # lambd: a Scalar
     )
 
@@ -618,9 +618,9 @@ torch.library.register_autograd("mpsgen::softshrink", softshrink_backward,
 register_variants(lib, "softshrink", out="softshrink.out", inplace="softshrink_")
 
 
-# ---- leaky_relu: ops.yaml:244 ----
+# ---- leaky_relu: ops.yaml:269 ----
 leaky_relu_spec = Spec(
-    "mpsgen::leaky_relu", "ops.yaml:244", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::leaky_relu", "ops.yaml:269", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -630,7 +630,7 @@ leaky_relu_spec = Spec(
 )
 
 
-# ops.yaml:244: leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+# ops.yaml:269: leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
 @torch.library.register_fake("mpsgen::leaky_relu", lib=lib)
 def leaky_relu_fake(self, negative_slope=0.01):
     return fake_elementwise(leaky_relu_spec, [self])
@@ -646,7 +646,7 @@ def leaky_relu_backward(ctx, grad):
     self, = ctx.saved_tensors
     negative_slope = ctx.negative_slope
     return (
-        torch.ops.aten.leaky_relu_backward(grad, self, negative_slope, False) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:249
+        torch.ops.aten.leaky_relu_backward(grad, self, negative_slope, False) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:274
         None,  # negative_slope: a Scalar
     )
 
@@ -656,9 +656,9 @@ torch.library.register_autograd("mpsgen::leaky_relu", leaky_relu_backward,
 register_variants(lib, "leaky_relu", out="leaky_relu.out", inplace="leaky_relu_")
 
 
-# ---- add: ops.yaml:258 ----
+# ---- add: ops.yaml:283 ----
 add_spec = Spec(
-    "mpsgen::add", "ops.yaml:258", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::add", "ops.yaml:283", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -676,7 +676,7 @@ add_spec = Spec(
 )
 
 
-# ops.yaml:258: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
+# ops.yaml:283: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
 @torch.library.register_fake("mpsgen::add.Tensor", lib=lib)
 def add_Tensor_fake(self, other, *, alpha=1):
     return fake_elementwise(add_spec, [self, other], alpha=alpha)
@@ -693,8 +693,8 @@ def add_Tensor_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     alpha = ctx.alpha
     return (
-        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:263
-        handle_r_to_c(other, grad * conj(alpha)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:264
+        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:288
+        handle_r_to_c(other, grad * conj(alpha)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:289
     )
 
 
@@ -703,7 +703,7 @@ torch.library.register_autograd("mpsgen::add.Tensor", add_Tensor_backward,
 register_variants(lib, "add.Tensor", out="add.out", inplace="add_.Tensor")
 
 
-# ops.yaml:278: add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+# ops.yaml:303: add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
 @torch.library.register_fake("mpsgen::add.Scalar", lib=lib)
 def add_Scalar_fake(self, other, alpha=1):
     return fake_elementwise(add_spec, [self, other], alpha=alpha)
@@ -717,7 +717,7 @@ def add_Scalar_setup_context(ctx, inputs, output):
 def add_Scalar_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:263
+        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:288
         None,  # other: a Scalar
         None,  # alpha: a Scalar
     )
@@ -728,9 +728,9 @@ torch.library.register_autograd("mpsgen::add.Scalar", add_Scalar_backward,
 register_variants(lib, "add.Scalar", out="add.Scalar_out", inplace="add_.Scalar")
 
 
-# ---- sub: ops.yaml:280 ----
+# ---- sub: ops.yaml:305 ----
 sub_spec = Spec(
-    "mpsgen::sub", "ops.yaml:280", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::sub", "ops.yaml:305", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -747,13 +747,13 @@ sub_spec = Spec(
 )
 
 
-# ops.yaml:280: sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
+# ops.yaml:305: sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
 @torch.library.register_fake("mpsgen::sub.Tensor", lib=lib)
 def sub_Tensor_fake(self, other, *, alpha=1):
     check_defined(sub_spec, [self, other])
-    if not (dtype_of(self) != torch.bool or dtype_of(other) != torch.bool):  # ops.yaml:283
+    if not (dtype_of(self) != torch.bool or dtype_of(other) != torch.bool):  # ops.yaml:308
         raise RuntimeError(f'mpsgen::sub: Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.')
-    if not (dtype_of(self) != torch.bool and dtype_of(other) != torch.bool):  # ops.yaml:285
+    if not (dtype_of(self) != torch.bool and dtype_of(other) != torch.bool):  # ops.yaml:310
         raise RuntimeError(f'mpsgen::sub: Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')
     return fake_elementwise(sub_spec, [self, other], alpha=alpha)
 
@@ -769,8 +769,8 @@ def sub_Tensor_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     alpha = ctx.alpha
     return (
-        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:290
-        handle_r_to_c(other, -grad * conj(alpha)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:291
+        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:315
+        handle_r_to_c(other, -grad * conj(alpha)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:316
     )
 
 
@@ -779,13 +779,13 @@ torch.library.register_autograd("mpsgen::sub.Tensor", sub_Tensor_backward,
 register_variants(lib, "sub.Tensor", out="sub.out", inplace="sub_.Tensor")
 
 
-# ops.yaml:305: sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+# ops.yaml:330: sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
 @torch.library.register_fake("mpsgen::sub.Scalar", lib=lib)
 def sub_Scalar_fake(self, other, alpha=1):
     check_defined(sub_spec, [self, other])
-    if not (dtype_of(self) != torch.bool or dtype_of(other) != torch.bool):  # ops.yaml:283
+    if not (dtype_of(self) != torch.bool or dtype_of(other) != torch.bool):  # ops.yaml:308
         raise RuntimeError(f'mpsgen::sub: Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.')
-    if not (dtype_of(self) != torch.bool and dtype_of(other) != torch.bool):  # ops.yaml:285
+    if not (dtype_of(self) != torch.bool and dtype_of(other) != torch.bool):  # ops.yaml:310
         raise RuntimeError(f'mpsgen::sub: Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')
     return fake_elementwise(sub_spec, [self, other], alpha=alpha)
 
@@ -798,7 +798,7 @@ def sub_Scalar_setup_context(ctx, inputs, output):
 def sub_Scalar_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:290
+        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:315
         None,  # other: a Scalar
         None,  # alpha: a Scalar
     )
@@ -809,9 +809,9 @@ torch.library.register_autograd("mpsgen::sub.Scalar", sub_Scalar_backward,
 register_variants(lib, "sub.Scalar", out="sub.Scalar_out", inplace="sub_.Scalar")
 
 
-# ---- lerp: ops.yaml:308 ----
+# ---- lerp: ops.yaml:333 ----
 lerp_spec = Spec(
-    "mpsgen::lerp", "ops.yaml:308", inputs=["self", "end", "weight"], int_to_float=False, bool_output=False,
+    "mpsgen::lerp", "ops.yaml:333", inputs=["self", "end", "weight"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -821,7 +821,7 @@ lerp_spec = Spec(
 )
 
 
-# ops.yaml:308: lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
+# ops.yaml:333: lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
 @torch.library.register_fake("mpsgen::lerp.Tensor", lib=lib)
 def lerp_Tensor_fake(self, end, weight):
     return fake_elementwise(lerp_spec, [self, end, weight])
@@ -835,9 +835,9 @@ def lerp_Tensor_setup_context(ctx, inputs, output):
 def lerp_Tensor_backward(ctx, grad):
     self, end, weight, = ctx.saved_tensors
     return (
-        grad * conj(1 - weight) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:312
-        grad * conj(weight) if ctx.needs_input_grad[1] else None,  # end: ops.yaml:313
-        grad * conj(end - self) if ctx.needs_input_grad[2] else None,  # weight: ops.yaml:314
+        grad * conj(1 - weight) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:344
+        grad * conj(weight) if ctx.needs_input_grad[1] else None,  # end: ops.yaml:345
+        grad * conj(end - self) if ctx.needs_input_grad[2] else None,  # weight: ops.yaml:346
     )
 
 
@@ -846,9 +846,9 @@ torch.library.register_autograd("mpsgen::lerp.Tensor", lerp_Tensor_backward,
 register_variants(lib, "lerp.Tensor", out="lerp.Tensor_out", inplace="lerp_.Tensor")
 
 
-# ---- lerp_scalar: ops.yaml:326 ----
+# ---- lerp_scalar: ops.yaml:358 ----
 lerp_scalar_spec = Spec(
-    "mpsgen::lerp", "ops.yaml:326", inputs=["self", "end"], int_to_float=False, bool_output=False,
+    "mpsgen::lerp", "ops.yaml:358", inputs=["self", "end"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -858,7 +858,7 @@ lerp_scalar_spec = Spec(
 )
 
 
-# ops.yaml:326: lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
+# ops.yaml:358: lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
 @torch.library.register_fake("mpsgen::lerp.Scalar", lib=lib)
 def lerp_Scalar_fake(self, end, weight):
     return fake_elementwise(lerp_scalar_spec, [self, end])
@@ -872,8 +872,8 @@ def lerp_Scalar_setup_context(ctx, inputs, output):
 def lerp_Scalar_backward(ctx, grad):
     weight = ctx.weight
     return (
-        grad * (1 - weight) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:333
-        grad * weight if ctx.needs_input_grad[1] else None,  # end: ops.yaml:334
+        grad * (1 - weight) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:372
+        grad * weight if ctx.needs_input_grad[1] else None,  # end: ops.yaml:373
         None,  # weight: a Scalar
     )
 
@@ -883,9 +883,9 @@ torch.library.register_autograd("mpsgen::lerp.Scalar", lerp_Scalar_backward,
 register_variants(lib, "lerp.Scalar", out="lerp.Scalar_out", inplace="lerp_.Scalar")
 
 
-# ---- addcmul: ops.yaml:346 ----
+# ---- addcmul: ops.yaml:385 ----
 addcmul_spec = Spec(
-    "mpsgen::addcmul", "ops.yaml:346", inputs=["self", "tensor1", "tensor2"], int_to_float=False, bool_output=False,
+    "mpsgen::addcmul", "ops.yaml:385", inputs=["self", "tensor1", "tensor2"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -900,7 +900,7 @@ addcmul_spec = Spec(
 )
 
 
-# ops.yaml:346: addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+# ops.yaml:385: addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
 @torch.library.register_fake("mpsgen::addcmul", lib=lib)
 def addcmul_fake(self, tensor1, tensor2, *, value=1):
     return fake_elementwise(addcmul_spec, [self, tensor1, tensor2])
@@ -917,9 +917,9 @@ def addcmul_backward(ctx, grad):
     self, tensor1, tensor2, = ctx.saved_tensors
     value = ctx.value
     return (
-        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:351
-        handle_r_to_c(tensor1, grad * conj(tensor2 * value)) if ctx.needs_input_grad[1] else None,  # tensor1: ops.yaml:352
-        handle_r_to_c(tensor2, grad * conj(tensor1 * value)) if ctx.needs_input_grad[2] else None,  # tensor2: ops.yaml:353
+        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:395
+        handle_r_to_c(tensor1, grad * conj(tensor2 * value)) if ctx.needs_input_grad[1] else None,  # tensor1: ops.yaml:396
+        handle_r_to_c(tensor2, grad * conj(tensor1 * value)) if ctx.needs_input_grad[2] else None,  # tensor2: ops.yaml:397
     )
 
 
@@ -928,9 +928,9 @@ torch.library.register_autograd("mpsgen::addcmul", addcmul_backward,
 register_variants(lib, "addcmul", out="addcmul.out", inplace="addcmul_")
 
 
-# ---- addcdiv: ops.yaml:365 ----
+# ---- addcdiv: ops.yaml:409 ----
 addcdiv_spec = Spec(
-    "mpsgen::addcdiv", "ops.yaml:365", inputs=["self", "tensor1", "tensor2"], int_to_float=False, bool_output=False,
+    "mpsgen::addcdiv", "ops.yaml:409", inputs=["self", "tensor1", "tensor2"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -940,7 +940,7 @@ addcdiv_spec = Spec(
 )
 
 
-# ops.yaml:365: addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+# ops.yaml:409: addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
 @torch.library.register_fake("mpsgen::addcdiv", lib=lib)
 def addcdiv_fake(self, tensor1, tensor2, *, value=1):
     return fake_elementwise(addcdiv_spec, [self, tensor1, tensor2])
@@ -957,9 +957,9 @@ def addcdiv_backward(ctx, grad):
     self, tensor1, tensor2, = ctx.saved_tensors
     value = ctx.value
     return (
-        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:370
-        handle_r_to_c(tensor1, grad * conj(torch.full_like(tensor2, value) / tensor2)) if ctx.needs_input_grad[1] else None,  # tensor1: ops.yaml:372
-        handle_r_to_c(tensor2, -grad * conj(value * tensor1 / (tensor2 * tensor2))) if ctx.needs_input_grad[2] else None,  # tensor2: ops.yaml:373
+        handle_r_to_c(self, grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:419
+        handle_r_to_c(tensor1, grad * conj(torch.full_like(tensor2, value) / tensor2)) if ctx.needs_input_grad[1] else None,  # tensor1: ops.yaml:421
+        handle_r_to_c(tensor2, -grad * conj(value * tensor1 / (tensor2 * tensor2))) if ctx.needs_input_grad[2] else None,  # tensor2: ops.yaml:422
     )
 
 
@@ -968,9 +968,9 @@ torch.library.register_autograd("mpsgen::addcdiv", addcdiv_backward,
 register_variants(lib, "addcdiv", out="addcdiv.out", inplace="addcdiv_")
 
 
-# ---- elu: ops.yaml:383 ----
+# ---- elu: ops.yaml:432 ----
 elu_spec = Spec(
-    "mpsgen::elu", "ops.yaml:383", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::elu", "ops.yaml:432", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -980,7 +980,7 @@ elu_spec = Spec(
 )
 
 
-# ops.yaml:383: elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+# ops.yaml:432: elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
 @torch.library.register_fake("mpsgen::elu", lib=lib)
 def elu_fake(self, alpha=1, scale=1, input_scale=1):
     return fake_elementwise(elu_spec, [self])
@@ -1000,7 +1000,7 @@ def elu_backward(ctx, grad):
     scale = ctx.scale
     input_scale = ctx.input_scale
     return (
-        torch.ops.aten.elu_backward(grad, alpha, scale, input_scale, False, self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:389
+        torch.ops.aten.elu_backward(grad, alpha, scale, input_scale, False, self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:438
         None,  # alpha: a Scalar
         None,  # scale: a Scalar
         None,  # input_scale: a Scalar
@@ -1012,9 +1012,9 @@ torch.library.register_autograd("mpsgen::elu", elu_backward,
 register_variants(lib, "elu", out="elu.out", inplace="elu_")
 
 
-# ---- clamp: ops.yaml:399 ----
+# ---- clamp: ops.yaml:448 ----
 clamp_spec = Spec(
-    "mpsgen::clamp", "ops.yaml:399", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::clamp", "ops.yaml:448", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1029,11 +1029,11 @@ clamp_spec = Spec(
 )
 
 
-# ops.yaml:399: clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+# ops.yaml:448: clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
 @torch.library.register_fake("mpsgen::clamp", lib=lib)
 def clamp_fake(self, min=None, max=None):
     check_defined(clamp_spec, [self])
-    if not (min is not None or max is not None):  # ops.yaml:404
+    if not (min is not None or max is not None):  # ops.yaml:453
         raise RuntimeError(f"mpsgen::clamp: torch.clamp: At least one of 'min' or 'max' must not be None")
     return fake_elementwise(clamp_spec, [self], promoting=[min, max])
 
@@ -1050,7 +1050,7 @@ def clamp_backward(ctx, grad):
     min = ctx.min
     max = ctx.max
     return (
-        grad * ((self >= (min if min is not None else self)) & (self <= (max if max is not None else self))) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:409
+        grad * ((self >= (min if min is not None else self)) & (self <= (max if max is not None else self))) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:458
         None,  # min: a Scalar
         None,  # max: a Scalar
     )
@@ -1061,9 +1061,9 @@ torch.library.register_autograd("mpsgen::clamp", clamp_backward,
 register_variants(lib, "clamp", out="clamp.out", inplace="clamp_")
 
 
-# ---- clamp_tensor: ops.yaml:429 ----
+# ---- clamp_tensor: ops.yaml:478 ----
 clamp_tensor_spec = Spec(
-    "mpsgen::clamp", "ops.yaml:429", inputs=["self", "min", "max"], int_to_float=False, bool_output=False,
+    "mpsgen::clamp", "ops.yaml:478", inputs=["self", "min", "max"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1077,15 +1077,15 @@ clamp_tensor_spec = Spec(
     alpha_checks=False,
     optional=["min", "max"],
     given=[('min', 'max'), ('min',), ('max',)],
-    given_message='no kernel for the Tensor? arguments given (min, max); ops.yaml:429 has kernels for: min, max; min; max',
+    given_message='no kernel for the Tensor? arguments given (min, max); ops.yaml:478 has kernels for: min, max; min; max',
 )
 
 
-# ops.yaml:429: clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+# ops.yaml:478: clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
 @torch.library.register_fake("mpsgen::clamp.Tensor", lib=lib)
 def clamp_Tensor_fake(self, min=None, max=None):
     check_defined(clamp_tensor_spec, [self, min, max])
-    if not (min is not None or max is not None):  # ops.yaml:436
+    if not (min is not None or max is not None):  # ops.yaml:485
         raise RuntimeError(f"mpsgen::clamp: torch.clamp: At least one of 'min' or 'max' must not be None")
     return fake_elementwise(clamp_tensor_spec, [self, min, max])
 
@@ -1098,9 +1098,9 @@ def clamp_Tensor_setup_context(ctx, inputs, output):
 def clamp_Tensor_backward(ctx, grad):
     self, min, max, = ctx.saved_tensors
     return (
-        torch.where(((self >= min) if min is not None else True) & ((self <= max) if max is not None else True), grad, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:442
-        torch.where(((self < min) & (min < max)) if max is not None else (self < min), grad, 0) if 1 < len(ctx.needs_input_grad) and ctx.needs_input_grad[1] else None,  # min: ops.yaml:443 (not passed: no entry)
-        torch.where(((self > max) | (max < min)) if min is not None else (self > max), grad, 0) if 2 < len(ctx.needs_input_grad) and ctx.needs_input_grad[2] else None,  # max: ops.yaml:444 (not passed: no entry)
+        torch.where(((self >= min) if min is not None else True) & ((self <= max) if max is not None else True), grad, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:491
+        torch.where(((self < min) & (min < max)) if max is not None else (self < min), grad, 0) if 1 < len(ctx.needs_input_grad) and ctx.needs_input_grad[1] else None,  # min: ops.yaml:492 (not passed: no entry)
+        torch.where(((self > max) | (max < min)) if min is not None else (self > max), grad, 0) if 2 < len(ctx.needs_input_grad) and ctx.needs_input_grad[2] else None,  # max: ops.yaml:493 (not passed: no entry)
     )
 
 
@@ -1109,9 +1109,9 @@ torch.library.register_autograd("mpsgen::clamp.Tensor", clamp_Tensor_backward,
 register_variants(lib, "clamp.Tensor", out="clamp.Tensor_out", inplace="clamp_.Tensor")
 
 
-# ---- nan_to_num: ops.yaml:467 ----
+# ---- nan_to_num: ops.yaml:516 ----
 nan_to_num_spec = Spec(
-    "mpsgen::nan_to_num", "ops.yaml:467", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::nan_to_num", "ops.yaml:516", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1121,7 +1121,7 @@ nan_to_num_spec = Spec(
 )
 
 
-# ops.yaml:467: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+# ops.yaml:516: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
 @torch.library.register_fake("mpsgen::nan_to_num", lib=lib)
 def nan_to_num_fake(self, nan=None, posinf=None, neginf=None):
     return fake_elementwise(nan_to_num_spec, [self])
@@ -1135,7 +1135,7 @@ def nan_to_num_setup_context(ctx, inputs, output):
 def nan_to_num_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        grad * self.isfinite() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:471
+        grad * self.isfinite() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:524
         None,  # nan: a Scalar
         None,  # posinf: a Scalar
         None,  # neginf: a Scalar
@@ -1147,9 +1147,9 @@ torch.library.register_autograd("mpsgen::nan_to_num", nan_to_num_backward,
 register_variants(lib, "nan_to_num", out="nan_to_num.out", inplace="nan_to_num_")
 
 
-# ---- threshold: ops.yaml:487 ----
+# ---- threshold: ops.yaml:540 ----
 threshold_spec = Spec(
-    "mpsgen::threshold", "ops.yaml:487", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::threshold", "ops.yaml:540", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1164,7 +1164,7 @@ threshold_spec = Spec(
 )
 
 
-# ops.yaml:487: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor
+# ops.yaml:540: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor
 @torch.library.register_fake("mpsgen::threshold", lib=lib)
 def threshold_fake(self, threshold, value):
     return fake_elementwise(threshold_spec, [self])
@@ -1180,7 +1180,7 @@ def threshold_backward(ctx, grad):
     self, = ctx.saved_tensors
     threshold = ctx.threshold
     return (
-        grad * (self > threshold) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:492
+        grad * (self > threshold) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:550
         None,  # threshold: a Scalar
         None,  # value: a Scalar
     )
@@ -1191,9 +1191,9 @@ torch.library.register_autograd("mpsgen::threshold", threshold_backward,
 register_variants(lib, "threshold", out="threshold.out", inplace="threshold_")
 
 
-# ---- softplus: ops.yaml:499 ----
+# ---- softplus: ops.yaml:557 ----
 softplus_spec = Spec(
-    "mpsgen::softplus", "ops.yaml:499", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::softplus", "ops.yaml:557", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1203,7 +1203,7 @@ softplus_spec = Spec(
 )
 
 
-# ops.yaml:499: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+# ops.yaml:557: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
 @torch.library.register_fake("mpsgen::softplus", lib=lib)
 def softplus_fake(self, beta=1, threshold=20):
     return fake_elementwise(softplus_spec, [self])
@@ -1221,7 +1221,7 @@ def softplus_backward(ctx, grad):
     beta = ctx.beta
     threshold = ctx.threshold
     return (
-        torch.ops.aten.softplus_backward(grad, self, beta, threshold) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:505
+        torch.ops.aten.softplus_backward(grad, self, beta, threshold) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:563
         None,  # beta: a Scalar
         None,  # threshold: a Scalar
     )
@@ -1232,9 +1232,9 @@ torch.library.register_autograd("mpsgen::softplus", softplus_backward,
 register_variants(lib, "softplus", out="softplus.out", inplace="softplus_")
 
 
-# ---- hardtanh: ops.yaml:513 ----
+# ---- hardtanh: ops.yaml:571 ----
 hardtanh_spec = Spec(
-    "mpsgen::hardtanh", "ops.yaml:513", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::hardtanh", "ops.yaml:571", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1244,7 +1244,7 @@ hardtanh_spec = Spec(
 )
 
 
-# ops.yaml:513: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor
+# ops.yaml:571: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor
 @torch.library.register_fake("mpsgen::hardtanh", lib=lib)
 def hardtanh_fake(self, min_val=-1, max_val=1):
     return fake_elementwise(hardtanh_spec, [self])
@@ -1262,7 +1262,7 @@ def hardtanh_backward(ctx, grad):
     min_val = ctx.min_val
     max_val = ctx.max_val
     return (
-        grad * ((self > min_val) & (self < max_val)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:518
+        grad * ((self > min_val) & (self < max_val)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:585
         None,  # min_val: a Scalar
         None,  # max_val: a Scalar
     )
@@ -1273,9 +1273,9 @@ torch.library.register_autograd("mpsgen::hardtanh", hardtanh_backward,
 register_variants(lib, "hardtanh", out="hardtanh.out", inplace="hardtanh_")
 
 
-# ---- round_decimals: ops.yaml:526 ----
+# ---- round_decimals: ops.yaml:593 ----
 round_decimals_spec = Spec(
-    "mpsgen::round", "ops.yaml:526", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::round", "ops.yaml:593", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1285,7 +1285,7 @@ round_decimals_spec = Spec(
 )
 
 
-# ops.yaml:526: round.decimals(Tensor self, *, int decimals) -> Tensor
+# ops.yaml:593: round.decimals(Tensor self, *, int decimals) -> Tensor
 @torch.library.register_fake("mpsgen::round.decimals", lib=lib)
 def round_decimals_fake(self, *, decimals):
     return fake_elementwise(round_decimals_spec, [self])
@@ -1298,7 +1298,7 @@ def round_decimals_setup_context(ctx, inputs, keyword_only_inputs, output):
 
 def round_decimals_backward(ctx, grad):
     return (
-        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:532
+        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:599
     )
 
 
@@ -1307,9 +1307,9 @@ torch.library.register_autograd("mpsgen::round.decimals", round_decimals_backwar
 register_variants(lib, "round.decimals", out="round.decimals_out", inplace="round_.decimals")
 
 
-# ---- gelu: ops.yaml:545 ----
+# ---- gelu: ops.yaml:612 ----
 gelu_spec = Spec(
-    "mpsgen::gelu", "ops.yaml:545", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::gelu", "ops.yaml:612", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1319,7 +1319,7 @@ gelu_spec = Spec(
 )
 
 
-# ops.yaml:545: gelu(Tensor self, *, str approximate='none') -> Tensor
+# ops.yaml:612: gelu(Tensor self, *, str approximate='none') -> Tensor
 @torch.library.register_fake("mpsgen::gelu", lib=lib)
 def gelu_fake(self, *, approximate='none'):
     return fake_elementwise(gelu_spec, [self], choice=("approximate", approximate, {'none': gelu_spec, 'tanh': gelu_spec}))
@@ -1336,7 +1336,7 @@ def gelu_backward(ctx, grad):
     self, = ctx.saved_tensors
     approximate = ctx.approximate
     return (
-        torch.ops.aten.gelu_backward(grad, self, approximate=approximate) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:552
+        torch.ops.aten.gelu_backward(grad, self, approximate=approximate) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:619
     )
 
 
@@ -1345,9 +1345,9 @@ torch.library.register_autograd("mpsgen::gelu", gelu_backward,
 register_variants(lib, "gelu", out="gelu.out", inplace="gelu_")
 
 
-# ---- leaky_relu_backward: ops.yaml:571 ----
+# ---- leaky_relu_backward: ops.yaml:638 ----
 leaky_relu_backward_spec = Spec(
-    "mpsgen::leaky_relu_backward", "ops.yaml:571", inputs=["grad_output", "self"], int_to_float=False, bool_output=False,
+    "mpsgen::leaky_relu_backward", "ops.yaml:638", inputs=["grad_output", "self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1357,11 +1357,11 @@ leaky_relu_backward_spec = Spec(
 )
 
 
-# ops.yaml:571: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor
+# ops.yaml:638: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor
 @torch.library.register_fake("mpsgen::leaky_relu_backward", lib=lib)
 def leaky_relu_backward_fake(grad_output, self, negative_slope, self_is_result):
     check_defined(leaky_relu_backward_spec, [grad_output, self])
-    if not (not self_is_result or negative_slope >= 0):  # ops.yaml:579
+    if not (not self_is_result or negative_slope >= 0):  # ops.yaml:646
         raise RuntimeError(f'mpsgen::leaky_relu_backward: In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. This is caused by calling in-place forward function with a negative slope, please call out-of-place version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu backward calculation with negative slope')
     return fake_elementwise(leaky_relu_backward_spec, [grad_output, self])
 
@@ -1376,8 +1376,8 @@ def leaky_relu_backward_backward(ctx, grad):
     self, = ctx.saved_tensors
     negative_slope = ctx.negative_slope
     return (
-        torch.ops.aten.leaky_relu_backward(grad, self, negative_slope, False) if ctx.needs_input_grad[0] else None,  # grad_output: ops.yaml:576
-        torch.zeros_like(self) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:577
+        torch.ops.aten.leaky_relu_backward(grad, self, negative_slope, False) if ctx.needs_input_grad[0] else None,  # grad_output: ops.yaml:643
+        torch.zeros_like(self) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:644
         None,  # negative_slope: a Scalar
         None,  # self_is_result: a Scalar
     )
@@ -1388,9 +1388,9 @@ torch.library.register_autograd("mpsgen::leaky_relu_backward", leaky_relu_backwa
 register_variants(lib, "leaky_relu_backward", out="leaky_relu_backward.grad_input", inplace="leaky_relu_backward_")
 
 
-# ---- eq: ops.yaml:590 ----
+# ---- eq: ops.yaml:657 ----
 eq_spec = Spec(
-    "mpsgen::eq", "ops.yaml:590", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::eq", "ops.yaml:657", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1408,7 +1408,7 @@ eq_spec = Spec(
 )
 
 
-# ops.yaml:590: eq.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:657: eq.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::eq.Tensor", lib=lib)
 def eq_Tensor_fake(self, other):
     return fake_elementwise(eq_spec, [self, other])
@@ -1416,7 +1416,7 @@ register_not_differentiable(lib, "eq.Tensor")  # bool/integer results only
 register_variants(lib, "eq.Tensor", out="eq.Tensor_out", inplace="eq_.Tensor")
 
 
-# ops.yaml:603: eq.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:670: eq.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::eq.Scalar", lib=lib)
 def eq_Scalar_fake(self, other):
     return fake_elementwise(eq_spec, [self, other])
@@ -1424,9 +1424,9 @@ register_not_differentiable(lib, "eq.Scalar")  # bool/integer results only
 register_variants(lib, "eq.Scalar", out="eq.Scalar_out", inplace="eq_.Scalar")
 
 
-# ---- ne: ops.yaml:605 ----
+# ---- ne: ops.yaml:672 ----
 ne_spec = Spec(
-    "mpsgen::ne", "ops.yaml:605", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::ne", "ops.yaml:672", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1444,7 +1444,7 @@ ne_spec = Spec(
 )
 
 
-# ops.yaml:605: ne.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:672: ne.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::ne.Tensor", lib=lib)
 def ne_Tensor_fake(self, other):
     return fake_elementwise(ne_spec, [self, other])
@@ -1452,9 +1452,9 @@ register_not_differentiable(lib, "ne.Tensor")  # bool/integer results only
 register_variants(lib, "ne.Tensor", out="ne.Tensor_out", inplace="ne_.Tensor")
 
 
-# ---- lt: ops.yaml:618 ----
+# ---- lt: ops.yaml:685 ----
 lt_spec = Spec(
-    "mpsgen::lt", "ops.yaml:618", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::lt", "ops.yaml:685", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1470,7 +1470,7 @@ lt_spec = Spec(
 )
 
 
-# ops.yaml:618: lt.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:685: lt.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::lt.Tensor", lib=lib)
 def lt_Tensor_fake(self, other):
     return fake_elementwise(lt_spec, [self, other])
@@ -1478,7 +1478,7 @@ register_not_differentiable(lib, "lt.Tensor")  # bool/integer results only
 register_variants(lib, "lt.Tensor", out="lt.Tensor_out", inplace="lt_.Tensor")
 
 
-# ops.yaml:627: lt.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:694: lt.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::lt.Scalar", lib=lib)
 def lt_Scalar_fake(self, other):
     return fake_elementwise(lt_spec, [self, other])
@@ -1486,9 +1486,9 @@ register_not_differentiable(lib, "lt.Scalar")  # bool/integer results only
 register_variants(lib, "lt.Scalar", out="lt.Scalar_out", inplace="lt_.Scalar")
 
 
-# ---- logical_and: ops.yaml:629 ----
+# ---- logical_and: ops.yaml:696 ----
 logical_and_spec = Spec(
-    "mpsgen::logical_and", "ops.yaml:629", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_and", "ops.yaml:696", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1505,7 +1505,7 @@ logical_and_spec = Spec(
 )
 
 
-# ops.yaml:629: logical_and(Tensor self, Tensor other) -> Tensor
+# ops.yaml:696: logical_and(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_and", lib=lib)
 def logical_and_fake(self, other):
     return fake_elementwise(logical_and_spec, [self, other])
@@ -1513,9 +1513,9 @@ register_not_differentiable(lib, "logical_and")  # bool/integer results only
 register_variants(lib, "logical_and", out="logical_and.out", inplace="logical_and_")
 
 
-# ---- isnan: ops.yaml:639 ----
+# ---- isnan: ops.yaml:706 ----
 isnan_spec = Spec(
-    "mpsgen::isnan", "ops.yaml:639", inputs=["self"], int_to_float=False, bool_output=True,
+    "mpsgen::isnan", "ops.yaml:706", inputs=["self"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1526,12 +1526,14 @@ isnan_spec = Spec(
         torch.uint8: torch.bool,
         torch.int8: torch.bool,
         torch.bool: torch.bool,
+        torch.complex64: torch.bool,
+        torch.complex32: torch.bool,
     },
     alpha_checks=False,
 )
 
 
-# ops.yaml:639: isnan(Tensor self) -> Tensor
+# ops.yaml:706: isnan(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::isnan", lib=lib)
 def isnan_fake(self):
     return fake_elementwise(isnan_spec, [self])
@@ -1539,9 +1541,9 @@ register_not_differentiable(lib, "isnan")  # bool/integer results only
 register_variants(lib, "isnan", out="isnan.out", inplace="isnan_")
 
 
-# ---- neg: ops.yaml:653 ----
+# ---- neg: ops.yaml:724 ----
 neg_spec = Spec(
-    "mpsgen::neg", "ops.yaml:653", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::neg", "ops.yaml:724", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1558,11 +1560,11 @@ neg_spec = Spec(
 )
 
 
-# ops.yaml:653: neg(Tensor self) -> Tensor
+# ops.yaml:724: neg(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::neg", lib=lib)
 def neg_fake(self):
     check_defined(neg_spec, [self])
-    if not (self.dtype != torch.bool):  # ops.yaml:656
+    if not (self.dtype != torch.bool):  # ops.yaml:727
         raise RuntimeError(f'mpsgen::neg: Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')
     return fake_elementwise(neg_spec, [self])
 
@@ -1573,7 +1575,7 @@ def neg_setup_context(ctx, inputs, output):
 
 def neg_backward(ctx, grad):
     return (
-        -grad if ctx.needs_input_grad[0] else None,  # self: ops.yaml:660
+        -grad if ctx.needs_input_grad[0] else None,  # self: ops.yaml:731
     )
 
 
@@ -1582,9 +1584,9 @@ torch.library.register_autograd("mpsgen::neg", neg_backward,
 register_variants(lib, "neg", out="neg.out", inplace="neg_")
 
 
-# ---- abs: ops.yaml:668 ----
+# ---- abs: ops.yaml:739 ----
 abs_spec = Spec(
-    "mpsgen::abs", "ops.yaml:668", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::abs", "ops.yaml:739", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1601,7 +1603,7 @@ abs_spec = Spec(
 )
 
 
-# ops.yaml:668: abs(Tensor self) -> Tensor
+# ops.yaml:739: abs(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::abs", lib=lib)
 def abs_fake(self):
     return fake_elementwise(abs_spec, [self])
@@ -1615,7 +1617,7 @@ def abs_setup_context(ctx, inputs, output):
 def abs_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        grad * self.sgn() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:672
+        grad * self.sgn() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:743
     )
 
 
@@ -1624,9 +1626,9 @@ torch.library.register_autograd("mpsgen::abs", abs_backward,
 register_variants(lib, "abs", out="abs.out", inplace="abs_")
 
 
-# ---- polygamma: ops.yaml:700 ----
+# ---- polygamma: ops.yaml:771 ----
 polygamma_spec = Spec(
-    "mpsgen::polygamma", "ops.yaml:700", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::polygamma", "ops.yaml:771", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.bfloat16: torch.bfloat16,
@@ -1635,11 +1637,11 @@ polygamma_spec = Spec(
 )
 
 
-# ops.yaml:700: polygamma(int n, Tensor self) -> Tensor
+# ops.yaml:771: polygamma(int n, Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::polygamma", lib=lib)
 def polygamma_fake(n, self):
     check_defined(polygamma_spec, [self])
-    if not (n >= 0):  # ops.yaml:713
+    if not (n >= 0):  # ops.yaml:788
         raise RuntimeError(f'mpsgen::polygamma: polygamma(n, x) does not support negative n.')
     return fake_elementwise(polygamma_spec, [self])
 
@@ -1655,7 +1657,7 @@ def polygamma_backward(ctx, grad):
     n = ctx.n
     return (
         None,  # n: a Scalar
-        grad * torch.polygamma(n + 1, self) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:716
+        grad * torch.polygamma(n + 1, self) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:791
     )
 
 
@@ -1664,9 +1666,9 @@ torch.library.register_autograd("mpsgen::polygamma", polygamma_backward,
 register_variants(lib, "polygamma", out="polygamma.out", inplace="polygamma_", self_index=1)
 
 
-# ---- div: ops.yaml:729 ----
+# ---- div: ops.yaml:804 ----
 div_spec = Spec(
-    "mpsgen::div", "ops.yaml:729", inputs=["self", "other"], int_to_float=True, bool_output=False,
+    "mpsgen::div", "ops.yaml:804", inputs=["self", "other"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1683,7 +1685,7 @@ div_spec = Spec(
     alpha_checks=False,
 )
 div_div_trunc_spec = Spec(
-    "mpsgen::div", "ops.yaml:736", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::div", "ops.yaml:811", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1699,7 +1701,7 @@ div_div_trunc_spec = Spec(
     choice="rounding_mode='trunc'",
 )
 div_div_floor_spec = Spec(
-    "mpsgen::div", "ops.yaml:737", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::div", "ops.yaml:812", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1716,7 +1718,7 @@ div_div_floor_spec = Spec(
 )
 
 
-# ops.yaml:729: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+# ops.yaml:804: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
 @torch.library.register_fake("mpsgen::div.Tensor_mode", lib=lib)
 def div_Tensor_mode_fake(self, other, *, rounding_mode):
     return fake_elementwise(div_spec, [self, other], choice=("rounding_mode", rounding_mode, {'None': div_spec, 'trunc': div_div_trunc_spec, 'floor': div_div_floor_spec}))
@@ -1733,8 +1735,8 @@ def div_Tensor_mode_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     rounding_mode = ctx.rounding_mode
     return (
-        handle_r_to_c(self, grad / conj(other) if rounding_mode is None else torch.zeros_like(grad)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:749
-        handle_r_to_c(other, -grad * conj((self / other) / other) if rounding_mode is None else torch.zeros_like(grad)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:750
+        handle_r_to_c(self, grad / conj(other) if rounding_mode is None else torch.zeros_like(grad)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:824
+        handle_r_to_c(other, -grad * conj((self / other) / other) if rounding_mode is None else torch.zeros_like(grad)) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:825
     )
 
 
@@ -1743,21 +1745,22 @@ torch.library.register_autograd("mpsgen::div.Tensor_mode", div_Tensor_mode_backw
 register_variants(lib, "div.Tensor_mode", out="div.out_mode", inplace="div_.Tensor_mode")
 
 
-# ---- polar: ops.yaml:837 ----
+# ---- polar: ops.yaml:912 ----
 polar_spec = Spec(
-    "mpsgen::polar", "ops.yaml:837", inputs=["abs", "angle"], int_to_float=False, bool_output=False,
+    "mpsgen::polar", "ops.yaml:912", inputs=["abs", "angle"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
+        torch.float16: torch.complex32,
     },
     alpha_checks=False,
 )
 
 
-# ops.yaml:837: polar(Tensor abs, Tensor angle) -> Tensor
+# ops.yaml:912: polar(Tensor abs, Tensor angle) -> Tensor
 @torch.library.register_fake("mpsgen::polar", lib=lib)
 def polar_fake(abs, angle):
     check_defined(polar_spec, [abs, angle])
-    if not (abs.dtype == angle.dtype):  # ops.yaml:841
+    if not (abs.dtype == angle.dtype):  # ops.yaml:917
         raise RuntimeError(f'mpsgen::polar: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(polar_spec, [abs, angle])
 
@@ -1771,8 +1774,8 @@ def polar_setup_context(ctx, inputs, output):
 def polar_backward(ctx, grad):
     result, = ctx.saved_tensors
     return (
-        torch.real(grad.conj() * torch.sgn(result)) if ctx.needs_input_grad[0] else None,  # abs: ops.yaml:844
-        torch.real(grad.conj() * result * 1j) if ctx.needs_input_grad[1] else None,  # angle: ops.yaml:845
+        torch.real(grad.conj() * torch.sgn(result)) if ctx.needs_input_grad[0] else None,  # abs: ops.yaml:920
+        torch.real(grad.conj() * result * 1j) if ctx.needs_input_grad[1] else None,  # angle: ops.yaml:921
     )
 
 
@@ -1781,21 +1784,22 @@ torch.library.register_autograd("mpsgen::polar", polar_backward,
 register_variants(lib, "polar", out="polar.out", inplace="polar_")
 
 
-# ---- complex: ops.yaml:852 ----
+# ---- complex: ops.yaml:929 ----
 complex_spec = Spec(
-    "mpsgen::complex", "ops.yaml:852", inputs=["real", "imag"], int_to_float=False, bool_output=False,
+    "mpsgen::complex", "ops.yaml:929", inputs=["real", "imag"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
+        torch.float16: torch.complex32,
     },
     alpha_checks=False,
 )
 
 
-# ops.yaml:852: complex(Tensor real, Tensor imag) -> Tensor
+# ops.yaml:929: complex(Tensor real, Tensor imag) -> Tensor
 @torch.library.register_fake("mpsgen::complex", lib=lib)
 def complex_fake(real, imag):
     check_defined(complex_spec, [real, imag])
-    if not (real.dtype == imag.dtype):  # ops.yaml:856
+    if not (real.dtype == imag.dtype):  # ops.yaml:933
         raise RuntimeError(f'mpsgen::complex: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(complex_spec, [real, imag])
 
@@ -1806,8 +1810,8 @@ def complex_setup_context(ctx, inputs, output):
 
 def complex_backward(ctx, grad):
     return (
-        torch.real(grad) if ctx.needs_input_grad[0] else None,  # real: ops.yaml:859
-        torch.imag(grad) if ctx.needs_input_grad[1] else None,  # imag: ops.yaml:860
+        torch.real(grad) if ctx.needs_input_grad[0] else None,  # real: ops.yaml:936
+        torch.imag(grad) if ctx.needs_input_grad[1] else None,  # imag: ops.yaml:937
     )
 
 
@@ -1816,9 +1820,9 @@ torch.library.register_autograd("mpsgen::complex", complex_backward,
 register_variants(lib, "complex", out="complex.out", inplace="complex_")
 
 
-# ---- angle: ops.yaml:867 ----
+# ---- angle: ops.yaml:944 ----
 angle_spec = Spec(
-    "mpsgen::angle", "ops.yaml:867", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::angle", "ops.yaml:944", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1835,7 +1839,7 @@ angle_spec = Spec(
 )
 
 
-# ops.yaml:867: angle(Tensor self) -> Tensor
+# ops.yaml:944: angle(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::angle", lib=lib)
 def angle_fake(self):
     return fake_elementwise(angle_spec, [self])
@@ -1849,7 +1853,7 @@ def angle_setup_context(ctx, inputs, output):
 def angle_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        (torch.where(self == 0, 0, grad * self / self.abs().pow(2) * 1j) if self.is_complex() else torch.zeros_like(self)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:871
+        (torch.where(self == 0, 0, grad * self / self.abs().pow(2) * 1j) if self.is_complex() else torch.zeros_like(self)) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:948
     )
 
 
@@ -1858,9 +1862,9 @@ torch.library.register_autograd("mpsgen::angle", angle_backward,
 register_variants(lib, "angle", out="angle.out", inplace="angle_")
 
 
-# ---- cos: ops.yaml:888 ----
+# ---- cos: ops.yaml:965 ----
 cos_spec = Spec(
-    "mpsgen::cos", "ops.yaml:888", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::cos", "ops.yaml:965", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1876,7 +1880,7 @@ cos_spec = Spec(
 )
 
 
-# ops.yaml:888: cos(Tensor self) -> Tensor
+# ops.yaml:965: cos(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::cos", lib=lib)
 def cos_fake(self):
     return fake_elementwise(cos_spec, [self])
@@ -1890,7 +1894,7 @@ def cos_setup_context(ctx, inputs, output):
 def cos_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        grad * -conj(self.sin()) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:892
+        grad * -conj(self.sin()) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:974
     )
 
 
@@ -1899,9 +1903,9 @@ torch.library.register_autograd("mpsgen::cos", cos_backward,
 register_variants(lib, "cos", out="cos.out", inplace="cos_")
 
 
-# ---- tan: ops.yaml:901 ----
+# ---- tan: ops.yaml:983 ----
 tan_spec = Spec(
-    "mpsgen::tan", "ops.yaml:901", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::tan", "ops.yaml:983", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1917,7 +1921,7 @@ tan_spec = Spec(
 )
 
 
-# ops.yaml:901: tan(Tensor self) -> Tensor
+# ops.yaml:983: tan(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tan", lib=lib)
 def tan_fake(self):
     return fake_elementwise(tan_spec, [self])
@@ -1932,7 +1936,7 @@ def tan_setup_context(ctx, inputs, output):
 def tan_backward(ctx, grad):
     result, = ctx.saved_tensors
     return (
-        grad * (1 + result.pow(2)).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:905
+        grad * (1 + result.pow(2)).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:992
     )
 
 
@@ -1941,9 +1945,9 @@ torch.library.register_autograd("mpsgen::tan", tan_backward,
 register_variants(lib, "tan", out="tan.out", inplace="tan_")
 
 
-# ---- tanh: ops.yaml:914 ----
+# ---- tanh: ops.yaml:1001 ----
 tanh_spec = Spec(
-    "mpsgen::tanh", "ops.yaml:914", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::tanh", "ops.yaml:1001", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1959,7 +1963,7 @@ tanh_spec = Spec(
 )
 
 
-# ops.yaml:914: tanh(Tensor self) -> Tensor
+# ops.yaml:1001: tanh(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tanh", lib=lib)
 def tanh_fake(self):
     return fake_elementwise(tanh_spec, [self])
@@ -1974,7 +1978,7 @@ def tanh_setup_context(ctx, inputs, output):
 def tanh_backward(ctx, grad):
     result, = ctx.saved_tensors
     return (
-        torch.ops.aten.tanh_backward(grad, result) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:918
+        torch.ops.aten.tanh_backward(grad, result) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1010
     )
 
 
@@ -1983,9 +1987,9 @@ torch.library.register_autograd("mpsgen::tanh", tanh_backward,
 register_variants(lib, "tanh", out="tanh.out", inplace="tanh_")
 
 
-# ---- log: ops.yaml:927 ----
+# ---- log: ops.yaml:1019 ----
 log_spec = Spec(
-    "mpsgen::log", "ops.yaml:927", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::log", "ops.yaml:1019", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2001,7 +2005,7 @@ log_spec = Spec(
 )
 
 
-# ops.yaml:927: log(Tensor self) -> Tensor
+# ops.yaml:1019: log(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log", lib=lib)
 def log_fake(self):
     return fake_elementwise(log_spec, [self])
@@ -2015,7 +2019,7 @@ def log_setup_context(ctx, inputs, output):
 def log_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        grad / conj(self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:931
+        grad / conj(self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1028
     )
 
 
@@ -2024,9 +2028,9 @@ torch.library.register_autograd("mpsgen::log", log_backward,
 register_variants(lib, "log", out="log.out", inplace="log_")
 
 
-# ---- log1p: ops.yaml:940 ----
+# ---- log1p: ops.yaml:1037 ----
 log1p_spec = Spec(
-    "mpsgen::log1p", "ops.yaml:940", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::log1p", "ops.yaml:1037", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2042,7 +2046,7 @@ log1p_spec = Spec(
 )
 
 
-# ops.yaml:940: log1p(Tensor self) -> Tensor
+# ops.yaml:1037: log1p(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log1p", lib=lib)
 def log1p_fake(self):
     return fake_elementwise(log1p_spec, [self])
@@ -2056,7 +2060,7 @@ def log1p_setup_context(ctx, inputs, output):
 def log1p_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        grad / (self + 1).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:944
+        grad / (self + 1).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1046
     )
 
 
@@ -2065,9 +2069,9 @@ torch.library.register_autograd("mpsgen::log1p", log1p_backward,
 register_variants(lib, "log1p", out="log1p.out", inplace="log1p_")
 
 
-# ---- expm1: ops.yaml:959 ----
+# ---- expm1: ops.yaml:1061 ----
 expm1_spec = Spec(
-    "mpsgen::expm1", "ops.yaml:959", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::expm1", "ops.yaml:1061", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2083,7 +2087,7 @@ expm1_spec = Spec(
 )
 
 
-# ops.yaml:959: expm1(Tensor self) -> Tensor
+# ops.yaml:1061: expm1(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::expm1", lib=lib)
 def expm1_fake(self):
     return fake_elementwise(expm1_spec, [self])
@@ -2098,7 +2102,7 @@ def expm1_setup_context(ctx, inputs, output):
 def expm1_backward(ctx, grad):
     result, = ctx.saved_tensors
     return (
-        grad * (result.conj() + 1) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:963
+        grad * (result.conj() + 1) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1070
     )
 
 
@@ -2107,9 +2111,9 @@ torch.library.register_autograd("mpsgen::expm1", expm1_backward,
 register_variants(lib, "expm1", out="expm1.out", inplace="expm1_")
 
 
-# ---- rsqrt: ops.yaml:975 ----
+# ---- rsqrt: ops.yaml:1082 ----
 rsqrt_spec = Spec(
-    "mpsgen::rsqrt", "ops.yaml:975", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::rsqrt", "ops.yaml:1082", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2125,7 +2129,7 @@ rsqrt_spec = Spec(
 )
 
 
-# ops.yaml:975: rsqrt(Tensor self) -> Tensor
+# ops.yaml:1082: rsqrt(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::rsqrt", lib=lib)
 def rsqrt_fake(self):
     return fake_elementwise(rsqrt_spec, [self])
@@ -2139,7 +2143,7 @@ def rsqrt_setup_context(ctx, inputs, output):
 def rsqrt_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        -0.5 * grad * self.rsqrt().pow(3).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:979
+        -0.5 * grad * self.rsqrt().pow(3).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1091
     )
 
 
@@ -2148,9 +2152,9 @@ torch.library.register_autograd("mpsgen::rsqrt", rsqrt_backward,
 register_variants(lib, "rsqrt", out="rsqrt.out", inplace="rsqrt_")
 
 
-# ---- i0: ops.yaml:988 ----
+# ---- i0: ops.yaml:1100 ----
 i0_spec = Spec(
-    "mpsgen::i0", "ops.yaml:988", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::i0", "ops.yaml:1100", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2166,7 +2170,7 @@ i0_spec = Spec(
 )
 
 
-# ops.yaml:988: i0(Tensor self) -> Tensor
+# ops.yaml:1100: i0(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::i0", lib=lib)
 def i0_fake(self):
     return fake_elementwise(i0_spec, [self])
@@ -2180,7 +2184,7 @@ def i0_setup_context(ctx, inputs, output):
 def i0_backward(ctx, grad):
     self, = ctx.saved_tensors
     return (
-        grad * torch.special.i1(self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:992
+        grad * torch.special.i1(self) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1104
     )
 
 
@@ -2189,9 +2193,9 @@ torch.library.register_autograd("mpsgen::i0", i0_backward,
 register_variants(lib, "i0", out="i0.out", inplace="i0_")
 
 
-# ---- reciprocal: ops.yaml:1001 ----
+# ---- reciprocal: ops.yaml:1113 ----
 reciprocal_spec = Spec(
-    "mpsgen::reciprocal", "ops.yaml:1001", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::reciprocal", "ops.yaml:1113", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2207,7 +2211,7 @@ reciprocal_spec = Spec(
 )
 
 
-# ops.yaml:1001: reciprocal(Tensor self) -> Tensor
+# ops.yaml:1113: reciprocal(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::reciprocal", lib=lib)
 def reciprocal_fake(self):
     return fake_elementwise(reciprocal_spec, [self])
@@ -2222,7 +2226,7 @@ def reciprocal_setup_context(ctx, inputs, output):
 def reciprocal_backward(ctx, grad):
     result, = ctx.saved_tensors
     return (
-        -grad * (result * result).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1005
+        -grad * (result * result).conj() if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1122
     )
 
 
@@ -2231,9 +2235,9 @@ torch.library.register_autograd("mpsgen::reciprocal", reciprocal_backward,
 register_variants(lib, "reciprocal", out="reciprocal.out", inplace="reciprocal_")
 
 
-# ---- floor: ops.yaml:1015 ----
+# ---- floor: ops.yaml:1132 ----
 floor_spec = Spec(
-    "mpsgen::floor", "ops.yaml:1015", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::floor", "ops.yaml:1132", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2248,7 +2252,7 @@ floor_spec = Spec(
 )
 
 
-# ops.yaml:1015: floor(Tensor self) -> Tensor
+# ops.yaml:1132: floor(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::floor", lib=lib)
 def floor_fake(self):
     return fake_elementwise(floor_spec, [self])
@@ -2260,7 +2264,7 @@ def floor_setup_context(ctx, inputs, output):
 
 def floor_backward(ctx, grad):
     return (
-        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1019
+        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1140
     )
 
 
@@ -2269,9 +2273,9 @@ torch.library.register_autograd("mpsgen::floor", floor_backward,
 register_variants(lib, "floor", out="floor.out", inplace="floor_")
 
 
-# ---- ceil: ops.yaml:1030 ----
+# ---- ceil: ops.yaml:1151 ----
 ceil_spec = Spec(
-    "mpsgen::ceil", "ops.yaml:1030", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::ceil", "ops.yaml:1151", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2286,7 +2290,7 @@ ceil_spec = Spec(
 )
 
 
-# ops.yaml:1030: ceil(Tensor self) -> Tensor
+# ops.yaml:1151: ceil(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::ceil", lib=lib)
 def ceil_fake(self):
     return fake_elementwise(ceil_spec, [self])
@@ -2298,7 +2302,7 @@ def ceil_setup_context(ctx, inputs, output):
 
 def ceil_backward(ctx, grad):
     return (
-        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1034
+        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1159
     )
 
 
@@ -2307,9 +2311,9 @@ torch.library.register_autograd("mpsgen::ceil", ceil_backward,
 register_variants(lib, "ceil", out="ceil.out", inplace="ceil_")
 
 
-# ---- trunc: ops.yaml:1045 ----
+# ---- trunc: ops.yaml:1170 ----
 trunc_spec = Spec(
-    "mpsgen::trunc", "ops.yaml:1045", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::trunc", "ops.yaml:1170", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2324,7 +2328,7 @@ trunc_spec = Spec(
 )
 
 
-# ops.yaml:1045: trunc(Tensor self) -> Tensor
+# ops.yaml:1170: trunc(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::trunc", lib=lib)
 def trunc_fake(self):
     return fake_elementwise(trunc_spec, [self])
@@ -2336,7 +2340,7 @@ def trunc_setup_context(ctx, inputs, output):
 
 def trunc_backward(ctx, grad):
     return (
-        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1049
+        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1178
     )
 
 
@@ -2345,9 +2349,9 @@ torch.library.register_autograd("mpsgen::trunc", trunc_backward,
 register_variants(lib, "trunc", out="trunc.out", inplace="trunc_")
 
 
-# ---- sign: ops.yaml:1060 ----
+# ---- sign: ops.yaml:1189 ----
 sign_spec = Spec(
-    "mpsgen::sign", "ops.yaml:1060", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::sign", "ops.yaml:1189", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2363,7 +2367,7 @@ sign_spec = Spec(
 )
 
 
-# ops.yaml:1060: sign(Tensor self) -> Tensor
+# ops.yaml:1189: sign(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::sign", lib=lib)
 def sign_fake(self):
     return fake_elementwise(sign_spec, [self])
@@ -2375,7 +2379,7 @@ def sign_setup_context(ctx, inputs, output):
 
 def sign_backward(ctx, grad):
     return (
-        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1064
+        torch.zeros_like(grad) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1193
     )
 
 
@@ -2384,9 +2388,9 @@ torch.library.register_autograd("mpsgen::sign", sign_backward,
 register_variants(lib, "sign", out="sign.out", inplace="sign_")
 
 
-# ---- minimum: ops.yaml:1073 ----
+# ---- minimum: ops.yaml:1202 ----
 minimum_spec = Spec(
-    "mpsgen::minimum", "ops.yaml:1073", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::minimum", "ops.yaml:1202", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2402,7 +2406,7 @@ minimum_spec = Spec(
 )
 
 
-# ops.yaml:1073: minimum(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1202: minimum(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::minimum", lib=lib)
 def minimum_fake(self, other):
     return fake_elementwise(minimum_spec, [self, other])
@@ -2416,8 +2420,8 @@ def minimum_setup_context(ctx, inputs, output):
 def minimum_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     return (
-        torch.where(self == other, grad / 2, grad).masked_fill(self > other, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1077
-        torch.where(self == other, grad / 2, grad).masked_fill(self < other, 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:1078
+        torch.where(self == other, grad / 2, grad).masked_fill(self > other, 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1206
+        torch.where(self == other, grad / 2, grad).masked_fill(self < other, 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:1207
     )
 
 
@@ -2426,9 +2430,9 @@ torch.library.register_autograd("mpsgen::minimum", minimum_backward,
 register_variants(lib, "minimum", out="minimum.out", inplace="minimum_")
 
 
-# ---- fmax: ops.yaml:1086 ----
+# ---- fmax: ops.yaml:1215 ----
 fmax_spec = Spec(
-    "mpsgen::fmax", "ops.yaml:1086", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmax", "ops.yaml:1215", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2444,7 +2448,7 @@ fmax_spec = Spec(
 )
 
 
-# ops.yaml:1086: fmax(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1215: fmax(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmax", lib=lib)
 def fmax_fake(self, other):
     return fake_elementwise(fmax_spec, [self, other])
@@ -2458,8 +2462,8 @@ def fmax_setup_context(ctx, inputs, output):
 def fmax_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     return (
-        grad.masked_fill((self >= other).logical_or(other.isnan()).logical_not(), 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1090
-        grad.masked_fill((self >= other).logical_or(other.isnan()), 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:1091
+        grad.masked_fill((self >= other).logical_or(other.isnan()).logical_not(), 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1219
+        grad.masked_fill((self >= other).logical_or(other.isnan()), 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:1220
     )
 
 
@@ -2468,9 +2472,9 @@ torch.library.register_autograd("mpsgen::fmax", fmax_backward,
 register_variants(lib, "fmax", out="fmax.out", inplace="fmax_")
 
 
-# ---- fmin: ops.yaml:1103 ----
+# ---- fmin: ops.yaml:1232 ----
 fmin_spec = Spec(
-    "mpsgen::fmin", "ops.yaml:1103", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmin", "ops.yaml:1232", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2486,7 +2490,7 @@ fmin_spec = Spec(
 )
 
 
-# ops.yaml:1103: fmin(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1232: fmin(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmin", lib=lib)
 def fmin_fake(self, other):
     return fake_elementwise(fmin_spec, [self, other])
@@ -2500,8 +2504,8 @@ def fmin_setup_context(ctx, inputs, output):
 def fmin_backward(ctx, grad):
     self, other, = ctx.saved_tensors
     return (
-        grad.masked_fill((self <= other).logical_or(other.isnan()).logical_not(), 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1107
-        grad.masked_fill((self <= other).logical_or(other.isnan()), 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:1108
+        grad.masked_fill((self <= other).logical_or(other.isnan()).logical_not(), 0) if ctx.needs_input_grad[0] else None,  # self: ops.yaml:1236
+        grad.masked_fill((self <= other).logical_or(other.isnan()), 0) if ctx.needs_input_grad[1] else None,  # other: ops.yaml:1237
     )
 
 
@@ -2510,9 +2514,9 @@ torch.library.register_autograd("mpsgen::fmin", fmin_backward,
 register_variants(lib, "fmin", out="fmin.out", inplace="fmin_")
 
 
-# ---- bitwise_and: ops.yaml:1119 ----
+# ---- bitwise_and: ops.yaml:1248 ----
 bitwise_and_spec = Spec(
-    "mpsgen::bitwise_and", "ops.yaml:1119", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_and", "ops.yaml:1248", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -2525,7 +2529,7 @@ bitwise_and_spec = Spec(
 )
 
 
-# ops.yaml:1119: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1248: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Tensor", lib=lib)
 def bitwise_and_Tensor_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
@@ -2533,7 +2537,7 @@ register_not_differentiable(lib, "bitwise_and.Tensor")  # bool/integer results o
 register_variants(lib, "bitwise_and.Tensor", out="bitwise_and.Tensor_out", inplace="bitwise_and_.Tensor")
 
 
-# ops.yaml:1128: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1257: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Scalar", lib=lib)
 def bitwise_and_Scalar_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
@@ -2541,9 +2545,9 @@ register_not_differentiable(lib, "bitwise_and.Scalar")  # bool/integer results o
 register_variants(lib, "bitwise_and.Scalar", out="bitwise_and.Scalar_out", inplace="bitwise_and_.Scalar")
 
 
-# ---- bitwise_or: ops.yaml:1130 ----
+# ---- bitwise_or: ops.yaml:1259 ----
 bitwise_or_spec = Spec(
-    "mpsgen::bitwise_or", "ops.yaml:1130", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_or", "ops.yaml:1259", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -2556,7 +2560,7 @@ bitwise_or_spec = Spec(
 )
 
 
-# ops.yaml:1130: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1259: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_or.Tensor", lib=lib)
 def bitwise_or_Tensor_fake(self, other):
     return fake_elementwise(bitwise_or_spec, [self, other])
@@ -2564,9 +2568,9 @@ register_not_differentiable(lib, "bitwise_or.Tensor")  # bool/integer results on
 register_variants(lib, "bitwise_or.Tensor", out="bitwise_or.Tensor_out", inplace="bitwise_or_.Tensor")
 
 
-# ---- gt: ops.yaml:1140 ----
+# ---- gt: ops.yaml:1269 ----
 gt_spec = Spec(
-    "mpsgen::gt", "ops.yaml:1140", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::gt", "ops.yaml:1269", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -2582,7 +2586,7 @@ gt_spec = Spec(
 )
 
 
-# ops.yaml:1140: gt.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1269: gt.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Tensor", lib=lib)
 def gt_Tensor_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
@@ -2590,7 +2594,7 @@ register_not_differentiable(lib, "gt.Tensor")  # bool/integer results only
 register_variants(lib, "gt.Tensor", out="gt.Tensor_out", inplace="gt_.Tensor")
 
 
-# ops.yaml:1149: gt.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1278: gt.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Scalar", lib=lib)
 def gt_Scalar_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
@@ -2598,9 +2602,9 @@ register_not_differentiable(lib, "gt.Scalar")  # bool/integer results only
 register_variants(lib, "gt.Scalar", out="gt.Scalar_out", inplace="gt_.Scalar")
 
 
-# ---- ge: ops.yaml:1151 ----
+# ---- ge: ops.yaml:1280 ----
 ge_spec = Spec(
-    "mpsgen::ge", "ops.yaml:1151", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::ge", "ops.yaml:1280", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -2616,7 +2620,7 @@ ge_spec = Spec(
 )
 
 
-# ops.yaml:1151: ge.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1280: ge.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::ge.Tensor", lib=lib)
 def ge_Tensor_fake(self, other):
     return fake_elementwise(ge_spec, [self, other])
@@ -2624,9 +2628,9 @@ register_not_differentiable(lib, "ge.Tensor")  # bool/integer results only
 register_variants(lib, "ge.Tensor", out="ge.Tensor_out", inplace="ge_.Tensor")
 
 
-# ---- le: ops.yaml:1160 ----
+# ---- le: ops.yaml:1289 ----
 le_spec = Spec(
-    "mpsgen::le", "ops.yaml:1160", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::le", "ops.yaml:1289", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -2642,7 +2646,7 @@ le_spec = Spec(
 )
 
 
-# ops.yaml:1160: le.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1289: le.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::le.Tensor", lib=lib)
 def le_Tensor_fake(self, other):
     return fake_elementwise(le_spec, [self, other])
@@ -2650,9 +2654,9 @@ register_not_differentiable(lib, "le.Tensor")  # bool/integer results only
 register_variants(lib, "le.Tensor", out="le.Tensor_out", inplace="le_.Tensor")
 
 
-# ---- logical_or: ops.yaml:1169 ----
+# ---- logical_or: ops.yaml:1298 ----
 logical_or_spec = Spec(
-    "mpsgen::logical_or", "ops.yaml:1169", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_or", "ops.yaml:1298", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -2669,7 +2673,7 @@ logical_or_spec = Spec(
 )
 
 
-# ops.yaml:1169: logical_or(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1298: logical_or(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_or", lib=lib)
 def logical_or_fake(self, other):
     return fake_elementwise(logical_or_spec, [self, other])
@@ -2677,9 +2681,9 @@ register_not_differentiable(lib, "logical_or")  # bool/integer results only
 register_variants(lib, "logical_or", out="logical_or.out", inplace="logical_or_")
 
 
-# ---- logical_xor: ops.yaml:1178 ----
+# ---- logical_xor: ops.yaml:1307 ----
 logical_xor_spec = Spec(
-    "mpsgen::logical_xor", "ops.yaml:1178", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_xor", "ops.yaml:1307", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -2696,7 +2700,7 @@ logical_xor_spec = Spec(
 )
 
 
-# ops.yaml:1178: logical_xor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1307: logical_xor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_xor", lib=lib)
 def logical_xor_fake(self, other):
     return fake_elementwise(logical_xor_spec, [self, other])
@@ -2704,9 +2708,9 @@ register_not_differentiable(lib, "logical_xor")  # bool/integer results only
 register_variants(lib, "logical_xor", out="logical_xor.out", inplace="logical_xor_")
 
 
-# ---- where: ops.yaml:1191 ----
+# ---- where: ops.yaml:1320 ----
 where_spec = Spec(
-    "mpsgen::where", "ops.yaml:1191", inputs=["condition", "self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::where", "ops.yaml:1320", inputs=["condition", "self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2725,11 +2729,11 @@ where_spec = Spec(
 )
 
 
-# ops.yaml:1191: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
+# ops.yaml:1320: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::where.self", lib=lib)
 def where_self_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1197
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1326
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other])
 
@@ -2743,8 +2747,8 @@ def where_self_backward(ctx, grad):
     condition, self, other, = ctx.saved_tensors
     return (
         None,  # condition: the bool mask (mask:), not differentiable
-        handle_r_to_c(self, torch.where(condition, grad, 0)) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:1200
-        handle_r_to_c(other, torch.where(condition, 0, grad)) if ctx.needs_input_grad[2] else None,  # other: ops.yaml:1201
+        handle_r_to_c(self, torch.where(condition, grad, 0)) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:1329
+        handle_r_to_c(other, torch.where(condition, 0, grad)) if ctx.needs_input_grad[2] else None,  # other: ops.yaml:1330
     )
 
 
@@ -2753,11 +2757,11 @@ torch.library.register_autograd("mpsgen::where.self", where_self_backward,
 register_variants(lib, "where.self", out="where.self_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1213: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor
+# ops.yaml:1342: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::where.ScalarSelf", lib=lib)
 def where_ScalarSelf_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1197
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1326
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other])
 
@@ -2772,7 +2776,7 @@ def where_ScalarSelf_backward(ctx, grad):
     return (
         None,  # condition: the bool mask (mask:), not differentiable
         None,  # self: a Scalar
-        handle_r_to_c(other, torch.where(condition, 0, grad)) if ctx.needs_input_grad[2] else None,  # other: ops.yaml:1201
+        handle_r_to_c(other, torch.where(condition, 0, grad)) if ctx.needs_input_grad[2] else None,  # other: ops.yaml:1330
     )
 
 
@@ -2781,11 +2785,11 @@ torch.library.register_autograd("mpsgen::where.ScalarSelf", where_ScalarSelf_bac
 register_variants(lib, "where.ScalarSelf", out="where.ScalarSelf_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1214: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor
+# ops.yaml:1343: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::where.ScalarOther", lib=lib)
 def where_ScalarOther_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1197
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1326
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other])
 
@@ -2799,7 +2803,7 @@ def where_ScalarOther_backward(ctx, grad):
     condition, self, = ctx.saved_tensors
     return (
         None,  # condition: the bool mask (mask:), not differentiable
-        handle_r_to_c(self, torch.where(condition, grad, 0)) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:1200
+        handle_r_to_c(self, torch.where(condition, grad, 0)) if ctx.needs_input_grad[1] else None,  # self: ops.yaml:1329
         None,  # other: a Scalar
     )
 
@@ -2809,11 +2813,11 @@ torch.library.register_autograd("mpsgen::where.ScalarOther", where_ScalarOther_b
 register_variants(lib, "where.ScalarOther", out="where.ScalarOther_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1215: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor
+# ops.yaml:1344: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::where.Scalar", lib=lib)
 def where_Scalar_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1197
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1326
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other])
 

@@ -29,10 +29,10 @@ extern const OpSpec exp_spec{
     },
     };
 
-// ops.yaml:23: the dtypes sin.metal registers (input -> output)
+// ops.yaml:28: the dtypes sin.metal registers (input -> output)
 extern const OpSpec sin_spec{
     "mpsgen::sin",
-    "ops.yaml:22",
+    "ops.yaml:27",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -53,10 +53,10 @@ extern const OpSpec sin_spec{
     },
     };
 
-// ops.yaml:38: the dtypes sqrt.metal registers (input -> output)
+// ops.yaml:48: the dtypes sqrt.metal registers (input -> output)
 extern const OpSpec sqrt_spec{
     "mpsgen::sqrt",
-    "ops.yaml:37",
+    "ops.yaml:47",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -77,10 +77,10 @@ extern const OpSpec sqrt_spec{
     },
     };
 
-// ops.yaml:53: the dtypes sigmoid.metal registers (input -> output)
+// ops.yaml:68: the dtypes sigmoid.metal registers (input -> output)
 extern const OpSpec sigmoid_spec{
     "mpsgen::sigmoid",
-    "ops.yaml:52",
+    "ops.yaml:67",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -101,10 +101,10 @@ extern const OpSpec sigmoid_spec{
     },
     };
 
-// ops.yaml:69: the dtypes erf.metal registers (input -> output)
+// ops.yaml:89: the dtypes erf.metal registers (input -> output)
 extern const OpSpec erf_spec{
     "mpsgen::erf",
-    "ops.yaml:68",
+    "ops.yaml:88",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -125,10 +125,10 @@ extern const OpSpec erf_spec{
     },
     };
 
-// ops.yaml:87: the dtypes bitwise_not.metal registers (input -> output)
+// ops.yaml:107: the dtypes bitwise_not.metal registers (input -> output)
 extern const OpSpec bitwise_not_spec{
     "mpsgen::bitwise_not",
-    "ops.yaml:86",
+    "ops.yaml:106",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -146,10 +146,10 @@ extern const OpSpec bitwise_not_spec{
     },
     };
 
-// ops.yaml:101: the dtypes hypot.metal registers (input -> output)
+// ops.yaml:121: the dtypes hypot.metal registers (input -> output)
 extern const OpSpec hypot_spec{
     "mpsgen::hypot",
-    "ops.yaml:100",
+    "ops.yaml:120",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -164,10 +164,10 @@ extern const OpSpec hypot_spec{
     },
     };
 
-// ops.yaml:119: the dtypes logaddexp.metal registers (input -> output)
+// ops.yaml:139: the dtypes logaddexp.metal registers (input -> output)
 extern const OpSpec logaddexp_spec{
     "mpsgen::logaddexp",
-    "ops.yaml:118",
+    "ops.yaml:138",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -182,10 +182,10 @@ extern const OpSpec logaddexp_spec{
     },
     };
 
-// ops.yaml:132: the dtypes atan2.metal registers (input -> output)
+// ops.yaml:157: the dtypes atan2.metal registers (input -> output)
 extern const OpSpec atan2_spec{
     "mpsgen::atan2",
-    "ops.yaml:131",
+    "ops.yaml:156",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -206,10 +206,10 @@ extern const OpSpec atan2_spec{
     },
     };
 
-// ops.yaml:149: the dtypes copysign.metal registers (input -> output)
+// ops.yaml:174: the dtypes copysign.metal registers (input -> output)
 extern const OpSpec copysign_spec{
     "mpsgen::copysign",
-    "ops.yaml:148",
+    "ops.yaml:173",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -230,10 +230,10 @@ extern const OpSpec copysign_spec{
     },
     };
 
-// ops.yaml:166: the dtypes maximum.metal registers (input -> output)
+// ops.yaml:191: the dtypes maximum.metal registers (input -> output)
 extern const OpSpec maximum_spec{
     "mpsgen::maximum",
-    "ops.yaml:165",
+    "ops.yaml:190",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -254,10 +254,10 @@ extern const OpSpec maximum_spec{
     },
     };
 
-// ops.yaml:180: the dtypes mul.metal registers (input -> output)
+// ops.yaml:205: the dtypes mul.metal registers (input -> output)
 extern const OpSpec mul_spec{
     "mpsgen::mul",
-    "ops.yaml:179",
+    "ops.yaml:204",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -280,10 +280,10 @@ extern const OpSpec mul_spec{
     },
     };
 
-// ops.yaml:203: the dtypes bitwise_xor.metal registers (input -> output)
+// ops.yaml:228: the dtypes bitwise_xor.metal registers (input -> output)
 extern const OpSpec bitwise_xor_spec{
     "mpsgen::bitwise_xor",
-    "ops.yaml:202",
+    "ops.yaml:227",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -301,10 +301,10 @@ extern const OpSpec bitwise_xor_spec{
     },
     };
 
-// ops.yaml:214: the dtypes hardshrink.metal registers (input -> output)
+// ops.yaml:239: the dtypes hardshrink.metal registers (input -> output)
 extern const OpSpec hardshrink_spec{
     "mpsgen::hardshrink",
-    "ops.yaml:213",
+    "ops.yaml:238",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -319,10 +319,10 @@ extern const OpSpec hardshrink_spec{
     },
     };
 
-// ops.yaml:226: the dtypes softshrink.metal registers (input -> output)
+// ops.yaml:251: the dtypes softshrink.metal registers (input -> output)
 extern const OpSpec softshrink_spec{
     "mpsgen::softshrink",
-    "ops.yaml:225",
+    "ops.yaml:250",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -337,10 +337,10 @@ extern const OpSpec softshrink_spec{
     },
     };
 
-// ops.yaml:245: the dtypes leaky_relu.metal registers (input -> output)
+// ops.yaml:270: the dtypes leaky_relu.metal registers (input -> output)
 extern const OpSpec leaky_relu_spec{
     "mpsgen::leaky_relu",
-    "ops.yaml:244",
+    "ops.yaml:269",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -355,10 +355,10 @@ extern const OpSpec leaky_relu_spec{
     },
     };
 
-// ops.yaml:260: the dtypes add.metal registers (input -> output)
+// ops.yaml:285: the dtypes add.metal registers (input -> output)
 extern const OpSpec add_spec{
     "mpsgen::add",
-    "ops.yaml:258",
+    "ops.yaml:283",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -381,10 +381,10 @@ extern const OpSpec add_spec{
     },
     };
 
-// ops.yaml:287: the dtypes sub.metal registers (input -> output)
+// ops.yaml:312: the dtypes sub.metal registers (input -> output)
 extern const OpSpec sub_spec{
     "mpsgen::sub",
-    "ops.yaml:280",
+    "ops.yaml:305",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -406,10 +406,10 @@ extern const OpSpec sub_spec{
     },
     };
 
-// ops.yaml:309: the dtypes lerp.metal registers (input -> output)
+// ops.yaml:334: the dtypes lerp.metal registers (input -> output)
 extern const OpSpec lerp_spec{
     "mpsgen::lerp",
-    "ops.yaml:308",
+    "ops.yaml:333",
     {"self", "end", "weight"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -424,10 +424,10 @@ extern const OpSpec lerp_spec{
     },
     };
 
-// ops.yaml:329: the dtypes lerp_scalar.metal registers (input -> output)
+// ops.yaml:361: the dtypes lerp_scalar.metal registers (input -> output)
 extern const OpSpec lerp_scalar_spec{
     "mpsgen::lerp",
-    "ops.yaml:326",
+    "ops.yaml:358",
     {"self", "end"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -442,10 +442,10 @@ extern const OpSpec lerp_scalar_spec{
     },
     };
 
-// ops.yaml:348: the dtypes addcmul.metal registers (input -> output)
+// ops.yaml:387: the dtypes addcmul.metal registers (input -> output)
 extern const OpSpec addcmul_spec{
     "mpsgen::addcmul",
-    "ops.yaml:346",
+    "ops.yaml:385",
     {"self", "tensor1", "tensor2"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -465,10 +465,10 @@ extern const OpSpec addcmul_spec{
     },
     };
 
-// ops.yaml:367: the dtypes addcdiv.metal registers (input -> output)
+// ops.yaml:411: the dtypes addcdiv.metal registers (input -> output)
 extern const OpSpec addcdiv_spec{
     "mpsgen::addcdiv",
-    "ops.yaml:365",
+    "ops.yaml:409",
     {"self", "tensor1", "tensor2"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -483,10 +483,10 @@ extern const OpSpec addcdiv_spec{
     },
     };
 
-// ops.yaml:385: the dtypes elu.metal registers (input -> output)
+// ops.yaml:434: the dtypes elu.metal registers (input -> output)
 extern const OpSpec elu_spec{
     "mpsgen::elu",
-    "ops.yaml:383",
+    "ops.yaml:432",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -501,10 +501,10 @@ extern const OpSpec elu_spec{
     },
     };
 
-// ops.yaml:406: the dtypes clamp.metal registers (input -> output)
+// ops.yaml:455: the dtypes clamp.metal registers (input -> output)
 extern const OpSpec clamp_spec{
     "mpsgen::clamp",
-    "ops.yaml:399",
+    "ops.yaml:448",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -524,10 +524,10 @@ extern const OpSpec clamp_spec{
     },
     };
 
-// ops.yaml:438: the dtypes clamp_tensor.metal registers (input -> output)
+// ops.yaml:487: the dtypes clamp_tensor.metal registers (input -> output)
 extern const OpSpec clamp_tensor_spec{
     "mpsgen::clamp",
-    "ops.yaml:429",
+    "ops.yaml:478",
     {"self", "min", "max"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -547,10 +547,10 @@ extern const OpSpec clamp_tensor_spec{
     },
     };
 
-// ops.yaml:468: the dtypes nan_to_num.metal registers (input -> output)
+// ops.yaml:517: the dtypes nan_to_num.metal registers (input -> output)
 extern const OpSpec nan_to_num_spec{
     "mpsgen::nan_to_num",
-    "ops.yaml:467",
+    "ops.yaml:516",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -565,10 +565,10 @@ extern const OpSpec nan_to_num_spec{
     },
     };
 
-// ops.yaml:488: the dtypes threshold.metal registers (input -> output)
+// ops.yaml:541: the dtypes threshold.metal registers (input -> output)
 extern const OpSpec threshold_spec{
     "mpsgen::threshold",
-    "ops.yaml:487",
+    "ops.yaml:540",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -588,10 +588,10 @@ extern const OpSpec threshold_spec{
     },
     };
 
-// ops.yaml:501: the dtypes softplus.metal registers (input -> output)
+// ops.yaml:559: the dtypes softplus.metal registers (input -> output)
 extern const OpSpec softplus_spec{
     "mpsgen::softplus",
-    "ops.yaml:499",
+    "ops.yaml:557",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -606,10 +606,10 @@ extern const OpSpec softplus_spec{
     },
     };
 
-// ops.yaml:514: the dtypes hardtanh.metal registers (input -> output)
+// ops.yaml:572: the dtypes hardtanh.metal registers (input -> output)
 extern const OpSpec hardtanh_spec{
     "mpsgen::hardtanh",
-    "ops.yaml:513",
+    "ops.yaml:571",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -624,10 +624,10 @@ extern const OpSpec hardtanh_spec{
     },
     };
 
-// ops.yaml:528: the dtypes round_decimals.metal registers (input -> output)
+// ops.yaml:595: the dtypes round_decimals.metal registers (input -> output)
 extern const OpSpec round_decimals_spec{
     "mpsgen::round",
-    "ops.yaml:526",
+    "ops.yaml:593",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -642,10 +642,10 @@ extern const OpSpec round_decimals_spec{
     },
     };
 
-// ops.yaml:548: the dtypes gelu.metal registers (input -> output)
+// ops.yaml:615: the dtypes gelu.metal registers (input -> output)
 extern const OpSpec gelu_spec{
     "mpsgen::gelu",
-    "ops.yaml:545",
+    "ops.yaml:612",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -660,10 +660,10 @@ extern const OpSpec gelu_spec{
     },
     };
 
-// ops.yaml:572: the dtypes leaky_relu_backward.metal registers (input -> output)
+// ops.yaml:639: the dtypes leaky_relu_backward.metal registers (input -> output)
 extern const OpSpec leaky_relu_backward_spec{
     "mpsgen::leaky_relu_backward",
-    "ops.yaml:571",
+    "ops.yaml:638",
     {"grad_output", "self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -678,10 +678,10 @@ extern const OpSpec leaky_relu_backward_spec{
     },
     };
 
-// ops.yaml:591: the dtypes eq.metal registers (input -> output)
+// ops.yaml:658: the dtypes eq.metal registers (input -> output)
 extern const OpSpec eq_spec{
     "mpsgen::eq",
-    "ops.yaml:590",
+    "ops.yaml:657",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -704,10 +704,10 @@ extern const OpSpec eq_spec{
     },
     };
 
-// ops.yaml:606: the dtypes ne.metal registers (input -> output)
+// ops.yaml:673: the dtypes ne.metal registers (input -> output)
 extern const OpSpec ne_spec{
     "mpsgen::ne",
-    "ops.yaml:605",
+    "ops.yaml:672",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -730,10 +730,10 @@ extern const OpSpec ne_spec{
     },
     };
 
-// ops.yaml:619: the dtypes lt.metal registers (input -> output)
+// ops.yaml:686: the dtypes lt.metal registers (input -> output)
 extern const OpSpec lt_spec{
     "mpsgen::lt",
-    "ops.yaml:618",
+    "ops.yaml:685",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -754,10 +754,10 @@ extern const OpSpec lt_spec{
     },
     };
 
-// ops.yaml:630: the dtypes logical_and.metal registers (input -> output)
+// ops.yaml:697: the dtypes logical_and.metal registers (input -> output)
 extern const OpSpec logical_and_spec{
     "mpsgen::logical_and",
-    "ops.yaml:629",
+    "ops.yaml:696",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -779,10 +779,10 @@ extern const OpSpec logical_and_spec{
     },
     };
 
-// ops.yaml:640: the dtypes isnan.metal registers (input -> output)
+// ops.yaml:707: the dtypes isnan.metal registers (input -> output)
 extern const OpSpec isnan_spec{
     "mpsgen::isnan",
-    "ops.yaml:639",
+    "ops.yaml:706",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -800,13 +800,15 @@ extern const OpSpec isnan_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Bool},
         {c10::ScalarType::Char, c10::ScalarType::Bool},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::Bool},
     },
     };
 
-// ops.yaml:654: the dtypes neg.metal registers (input -> output)
+// ops.yaml:725: the dtypes neg.metal registers (input -> output)
 extern const OpSpec neg_spec{
     "mpsgen::neg",
-    "ops.yaml:653",
+    "ops.yaml:724",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -828,10 +830,10 @@ extern const OpSpec neg_spec{
     },
     };
 
-// ops.yaml:669: the dtypes abs.metal registers (input -> output)
+// ops.yaml:740: the dtypes abs.metal registers (input -> output)
 extern const OpSpec abs_spec{
     "mpsgen::abs",
-    "ops.yaml:668",
+    "ops.yaml:739",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -853,10 +855,10 @@ extern const OpSpec abs_spec{
     },
     };
 
-// ops.yaml:701: the dtypes polygamma.metal registers (input -> output)
+// ops.yaml:772: the dtypes polygamma.metal registers (input -> output)
 extern const OpSpec polygamma_spec{
     "mpsgen::polygamma",
-    "ops.yaml:700",
+    "ops.yaml:771",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -870,10 +872,10 @@ extern const OpSpec polygamma_spec{
     },
     };
 
-// ops.yaml:738: the dtypes div.metal registers (input -> output)
+// ops.yaml:813: the dtypes div.metal registers (input -> output)
 extern const OpSpec div_spec{
     "mpsgen::div",
-    "ops.yaml:729",
+    "ops.yaml:804",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -896,10 +898,10 @@ extern const OpSpec div_spec{
     },
     };
 
-// ops.yaml:736: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
+// ops.yaml:811: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
 extern const OpSpec div_div_trunc_spec{
     "mpsgen::div",
-    "ops.yaml:736",
+    "ops.yaml:811",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -921,10 +923,10 @@ extern const OpSpec div_div_trunc_spec{
     /*choice=*/"rounding_mode='trunc'",
     };
 
-// ops.yaml:737: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
+// ops.yaml:812: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
 extern const OpSpec div_div_floor_spec{
     "mpsgen::div",
-    "ops.yaml:737",
+    "ops.yaml:812",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -946,10 +948,10 @@ extern const OpSpec div_div_floor_spec{
     /*choice=*/"rounding_mode='floor'",
     };
 
-// ops.yaml:838: the dtypes polar.metal registers (input -> output)
+// ops.yaml:914: the dtypes polar.metal registers (input -> output)
 extern const OpSpec polar_spec{
     "mpsgen::polar",
-    "ops.yaml:837",
+    "ops.yaml:912",
     {"abs", "angle"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -959,13 +961,14 @@ extern const OpSpec polar_spec{
     /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::Half, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:853: the dtypes complex.metal registers (input -> output)
+// ops.yaml:930: the dtypes complex.metal registers (input -> output)
 extern const OpSpec complex_spec{
     "mpsgen::complex",
-    "ops.yaml:852",
+    "ops.yaml:929",
     {"real", "imag"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -975,13 +978,14 @@ extern const OpSpec complex_spec{
     /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::Half, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:868: the dtypes angle.metal registers (input -> output)
+// ops.yaml:945: the dtypes angle.metal registers (input -> output)
 extern const OpSpec angle_spec{
     "mpsgen::angle",
-    "ops.yaml:867",
+    "ops.yaml:944",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1003,10 +1007,10 @@ extern const OpSpec angle_spec{
     },
     };
 
-// ops.yaml:889: the dtypes cos.metal registers (input -> output)
+// ops.yaml:966: the dtypes cos.metal registers (input -> output)
 extern const OpSpec cos_spec{
     "mpsgen::cos",
-    "ops.yaml:888",
+    "ops.yaml:965",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1027,10 +1031,10 @@ extern const OpSpec cos_spec{
     },
     };
 
-// ops.yaml:902: the dtypes tan.metal registers (input -> output)
+// ops.yaml:984: the dtypes tan.metal registers (input -> output)
 extern const OpSpec tan_spec{
     "mpsgen::tan",
-    "ops.yaml:901",
+    "ops.yaml:983",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1051,153 +1055,9 @@ extern const OpSpec tan_spec{
     },
     };
 
-// ops.yaml:915: the dtypes tanh.metal registers (input -> output)
+// ops.yaml:1002: the dtypes tanh.metal registers (input -> output)
 extern const OpSpec tanh_spec{
     "mpsgen::tanh",
-    "ops.yaml:914",
-    {"self"},
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-    },
-    };
-
-// ops.yaml:928: the dtypes log.metal registers (input -> output)
-extern const OpSpec log_spec{
-    "mpsgen::log",
-    "ops.yaml:927",
-    {"self"},
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-    },
-    };
-
-// ops.yaml:941: the dtypes log1p.metal registers (input -> output)
-extern const OpSpec log1p_spec{
-    "mpsgen::log1p",
-    "ops.yaml:940",
-    {"self"},
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-    },
-    };
-
-// ops.yaml:960: the dtypes expm1.metal registers (input -> output)
-extern const OpSpec expm1_spec{
-    "mpsgen::expm1",
-    "ops.yaml:959",
-    {"self"},
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-    },
-    };
-
-// ops.yaml:976: the dtypes rsqrt.metal registers (input -> output)
-extern const OpSpec rsqrt_spec{
-    "mpsgen::rsqrt",
-    "ops.yaml:975",
-    {"self"},
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-    },
-    };
-
-// ops.yaml:989: the dtypes i0.metal registers (input -> output)
-extern const OpSpec i0_spec{
-    "mpsgen::i0",
-    "ops.yaml:988",
-    {"self"},
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-    },
-    };
-
-// ops.yaml:1002: the dtypes reciprocal.metal registers (input -> output)
-extern const OpSpec reciprocal_spec{
-    "mpsgen::reciprocal",
     "ops.yaml:1001",
     {"self"},
     /*int_to_float=*/true,
@@ -1219,10 +1079,154 @@ extern const OpSpec reciprocal_spec{
     },
     };
 
-// ops.yaml:1016: the dtypes floor.metal registers (input -> output)
+// ops.yaml:1020: the dtypes log.metal registers (input -> output)
+extern const OpSpec log_spec{
+    "mpsgen::log",
+    "ops.yaml:1019",
+    {"self"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+    },
+    };
+
+// ops.yaml:1038: the dtypes log1p.metal registers (input -> output)
+extern const OpSpec log1p_spec{
+    "mpsgen::log1p",
+    "ops.yaml:1037",
+    {"self"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+    },
+    };
+
+// ops.yaml:1062: the dtypes expm1.metal registers (input -> output)
+extern const OpSpec expm1_spec{
+    "mpsgen::expm1",
+    "ops.yaml:1061",
+    {"self"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+    },
+    };
+
+// ops.yaml:1083: the dtypes rsqrt.metal registers (input -> output)
+extern const OpSpec rsqrt_spec{
+    "mpsgen::rsqrt",
+    "ops.yaml:1082",
+    {"self"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+    },
+    };
+
+// ops.yaml:1101: the dtypes i0.metal registers (input -> output)
+extern const OpSpec i0_spec{
+    "mpsgen::i0",
+    "ops.yaml:1100",
+    {"self"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+    },
+    };
+
+// ops.yaml:1114: the dtypes reciprocal.metal registers (input -> output)
+extern const OpSpec reciprocal_spec{
+    "mpsgen::reciprocal",
+    "ops.yaml:1113",
+    {"self"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+    },
+    };
+
+// ops.yaml:1133: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
     "mpsgen::floor",
-    "ops.yaml:1015",
+    "ops.yaml:1132",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1242,10 +1246,10 @@ extern const OpSpec floor_spec{
     },
     };
 
-// ops.yaml:1031: the dtypes ceil.metal registers (input -> output)
+// ops.yaml:1152: the dtypes ceil.metal registers (input -> output)
 extern const OpSpec ceil_spec{
     "mpsgen::ceil",
-    "ops.yaml:1030",
+    "ops.yaml:1151",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1265,10 +1269,10 @@ extern const OpSpec ceil_spec{
     },
     };
 
-// ops.yaml:1046: the dtypes trunc.metal registers (input -> output)
+// ops.yaml:1171: the dtypes trunc.metal registers (input -> output)
 extern const OpSpec trunc_spec{
     "mpsgen::trunc",
-    "ops.yaml:1045",
+    "ops.yaml:1170",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1288,10 +1292,10 @@ extern const OpSpec trunc_spec{
     },
     };
 
-// ops.yaml:1061: the dtypes sign.metal registers (input -> output)
+// ops.yaml:1190: the dtypes sign.metal registers (input -> output)
 extern const OpSpec sign_spec{
     "mpsgen::sign",
-    "ops.yaml:1060",
+    "ops.yaml:1189",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1312,10 +1316,10 @@ extern const OpSpec sign_spec{
     },
     };
 
-// ops.yaml:1074: the dtypes minimum.metal registers (input -> output)
+// ops.yaml:1203: the dtypes minimum.metal registers (input -> output)
 extern const OpSpec minimum_spec{
     "mpsgen::minimum",
-    "ops.yaml:1073",
+    "ops.yaml:1202",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1336,10 +1340,10 @@ extern const OpSpec minimum_spec{
     },
     };
 
-// ops.yaml:1087: the dtypes fmax.metal registers (input -> output)
+// ops.yaml:1216: the dtypes fmax.metal registers (input -> output)
 extern const OpSpec fmax_spec{
     "mpsgen::fmax",
-    "ops.yaml:1086",
+    "ops.yaml:1215",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1360,10 +1364,10 @@ extern const OpSpec fmax_spec{
     },
     };
 
-// ops.yaml:1104: the dtypes fmin.metal registers (input -> output)
+// ops.yaml:1233: the dtypes fmin.metal registers (input -> output)
 extern const OpSpec fmin_spec{
     "mpsgen::fmin",
-    "ops.yaml:1103",
+    "ops.yaml:1232",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1384,10 +1388,10 @@ extern const OpSpec fmin_spec{
     },
     };
 
-// ops.yaml:1120: the dtypes bitwise_and.metal registers (input -> output)
+// ops.yaml:1249: the dtypes bitwise_and.metal registers (input -> output)
 extern const OpSpec bitwise_and_spec{
     "mpsgen::bitwise_and",
-    "ops.yaml:1119",
+    "ops.yaml:1248",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1405,10 +1409,10 @@ extern const OpSpec bitwise_and_spec{
     },
     };
 
-// ops.yaml:1131: the dtypes bitwise_or.metal registers (input -> output)
+// ops.yaml:1260: the dtypes bitwise_or.metal registers (input -> output)
 extern const OpSpec bitwise_or_spec{
     "mpsgen::bitwise_or",
-    "ops.yaml:1130",
+    "ops.yaml:1259",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1426,10 +1430,10 @@ extern const OpSpec bitwise_or_spec{
     },
     };
 
-// ops.yaml:1141: the dtypes gt.metal registers (input -> output)
+// ops.yaml:1270: the dtypes gt.metal registers (input -> output)
 extern const OpSpec gt_spec{
     "mpsgen::gt",
-    "ops.yaml:1140",
+    "ops.yaml:1269",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1450,10 +1454,10 @@ extern const OpSpec gt_spec{
     },
     };
 
-// ops.yaml:1152: the dtypes ge.metal registers (input -> output)
+// ops.yaml:1281: the dtypes ge.metal registers (input -> output)
 extern const OpSpec ge_spec{
     "mpsgen::ge",
-    "ops.yaml:1151",
+    "ops.yaml:1280",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1474,10 +1478,10 @@ extern const OpSpec ge_spec{
     },
     };
 
-// ops.yaml:1161: the dtypes le.metal registers (input -> output)
+// ops.yaml:1290: the dtypes le.metal registers (input -> output)
 extern const OpSpec le_spec{
     "mpsgen::le",
-    "ops.yaml:1160",
+    "ops.yaml:1289",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1498,10 +1502,10 @@ extern const OpSpec le_spec{
     },
     };
 
-// ops.yaml:1170: the dtypes logical_or.metal registers (input -> output)
+// ops.yaml:1299: the dtypes logical_or.metal registers (input -> output)
 extern const OpSpec logical_or_spec{
     "mpsgen::logical_or",
-    "ops.yaml:1169",
+    "ops.yaml:1298",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1523,10 +1527,10 @@ extern const OpSpec logical_or_spec{
     },
     };
 
-// ops.yaml:1179: the dtypes logical_xor.metal registers (input -> output)
+// ops.yaml:1308: the dtypes logical_xor.metal registers (input -> output)
 extern const OpSpec logical_xor_spec{
     "mpsgen::logical_xor",
-    "ops.yaml:1178",
+    "ops.yaml:1307",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1548,10 +1552,10 @@ extern const OpSpec logical_xor_spec{
     },
     };
 
-// ops.yaml:1193: the dtypes where.metal registers (input -> output)
+// ops.yaml:1322: the dtypes where.metal registers (input -> output)
 extern const OpSpec where_spec{
     "mpsgen::where",
-    "ops.yaml:1191",
+    "ops.yaml:1320",
     {"condition", "self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1574,10 +1578,10 @@ extern const OpSpec where_spec{
     },
     };
 
-// ops.yaml:1229: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1358: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1227",
+    "ops.yaml:1356",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1598,10 +1602,10 @@ extern const OpSpec heaviside_spec{
     },
     };
 
-// ops.yaml:1243: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1372: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1241",
+    "ops.yaml:1370",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1622,10 +1626,10 @@ extern const OpSpec special_ndtri_spec{
     },
     };
 
-// ops.yaml:1320: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1449: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1318",
+    "ops.yaml:1447",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1646,10 +1650,10 @@ extern const OpSpec special_log_ndtr_spec{
     },
     };
 
-// ops.yaml:1348: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1477: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1346",
+    "ops.yaml:1475",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1670,10 +1674,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     },
     };
 
-// ops.yaml:1405: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1534: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1403",
+    "ops.yaml:1532",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1694,10 +1698,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     },
     };
 
-// ops.yaml:1452: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1581: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1450",
+    "ops.yaml:1579",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,

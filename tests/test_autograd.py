@@ -34,7 +34,8 @@ def _cases():
                 continue  # where.Scalar: only Scalars, nothing to differentiate
             for r in op.registrations:
                 dtype = TORCH_DTYPES[r.input]
-                if dtype in GRAD_DTYPES:
+                # not a complex32 result (polar of half): torch's CPU autograd cannot reduce it
+                if dtype in GRAD_DTYPES and r.output != "half2":
                     yield pytest.param(op, entry, dtype, id=f"{entry.qualified_name}-{str(dtype)[6:]}")
 
 

@@ -930,6 +930,31 @@ def test_rejects_bad_choice_dtypes(tmp_path, choice, key, says):
     assert says in msg, msg
 
 
+@pytest.mark.parametrize("gaps,says", [
+    ("[{dtype: float2}]", "expected a list of {dtype: T or a group, reason: text}"),
+    ("{dtype: float2, reason: x}", "expected a list of {dtype: T or a group, reason: text}"),
+    ("[{dtype: flaot2, reason: x}]", "unknown dtype or group 'flaot2'"),
+    ("[{dtype: half, reason: x}]", "dtype 'half' is registered for this op"),
+    ("[{dtype: float2, reason: x}, {dtype: complex, reason: y}]", "dtype 'float2' is listed twice"),
+    ("[{dtype: float2, reason: ' '}]", "a gap needs a non-empty reason"),
+])
+def test_rejects_bad_gaps(tmp_path, gaps, says):
+    text = registry(unary_op("foo", extra=f"    gaps: {gaps}\n"))
+    msg = single_error(run_invalid(tmp_path, text), lineno(text, "gaps:"), "gaps", "foo")
+    assert says in msg, msg
+
+
+def test_gaps_name_dtypes_or_groups(tmp_path):
+    path = write_ops(tmp_path, registry(unary_op("foo", extra="    gaps: [{dtype: integer, reason: not yet}, "
+                                                                "{dtype: float2, reason: later}]\n")))
+    sys.path.insert(0, str(ROOT))
+    from codegen.loader import load
+
+    op = load(path).ops[0]
+    assert [(g.dtype, g.reason) for g in op.gaps] == [(d, "not yet") for d in ("long", "int", "short", "uchar",
+                                                                              "char", "bool")] + [("float2", "later")]
+
+
 def test_bad_choice_dtypes_leave_generated_output_unchanged(tmp_path):
     out = tmp_path / "out"
     generate_ok(write_ops(tmp_path, registry(DIVISION)), out)

@@ -34,30 +34,32 @@ def _cases():
                 yield pytest.param(op, entry, dtype, id=f"{entry.qualified_name}-{str(dtype)[6:]}")
 
 
-def _differentiable(dtype: torch.dtype) -> bool:
-    """Samples require grad, so opcheck also runs backward. Not complex32: torch's CPU
-    autograd cannot reduce it (`"sum_cpu" not implemented for 'ComplexHalf'`)."""
-    return (dtype.is_floating_point or dtype.is_complex) and dtype != torch.complex32
+def _differentiable(dtype: torch.dtype, op=None) -> bool:
+    """Samples require grad, so opcheck also runs backward. Not complex32, in or out (polar of
+    half): torch's CPU autograd cannot reduce it (`"sum_cpu" not implemented for 'ComplexHalf'`)."""
+    out = next((TORCH_DTYPES[r.output] for r in op.registrations if TORCH_DTYPES[r.input] == dtype), dtype) \
+        if op is not None else dtype
+    return (dtype.is_floating_point or dtype.is_complex) and torch.complex32 not in (dtype, out)
 
 
 @pytest.mark.parametrize("op,entry,dtype", list(_cases()))
 def test_opcheck_opinfo_samples(op, entry, dtype):
     fn = op_overload(NS, entry.qualified_name)
-    found = opinfo_samples(entry.opinfo, entry_params(entry), "cpu", dtype,
-                           requires_grad=_differentiable(dtype), reference_inputs=False)
+    grad = _differentiable(dtype, op)
+    found = opinfo_samples(entry.opinfo, entry_params(entry), "cpu", dtype, requires_grad=grad,
+                           reference_inputs=False)
     if len(found) < MIN_SAMPLES:
         # unary OpInfos have one sample_input; Scalar overloads fit only reference_inputs
-        found = opinfo_samples(entry.opinfo, entry_params(entry), "cpu", dtype,
-                               requires_grad=_differentiable(dtype))[:MIN_SAMPLES]
+        found = opinfo_samples(entry.opinfo, entry_params(entry), "cpu", dtype, requires_grad=grad)[:MIN_SAMPLES]
     # the op refuses what torch refuses (div of complex with a rounding mode): nothing to trace
     found = [s for s in found if not _both_refuse(fn, entry, s)]
     if not found:
         # no OpInfo sample fits the schema (clamp's are Tensor bounds; leaky_relu_backward has
         # no OpInfo; the report lists why each was dropped), or torch computes none of them
         # (div[trunc_rounding]'s for complex): opcheck the edge samples instead
-        found = [require_grad(s) if _differentiable(dtype) else s
+        found = [require_grad(s) if grad else s
                  for s in edge_samples(entry_params(entry), "cpu", dtype, {dtype}, large=False)
-                 if s.name not in ("empty", "nan-inf") and _runs(fn, s, _differentiable(dtype))][:MIN_SAMPLES]
+                 if s.name not in ("empty", "nan-inf") and _runs(fn, s, grad)][:MIN_SAMPLES]
     assert found, f"no sample fits {entry.schema}"
     for sample in found:
         if fn(*sample.args, **sample.kwargs).isnan().any():
