@@ -18,12 +18,12 @@ from .aten_schemas import aten_ops
 from .dtypes import DTYPES, GROUPS
 from .checks import CheckError, message_to_cpp, to_cpp
 from .opinfo_names import check_opinfo
-from .model import (DEFAULT_PARAM_TYPE, Check, Tolerance, PARAM_TYPES, Derivative, Location, Op, Overload, Param, Registration,
-                    Registry, Selector, XFail, schema_args, variant_schemas)
+from .model import (DEFAULT_PARAM_TYPE, Check, Tolerance, PARAM_TYPES, Derivative, DtypeTable, Gap, Location, Op,
+                    Overload, Param, Registration, Registry, Selector, XFail, schema_args, variant_schemas)
 
 TOP_KEYS = {"namespace", "ops"}
 OP_KEYS = {"func", "functor", "dtypes", "reference", "opinfo", "xfail", "derivatives", "args", "kernel",
-           "alpha_check", "checks", "tolerances", "implements", "replaces", "given", "mask"}
+           "alpha_check", "checks", "tolerances", "implements", "replaces", "given", "mask", "gaps"}
 OVERLOAD_KEYS = {"func", "reference", "opinfo", "xfail", "derivatives"}
 _NOT_DIFFERENTIABLE = ("{op} kernels produce only bool or integer results, which autograd does not "
                        "differentiate; remove 'derivatives'")
@@ -188,12 +188,12 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
     if "kernel" in entry and not (isinstance(kernel, str) and _IDENT.fullmatch(kernel)):
         errors.add(line_of("kernel"), label, "kernel", f"expected a C++ identifier naming the kernels, got {kernel!r}")
         kernel = None
-    params, selector = (), None
+    params, selector, own_dtypes = (), None, {}
     if "args" in entry and (is_overload or family is None):
         if is_overload:
             errors.add(line_of("args"), label, "args", "a Scalar overload runs its op's kernels; 'args' belongs there")
     elif family is not None and not is_overload:
-        params, selector = _check_args(entry.get("args"), args, family, label, line_of("args"), errors)
+        params, selector, own_dtypes = _check_args(entry.get("args"), args, family, label, line_of("args"), errors)
     n_given_errors = len(errors.messages)
     given = _check_given(entry, args, bool(params or selector), label, line_of, errors) \
         if family is not None and not is_overload else ()
@@ -204,6 +204,8 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
     opmath_ok = family in OPMATH_FAMILIES and (family == "ternary" or not params)
     registrations = _check_dtypes(entry.get("dtypes"), family, opmath_ok, label, line_of("dtypes"), errors) \
         if "dtypes" in entry else ()
+    tables = _tables(kernel, kernels, registrations, line_of("dtypes"), own_dtypes, family, opmath_ok, label,
+                     errors) if kernel and given_ok else ()
     checks = _check_checks(entry["checks"], args, label, line_of("checks"), errors) \
         if "checks" in entry and schema is not None and not is_overload else ()
     alpha_check = entry.get("alpha_check", False)
@@ -237,16 +239,17 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
         # reference, opinfo, xfails and derivatives default to, and are checked against, the op
         return _PendingOverload(schema, reference, entry.get("opinfo", False), entry.get("xfail", []),
                                 line_of("xfail"), loc, derivatives)
-    xfails = _check_xfails(entry.get("xfail", []), registrations, label, line_of("xfail"), errors)
-    tolerances = _check_tolerances(entry.get("tolerances", []), registrations, label, line_of("tolerances"),
-                                   errors)
+    every = [r for t in tables for r in t.registrations]
+    xfails = _check_xfails(entry.get("xfail", []), every, label, line_of("xfail"), errors)
+    tolerances = _check_tolerances(entry.get("tolerances", []), every, label, line_of("tolerances"), errors)
+    gaps = _check_gaps(entry.get("gaps", []), every, label, line_of("gaps"), errors)
     if len(errors.messages) > n_before:
         return None
     op = Op(schema=schema, reference=reference, opinfo=opinfo, xfails=xfails, loc=loc,
             derivatives=derivatives or (), name=kernel, family=family, functor=functor,
-            registrations=registrations, params=params, selector=selector, given=given, alpha_check=alpha_check,
+            tables=tables, params=params, selector=selector, given=given, alpha_check=alpha_check,
             checks=checks, mask=mask,
-            tolerances=tolerances, implements=implements, replaces=replaces, aten_variants=aten_variants,
+            tolerances=tolerances, gaps=gaps, implements=implements, replaces=replaces, aten_variants=aten_variants,
             functor_line=_functor_line(entry["functor"], line_of("functor")))
     if op.derivatives and not op.differentiable:
         errors.add(line_of("derivatives"), label, "derivatives", _NOT_DIFFERENTIABLE.format(op="this op's"))
@@ -470,13 +473,14 @@ def _default_error(type_: str, default: str) -> str | None:
     return None if re.fullmatch(pattern, default) else f"is not a plain decimal literal for a {kind}"
 
 
-def _check_args(spec, op_args, family, label, line, errors) -> tuple[tuple[Param, ...], Selector | None]:
-    """The params the kernels read and the `str` selector, from the schema and `args:`."""
+def _check_args(spec, op_args, family, label, line, errors) -> tuple[tuple[Param, ...], Selector | None, dict]:
+    """The params the kernels read and the `str` selector, from the schema and `args:`; and
+    the choices' own dtypes, unchecked ({kernel: (value, dtypes as written, line)})."""
     spec = {} if spec is None else spec
     if not isinstance(spec, dict):
         errors.add(line, label, "args", "expected a mapping from argument names to their Metal type "
                    f"({', '.join(PARAM_TYPES)}), {{type: T, promotes: true}} or {{choices: {{value: kernel}}}}")
-        return (), None
+        return (), None, {}
     key_lines = getattr(spec, "key_lines", {})
     by_name = {a.name: a for a in op_args}
     for key in spec:
@@ -484,13 +488,13 @@ def _check_args(spec, op_args, family, label, line, errors) -> tuple[tuple[Param
             non_tensor = [a.name for a in op_args if a.kind != "Tensor"]
             errors.add(key_lines.get(key, line), label, "args",
                        f"{key!r} is not a non-Tensor argument of the schema; expected one of {non_tensor}")
-    params, selector = [], None
+    params, selector, own_dtypes = [], None, {}
     for a in op_args:
         if a.kind == "Tensor":
             continue
         item, item_line = spec.get(a.name), key_lines.get(a.name, line)
         if a.kind == "str":
-            selector = _check_choices(a, item, label, item_line, errors)
+            selector, own_dtypes = _check_choices(a, item, label, item_line, errors)
             continue
         metal, promotes = DEFAULT_PARAM_TYPE[a.kind], False
         if isinstance(item, str):
@@ -509,7 +513,7 @@ def _check_args(spec, op_args, family, label, line, errors) -> tuple[tuple[Param
                        "(which torch may treat as wrapped numbers)")
         else:
             params.append(Param(a.name, a.kind, a.optional, metal, promotes))
-    return tuple(params), selector
+    return tuple(params), selector, own_dtypes
 
 
 # what a `str` choice or a `given:` combination maps to
@@ -614,30 +618,72 @@ def _check_checks(spec, op_args, label, line, errors) -> tuple[Check, ...]:
     return tuple(found)
 
 
-def _check_choices(arg, item, label, line, errors) -> Selector | None:
+_CHOICE_WITH_DTYPES = "{kernel: div_trunc, dtypes: [float, integer]}"
+
+
+def _check_choices(arg, item, label, line, errors) -> tuple[Selector | None, dict]:
+    """The kernel each value of a `str` argument selects; and the kernels that a choice gives
+    dtypes of their own ({kernel: (value, dtypes as written, line)}, checked by _tables)."""
     example = "{choices: {none: gelu, tanh: gelu_tanh}}"
     if not (isinstance(item, dict) and set(item) == {"choices"} and isinstance(item["choices"], dict)
             and item["choices"]):
         errors.add(line, label, "args", f"str argument {arg.name!r} needs the kernel each value selects, "
                    f"e.g. {arg.name}: {example}")
-        return None
-    choices = []
+        return None, {}
+    choices, own_dtypes = [], {}
+    value_lines = getattr(item["choices"], "key_lines", {})
     for value, kernel in item["choices"].items():
+        value_line = value_lines.get(value, line)
         value = "None" if value is None else value
+        dtypes = None
+        if isinstance(kernel, dict):  # {kernel: <name>, dtypes: [...]}: the choice's own dtypes
+            if set(kernel) != {"kernel", "dtypes"}:
+                errors.add(value_line, label, "args", f"{arg.name!r}: choice {value!r} is a kernel name or "
+                           f"{_CHOICE_WITH_DTYPES}, got keys {sorted(map(str, kernel))}")
+                continue
+            dtypes, kernel = (kernel["dtypes"], getattr(kernel, "key_lines", {}).get("dtypes", value_line)), \
+                kernel["kernel"]
         if not isinstance(value, str) or not _IDENT.fullmatch(value):
-            errors.add(line, label, "args", f"{arg.name!r}: choice {value!r} is not an identifier")
+            errors.add(value_line, label, "args", f"{arg.name!r}: choice {value!r} is not an identifier")
         elif value == "None" and not arg.optional:
-            errors.add(line, label, "args", f"{arg.name!r}: a None choice needs an optional 'str?' argument")
+            errors.add(value_line, label, "args", f"{arg.name!r}: a None choice needs an optional 'str?' argument")
         elif not isinstance(kernel, str) or not _IDENT.fullmatch(kernel):
-            errors.add(line, label, "args", f"{arg.name!r}: choice {value!r} {_NAME_A_KERNEL}, got {kernel!r}")
+            errors.add(value_line, label, "args", f"{arg.name!r}: choice {value!r} {_NAME_A_KERNEL}, got {kernel!r}")
         else:
             choices.append((value, kernel))
+            if dtypes is not None:
+                shown = f"{arg.name}=None" if value == "None" else f"{arg.name}='{value}'"
+                own_dtypes.setdefault(kernel, (value, shown, *dtypes))  # a second one is an error below
+    shared = [(v, k) for v, k in choices if k in own_dtypes and own_dtypes[k][0] != v]
+    for value, kernel in shared:
+        errors.add(value_lines.get(value, line), label, "args",
+                   f"{arg.name!r}: choice {value!r} selects {kernel!r}, whose dtypes choice "
+                   f"{own_dtypes[kernel][0]!r} gives; a kernel with dtypes of its own serves one choice")
     if arg.optional and "None" not in dict(choices):
         errors.add(line, label, "args", f"{arg.name!r} is optional: add the kernel for None, e.g. None: {arg.name}_none")
     if arg.has_default and arg.default != "None" and arg.default.strip("'") not in dict(choices):
         errors.add(line, label, "args", f"{arg.name!r}: its default {arg.default} is not one of the choices "
                    f"{sorted(dict(choices))}")
-    return Selector(arg.name, tuple(choices))
+    return Selector(arg.name, tuple(choices)), own_dtypes
+
+
+def _tables(name, kernels, registrations, line, own_dtypes, family, opmath_ok, label, errors) -> tuple[DtypeTable, ...]:
+    """The op's dtype tables: its `dtypes` for the kernels without their own, then one per
+    `str` choice that gives its own (checked as `dtypes` is), all of bool results or none."""
+    tables = [DtypeTable(registrations, tuple(k for k in kernels if k not in own_dtypes), f"{name}_spec",
+                         line=line)]
+    for kernel, (value, shown, spec, spec_line) in own_dtypes.items():
+        regs = _check_dtypes(spec, family, opmath_ok, label, spec_line, errors)
+        if not regs:
+            continue
+        table = DtypeTable(regs, (kernel,), f"{name}_{kernel}_spec", shown, spec_line)
+        if registrations and table.bool_output != tables[0].bool_output:
+            errors.add(spec_line, label, "args", f"choice {value!r}: its dtypes give "
+                       f"{'only' if table.bool_output else 'not only'} bool results, the op's `dtypes` "
+                       f"{'only' if tables[0].bool_output else 'not only'} bool; a comparison's choices all "
+                       "give bool, and other ops' none")
+        tables.append(table)
+    return tuple(tables)
 
 
 def _check_functor(source, kernels, label, line, errors) -> str | None:
@@ -787,6 +833,35 @@ def _check_tolerances(spec, registrations, label, line, errors) -> tuple[Toleran
         else:
             found.append(Tolerance(item["dtype"], float(item["rtol"]), float(item["atol"]), item["reason"].strip()))
     return tuple(found)
+
+
+def _check_gaps(spec, registrations, label, line, errors) -> tuple[Gap, ...]:
+    """`gaps:` the dtypes torch's MPS kernel supports that the entry leaves out, each with why
+    (a group name stands for its input dtypes)."""
+    expected = ("a list of {dtype: T or a group, reason: text}: dtypes torch's MPS kernel supports that this op "
+                "does not register")
+    if not isinstance(spec, list):
+        errors.add(line, label, "gaps", f"expected {expected}")
+        return ()
+    registered, gaps = {r.input for r in registrations}, []
+    for item in spec:
+        item_line = getattr(item, "line", line)
+        if not isinstance(item, dict) or set(item) != {"dtype", "reason"}:
+            errors.add(item_line, label, "gaps", f"expected {expected}, got {item!r}")
+            continue
+        name, reason = item["dtype"], item["reason"]
+        dtypes = [name] if name in DTYPES else [i for i, _ in GROUPS[name].pairs] if name in GROUPS else None
+        if not isinstance(reason, str) or not reason.strip():
+            errors.add(item_line, label, "gaps", "a gap needs a non-empty reason")
+        elif dtypes is None:
+            errors.add(item_line, label, "gaps", f"unknown dtype or group {name!r}; expected one of "
+                       f"{sorted(DTYPES)} or {sorted(GROUPS)}")
+        elif bad := [d for d in dtypes if d in registered or any(g.dtype == d for g in gaps)]:
+            errors.add(item_line, label, "gaps", f"dtype {bad[0]!r} is "
+                       + ("registered for this op" if bad[0] in registered else "listed twice"))
+        else:
+            gaps += [Gap(d, " ".join(reason.split())) for d in dtypes]
+    return tuple(gaps)
 
 
 def _check_xfails(spec, registrations, label, line, errors) -> tuple[XFail, ...]:

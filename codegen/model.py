@@ -45,10 +45,46 @@ class Registration:
 
 
 @dataclass(frozen=True)
+class DtypeTable:
+    """What one set of an op's kernels registers: the op's `dtypes`, or the own `dtypes` of
+    a `str` choice (`trunc: {kernel: div_trunc, dtypes: [float, integer]}`), with the
+    promotion it implies. The host and the fake kernel check a call against the table of
+    the kernel it runs (each table is an OpSpec / a Spec of its own)."""
+
+    registrations: tuple[Registration, ...]
+    kernels: tuple[str, ...]  # the kernels that register these dtypes
+    spec: str  # the name of its OpSpec (C++) and Spec (Python): `div_spec`, `div_div_trunc_spec`
+    choice: str = ""  # the `str` choice with its own dtypes, as errors name it (`rounding_mode='trunc'`)
+    line: int = 0  # ops.yaml line of its `dtypes` (the choice's line for a choice's own)
+
+    @property
+    def promotes_int_to_float(self) -> bool:
+        """Integer inputs produce a float result (TensorIterator's *_float_op)."""
+        return any(
+            r.input_dtype.kind in ("integer", "bool") and r.output_dtype.kind == "float"
+            for r in self.registrations
+        )
+
+    @property
+    def bool_output(self) -> bool:
+        """A predicate or comparison: every kernel produces bool."""
+        return all(r.output == "bool" for r in self.registrations)
+
+
+@dataclass(frozen=True)
 class XFail:
     dtype: str  # Metal type name
     reason: str
     samples: tuple[str, ...] = ()  # only these samples (e.g. "reference[64]"); () = the whole dtype
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A dtype torch's own MPS kernel supports (its MPS tests say so) that the entry does not
+    register (`gaps:`), with the reason; tests/test_mps_dtypes.py holds the registry to it."""
+
+    dtype: str  # Metal type name
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -233,7 +269,8 @@ class Op(Entry):
     name: str = ""  # kernel name: names the functor, the kernels and the generated files
     family: str = ""  # unary | binary | ternary: how many Tensors the kernels read
     functor: str = ""  # the functor struct(s) source
-    registrations: tuple[Registration, ...] = ()
+    # the dtypes the kernels register: the op's `dtypes` first, then a `str` choice's own
+    tables: tuple[DtypeTable, ...] = ()
     functor_line: int = 0  # ops.yaml line that the first line of `functor` comes from
     overloads: tuple[Overload, ...] = ()
     params: tuple[Param, ...] = ()  # the non-Tensor arguments the kernels read, in schema order
@@ -242,6 +279,7 @@ class Op(Entry):
     alpha_check: bool = False  # torch's alpha_check of add/sub (`alpha_check: true`)
     checks: tuple[Check, ...] = ()  # argument conditions torch enforces (`checks:`)
     tolerances: tuple[Tolerance, ...] = ()  # op-output-match overrides, also for its overloads
+    gaps: tuple[Gap, ...] = ()  # dtypes torch's MPS kernel supports that the op leaves out (`gaps:`)
     implements: str = ""  # "aten": registers kernels for torch's own aten::<op> (no def, fake kernel, autograd)
     replaces: str = ""  # "mps": an aten entry that replaces torch's own MPS kernel for the op
     aten_variants: tuple[str, ...] = ()  # of functional/out/inplace, those aten has (implements: aten)
@@ -316,22 +354,33 @@ class Op(Entry):
                                              (self.family == "binary" and self.transport == "params"))
 
     @cached_property
-    def promotes_int_to_float(self) -> bool:
-        """Integer inputs produce a float result (TensorIterator's *_float_op)."""
-        return any(
-            r.input_dtype.kind in ("integer", "bool") and r.output_dtype.kind == "float"
-            for r in self.registrations
-        )
+    def registrations(self) -> tuple[Registration, ...]:
+        """Every input dtype some kernel registers, once (the first table's registration of
+        it): what the op takes, as tests and the main job enumerate it."""
+        found: dict[str, Registration] = {}
+        for r in self.all_registrations:
+            found.setdefault(r.input, r)
+        return tuple(found.values())
+
+    @cached_property
+    def all_registrations(self) -> tuple[Registration, ...]:
+        """Every table's registrations (an input dtype may appear once per table)."""
+        return tuple(r for t in self.tables for r in t.registrations)
+
+    def table(self, kernel: str) -> DtypeTable:
+        """The dtypes `kernel` registers: its `str` choice's own, or the op's."""
+        return next((t for t in self.tables if kernel in t.kernels), self.tables[0])
 
     @cached_property
     def bool_output(self) -> bool:
-        """A predicate or comparison: every kernel produces bool."""
-        return all(r.output == "bool" for r in self.registrations)
+        """A predicate or comparison: every kernel produces bool (the loader has every
+        table agree)."""
+        return self.tables[0].bool_output
 
     @cached_property
     def differentiable(self) -> bool:
         """Some kernel produces a floating or complex result, which autograd tracks."""
-        return any(r.output_dtype.kind in ("float", "complex") for r in self.registrations)
+        return any(r.output_dtype.kind in ("float", "complex") for r in self.all_registrations)
 
     @cached_property
     def has_castout(self) -> bool:
@@ -363,7 +412,7 @@ class Op(Entry):
     @cached_property
     def compute_types(self) -> list[str]:
         """The Metal types the kernels compute in, each with its params struct."""
-        return list(dict.fromkeys(r.compute for r in self.registrations))
+        return list(dict.fromkeys(r.compute for r in self.all_registrations))
 
     @cached_property
     def entries(self) -> tuple[Entry, ...]:

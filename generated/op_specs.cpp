@@ -5,7 +5,7 @@
 
 namespace mpsgen::generated {
 
-// ops.yaml:7: the dtypes exp.metal registers (input -> output)
+// ops.yaml:8: the dtypes exp.metal registers (input -> output)
 extern const OpSpec exp_spec{
     "mpsgen::exp",
     "ops.yaml:7",
@@ -26,12 +26,13 @@ extern const OpSpec exp_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:22: the dtypes sin.metal registers (input -> output)
+// ops.yaml:28: the dtypes sin.metal registers (input -> output)
 extern const OpSpec sin_spec{
     "mpsgen::sin",
-    "ops.yaml:22",
+    "ops.yaml:27",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -49,12 +50,13 @@ extern const OpSpec sin_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:37: the dtypes sqrt.metal registers (input -> output)
+// ops.yaml:48: the dtypes sqrt.metal registers (input -> output)
 extern const OpSpec sqrt_spec{
     "mpsgen::sqrt",
-    "ops.yaml:37",
+    "ops.yaml:47",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -72,12 +74,13 @@ extern const OpSpec sqrt_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:52: the dtypes sigmoid.metal registers (input -> output)
+// ops.yaml:68: the dtypes sigmoid.metal registers (input -> output)
 extern const OpSpec sigmoid_spec{
     "mpsgen::sigmoid",
-    "ops.yaml:52",
+    "ops.yaml:67",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -95,12 +98,13 @@ extern const OpSpec sigmoid_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:68: the dtypes erf.metal registers (input -> output)
+// ops.yaml:89: the dtypes erf.metal registers (input -> output)
 extern const OpSpec erf_spec{
     "mpsgen::erf",
-    "ops.yaml:68",
+    "ops.yaml:88",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -118,12 +122,13 @@ extern const OpSpec erf_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:86: the dtypes bitwise_not.metal registers (input -> output)
+// ops.yaml:107: the dtypes bitwise_not.metal registers (input -> output)
 extern const OpSpec bitwise_not_spec{
     "mpsgen::bitwise_not",
-    "ops.yaml:86",
+    "ops.yaml:106",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -138,12 +143,13 @@ extern const OpSpec bitwise_not_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:100: the dtypes hypot.metal registers (input -> output)
+// ops.yaml:121: the dtypes hypot.metal registers (input -> output)
 extern const OpSpec hypot_spec{
     "mpsgen::hypot",
-    "ops.yaml:100",
+    "ops.yaml:120",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -155,12 +161,13 @@ extern const OpSpec hypot_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:118: the dtypes logaddexp.metal registers (input -> output)
+// ops.yaml:139: the dtypes logaddexp.metal registers (input -> output)
 extern const OpSpec logaddexp_spec{
     "mpsgen::logaddexp",
-    "ops.yaml:118",
+    "ops.yaml:138",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -172,12 +179,13 @@ extern const OpSpec logaddexp_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:131: the dtypes atan2.metal registers (input -> output)
+// ops.yaml:157: the dtypes atan2.metal registers (input -> output)
 extern const OpSpec atan2_spec{
     "mpsgen::atan2",
-    "ops.yaml:131",
+    "ops.yaml:156",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -195,12 +203,13 @@ extern const OpSpec atan2_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:148: the dtypes copysign.metal registers (input -> output)
+// ops.yaml:174: the dtypes copysign.metal registers (input -> output)
 extern const OpSpec copysign_spec{
     "mpsgen::copysign",
-    "ops.yaml:148",
+    "ops.yaml:173",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -218,12 +227,13 @@ extern const OpSpec copysign_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:165: the dtypes maximum.metal registers (input -> output)
+// ops.yaml:191: the dtypes maximum.metal registers (input -> output)
 extern const OpSpec maximum_spec{
     "mpsgen::maximum",
-    "ops.yaml:165",
+    "ops.yaml:190",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -241,12 +251,13 @@ extern const OpSpec maximum_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:179: the dtypes mul.metal registers (input -> output)
+// ops.yaml:205: the dtypes mul.metal registers (input -> output)
 extern const OpSpec mul_spec{
     "mpsgen::mul",
-    "ops.yaml:179",
+    "ops.yaml:204",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -266,12 +277,13 @@ extern const OpSpec mul_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
         {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
-    }};
+    },
+    };
 
-// ops.yaml:202: the dtypes bitwise_xor.metal registers (input -> output)
+// ops.yaml:228: the dtypes bitwise_xor.metal registers (input -> output)
 extern const OpSpec bitwise_xor_spec{
     "mpsgen::bitwise_xor",
-    "ops.yaml:202",
+    "ops.yaml:227",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -286,12 +298,13 @@ extern const OpSpec bitwise_xor_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:213: the dtypes hardshrink.metal registers (input -> output)
+// ops.yaml:239: the dtypes hardshrink.metal registers (input -> output)
 extern const OpSpec hardshrink_spec{
     "mpsgen::hardshrink",
-    "ops.yaml:213",
+    "ops.yaml:238",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -303,12 +316,13 @@ extern const OpSpec hardshrink_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:225: the dtypes softshrink.metal registers (input -> output)
+// ops.yaml:251: the dtypes softshrink.metal registers (input -> output)
 extern const OpSpec softshrink_spec{
     "mpsgen::softshrink",
-    "ops.yaml:225",
+    "ops.yaml:250",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -320,12 +334,13 @@ extern const OpSpec softshrink_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:244: the dtypes leaky_relu.metal registers (input -> output)
+// ops.yaml:270: the dtypes leaky_relu.metal registers (input -> output)
 extern const OpSpec leaky_relu_spec{
     "mpsgen::leaky_relu",
-    "ops.yaml:244",
+    "ops.yaml:269",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -337,12 +352,13 @@ extern const OpSpec leaky_relu_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:258: the dtypes add.metal registers (input -> output)
+// ops.yaml:285: the dtypes add.metal registers (input -> output)
 extern const OpSpec add_spec{
     "mpsgen::add",
-    "ops.yaml:258",
+    "ops.yaml:283",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -362,12 +378,13 @@ extern const OpSpec add_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
         {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
-    }};
+    },
+    };
 
-// ops.yaml:280: the dtypes sub.metal registers (input -> output)
+// ops.yaml:312: the dtypes sub.metal registers (input -> output)
 extern const OpSpec sub_spec{
     "mpsgen::sub",
-    "ops.yaml:280",
+    "ops.yaml:305",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -386,12 +403,13 @@ extern const OpSpec sub_spec{
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
         {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
-    }};
+    },
+    };
 
-// ops.yaml:308: the dtypes lerp.metal registers (input -> output)
+// ops.yaml:334: the dtypes lerp.metal registers (input -> output)
 extern const OpSpec lerp_spec{
     "mpsgen::lerp",
-    "ops.yaml:308",
+    "ops.yaml:333",
     {"self", "end", "weight"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -403,12 +421,13 @@ extern const OpSpec lerp_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:326: the dtypes lerp_scalar.metal registers (input -> output)
+// ops.yaml:361: the dtypes lerp_scalar.metal registers (input -> output)
 extern const OpSpec lerp_scalar_spec{
     "mpsgen::lerp",
-    "ops.yaml:326",
+    "ops.yaml:358",
     {"self", "end"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -420,12 +439,13 @@ extern const OpSpec lerp_scalar_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:346: the dtypes addcmul.metal registers (input -> output)
+// ops.yaml:387: the dtypes addcmul.metal registers (input -> output)
 extern const OpSpec addcmul_spec{
     "mpsgen::addcmul",
-    "ops.yaml:346",
+    "ops.yaml:385",
     {"self", "tensor1", "tensor2"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -442,12 +462,13 @@ extern const OpSpec addcmul_spec{
         {c10::ScalarType::Short, c10::ScalarType::Short},
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
-    }};
+    },
+    };
 
-// ops.yaml:365: the dtypes addcdiv.metal registers (input -> output)
+// ops.yaml:411: the dtypes addcdiv.metal registers (input -> output)
 extern const OpSpec addcdiv_spec{
     "mpsgen::addcdiv",
-    "ops.yaml:365",
+    "ops.yaml:409",
     {"self", "tensor1", "tensor2"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -459,12 +480,13 @@ extern const OpSpec addcdiv_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:383: the dtypes elu.metal registers (input -> output)
+// ops.yaml:434: the dtypes elu.metal registers (input -> output)
 extern const OpSpec elu_spec{
     "mpsgen::elu",
-    "ops.yaml:383",
+    "ops.yaml:432",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -476,12 +498,13 @@ extern const OpSpec elu_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:399: the dtypes clamp.metal registers (input -> output)
+// ops.yaml:455: the dtypes clamp.metal registers (input -> output)
 extern const OpSpec clamp_spec{
     "mpsgen::clamp",
-    "ops.yaml:399",
+    "ops.yaml:448",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -498,12 +521,13 @@ extern const OpSpec clamp_spec{
         {c10::ScalarType::Short, c10::ScalarType::Short},
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
-    }};
+    },
+    };
 
-// ops.yaml:429: the dtypes clamp_tensor.metal registers (input -> output)
+// ops.yaml:487: the dtypes clamp_tensor.metal registers (input -> output)
 extern const OpSpec clamp_tensor_spec{
     "mpsgen::clamp",
-    "ops.yaml:429",
+    "ops.yaml:478",
     {"self", "min", "max"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -520,12 +544,13 @@ extern const OpSpec clamp_tensor_spec{
         {c10::ScalarType::Short, c10::ScalarType::Short},
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
-    }};
+    },
+    };
 
-// ops.yaml:467: the dtypes nan_to_num.metal registers (input -> output)
+// ops.yaml:517: the dtypes nan_to_num.metal registers (input -> output)
 extern const OpSpec nan_to_num_spec{
     "mpsgen::nan_to_num",
-    "ops.yaml:467",
+    "ops.yaml:516",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -537,12 +562,13 @@ extern const OpSpec nan_to_num_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:487: the dtypes threshold.metal registers (input -> output)
+// ops.yaml:541: the dtypes threshold.metal registers (input -> output)
 extern const OpSpec threshold_spec{
     "mpsgen::threshold",
-    "ops.yaml:487",
+    "ops.yaml:540",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -559,12 +585,13 @@ extern const OpSpec threshold_spec{
         {c10::ScalarType::Short, c10::ScalarType::Short},
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
-    }};
+    },
+    };
 
-// ops.yaml:499: the dtypes softplus.metal registers (input -> output)
+// ops.yaml:559: the dtypes softplus.metal registers (input -> output)
 extern const OpSpec softplus_spec{
     "mpsgen::softplus",
-    "ops.yaml:499",
+    "ops.yaml:557",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -576,12 +603,13 @@ extern const OpSpec softplus_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:513: the dtypes hardtanh.metal registers (input -> output)
+// ops.yaml:572: the dtypes hardtanh.metal registers (input -> output)
 extern const OpSpec hardtanh_spec{
     "mpsgen::hardtanh",
-    "ops.yaml:513",
+    "ops.yaml:571",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -593,12 +621,13 @@ extern const OpSpec hardtanh_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:526: the dtypes round_decimals.metal registers (input -> output)
+// ops.yaml:595: the dtypes round_decimals.metal registers (input -> output)
 extern const OpSpec round_decimals_spec{
     "mpsgen::round",
-    "ops.yaml:526",
+    "ops.yaml:593",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -610,12 +639,13 @@ extern const OpSpec round_decimals_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:545: the dtypes gelu.metal registers (input -> output)
+// ops.yaml:615: the dtypes gelu.metal registers (input -> output)
 extern const OpSpec gelu_spec{
     "mpsgen::gelu",
-    "ops.yaml:545",
+    "ops.yaml:612",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -627,12 +657,13 @@ extern const OpSpec gelu_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:571: the dtypes leaky_relu_backward.metal registers (input -> output)
+// ops.yaml:639: the dtypes leaky_relu_backward.metal registers (input -> output)
 extern const OpSpec leaky_relu_backward_spec{
     "mpsgen::leaky_relu_backward",
-    "ops.yaml:571",
+    "ops.yaml:638",
     {"grad_output", "self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -644,12 +675,13 @@ extern const OpSpec leaky_relu_backward_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:590: the dtypes eq.metal registers (input -> output)
+// ops.yaml:658: the dtypes eq.metal registers (input -> output)
 extern const OpSpec eq_spec{
     "mpsgen::eq",
-    "ops.yaml:590",
+    "ops.yaml:657",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -669,12 +701,13 @@ extern const OpSpec eq_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
         {c10::ScalarType::ComplexHalf, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:605: the dtypes ne.metal registers (input -> output)
+// ops.yaml:673: the dtypes ne.metal registers (input -> output)
 extern const OpSpec ne_spec{
     "mpsgen::ne",
-    "ops.yaml:605",
+    "ops.yaml:672",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -694,12 +727,13 @@ extern const OpSpec ne_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
         {c10::ScalarType::ComplexHalf, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:618: the dtypes lt.metal registers (input -> output)
+// ops.yaml:686: the dtypes lt.metal registers (input -> output)
 extern const OpSpec lt_spec{
     "mpsgen::lt",
-    "ops.yaml:618",
+    "ops.yaml:685",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -717,12 +751,13 @@ extern const OpSpec lt_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Bool},
         {c10::ScalarType::Char, c10::ScalarType::Bool},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:629: the dtypes logical_and.metal registers (input -> output)
+// ops.yaml:697: the dtypes logical_and.metal registers (input -> output)
 extern const OpSpec logical_and_spec{
     "mpsgen::logical_and",
-    "ops.yaml:629",
+    "ops.yaml:696",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -741,12 +776,13 @@ extern const OpSpec logical_and_spec{
         {c10::ScalarType::Char, c10::ScalarType::Bool},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:639: the dtypes isnan.metal registers (input -> output)
+// ops.yaml:707: the dtypes isnan.metal registers (input -> output)
 extern const OpSpec isnan_spec{
     "mpsgen::isnan",
-    "ops.yaml:639",
+    "ops.yaml:706",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -764,12 +800,15 @@ extern const OpSpec isnan_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Bool},
         {c10::ScalarType::Char, c10::ScalarType::Bool},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::Bool},
+    },
+    };
 
-// ops.yaml:653: the dtypes neg.metal registers (input -> output)
+// ops.yaml:725: the dtypes neg.metal registers (input -> output)
 extern const OpSpec neg_spec{
     "mpsgen::neg",
-    "ops.yaml:653",
+    "ops.yaml:724",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -788,12 +827,13 @@ extern const OpSpec neg_spec{
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
         {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
-    }};
+    },
+    };
 
-// ops.yaml:668: the dtypes abs.metal registers (input -> output)
+// ops.yaml:740: the dtypes abs.metal registers (input -> output)
 extern const OpSpec abs_spec{
     "mpsgen::abs",
-    "ops.yaml:668",
+    "ops.yaml:739",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -812,12 +852,13 @@ extern const OpSpec abs_spec{
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::Float},
         {c10::ScalarType::ComplexHalf, c10::ScalarType::Half},
-    }};
+    },
+    };
 
-// ops.yaml:700: the dtypes polygamma.metal registers (input -> output)
+// ops.yaml:772: the dtypes polygamma.metal registers (input -> output)
 extern const OpSpec polygamma_spec{
     "mpsgen::polygamma",
-    "ops.yaml:700",
+    "ops.yaml:771",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -828,12 +869,39 @@ extern const OpSpec polygamma_spec{
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+    },
+    };
 
-// ops.yaml:729: the dtypes div.metal registers (input -> output)
+// ops.yaml:813: the dtypes div.metal registers (input -> output)
 extern const OpSpec div_spec{
     "mpsgen::div",
-    "ops.yaml:729",
+    "ops.yaml:804",
+    {"self", "other"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
+    },
+    };
+
+// ops.yaml:811: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
+extern const OpSpec div_div_trunc_spec{
+    "mpsgen::div",
+    "ops.yaml:811",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -845,12 +913,45 @@ extern const OpSpec div_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    }};
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    },
+    /*choice=*/"rounding_mode='trunc'",
+    };
 
-// ops.yaml:777: the dtypes polar.metal registers (input -> output)
+// ops.yaml:812: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
+extern const OpSpec div_div_floor_spec{
+    "mpsgen::div",
+    "ops.yaml:812",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    },
+    /*choice=*/"rounding_mode='floor'",
+    };
+
+// ops.yaml:914: the dtypes polar.metal registers (input -> output)
 extern const OpSpec polar_spec{
     "mpsgen::polar",
-    "ops.yaml:777",
+    "ops.yaml:912",
     {"abs", "angle"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -860,12 +961,14 @@ extern const OpSpec polar_spec{
     /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::ComplexFloat},
-    }};
+        {c10::ScalarType::Half, c10::ScalarType::ComplexHalf},
+    },
+    };
 
-// ops.yaml:792: the dtypes complex.metal registers (input -> output)
+// ops.yaml:930: the dtypes complex.metal registers (input -> output)
 extern const OpSpec complex_spec{
     "mpsgen::complex",
-    "ops.yaml:792",
+    "ops.yaml:929",
     {"real", "imag"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -875,12 +978,14 @@ extern const OpSpec complex_spec{
     /*mask=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::ComplexFloat},
-    }};
+        {c10::ScalarType::Half, c10::ScalarType::ComplexHalf},
+    },
+    };
 
-// ops.yaml:807: the dtypes angle.metal registers (input -> output)
+// ops.yaml:945: the dtypes angle.metal registers (input -> output)
 extern const OpSpec angle_spec{
     "mpsgen::angle",
-    "ops.yaml:807",
+    "ops.yaml:944",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -899,12 +1004,13 @@ extern const OpSpec angle_spec{
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:828: the dtypes cos.metal registers (input -> output)
+// ops.yaml:966: the dtypes cos.metal registers (input -> output)
 extern const OpSpec cos_spec{
     "mpsgen::cos",
-    "ops.yaml:828",
+    "ops.yaml:965",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -922,12 +1028,13 @@ extern const OpSpec cos_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:841: the dtypes tan.metal registers (input -> output)
+// ops.yaml:984: the dtypes tan.metal registers (input -> output)
 extern const OpSpec tan_spec{
     "mpsgen::tan",
-    "ops.yaml:841",
+    "ops.yaml:983",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -945,12 +1052,13 @@ extern const OpSpec tan_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:854: the dtypes tanh.metal registers (input -> output)
+// ops.yaml:1002: the dtypes tanh.metal registers (input -> output)
 extern const OpSpec tanh_spec{
     "mpsgen::tanh",
-    "ops.yaml:854",
+    "ops.yaml:1001",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -968,12 +1076,13 @@ extern const OpSpec tanh_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:867: the dtypes log.metal registers (input -> output)
+// ops.yaml:1020: the dtypes log.metal registers (input -> output)
 extern const OpSpec log_spec{
     "mpsgen::log",
-    "ops.yaml:867",
+    "ops.yaml:1019",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -991,12 +1100,13 @@ extern const OpSpec log_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:880: the dtypes log1p.metal registers (input -> output)
+// ops.yaml:1038: the dtypes log1p.metal registers (input -> output)
 extern const OpSpec log1p_spec{
     "mpsgen::log1p",
-    "ops.yaml:880",
+    "ops.yaml:1037",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1014,12 +1124,13 @@ extern const OpSpec log1p_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:899: the dtypes expm1.metal registers (input -> output)
+// ops.yaml:1062: the dtypes expm1.metal registers (input -> output)
 extern const OpSpec expm1_spec{
     "mpsgen::expm1",
-    "ops.yaml:899",
+    "ops.yaml:1061",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1037,12 +1148,13 @@ extern const OpSpec expm1_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:915: the dtypes rsqrt.metal registers (input -> output)
+// ops.yaml:1083: the dtypes rsqrt.metal registers (input -> output)
 extern const OpSpec rsqrt_spec{
     "mpsgen::rsqrt",
-    "ops.yaml:915",
+    "ops.yaml:1082",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1060,12 +1172,13 @@ extern const OpSpec rsqrt_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:928: the dtypes i0.metal registers (input -> output)
+// ops.yaml:1101: the dtypes i0.metal registers (input -> output)
 extern const OpSpec i0_spec{
     "mpsgen::i0",
-    "ops.yaml:928",
+    "ops.yaml:1100",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1083,12 +1196,13 @@ extern const OpSpec i0_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:941: the dtypes reciprocal.metal registers (input -> output)
+// ops.yaml:1114: the dtypes reciprocal.metal registers (input -> output)
 extern const OpSpec reciprocal_spec{
     "mpsgen::reciprocal",
-    "ops.yaml:941",
+    "ops.yaml:1113",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1106,12 +1220,13 @@ extern const OpSpec reciprocal_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:955: the dtypes floor.metal registers (input -> output)
+// ops.yaml:1133: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
     "mpsgen::floor",
-    "ops.yaml:955",
+    "ops.yaml:1132",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1128,12 +1243,13 @@ extern const OpSpec floor_spec{
         {c10::ScalarType::Short, c10::ScalarType::Short},
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
-    }};
+    },
+    };
 
-// ops.yaml:970: the dtypes ceil.metal registers (input -> output)
+// ops.yaml:1152: the dtypes ceil.metal registers (input -> output)
 extern const OpSpec ceil_spec{
     "mpsgen::ceil",
-    "ops.yaml:970",
+    "ops.yaml:1151",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1150,12 +1266,13 @@ extern const OpSpec ceil_spec{
         {c10::ScalarType::Short, c10::ScalarType::Short},
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
-    }};
+    },
+    };
 
-// ops.yaml:985: the dtypes trunc.metal registers (input -> output)
+// ops.yaml:1171: the dtypes trunc.metal registers (input -> output)
 extern const OpSpec trunc_spec{
     "mpsgen::trunc",
-    "ops.yaml:985",
+    "ops.yaml:1170",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1172,12 +1289,13 @@ extern const OpSpec trunc_spec{
         {c10::ScalarType::Short, c10::ScalarType::Short},
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
-    }};
+    },
+    };
 
-// ops.yaml:1000: the dtypes sign.metal registers (input -> output)
+// ops.yaml:1190: the dtypes sign.metal registers (input -> output)
 extern const OpSpec sign_spec{
     "mpsgen::sign",
-    "ops.yaml:1000",
+    "ops.yaml:1189",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1195,12 +1313,13 @@ extern const OpSpec sign_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:1013: the dtypes minimum.metal registers (input -> output)
+// ops.yaml:1203: the dtypes minimum.metal registers (input -> output)
 extern const OpSpec minimum_spec{
     "mpsgen::minimum",
-    "ops.yaml:1013",
+    "ops.yaml:1202",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1218,12 +1337,13 @@ extern const OpSpec minimum_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:1026: the dtypes fmax.metal registers (input -> output)
+// ops.yaml:1216: the dtypes fmax.metal registers (input -> output)
 extern const OpSpec fmax_spec{
     "mpsgen::fmax",
-    "ops.yaml:1026",
+    "ops.yaml:1215",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1241,12 +1361,13 @@ extern const OpSpec fmax_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:1043: the dtypes fmin.metal registers (input -> output)
+// ops.yaml:1233: the dtypes fmin.metal registers (input -> output)
 extern const OpSpec fmin_spec{
     "mpsgen::fmin",
-    "ops.yaml:1043",
+    "ops.yaml:1232",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1264,12 +1385,13 @@ extern const OpSpec fmin_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:1059: the dtypes bitwise_and.metal registers (input -> output)
+// ops.yaml:1249: the dtypes bitwise_and.metal registers (input -> output)
 extern const OpSpec bitwise_and_spec{
     "mpsgen::bitwise_and",
-    "ops.yaml:1059",
+    "ops.yaml:1248",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1284,12 +1406,13 @@ extern const OpSpec bitwise_and_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:1070: the dtypes bitwise_or.metal registers (input -> output)
+// ops.yaml:1260: the dtypes bitwise_or.metal registers (input -> output)
 extern const OpSpec bitwise_or_spec{
     "mpsgen::bitwise_or",
-    "ops.yaml:1070",
+    "ops.yaml:1259",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1304,12 +1427,13 @@ extern const OpSpec bitwise_or_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:1080: the dtypes gt.metal registers (input -> output)
+// ops.yaml:1270: the dtypes gt.metal registers (input -> output)
 extern const OpSpec gt_spec{
     "mpsgen::gt",
-    "ops.yaml:1080",
+    "ops.yaml:1269",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1327,12 +1451,13 @@ extern const OpSpec gt_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Bool},
         {c10::ScalarType::Char, c10::ScalarType::Bool},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:1091: the dtypes ge.metal registers (input -> output)
+// ops.yaml:1281: the dtypes ge.metal registers (input -> output)
 extern const OpSpec ge_spec{
     "mpsgen::ge",
-    "ops.yaml:1091",
+    "ops.yaml:1280",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1350,12 +1475,13 @@ extern const OpSpec ge_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Bool},
         {c10::ScalarType::Char, c10::ScalarType::Bool},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:1100: the dtypes le.metal registers (input -> output)
+// ops.yaml:1290: the dtypes le.metal registers (input -> output)
 extern const OpSpec le_spec{
     "mpsgen::le",
-    "ops.yaml:1100",
+    "ops.yaml:1289",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1373,12 +1499,13 @@ extern const OpSpec le_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Bool},
         {c10::ScalarType::Char, c10::ScalarType::Bool},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:1109: the dtypes logical_or.metal registers (input -> output)
+// ops.yaml:1299: the dtypes logical_or.metal registers (input -> output)
 extern const OpSpec logical_or_spec{
     "mpsgen::logical_or",
-    "ops.yaml:1109",
+    "ops.yaml:1298",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1397,12 +1524,13 @@ extern const OpSpec logical_or_spec{
         {c10::ScalarType::Char, c10::ScalarType::Bool},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:1118: the dtypes logical_xor.metal registers (input -> output)
+// ops.yaml:1308: the dtypes logical_xor.metal registers (input -> output)
 extern const OpSpec logical_xor_spec{
     "mpsgen::logical_xor",
-    "ops.yaml:1118",
+    "ops.yaml:1307",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1421,12 +1549,13 @@ extern const OpSpec logical_xor_spec{
         {c10::ScalarType::Char, c10::ScalarType::Bool},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:1131: the dtypes where.metal registers (input -> output)
+// ops.yaml:1322: the dtypes where.metal registers (input -> output)
 extern const OpSpec where_spec{
     "mpsgen::where",
-    "ops.yaml:1131",
+    "ops.yaml:1320",
     {"condition", "self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1446,12 +1575,13 @@ extern const OpSpec where_spec{
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
         {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
-    }};
+    },
+    };
 
-// ops.yaml:1162: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1358: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1162",
+    "ops.yaml:1356",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1469,12 +1599,13 @@ extern const OpSpec heaviside_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    }};
+    },
+    };
 
-// ops.yaml:1176: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1372: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1176",
+    "ops.yaml:1370",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1492,12 +1623,13 @@ extern const OpSpec special_ndtri_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:1253: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1449: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1253",
+    "ops.yaml:1447",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1515,12 +1647,13 @@ extern const OpSpec special_log_ndtr_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:1281: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1477: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1281",
+    "ops.yaml:1475",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1538,12 +1671,13 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:1338: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1534: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1338",
+    "ops.yaml:1532",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1561,12 +1695,13 @@ extern const OpSpec special_legendre_polynomial_p_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
-// ops.yaml:1385: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1581: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1385",
+    "ops.yaml:1579",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1584,6 +1719,7 @@ extern const OpSpec special_airy_ai_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
-    }};
+    },
+    };
 
 } // namespace mpsgen::generated

@@ -34,7 +34,7 @@ import mpsgen  # noqa: F401  (loads the extension)
 from codegen.loader import load
 from mpsgen.aten_overrides import ENV as ATEN_ENV, row
 from mpsgen.samples import (MATCH, MISMATCH, NO_REFERENCE, TORCH_DTYPES, UNSUPPORTED, compare, devices,
-                            kernel_input_type, reference, registered_outputs, tolerance)
+                            entry_registrations, kernel_input_type, reference, registered_outputs, tolerance)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -136,7 +136,7 @@ def main(argv=None) -> int:
                 print(f"{entry.qualified_name:<18}{'-':<11}{'-':<8}  error: {type(e).__name__}: {_first_line(str(e))}")
                 continue
             xfails = {x.dtype: x for x in entry.xfails}
-            for r in op.registrations:
+            for r in entry_registrations(op, entry):
                 dtype = TORCH_DTYPES[r.input]
                 for device in devices():
                     label = f"{entry.qualified_name:<18}{str(dtype)[6:]:<11}{device:<8}"

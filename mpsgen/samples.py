@@ -323,11 +323,35 @@ def require_grad(sample: Sample) -> Sample:
     return sample
 
 
+def other_choices(found: list[Sample], params) -> list[Sample]:
+    """The OpInfo samples again with each other value of the entry's `str` argument, named
+    `rounding_mode='floor' of opinfo[3]`: an OpInfo variant covers one choice
+    (`div[trunc_rounding]`), and a choice with dtypes of its own needs samples of its own."""
+    p = next((p for p in params if p.choices), None)
+    if p is None:
+        return []
+    names = [q.name for q in params if not (q.kwarg_only or q.has_default)]
+    varied = []
+    for s in found:
+        given = {**dict(zip(names, s.args)), **s.kwargs}.get(p.name, "absent")
+        for choice in p.choices:
+            value = None if choice == "None" else choice
+            if given != "absent" and value != given:
+                args, kwargs = list(s.args), dict(s.kwargs)
+                if p.name in kwargs:
+                    kwargs[p.name] = value
+                else:
+                    args[names.index(p.name)] = value
+                varied.append(Sample(f"{p.name}={value!r} of {s.name}", tuple(args), kwargs))
+    return varied
+
+
 def samples(opinfo_name: str, params, device: str, dtype: torch.dtype, registered: set,
             large: bool = True, dropped: list | None = None) -> list[Sample]:
-    """OpInfo samples that bind (the others go to `dropped`, see opinfo_samples), then edge samples."""
-    return (opinfo_samples(opinfo_name, params, device, dtype, dropped=dropped)
-            + edge_samples(params, device, dtype, registered, large))
+    """OpInfo samples that bind (the others go to `dropped`, see opinfo_samples), each again with
+    the other `str` choices, then edge samples."""
+    found = opinfo_samples(opinfo_name, params, device, dtype, dropped=dropped)
+    return found + other_choices(found, params) + edge_samples(params, device, dtype, registered, large)
 
 
 def op_overload(namespace: str, qualified_name: str):
@@ -355,6 +379,24 @@ def entry_params(entry) -> list[SchemaParam]:
                         a.optional and re.search(rf"\b{a.name}\b", checked) is not None,
                         a.name == getattr(entry, "mask", ""))
             for a in entry.args]
+
+
+# the dtypes Python numbers become as wrapped numbers, with float32 the default dtype
+NUMBER_DTYPES = ("float", "long", "bool", "float2")
+
+
+def value_tensors(op, entry) -> list[str]:
+    """The entry's Tensor arguments that carry values (not a mask, not a Scalar overload's
+    Scalars): none for where.Scalar, which no gradient flows into."""
+    return [a for a in op.tensor_args if a != op.mask and a not in getattr(entry, "scalar_args", ())]
+
+
+def entry_registrations(op, entry) -> tuple:
+    """The registrations an entry's calls can select: the op's, but for a Scalar overload that
+    keeps no Tensor besides a mask (where.Scalar), those of the dtypes Python numbers wrap as."""
+    if value_tensors(op, entry):
+        return op.registrations
+    return tuple(r for r in op.registrations if r.input in NUMBER_DTYPES)
 
 
 def registered_dtypes(op) -> set:

@@ -33,6 +33,7 @@ class Spec:
     given: tuple = ()  # the combinations of Tensor? arguments given that `given:` has kernels for
     given_message: str = ""  # the error for any other combination
     mask: str = ""  # the Tensor argument that is a bool mask (`mask:`): outside type promotion
+    choice: str = ""  # the `str` choice whose own dtypes these are (`rounding_mode='trunc'`), for errors
 
 
 # --- fake kernels ---------------------------------------------------------------
@@ -103,7 +104,8 @@ def result_dtype(spec: Spec, operands: list, alpha=None, promoting=()) -> torch.
     key = dtypes[0] if len(set(dtypes)) == 1 else common  # the dtype that names the kernel
     if key not in spec.registrations:
         registered = ", ".join(str(d).removeprefix("torch.") for d in spec.registrations)
-        raise NotImplementedError(f"{spec.name}: no kernel registered for dtype {str(key).removeprefix('torch.')} "
+        raise NotImplementedError(f"{spec.name}: no kernel registered for dtype {str(key).removeprefix('torch.')}"
+                                  f"{' with ' + spec.choice if spec.choice else ''} "
                                   f"({spec.origin} registers: {registered})")
     if spec.alpha_checks and alpha is not None:
         _check_alpha(spec, common, alpha)
@@ -132,11 +134,14 @@ def _check_alpha(spec: Spec, common: torch.dtype, alpha) -> None:
 def fake_elementwise(spec: Spec, operands: list, alpha=None, promoting=(), choice=None) -> torch.Tensor:
     """A new output as the C++ host makes it: broadcast shape, TensorIterator's
     stride order, the registered result dtype, on the first non-CPU-scalar's device.
-    choice: (argument, value, allowed values) of a `str` argument that selects the kernel."""
+    choice: (argument, value, {allowed value: the Spec of the dtypes its kernel registers}) of a
+    `str` argument that selects the kernel."""
     check_defined(spec, operands)
     operands = given_operands(spec, operands)
     if choice is not None:
-        check_choice(spec, *choice)
+        arg, value, specs = choice
+        check_choice(spec, arg, value, list(specs))
+        spec = specs["None" if value is None else value]
     dtype = result_dtype(spec, operands, alpha, promoting)
     tensors = [x for x in operands if isinstance(x, torch.Tensor)]
     device = next((t.device for t in tensors if not _is_cpu_scalar(t)), tensors[0].device)
@@ -158,12 +163,13 @@ def _check_castable(name: str, result: torch.Tensor, out: torch.Tensor) -> None:
 
 
 def register_variants(lib: torch.library.Library, name: str, out: str, inplace: str | None,
-                      self_index: int = 0) -> None:
+                      self_index: int = 0, exact_out: bool = False) -> None:
     """Decompositions of the out= and in-place variants of op `name`
     (inplace None: the op has none, as a `mask:` op).
 
     self_index: where the in-place variant's first argument (the Tensor it writes) stands
     among the functional op's positional arguments: polygamma_(self, n) is polygamma(n, self).
+    exact_out: out= must have the result's dtype, no cast (a `mask:` op, as torch's where).
 
     The decompositions sit at CompositeImplicitAutograd: eager CPU/MPS calls keep
     running the C++ kernels (a backend kernel wins over it); functionalization,
@@ -188,6 +194,8 @@ def register_variants(lib: torch.library.Library, name: str, out: str, inplace: 
             # TensorIterator's check; a meta out= would otherwise take a CPU result's copy_ silently
             raise RuntimeError(f"{out_name}: Attempting to copy from device {result.device} to device "
                                f"{out.device}, but cross-device copies are not allowed!")
+        if exact_out and out.dtype != result.dtype:
+            raise RuntimeError(f"{out_name}: Expected out type to be {result.dtype} but got {out.dtype}")
         _check_castable(out_name, result, out)
         if out.shape != result.shape:
             # as at::native::resize_output, then the layout TensorIterator gives a new output;

@@ -864,7 +864,113 @@ def test_str_argument_selects_a_functor_per_choice(tmp_path):
     cpu = (out / "g_cpu.cpp").read_text()
     assert 'mpsgen::choose(g_spec, "approximate", approximate, {{"none", "g"}, {"tanh", "g_tanh"}})' in cpu
     lib = (out / "library.py").read_text()
-    assert "choice=(\"approximate\", approximate, ['none', 'tanh'])" in lib
+    assert "choice=(\"approximate\", approximate, {'none': g_spec, 'tanh': g_spec})" in lib
+
+
+DIVISION_BODY = "".join(
+    f"      struct {k}_functor {{ template <typename T> inline T operator()(const T a, const T b) {{ return a; }} }};\n"
+    for k in ("q_true", "q_trunc", "q_floor"))
+DIVISION = ("  - func: q(Tensor self, Tensor other, *, str? mode) -> Tensor\n"
+            "    args:\n"
+            "      mode:\n"
+            "        choices:\n"
+            "          None: q_true\n"
+            "          trunc: {kernel: q_trunc, dtypes: [float, integer]}\n"
+            "          floor: {kernel: q_floor, dtypes: [opmath_float, integer]}\n"
+            "    dtypes: [opmath_float, int2float, complex]\n"
+            "    reference: torch.div\n"
+            f"    functor: |\n{DIVISION_BODY}")
+
+
+def test_str_choice_with_its_own_dtypes(tmp_path):
+    """div.Tensor_mode as torch's BinaryKernel.metal registers it: true division takes
+    integers to float, the rounding modes keep them; each choice's kernel registers its
+    own dtypes, and host and fake kernel check a call against the table of its choice."""
+    text = registry(DIVISION)
+    out = tmp_path / "out"
+    generate_ok(write_ops(tmp_path, text), out)
+    lines = (out / "q.metal").read_text().splitlines()
+    for line in ("REGISTER_OPMATH_BINARY_OP(q_true, half, half);", "REGISTER_BINARY_OP(q_true, long, float);",
+                 "REGISTER_BINARY_OP(q_true, half2, half2);", "REGISTER_BINARY_OP(q_trunc, half, half);",
+                 "REGISTER_BINARY_OP(q_trunc, long, long);", "REGISTER_OPMATH_BINARY_OP(q_floor, half, half);",
+                 "REGISTER_BINARY_OP(q_floor, bool, bool);"):
+        assert line in lines, line
+    for line in ("REGISTER_BINARY_OP(q_trunc, long, float);", "REGISTER_BINARY_OP(q_trunc, float2, float2);",
+                 "REGISTER_BINARY_OP(q_true, long, long);"):
+        assert line not in lines, line
+    # each registration is attributed to the line of the `dtypes` it came from
+    at = lambda i: lines[i - 1]  # noqa: E731
+    assert at(lines.index("REGISTER_BINARY_OP(q_trunc, long, long);")) == \
+        f'#line {lineno(text, "trunc: {kernel")} "ops.yaml"'
+    specs = (out / "op_specs.cpp").read_text()
+    trunc = specs.split("q_q_trunc_spec{")[1].split("};")[0]
+    assert "/*int_to_float=*/false" in trunc and '/*choice=*/"mode=\'trunc\'"' in trunc
+    assert f'"ops.yaml:{lineno(text, "trunc: {kernel")}"' in trunc
+    assert "/*int_to_float=*/true" in specs.split("q_spec{")[1].split("};")[0]
+    cpu = (out / "q_cpu.cpp").read_text()
+    assert 'if (kernel == "q_trunc") return q_q_trunc_spec;' in cpu
+    assert "mpsgen::elementwise(q_spec_for(mode), mpsgen::Backend::CPU" in cpu
+    assert "mpsgen::elementwise(q_spec_for(mode), mpsgen::Backend::MPS" in (out / "q_mps.mm").read_text()
+    lib = (out / "library.py").read_text()
+    assert "choice=(\"mode\", mode, {'None': q_spec, 'trunc': q_q_trunc_spec, 'floor': q_q_floor_spec})" in lib
+    assert "choice=\"mode='floor'\"" in lib.split("q_q_floor_spec = Spec(")[1].split("\n)")[0]
+
+
+@pytest.mark.parametrize("choice,key,says", [
+    ("trunc: {kernel: q_trunc, dtypes: [flaot]}", "dtypes", "unknown dtype group 'flaot'"),
+    ("trunc: {kernel: q_trunc, dtypes: []}", "dtypes", "expected a list of groups"),
+    ("trunc: {kernel: q_trunc, dtype: [float]}", "args", "choice 'trunc' is a kernel name or {kernel: "),
+    ("trunc: {dtypes: [float]}", "args", "choice 'trunc' is a kernel name or {kernel: "),
+    ("trunc: {kernel: 3, dtypes: [float]}", "args", "choice 'trunc' must name a kernel"),
+    ("trunc: {kernel: q_trunc, dtypes: [float2bool]}", "args", "its dtypes give only bool results"),
+    ("trunc: {kernel: q_floor, dtypes: [float]}", "args", "choice 'floor' selects 'q_floor', whose dtypes choice "
+                                                          "'trunc' gives"),
+])
+def test_rejects_bad_choice_dtypes(tmp_path, choice, key, says):
+    text = registry(DIVISION.replace("trunc: {kernel: q_trunc, dtypes: [float, integer]}", choice))
+    errors = run_invalid(tmp_path, text)
+    line = lineno(text, "floor: {kernel") if "selects 'q_floor'" in says else lineno(text, "trunc: {")
+    msg = single_error(errors, line, key, "q")
+    assert says in msg, msg
+
+
+@pytest.mark.parametrize("gaps,says", [
+    ("[{dtype: float2}]", "expected a list of {dtype: T or a group, reason: text}"),
+    ("{dtype: float2, reason: x}", "expected a list of {dtype: T or a group, reason: text}"),
+    ("[{dtype: flaot2, reason: x}]", "unknown dtype or group 'flaot2'"),
+    ("[{dtype: half, reason: x}]", "dtype 'half' is registered for this op"),
+    ("[{dtype: float2, reason: x}, {dtype: complex, reason: y}]", "dtype 'float2' is listed twice"),
+    ("[{dtype: float2, reason: ' '}]", "a gap needs a non-empty reason"),
+])
+def test_rejects_bad_gaps(tmp_path, gaps, says):
+    text = registry(unary_op("foo", extra=f"    gaps: {gaps}\n"))
+    msg = single_error(run_invalid(tmp_path, text), lineno(text, "gaps:"), "gaps", "foo")
+    assert says in msg, msg
+
+
+def test_gaps_name_dtypes_or_groups(tmp_path):
+    path = write_ops(tmp_path, registry(unary_op("foo", extra="    gaps: [{dtype: integer, reason: not yet}, "
+                                                                "{dtype: float2, reason: later}]\n")))
+    sys.path.insert(0, str(ROOT))
+    from codegen.loader import load
+
+    op = load(path).ops[0]
+    assert [(g.dtype, g.reason) for g in op.gaps] == [(d, "not yet") for d in ("long", "int", "short", "uchar",
+                                                                              "char", "bool")] + [("float2", "later")]
+
+
+def test_bad_choice_dtypes_leave_generated_output_unchanged(tmp_path):
+    out = tmp_path / "out"
+    generate_ok(write_ops(tmp_path, registry(DIVISION)), out)
+    before = snapshot(out)
+    broken = write_ops(tmp_path, registry(DIVISION.replace("dtypes: [float, integer]", "dtypes: [float, nope]")),
+                       name="broken.yaml")
+    r = cli("generate", broken, out)
+    assert r.returncode == 1
+    assert error_lines(r.stderr, "broken.yaml") == [
+        f"broken.yaml:{lineno(registry(DIVISION), 'trunc: {kernel')}: op 'q', key 'dtypes': unknown dtype group "
+        "'nope'; expected one of " + r.stderr.split("expected one of ", 1)[1].splitlines()[0]]
+    assert snapshot(out) == before
 
 
 def test_non_tensor_first_argument_keeps_torch_variant_schemas(tmp_path):

@@ -19,7 +19,7 @@ import torch
 
 import mpsgen  # noqa: F401  (loads the extension and generated/library.py)
 from codegen.loader import load
-from mpsgen.samples import TORCH_DTYPES, as_inplace, edge_samples, entry_params, op_overload
+from mpsgen.samples import TORCH_DTYPES, as_inplace, edge_samples, entry_params, op_overload, value_tensors
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = load(ROOT / "ops.yaml")
@@ -102,7 +102,8 @@ def test_compile_fullgraph_matches_eager(op, entry, dtype):
         assert f"torch.ops.{NS}.{names[kind]}" in graphs[0].replace(".default", ""), names[kind]
 
 
-@pytest.mark.parametrize("op,entry,dtype", [c for c in _cases() if c.values[0].differentiable])
+@pytest.mark.parametrize("op,entry,dtype", [c for c in _cases() if c.values[0].differentiable
+                                            and value_tensors(c.values[0], c.values[1])])  # not where.Scalar
 def test_compile_backward_matches_eager(op, entry, dtype):
     torch._dynamo.reset()
     sample = _sample(entry, dtype)

@@ -18,7 +18,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 import mpsgen  # noqa: F401  (loads the extension and generated/library.py)
 from codegen.loader import load
 from mpsgen.samples import (TORCH_DTYPES, as_inplace, edge_samples, entry_params, op_overload, opinfo_samples,
-                            registered_dtypes, require_grad)
+                            reference, registered_dtypes, require_grad)
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = load(ROOT / "ops.yaml")
@@ -34,30 +34,48 @@ def _cases():
                 yield pytest.param(op, entry, dtype, id=f"{entry.qualified_name}-{str(dtype)[6:]}")
 
 
-def _differentiable(dtype: torch.dtype) -> bool:
-    """Samples require grad, so opcheck also runs backward. Not complex32: torch's CPU
-    autograd cannot reduce it (`"sum_cpu" not implemented for 'ComplexHalf'`)."""
-    return (dtype.is_floating_point or dtype.is_complex) and dtype != torch.complex32
+def _differentiable(dtype: torch.dtype, op=None) -> bool:
+    """Samples require grad, so opcheck also runs backward. Not complex32, in or out (polar of
+    half): torch's CPU autograd cannot reduce it (`"sum_cpu" not implemented for 'ComplexHalf'`)."""
+    out = next((TORCH_DTYPES[r.output] for r in op.registrations if TORCH_DTYPES[r.input] == dtype), dtype) \
+        if op is not None else dtype
+    return (dtype.is_floating_point or dtype.is_complex) and torch.complex32 not in (dtype, out)
 
 
 @pytest.mark.parametrize("op,entry,dtype", list(_cases()))
 def test_opcheck_opinfo_samples(op, entry, dtype):
     fn = op_overload(NS, entry.qualified_name)
-    found = opinfo_samples(entry.opinfo, entry_params(entry), "cpu", dtype,
-                           requires_grad=_differentiable(dtype), reference_inputs=False)
+    grad = _differentiable(dtype, op)
+    found = opinfo_samples(entry.opinfo, entry_params(entry), "cpu", dtype, requires_grad=grad,
+                           reference_inputs=False)
     if len(found) < MIN_SAMPLES:
         # unary OpInfos have one sample_input; Scalar overloads fit only reference_inputs
-        found = opinfo_samples(entry.opinfo, entry_params(entry), "cpu", dtype,
-                               requires_grad=_differentiable(dtype))[:MIN_SAMPLES]
+        found = opinfo_samples(entry.opinfo, entry_params(entry), "cpu", dtype, requires_grad=grad)[:MIN_SAMPLES]
+    # the op refuses what torch refuses (div of complex with a rounding mode): nothing to trace
+    found = [s for s in found if not _both_refuse(fn, entry, s)]
     if not found:
         # no OpInfo sample fits the schema (clamp's are Tensor bounds; leaky_relu_backward has
-        # no OpInfo; the report lists why each was dropped): opcheck the edge samples instead
-        found = [require_grad(s) if _differentiable(dtype) else s
+        # no OpInfo; the report lists why each was dropped), or torch computes none of them
+        # (div[trunc_rounding]'s for complex): opcheck the edge samples instead
+        found = [require_grad(s) if grad else s
                  for s in edge_samples(entry_params(entry), "cpu", dtype, {dtype}, large=False)
-                 if s.name not in ("empty", "nan-inf") and _runs(fn, s, _differentiable(dtype))][:MIN_SAMPLES]
+                 if s.name not in ("empty", "nan-inf") and _runs(fn, s, grad)][:MIN_SAMPLES]
     assert found, f"no sample fits {entry.schema}"
     for sample in found:
+        if fn(*sample.args, **sample.kwargs).isnan().any():
+            continue  # opcheck compares without equal_nan (where(c, x, nan) fails it for aten.where too)
         torch.library.opcheck(fn, sample.args, sample.kwargs)
+
+
+def _both_refuse(fn, entry, sample) -> bool:
+    """The op raises NotImplementedError for the sample, and torch's reference raises too."""
+    for call in (fn, reference(entry.reference)):
+        try:
+            call(*sample.args, **sample.kwargs)
+        except NotImplementedError if call is fn else (RuntimeError, NotImplementedError):
+            continue
+        return False
+    return True
 
 
 def _runs(fn, sample, with_grad: bool) -> bool:
@@ -76,12 +94,19 @@ def _runs(fn, sample, with_grad: bool) -> bool:
 def _variant_args(entry, dtype):
     """A broadcasting sample for the out= and in-place variants (self has the full shape).
 
-    Non-negative: opcheck compares eager and traced outputs without equal_nan, so a NaN
-    result (sqrt(-1)) fails it, for torch's own aten.sqrt too."""
+    Non-negative, integers and bools nonzero: opcheck compares eager and traced outputs without
+    equal_nan, so a NaN result (sqrt(-1), an integer 0 / 0 divided to float) fails it, for
+    torch's own aten.sqrt and aten.div too."""
     by_name = {s.name: s for s in edge_samples(entry_params(entry), "cpu", dtype, {dtype}, large=False)}
     sample = by_name.get("broadcast-rhs", by_name["transposed"])
-    sample.args = tuple(a.abs() if isinstance(a, torch.Tensor) and a.dtype != torch.bool and not a.is_complex()
-                        else a for a in sample.args)
+
+    def positive(a):
+        if not isinstance(a, torch.Tensor) or a.is_complex():
+            return a
+        if a.dtype == torch.bool:
+            return torch.ones_like(a) if dtype == torch.bool else a  # not a mask (where's condition)
+        return a.abs() if a.is_floating_point() else a.abs() + 1
+    sample.args = tuple(positive(a) for a in sample.args)
     return sample
 
 

@@ -10,6 +10,7 @@ how samples reach the mask.
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -81,6 +82,66 @@ def test_a_mask_of_another_dtype_is_refused_with_torchs_message(dtype):
     with torch._subclasses.FakeTensorMode():  # the fake kernel says the same (Python's dtype names)
         with pytest.raises(RuntimeError, match="mpsgen::where: where expected condition to be a boolean tensor"):
             OPS.where.self(torch.ones(3, dtype=dtype), torch.randn(3), torch.randn(3))
+
+
+SCALAR_OVERLOADS = {"where.ScalarSelf": (True, False), "where.ScalarOther": (False, True), "where.Scalar": (True, True)}
+
+
+@pytest.mark.parametrize("name", SCALAR_OVERLOADS)
+@pytest.mark.parametrize("value", [2, -1.5, True, 1 - 2j])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int8, torch.bool, torch.complex64])
+def test_where_scalar_overloads_promote_as_torchs(name, value, dtype):
+    """aten's where.ScalarSelf / ScalarOther / Scalar: a Scalar promotes as a wrapped number
+    (where(mask, 1.5, int8_tensor) is float32, where(mask, 2, half_tensor) half), eager and traced."""
+    scalar_self, scalar_other = SCALAR_OVERLOADS[name]
+    c = torch.rand(4, 5) < 0.5
+    t = torch.testing.make_tensor(4, 5, dtype=dtype, device="cpu")
+    self_, other = (value if scalar_self else t), (-value if scalar_other else t.flip(0))
+    expected = torch.where(c, self_, other)
+    fn = getattr(OPS.where, name.split(".")[1])
+    torch.testing.assert_close(fn(c, self_, other), expected)
+    with torch._subclasses.FakeTensorMode() as mode:
+        traced = fn(mode.from_tensor(c), *(mode.from_tensor(x) if isinstance(x, torch.Tensor) else x
+                                           for x in (self_, other)))
+    assert (traced.shape, traced.dtype) == (expected.shape, expected.dtype)
+
+
+@pytest.mark.parametrize("out_dtype", [torch.float64, torch.float16, torch.int64, torch.complex64])
+def test_where_out_takes_only_the_result_dtype_as_torchs(out_dtype):
+    """torch's where casts no result into out= (unlike structured ops): another dtype raises,
+    with torch's message, eagerly and traced."""
+    c, a, b = torch.rand(4) < 0.5, torch.randn(4), torch.randn(4)
+    with pytest.raises(RuntimeError, match="Expected out type to be Float but got") as torchs:
+        torch.where(c, a, b, out=torch.empty(4, dtype=out_dtype))
+    with pytest.raises(RuntimeError) as ours:
+        OPS.where.self_out(c, a, b, out=torch.empty(4, dtype=out_dtype))
+    assert str(ours.value).splitlines()[0] == "mpsgen::where: " + str(torchs.value).splitlines()[0]
+    with torch._subclasses.FakeTensorMode() as mode:
+        fake = [mode.from_tensor(x) for x in (c, a, b, torch.empty(4, dtype=out_dtype))]
+        with pytest.raises(RuntimeError, match=rf"mpsgen::where.self_out: Expected out type to be torch.float32 "
+                                               rf"but got {out_dtype}"):
+            OPS.where.self_out(*fake[:3], out=fake[3])
+
+
+def test_a_uint8_mask_warns_once_as_torchs():
+    """torch's where warns about a uint8 condition once per process (TORCH_WARN_ONCE); ours
+    gives the same message, once (torch.ops prints a C++ warning on stderr). A fresh process
+    each, as the warnings are once per process."""
+    torchs = ("import torch, warnings\n"
+              "c, a = torch.tensor([0, 1, 2], dtype=torch.uint8), torch.randn(3)\n"
+              "with warnings.catch_warnings(record=True) as w:\n"
+              "    warnings.simplefilter('always')\n"
+              "    torch.where(c, a, a); torch.where(c, a, a)\n"
+              "print(len(w)); print(str(w[0].message).split(' (Triggered internally')[0])\n")
+    r = subprocess.run([sys.executable, "-c", torchs], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    count, message = r.stdout.splitlines()
+    assert count == "1" and "uint8 condition" in message, r.stdout
+    ours = ("import torch, mpsgen\n"
+            "c, a = torch.tensor([0, 1, 2], dtype=torch.uint8), torch.randn(3)\n"
+            "torch.ops.mpsgen.where.self(c, a, a); torch.ops.mpsgen.where.self(c, a, a)\n")
+    r = subprocess.run([sys.executable, "-c", ours], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count(message) == 1, r.stderr
 
 
 def test_a_uint8_mask_selects_as_torchs_does():

@@ -22,8 +22,8 @@ import pytest
 import mpsgen  # noqa: F401  (loads the extension)
 from codegen.loader import load
 from mpsgen.aten_overrides import row
-from mpsgen.samples import (MATCH, MISMATCH, NO_REFERENCE, TORCH_DTYPES, compare, devices, kernel_input_type,
-                            reference, registered_outputs, tolerance)
+from mpsgen.samples import (MATCH, MISMATCH, NO_REFERENCE, TORCH_DTYPES, compare, devices, entry_registrations,
+                            kernel_input_type, reference, registered_outputs, tolerance)
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = load(ROOT / "ops.yaml")
@@ -33,7 +33,7 @@ def _cases():
     for op in REGISTRY.ops:
         for entry in op.entries:
             xfails = {x.dtype: x for x in entry.xfails}
-            for r in op.registrations:
+            for r in entry_registrations(op, entry):
                 dtype, xfail = TORCH_DTYPES[r.input], xfails.get(r.input)
                 # an xfail without `samples` covers the dtype; with them, only those samples
                 marks = [pytest.mark.xfail(reason=xfail.reason, strict=True)] if xfail and not xfail.samples else []

@@ -6,6 +6,7 @@ dtypes, mismatched shapes and bad alphas, and >32-bit indexing.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,8 @@ from torch.testing._comparison import default_tolerances
 
 import mpsgen._C as ext
 from codegen.loader import load
-from mpsgen.samples import (TORCH_DTYPES, as_inplace, edge_samples, entry_params, fill, op_overload, reference,
-                            registered_dtypes)
+from mpsgen.samples import (TORCH_DTYPES, Sample, as_inplace, edge_samples, entry_params, fill, op_overload,
+                            reference, registered_dtypes, value_tensors, widened_reference)
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = load(ROOT / "ops.yaml")
@@ -47,10 +48,20 @@ def _transposed_sample(op, entry, dtype):
     return s.args, s.kwargs
 
 
+def _reference(entry, args, kwargs):
+    """torch's result, or where torch's CPU lacks the dtype (div of complex32), the widened
+    oracle of op-output-match (mpsgen.samples.widened_reference)."""
+    ref = reference(entry.reference)
+    try:
+        return ref(*args, **kwargs)
+    except NotImplementedError as e:
+        return widened_reference(ref, Sample("transposed", args, kwargs), e)[0]
+
+
 @pytest.mark.parametrize("op,entry,dtype", list(_cases()))
 def test_out_variant_matches_reference(op, entry, dtype):
     args, kwargs = _transposed_sample(op, entry, dtype)
-    expected = reference(entry.reference)(*args, **kwargs)
+    expected = _reference(entry, args, kwargs)
     out_fn = overload(entry.schema_names["out"])
 
     # resized from empty, returned as given
@@ -76,7 +87,10 @@ def test_out_variant_matches_reference(op, entry, dtype):
         if other == expected.dtype:
             continue
         target = torch.empty(expected.shape, dtype=other)
-        if torch.can_cast(expected.dtype, other):
+        if op.mask:  # torch's where casts no result: tests/test_mask.py compares the errors
+            with pytest.raises(RuntimeError, match="Expected out type to be"):
+                out_fn(*args, **kwargs, out=target)
+        elif torch.can_cast(expected.dtype, other):
             out_fn(*args, **kwargs, out=target)
             _close_after_cast(target, expected)
         else:
@@ -93,7 +107,7 @@ def _close_after_cast(actual, expected):
 @pytest.mark.parametrize("op,entry,dtype", [c for c in _cases() if "inplace" in c.values[1].schema_names])
 def test_inplace_on_noncontiguous_self(op, entry, dtype):
     args, kwargs = _transposed_sample(op, entry, dtype)
-    expected = reference(entry.reference)(*args, **kwargs)
+    expected = _reference(entry, args, kwargs)
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
     self_ = tensors[0].clone().t().contiguous().t()  # same values, non-contiguous
     assert not self_.is_contiguous()
@@ -132,7 +146,9 @@ def _unregistered(op):
     return next(d for d in (torch.float64, torch.int16, torch.float32, torch.bool) if d not in registered)
 
 
-@pytest.mark.parametrize("entry", [e for op in REGISTRY.own_ops for e in op.entries], ids=lambda e: e.qualified_name)
+@pytest.mark.parametrize("entry", [e for op in REGISTRY.own_ops for e in op.entries
+                                   if value_tensors(op, e)],  # where.Scalar takes no dtype but Python numbers'
+                         ids=lambda e: e.qualified_name)
 def test_unregistered_dtype_raises_naming_op_and_registered_dtypes(entry):
     op = next(o for o in REGISTRY.ops if entry in o.entries)
     dtype = _unregistered(op)
@@ -145,6 +161,37 @@ def test_unregistered_dtype_raises_naming_op_and_registered_dtypes(entry):
     assert f"{op.loc} registers: " in message
     first = TORCH_DTYPES[op.registrations[0].input]
     assert {"float32": "Float", "int64": "Long"}[str(first)[6:]] in message
+
+
+CHOICE_GAPS = [(op, table, dtype) for op in REGISTRY.own_ops for table in op.tables[1:]
+               for dtype in sorted({r.input for r in op.registrations} - {r.input for r in table.registrations})]
+
+
+@pytest.mark.parametrize("op,table,metal_dtype", CHOICE_GAPS,
+                         ids=[f"{o.name}-{t.choice}-{d}" for o, t, d in CHOICE_GAPS])
+def test_choice_without_a_dtype_raises_naming_op_choice_and_its_dtypes(op, table, metal_dtype):
+    """A `str` choice with dtypes of its own (div's rounding modes) refuses the op's other
+    dtypes by name, eagerly and traced, where torch's CPU refuses the dtype for that choice too."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    dtype = TORCH_DTYPES[metal_dtype]
+    value = table.choice.split("=", 1)[1].strip("'")
+    args, kwargs = fill(entry_params(op), [torch.ones(3, dtype=dtype) for _ in op.tensor_args], dtype,
+                        {op.selector.arg: None if value == "None" else value})
+    with pytest.raises(Exception):  # the oracle: torch has no such kernel either
+        reference(op.reference)(*args, **kwargs)
+    registered = ", ".join(str(TORCH_DTYPES[r.input])[6:] for r in table.registrations)
+    expected = (f"{REGISTRY.namespace}::{op.base_name}: no kernel registered for dtype {str(dtype)[6:]} with "
+                f"{table.choice} ({op.loc.file}:{table.line} registers: {registered})")
+    with FakeTensorMode() as mode, pytest.raises(NotImplementedError) as traced:
+        overload(op.qualified_name)(*[mode.from_tensor(a) for a in args], **kwargs)
+    assert str(traced.value) == expected
+    with pytest.raises(NotImplementedError) as eager:
+        overload(op.qualified_name)(*args, **kwargs)
+    c10 = {"complex64": "ComplexFloat", "complex32": "ComplexHalf", "float32": "Float", "float16": "Half",
+           "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+           "bool": "Bool"}
+    assert str(eager.value).splitlines()[0] == re.sub(r"\b(\w+\d*)\b", lambda m: c10.get(m[1], m[1]), expected)
 
 
 @pytest.mark.parametrize("alpha,match", [(0.5, "alpha must not be a floating point number"),
@@ -295,6 +342,11 @@ VARIANTS = [
      ["div_true_dense_float_float"]),
     ("div.Tensor_mode", lambda: (torch.rand(8), torch.rand(8)), {"rounding_mode": "floor"},
      ["div_floor_dense_float_float"]),
+    # each choice's own dtypes: integers divide to float, or rounded as integers
+    ("div.Tensor_mode", lambda: (torch.arange(8), torch.arange(1, 9)), {"rounding_mode": None},
+     ["div_true_dense_float_long"]),
+    ("div.Tensor_mode", lambda: (torch.arange(8), torch.arange(1, 9)), {"rounding_mode": "trunc"},
+     ["div_trunc_dense_long_long"]),
     # a binary op with params (exec_binary_kernel_with_params)
     ("leaky_relu_backward", lambda: (torch.rand(8), torch.rand(8), 0.1, False), {},
      ["leaky_relu_backward_dense_float_float_leaky_relu_backward_params_float"]),

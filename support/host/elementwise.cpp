@@ -55,7 +55,8 @@ const Registered& check_registered(const OpSpec& op, at::TensorList inputs, c10:
     if (r.input == key) return r;
   }
   TORCH_CHECK_NOT_IMPLEMENTED(false, op.name, ": no kernel registered for dtype ", c10::toString(key),
-                              " (", op.origin, " registers: ", registered_list(op), ")");
+                              *op.choice ? " with " : "", op.choice, " (", op.origin, " registers: ",
+                              registered_list(op), ")");
 }
 
 // torch.ops passes None for a Tensor argument as an undefined tensor.
@@ -129,6 +130,15 @@ void check_devices(const OpSpec& op, Backend backend, at::TensorList inputs, con
 }
 
 // torch's alpha_check for add/sub-style ops.
+// torch's where still takes a uint8 condition (nonzero bytes select), with this warning once
+// per process (TensorCompare.cpp's TORCH_WARN_ONCE); a `mask:` op does the same
+void warn_uint8_mask(const OpSpec& op, at::TensorList inputs) {
+  if (op.mask >= 0 && inputs[op.mask].scalar_type() == c10::kByte) {
+    TORCH_WARN_ONCE("where received a uint8 condition tensor. This behavior is deprecated and will be removed in a "
+                    "future version of PyTorch. Use a boolean condition instead.");
+  }
+}
+
 void check_alpha(const OpSpec& op, c10::ScalarType common, const std::optional<c10::Scalar>& alpha) {
   if (!alpha || !op.alpha_check) return;
   TORCH_CHECK(!alpha->isBoolean() || common == c10::kBool, op.name,
@@ -233,6 +243,7 @@ at::Tensor elementwise(const OpSpec& op, Backend backend, at::TensorList inputs,
   const auto& reg = check_registered(op, args, common);
   check_devices(op, backend, inputs, nullptr);
   check_alpha(op, common, scalars.alpha);
+  warn_uint8_mask(op, inputs);
   const auto device = op_device(inputs);
   if (backend == Backend::CPU) {
     return run(op, backend, args, at::Tensor(), kernel, common, reg.output, device);
@@ -250,7 +261,11 @@ at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList in
   const auto& reg = check_registered(op, args, common);
   check_devices(op, backend, inputs, &out);
   check_alpha(op, common, scalars.alpha);
+  warn_uint8_mask(op, inputs);
   check_writable(op, out);
+  // torch's where (a `mask:` op) takes no cast at all: out= must have the result dtype
+  TORCH_CHECK(op.mask < 0 || out.scalar_type() == reg.output, op.name, ": Expected out type to be ", reg.output,
+              " but got ", out.scalar_type());
   // torch's structured ops refuse an unsafe cast of the result (bool results
   // of comparisons cast to anything; abs of complex is real).
   TORCH_CHECK(c10::canCast(reg.output, out.scalar_type()), op.name, ": result type ", reg.output,

@@ -26,6 +26,9 @@ struct OpSpec {
   bool uniform_inputs;         // the kernels read one dtype: mixed inputs are cast to the common one
   int mask;                    // the input that is a bool mask (`mask:`), outside promotion; -1 if none
   std::vector<Registered> registrations;
+  // the `str` choice these dtypes belong to, for error messages ("rounding_mode='trunc'"),
+  // when it gives its own (ops.yaml `choices: {trunc: {kernel: ..., dtypes: ...}}`); else ""
+  const char* choice = "";
 };
 
 } // namespace mpsgen
