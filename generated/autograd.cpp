@@ -6352,41 +6352,13 @@ const c10::TypedOperatorHandle<at::Tensor&(const at::Tensor&, const at::Scalar&,
   return op;
 }
 
-struct WhereScalarBackward final : public torch::autograd::TraceableFunction {
-  variable_list apply(variable_list&& grads) override;
-  std::string name() const override {
-    return "WhereScalarBackward";
-  }
-  void release_variables() override {
-    std::lock_guard<std::mutex> lock(mutex_);
-  }
-};
-
-variable_list WhereScalarBackward::apply(variable_list&& grads) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  variable_list grad_inputs(0);
-  const at::Tensor& grad = grads[0];
-  if (!grad.defined()) {
-    return grad_inputs;  // no gradient flows in: none flows out
-  }
-  return grad_inputs;
-}
-
+// no input to differentiate (a mask and Scalars): nothing to differentiate
 at::Tensor where_Scalar_autograd(c10::DispatchKeySet ks, const at::Tensor& condition, const at::Scalar& self, const at::Scalar& other) {
-  c10::intrusive_ptr<WhereScalarBackward> grad_fn;
-  if (torch::autograd::compute_requires_grad()) {
-    grad_fn = c10::make_intrusive<WhereScalarBackward>();
-    grad_fn->set_next_edges(torch::autograd::collect_next_edges());
-}
-  at::Tensor result = below_autograd(where_Scalar_functional_op(), ks, condition, self, other);
-  if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
-    torch::autograd::set_history(result, grad_fn);
-  }
-  return result;
+  return below_autograd(where_Scalar_functional_op(), ks, condition, self, other);
 }
 
 at::Tensor& where_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& condition, const at::Scalar& self, const at::Scalar& other, at::Tensor& out) {
-  check_out("mpsgen::where.Scalar_out", , out);
+  check_out("mpsgen::where.Scalar_out", out);
   below_autograd(where_Scalar_out_op(), ks, condition, self, other, out);
   torch::autograd::increment_version(out);
   return out;
