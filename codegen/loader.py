@@ -475,7 +475,7 @@ def _default_error(type_: str, default: str) -> str | None:
 
 def _check_args(spec, op_args, family, label, line, errors) -> tuple[tuple[Param, ...], Selector | None, dict]:
     """The params the kernels read and the `str` selector, from the schema and `args:`; and
-    the choices' own dtypes, unchecked ({kernel: (value, dtypes as written, line)})."""
+    the choices' own dtypes, unchecked ({kernel: (value, how errors show it, dtypes as written, line)})."""
     spec = {} if spec is None else spec
     if not isinstance(spec, dict):
         errors.add(line, label, "args", "expected a mapping from argument names to their Metal type "
@@ -623,7 +623,8 @@ _CHOICE_WITH_DTYPES = "{kernel: div_trunc, dtypes: [float, integer]}"
 
 def _check_choices(arg, item, label, line, errors) -> tuple[Selector | None, dict]:
     """The kernel each value of a `str` argument selects; and the kernels that a choice gives
-    dtypes of their own ({kernel: (value, dtypes as written, line)}, checked by _tables)."""
+    dtypes of their own ({kernel: (value, how errors show it, dtypes as written, line)}, checked by
+    _tables)."""
     example = "{choices: {none: gelu, tanh: gelu_tanh}}"
     if not (isinstance(item, dict) and set(item) == {"choices"} and isinstance(item["choices"], dict)
             and item["choices"]):
