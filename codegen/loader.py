@@ -851,7 +851,8 @@ def _check_gaps(spec, registrations, label, line, errors) -> tuple[Gap, ...]:
             errors.add(item_line, label, "gaps", f"expected {expected}, got {item!r}")
             continue
         name, reason = item["dtype"], item["reason"]
-        dtypes = [name] if name in DTYPES else [i for i, _ in GROUPS[name].pairs] if name in GROUPS else None
+        dtypes = None if not isinstance(name, str) else [name] if name in DTYPES else \
+            [i for i, _ in GROUPS[name].pairs] if name in GROUPS else None
         if not isinstance(reason, str) or not reason.strip():
             errors.add(item_line, label, "gaps", "a gap needs a non-empty reason")
         elif dtypes is None:
