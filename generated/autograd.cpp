@@ -1296,7 +1296,7 @@ variable_list HardshrinkBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
 #line 243 "ops.yaml"
-    grad_inputs[0] = hardshrink_backward(grad, self, lambd);
+    grad_inputs[0] = where((self < -lambd.toDouble()) | (self > lambd.toDouble()), grad, 0);
 #line 1301 "autograd.cpp"
   }
   return grad_inputs;
@@ -1388,7 +1388,7 @@ variable_list SoftshrinkBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
 #line 258 "ops.yaml"
-    grad_inputs[0] = softshrink_backward(grad, self, lambd);
+    grad_inputs[0] = where((self < -lambd.toDouble()) | (self > lambd.toDouble()), grad, 0);
 #line 1393 "autograd.cpp"
   }
   return grad_inputs;
