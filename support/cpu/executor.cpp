@@ -128,10 +128,15 @@ struct Launch {
   }
   void run(const Kernel& kernel, int expected_grid_dims) {
     const KernelEntry& k = *kernel.entry;
-    record_launch(kernel.host_name);
+    record_launch(k);
     TORCH_INTERNAL_ASSERT(k.grid_dims == expected_grid_dims, "unexpected grid for ", kernel.host_name);
     void* const* b = buffers.data();
     const uint32_t gx = grid_x;
+    if (static_cast<int64_t>(threads) <= kGrain) {
+      // one chunk: run it here, as TensorIterator's for_each runs a small loop serially
+      k.run(b, 0, threads, gx);
+      return;
+    }
     at::parallel_for(0, static_cast<int64_t>(threads), kGrain, [&](int64_t begin, int64_t end) {
       k.run(b, static_cast<uint64_t>(begin), static_cast<uint64_t>(end), gx);
     });

@@ -1,5 +1,8 @@
 #include "kernel_registry.h"
 
+#include <algorithm>
+#include <array>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -15,9 +18,9 @@ std::map<std::string, KernelEntry>& registry() {
 
 bool register_kernel(const char* host_name, KernelRunFn run, int grid_dims) {
   // Metal rejects a library with two kernels of one host_name; so do we.
-  if (!registry().emplace(host_name, KernelEntry{run, grid_dims}).second) {
-    throw std::logic_error(std::string("duplicate Metal host_name: ") + host_name);
-  }
+  auto [it, added] = registry().emplace(host_name, KernelEntry{run, grid_dims, nullptr});
+  if (!added) throw std::logic_error(std::string("duplicate Metal host_name: ") + host_name);
+  it->second.host_name = &it->first;  // a map's keys stay where they are
   return true;
 }
 
@@ -33,18 +36,27 @@ std::vector<std::string> kernel_names() {
 }
 
 namespace {
-std::mutex launches_mutex;
-std::vector<std::string> launches;
+// The first kLaunchSlots launches since the last take_launches(): a slot is claimed with one
+// atomic add, so recording costs a launch next to nothing. Tests read them between calls.
+constexpr size_t kLaunchSlots = 4096;
+std::array<std::atomic<const KernelEntry*>, kLaunchSlots> launches;
+std::atomic<size_t> nlaunches{0};
+std::mutex take_mutex;
 } // namespace
 
-void record_launch(const std::string& host_name) {
-  std::lock_guard<std::mutex> lock(launches_mutex);
-  if (launches.size() < 4096) launches.push_back(host_name);  // bounded: tests read it
+void record_launch(const KernelEntry& kernel) {
+  const size_t slot = nlaunches.fetch_add(1, std::memory_order_relaxed);
+  if (slot < kLaunchSlots) launches[slot].store(&kernel, std::memory_order_release);
 }
 
 std::vector<std::string> take_launches() {
-  std::lock_guard<std::mutex> lock(launches_mutex);
-  return std::exchange(launches, {});
+  std::lock_guard<std::mutex> lock(take_mutex);
+  const size_t n = std::min(nlaunches.exchange(0), kLaunchSlots);
+  std::vector<std::string> names;
+  for (size_t i = 0; i < n; ++i) {
+    if (const KernelEntry* k = launches[i].exchange(nullptr, std::memory_order_acquire)) names.push_back(*k->host_name);
+  }
+  return names;
 }
 
 } // namespace mpsgen::cpu

@@ -18,6 +18,7 @@ using KernelRunFn = void (*)(void* const* buffers, uint64_t begin, uint64_t end,
 struct KernelEntry {
   KernelRunFn run;
   int grid_dims;  // 1 or 2: the kernel takes `uint` or `uint2` thread_position_in_grid
+  const std::string* host_name;  // its key in the registry
 };
 
 // Called from static initializers of the kernel translation units.
@@ -28,7 +29,7 @@ std::vector<std::string> kernel_names();
 
 // The executor records each launch's host_name; take_launches() returns and
 // clears them (tests check which kernel variant a call selected).
-void record_launch(const std::string& host_name);
+void record_launch(const KernelEntry& kernel);
 std::vector<std::string> take_launches();
 
 } // namespace mpsgen::cpu

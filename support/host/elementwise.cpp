@@ -6,6 +6,7 @@
 #include <ATen/native/TypeProperties.h>
 #include <c10/core/InferenceMode.h>
 #include <c10/util/Exception.h>
+#include <c10/util/SmallVector.h>
 
 #include <limits>
 #include <sstream>
@@ -156,11 +157,11 @@ void check_alpha(const OpSpec& op, c10::ScalarType common, const std::optional<c
 // All operands are cast when a promoting Scalar changed the dtype (clamp of an
 // int tensor by 0.5 computes in float), or when the kernels read one dtype; all but
 // the mask for an op with one, which stays as given (torch's where casts self and other).
-std::vector<at::Tensor> operands(const OpSpec& op, at::TensorList inputs, const ScalarArgs& scalars,
-                                 c10::ScalarType common) {
+c10::SmallVector<at::Tensor, 4> operands(const OpSpec& op, at::TensorList inputs, const ScalarArgs& scalars,
+                                         c10::ScalarType common) {
   bool cast_all = op.uniform_inputs || op.mask >= 0;
   if (!scalars.promoting.empty()) cast_all |= compute_dtype(op, inputs, {}) != common;
-  std::vector<at::Tensor> result(inputs.begin(), inputs.end());
+  c10::SmallVector<at::Tensor, 4> result(inputs.begin(), inputs.end());
   for (size_t i = 0; i < result.size(); ++i) {
     auto& t = result[i];
     if (static_cast<int>(i) == op.mask) continue;
