@@ -54,6 +54,8 @@ def synthetic_registry(n_ops: int) -> str:
             block = re.sub(r"(\bkernel:[ \t]*)(\w+)", rf"\1\2_k{k}", block)
             block = re.sub(r"\bchoices: \{[^}]*\}",
                            lambda m: re.sub(r"(:[ \t]*)(\w+)(?=[ \t]*[,}])", rf"\1\2_k{k}", m[0]), block)
+            block = re.sub(r"(?m)^( +)choices:\n(?:\1  +[^\n]*\n)+",  # block-style choices: `None: div_true`
+                           lambda m: re.sub(r"(?m)^( +[\w']+:[ \t]*)(\w+)$", rf"\1\2_k{k}", m[0]), block)
             block = re.sub(r"(?m)^(    given:\n(?:      [^\n]*\n)+)",  # `given:` values name kernels too
                            lambda m: re.sub(r"(?m)(:[ \t]*)(\w+)$", rf"\1\2_k{k}", m[0]), block)
             block = re.sub(r"\bstruct (\w+)_functor\b", rf"struct \1_k{k}_functor", block)

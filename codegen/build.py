@@ -173,12 +173,38 @@ def host_unity_source(build_dir: Path, suffix: str, generated: Path = GENERATED)
     if suffix == "_cpu.cpp":
         stubs.append(generated / "registration.cpp")
     texts = [p.read_text() for p in stubs]
-    key = hashlib.sha256("".join(_LINE_NUMBER.sub(_unnumbered, t) for t in texts).encode()).hexdigest()
     unit = build_dir / f"mpsgen_host{Path(suffix).stem}{Path(suffix).suffix}"
+    return _keyed_unit(unit, texts, "// The host stubs of generated/, one translation unit (written by the build).\n"
+                       + "".join(f'#line 1 "{p.resolve()}"\n{t}\n' for p, t in zip(stubs, texts)))
+
+
+# Code compiled under a registry `#line` that might expand __LINE__: a macro call or __LINE__ itself.
+_FORMULA_REGION = re.compile(r'(?m)^#line \d+ "[^"\n]*\.ya?ml"\n(.*?)^#line ', re.S)
+_MACRO_LIKE = re.compile(r"\b[A-Z_][A-Z0-9_]*\s*\(|__LINE__")
+
+
+def generated_unit(build_dir: Path, name: str, generated: Path = GENERATED) -> Path:
+    """A build-dir copy of generated/<name> (autograd.cpp, bindings.cpp), keyed like the host
+    stubs' unit: an edit that only moves ops to other registry lines leaves it as it is, so
+    the large ATen and autograd headers are not compiled again. Their registry line numbers are
+    comments, and the `#line`s each derivative formula compiles under. A stale `#line` changes
+    no compiled code (no debug info) unless the formula expands `__LINE__`, so a file whose
+    formulas call anything that looks like a macro is keyed with its line numbers; and any
+    other change rewrites the copy with today's lines, which is when diagnostics can appear."""
+    source = generated / name
+    text = source.read_text()
+    numbered = any(_MACRO_LIKE.search(m[1]) for m in _FORMULA_REGION.finditer(text))
+    return _keyed_unit(build_dir / name, [text], f'#line 1 "{source.resolve()}"\n{text}', numbered)
+
+
+def _keyed_unit(unit: Path, texts: list[str], body: str, numbered: bool = False) -> Path:
+    """Writes `unit`: its key (from `texts`, registry line numbers left out unless `numbered`),
+    then `body`; left as it is when its key still matches, so ninja does not compile it again."""
+    keyed = texts if numbered else [_LINE_NUMBER.sub(_unnumbered, t) for t in texts]
+    key = hashlib.sha256(("numbered\n" if numbered else "").encode() + "".join(keyed).encode()).hexdigest()
     if unit.is_file() and unit.open().readline() == f"{_KEY}{key}\n":
         return unit
-    _write_if_changed(unit, f"{_KEY}{key}\n// The host stubs of generated/, one translation unit (written by the build).\n"
-                      + "".join(f'#line 1 "{p.resolve()}"\n{t}\n' for p, t in zip(stubs, texts)))
+    _write_if_changed(unit, f"{_KEY}{key}\n{body}")
     return unit
 
 
@@ -186,8 +212,8 @@ def host_sources(build_dir: Path, mps: bool, generated: Path = GENERATED) -> lis
     """The extension's host translation units (setup.py): the unity unit of the CPU stubs, the
     op specs, the autograd kernels, the Python bindings and the support sources; with `mps`, the unity unit of the `.mm` stubs and the Metal library
     (whose embedded sources header is written by mps_metal_sources_header)."""
-    sources = [host_unity_source(build_dir, "_cpu.cpp", generated), generated / "op_specs.cpp", generated / "autograd.cpp",
-               generated / "bindings.cpp",
+    sources = [host_unity_source(build_dir, "_cpu.cpp", generated), generated / "op_specs.cpp",
+               generated_unit(build_dir, "autograd.cpp", generated), generated_unit(build_dir, "bindings.cpp", generated),
                SUPPORT / "host" / "elementwise.cpp", SUPPORT / "host" / "module.cpp",
                CPU_SUPPORT / "executor.cpp", CPU_SUPPORT / "kernel_registry.cpp"]
     if mps:
