@@ -26,13 +26,15 @@ extern const OpSpec exp_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:28: the dtypes sin.metal registers (input -> output)
+// ops.yaml:37: the dtypes sin.metal registers (input -> output)
 extern const OpSpec sin_spec{
     "mpsgen::sin",
-    "ops.yaml:27",
+    "ops.yaml:36",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -50,13 +52,15 @@ extern const OpSpec sin_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:48: the dtypes sqrt.metal registers (input -> output)
+// ops.yaml:65: the dtypes sqrt.metal registers (input -> output)
 extern const OpSpec sqrt_spec{
     "mpsgen::sqrt",
-    "ops.yaml:47",
+    "ops.yaml:64",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -74,13 +78,15 @@ extern const OpSpec sqrt_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:68: the dtypes sigmoid.metal registers (input -> output)
+// ops.yaml:111: the dtypes sigmoid.metal registers (input -> output)
 extern const OpSpec sigmoid_spec{
     "mpsgen::sigmoid",
-    "ops.yaml:67",
+    "ops.yaml:110",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -98,13 +104,15 @@ extern const OpSpec sigmoid_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:89: the dtypes erf.metal registers (input -> output)
+// ops.yaml:155: the dtypes erf.metal registers (input -> output)
 extern const OpSpec erf_spec{
     "mpsgen::erf",
-    "ops.yaml:88",
+    "ops.yaml:154",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -125,10 +133,10 @@ extern const OpSpec erf_spec{
     },
     };
 
-// ops.yaml:107: the dtypes bitwise_not.metal registers (input -> output)
+// ops.yaml:173: the dtypes bitwise_not.metal registers (input -> output)
 extern const OpSpec bitwise_not_spec{
     "mpsgen::bitwise_not",
-    "ops.yaml:106",
+    "ops.yaml:172",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -146,10 +154,10 @@ extern const OpSpec bitwise_not_spec{
     },
     };
 
-// ops.yaml:121: the dtypes hypot.metal registers (input -> output)
+// ops.yaml:187: the dtypes hypot.metal registers (input -> output)
 extern const OpSpec hypot_spec{
     "mpsgen::hypot",
-    "ops.yaml:120",
+    "ops.yaml:186",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -164,99 +172,9 @@ extern const OpSpec hypot_spec{
     },
     };
 
-// ops.yaml:139: the dtypes logaddexp.metal registers (input -> output)
+// ops.yaml:205: the dtypes logaddexp.metal registers (input -> output)
 extern const OpSpec logaddexp_spec{
     "mpsgen::logaddexp",
-    "ops.yaml:138",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    },
-    };
-
-// ops.yaml:157: the dtypes atan2.metal registers (input -> output)
-extern const OpSpec atan2_spec{
-    "mpsgen::atan2",
-    "ops.yaml:156",
-    {"self", "other"},
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-    },
-    };
-
-// ops.yaml:174: the dtypes copysign.metal registers (input -> output)
-extern const OpSpec copysign_spec{
-    "mpsgen::copysign",
-    "ops.yaml:173",
-    {"self", "other"},
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-    },
-    };
-
-// ops.yaml:191: the dtypes maximum.metal registers (input -> output)
-extern const OpSpec maximum_spec{
-    "mpsgen::maximum",
-    "ops.yaml:190",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    },
-    };
-
-// ops.yaml:205: the dtypes mul.metal registers (input -> output)
-extern const OpSpec mul_spec{
-    "mpsgen::mul",
     "ops.yaml:204",
     {"self", "other"},
     /*int_to_float=*/false,
@@ -269,6 +187,96 @@ extern const OpSpec mul_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+    },
+    };
+
+// ops.yaml:223: the dtypes atan2.metal registers (input -> output)
+extern const OpSpec atan2_spec{
+    "mpsgen::atan2",
+    "ops.yaml:222",
+    {"self", "other"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+    },
+    };
+
+// ops.yaml:240: the dtypes copysign.metal registers (input -> output)
+extern const OpSpec copysign_spec{
+    "mpsgen::copysign",
+    "ops.yaml:239",
+    {"self", "other"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+    },
+    };
+
+// ops.yaml:257: the dtypes maximum.metal registers (input -> output)
+extern const OpSpec maximum_spec{
+    "mpsgen::maximum",
+    "ops.yaml:256",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    },
+    };
+
+// ops.yaml:271: the dtypes mul.metal registers (input -> output)
+extern const OpSpec mul_spec{
+    "mpsgen::mul",
+    "ops.yaml:270",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
         {c10::ScalarType::Long, c10::ScalarType::Long},
         {c10::ScalarType::Int, c10::ScalarType::Int},
         {c10::ScalarType::Short, c10::ScalarType::Short},
@@ -280,10 +288,10 @@ extern const OpSpec mul_spec{
     },
     };
 
-// ops.yaml:228: the dtypes bitwise_xor.metal registers (input -> output)
+// ops.yaml:294: the dtypes bitwise_xor.metal registers (input -> output)
 extern const OpSpec bitwise_xor_spec{
     "mpsgen::bitwise_xor",
-    "ops.yaml:227",
+    "ops.yaml:293",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -301,10 +309,10 @@ extern const OpSpec bitwise_xor_spec{
     },
     };
 
-// ops.yaml:239: the dtypes hardshrink.metal registers (input -> output)
+// ops.yaml:305: the dtypes hardshrink.metal registers (input -> output)
 extern const OpSpec hardshrink_spec{
     "mpsgen::hardshrink",
-    "ops.yaml:238",
+    "ops.yaml:304",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -319,10 +327,10 @@ extern const OpSpec hardshrink_spec{
     },
     };
 
-// ops.yaml:251: the dtypes softshrink.metal registers (input -> output)
+// ops.yaml:317: the dtypes softshrink.metal registers (input -> output)
 extern const OpSpec softshrink_spec{
     "mpsgen::softshrink",
-    "ops.yaml:250",
+    "ops.yaml:316",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -337,10 +345,10 @@ extern const OpSpec softshrink_spec{
     },
     };
 
-// ops.yaml:270: the dtypes leaky_relu.metal registers (input -> output)
+// ops.yaml:336: the dtypes leaky_relu.metal registers (input -> output)
 extern const OpSpec leaky_relu_spec{
     "mpsgen::leaky_relu",
-    "ops.yaml:269",
+    "ops.yaml:335",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -355,10 +363,10 @@ extern const OpSpec leaky_relu_spec{
     },
     };
 
-// ops.yaml:285: the dtypes add.metal registers (input -> output)
+// ops.yaml:351: the dtypes add.metal registers (input -> output)
 extern const OpSpec add_spec{
     "mpsgen::add",
-    "ops.yaml:283",
+    "ops.yaml:349",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -381,10 +389,10 @@ extern const OpSpec add_spec{
     },
     };
 
-// ops.yaml:312: the dtypes sub.metal registers (input -> output)
+// ops.yaml:378: the dtypes sub.metal registers (input -> output)
 extern const OpSpec sub_spec{
     "mpsgen::sub",
-    "ops.yaml:305",
+    "ops.yaml:371",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -406,10 +414,10 @@ extern const OpSpec sub_spec{
     },
     };
 
-// ops.yaml:334: the dtypes lerp.metal registers (input -> output)
+// ops.yaml:400: the dtypes lerp.metal registers (input -> output)
 extern const OpSpec lerp_spec{
     "mpsgen::lerp",
-    "ops.yaml:333",
+    "ops.yaml:399",
     {"self", "end", "weight"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -424,10 +432,10 @@ extern const OpSpec lerp_spec{
     },
     };
 
-// ops.yaml:361: the dtypes lerp_scalar.metal registers (input -> output)
+// ops.yaml:427: the dtypes lerp_scalar.metal registers (input -> output)
 extern const OpSpec lerp_scalar_spec{
     "mpsgen::lerp",
-    "ops.yaml:358",
+    "ops.yaml:424",
     {"self", "end"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -442,10 +450,10 @@ extern const OpSpec lerp_scalar_spec{
     },
     };
 
-// ops.yaml:387: the dtypes addcmul.metal registers (input -> output)
+// ops.yaml:453: the dtypes addcmul.metal registers (input -> output)
 extern const OpSpec addcmul_spec{
     "mpsgen::addcmul",
-    "ops.yaml:385",
+    "ops.yaml:451",
     {"self", "tensor1", "tensor2"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -465,10 +473,10 @@ extern const OpSpec addcmul_spec{
     },
     };
 
-// ops.yaml:411: the dtypes addcdiv.metal registers (input -> output)
+// ops.yaml:477: the dtypes addcdiv.metal registers (input -> output)
 extern const OpSpec addcdiv_spec{
     "mpsgen::addcdiv",
-    "ops.yaml:409",
+    "ops.yaml:475",
     {"self", "tensor1", "tensor2"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -483,10 +491,10 @@ extern const OpSpec addcdiv_spec{
     },
     };
 
-// ops.yaml:434: the dtypes elu.metal registers (input -> output)
+// ops.yaml:500: the dtypes elu.metal registers (input -> output)
 extern const OpSpec elu_spec{
     "mpsgen::elu",
-    "ops.yaml:432",
+    "ops.yaml:498",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -501,10 +509,10 @@ extern const OpSpec elu_spec{
     },
     };
 
-// ops.yaml:455: the dtypes clamp.metal registers (input -> output)
+// ops.yaml:521: the dtypes clamp.metal registers (input -> output)
 extern const OpSpec clamp_spec{
     "mpsgen::clamp",
-    "ops.yaml:448",
+    "ops.yaml:514",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -524,10 +532,10 @@ extern const OpSpec clamp_spec{
     },
     };
 
-// ops.yaml:487: the dtypes clamp_tensor.metal registers (input -> output)
+// ops.yaml:553: the dtypes clamp_tensor.metal registers (input -> output)
 extern const OpSpec clamp_tensor_spec{
     "mpsgen::clamp",
-    "ops.yaml:478",
+    "ops.yaml:544",
     {"self", "min", "max"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -547,10 +555,10 @@ extern const OpSpec clamp_tensor_spec{
     },
     };
 
-// ops.yaml:517: the dtypes nan_to_num.metal registers (input -> output)
+// ops.yaml:583: the dtypes nan_to_num.metal registers (input -> output)
 extern const OpSpec nan_to_num_spec{
     "mpsgen::nan_to_num",
-    "ops.yaml:516",
+    "ops.yaml:582",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -565,10 +573,10 @@ extern const OpSpec nan_to_num_spec{
     },
     };
 
-// ops.yaml:541: the dtypes threshold.metal registers (input -> output)
+// ops.yaml:607: the dtypes threshold.metal registers (input -> output)
 extern const OpSpec threshold_spec{
     "mpsgen::threshold",
-    "ops.yaml:540",
+    "ops.yaml:606",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -588,10 +596,10 @@ extern const OpSpec threshold_spec{
     },
     };
 
-// ops.yaml:559: the dtypes softplus.metal registers (input -> output)
+// ops.yaml:625: the dtypes softplus.metal registers (input -> output)
 extern const OpSpec softplus_spec{
     "mpsgen::softplus",
-    "ops.yaml:557",
+    "ops.yaml:623",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -606,10 +614,10 @@ extern const OpSpec softplus_spec{
     },
     };
 
-// ops.yaml:572: the dtypes hardtanh.metal registers (input -> output)
+// ops.yaml:638: the dtypes hardtanh.metal registers (input -> output)
 extern const OpSpec hardtanh_spec{
     "mpsgen::hardtanh",
-    "ops.yaml:571",
+    "ops.yaml:637",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -624,10 +632,10 @@ extern const OpSpec hardtanh_spec{
     },
     };
 
-// ops.yaml:595: the dtypes round_decimals.metal registers (input -> output)
+// ops.yaml:661: the dtypes round_decimals.metal registers (input -> output)
 extern const OpSpec round_decimals_spec{
     "mpsgen::round",
-    "ops.yaml:593",
+    "ops.yaml:659",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -642,10 +650,10 @@ extern const OpSpec round_decimals_spec{
     },
     };
 
-// ops.yaml:615: the dtypes gelu.metal registers (input -> output)
+// ops.yaml:681: the dtypes gelu.metal registers (input -> output)
 extern const OpSpec gelu_spec{
     "mpsgen::gelu",
-    "ops.yaml:612",
+    "ops.yaml:678",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -660,10 +668,10 @@ extern const OpSpec gelu_spec{
     },
     };
 
-// ops.yaml:639: the dtypes leaky_relu_backward.metal registers (input -> output)
+// ops.yaml:705: the dtypes leaky_relu_backward.metal registers (input -> output)
 extern const OpSpec leaky_relu_backward_spec{
     "mpsgen::leaky_relu_backward",
-    "ops.yaml:638",
+    "ops.yaml:704",
     {"grad_output", "self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -678,10 +686,10 @@ extern const OpSpec leaky_relu_backward_spec{
     },
     };
 
-// ops.yaml:658: the dtypes eq.metal registers (input -> output)
+// ops.yaml:724: the dtypes eq.metal registers (input -> output)
 extern const OpSpec eq_spec{
     "mpsgen::eq",
-    "ops.yaml:657",
+    "ops.yaml:723",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -704,10 +712,10 @@ extern const OpSpec eq_spec{
     },
     };
 
-// ops.yaml:673: the dtypes ne.metal registers (input -> output)
+// ops.yaml:739: the dtypes ne.metal registers (input -> output)
 extern const OpSpec ne_spec{
     "mpsgen::ne",
-    "ops.yaml:672",
+    "ops.yaml:738",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -730,10 +738,10 @@ extern const OpSpec ne_spec{
     },
     };
 
-// ops.yaml:686: the dtypes lt.metal registers (input -> output)
+// ops.yaml:752: the dtypes lt.metal registers (input -> output)
 extern const OpSpec lt_spec{
     "mpsgen::lt",
-    "ops.yaml:685",
+    "ops.yaml:751",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -754,10 +762,10 @@ extern const OpSpec lt_spec{
     },
     };
 
-// ops.yaml:697: the dtypes logical_and.metal registers (input -> output)
+// ops.yaml:763: the dtypes logical_and.metal registers (input -> output)
 extern const OpSpec logical_and_spec{
     "mpsgen::logical_and",
-    "ops.yaml:696",
+    "ops.yaml:762",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -779,10 +787,10 @@ extern const OpSpec logical_and_spec{
     },
     };
 
-// ops.yaml:707: the dtypes isnan.metal registers (input -> output)
+// ops.yaml:773: the dtypes isnan.metal registers (input -> output)
 extern const OpSpec isnan_spec{
     "mpsgen::isnan",
-    "ops.yaml:706",
+    "ops.yaml:772",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -805,10 +813,10 @@ extern const OpSpec isnan_spec{
     },
     };
 
-// ops.yaml:725: the dtypes neg.metal registers (input -> output)
+// ops.yaml:791: the dtypes neg.metal registers (input -> output)
 extern const OpSpec neg_spec{
     "mpsgen::neg",
-    "ops.yaml:724",
+    "ops.yaml:790",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -830,10 +838,10 @@ extern const OpSpec neg_spec{
     },
     };
 
-// ops.yaml:740: the dtypes abs.metal registers (input -> output)
+// ops.yaml:806: the dtypes abs.metal registers (input -> output)
 extern const OpSpec abs_spec{
     "mpsgen::abs",
-    "ops.yaml:739",
+    "ops.yaml:805",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -855,10 +863,10 @@ extern const OpSpec abs_spec{
     },
     };
 
-// ops.yaml:772: the dtypes polygamma.metal registers (input -> output)
+// ops.yaml:838: the dtypes polygamma.metal registers (input -> output)
 extern const OpSpec polygamma_spec{
     "mpsgen::polygamma",
-    "ops.yaml:771",
+    "ops.yaml:837",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -872,10 +880,10 @@ extern const OpSpec polygamma_spec{
     },
     };
 
-// ops.yaml:813: the dtypes div.metal registers (input -> output)
+// ops.yaml:879: the dtypes div.metal registers (input -> output)
 extern const OpSpec div_spec{
     "mpsgen::div",
-    "ops.yaml:804",
+    "ops.yaml:870",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -898,10 +906,10 @@ extern const OpSpec div_spec{
     },
     };
 
-// ops.yaml:811: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
+// ops.yaml:877: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
 extern const OpSpec div_div_trunc_spec{
     "mpsgen::div",
-    "ops.yaml:811",
+    "ops.yaml:877",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -923,10 +931,10 @@ extern const OpSpec div_div_trunc_spec{
     /*choice=*/"rounding_mode='trunc'",
     };
 
-// ops.yaml:812: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
+// ops.yaml:878: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
 extern const OpSpec div_div_floor_spec{
     "mpsgen::div",
-    "ops.yaml:812",
+    "ops.yaml:878",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -948,10 +956,10 @@ extern const OpSpec div_div_floor_spec{
     /*choice=*/"rounding_mode='floor'",
     };
 
-// ops.yaml:914: the dtypes polar.metal registers (input -> output)
+// ops.yaml:980: the dtypes polar.metal registers (input -> output)
 extern const OpSpec polar_spec{
     "mpsgen::polar",
-    "ops.yaml:912",
+    "ops.yaml:978",
     {"abs", "angle"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -965,10 +973,10 @@ extern const OpSpec polar_spec{
     },
     };
 
-// ops.yaml:930: the dtypes complex.metal registers (input -> output)
+// ops.yaml:996: the dtypes complex.metal registers (input -> output)
 extern const OpSpec complex_spec{
     "mpsgen::complex",
-    "ops.yaml:929",
+    "ops.yaml:995",
     {"real", "imag"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -982,10 +990,10 @@ extern const OpSpec complex_spec{
     },
     };
 
-// ops.yaml:945: the dtypes angle.metal registers (input -> output)
+// ops.yaml:1011: the dtypes angle.metal registers (input -> output)
 extern const OpSpec angle_spec{
     "mpsgen::angle",
-    "ops.yaml:944",
+    "ops.yaml:1010",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1007,10 +1015,10 @@ extern const OpSpec angle_spec{
     },
     };
 
-// ops.yaml:966: the dtypes cos.metal registers (input -> output)
+// ops.yaml:1032: the dtypes cos.metal registers (input -> output)
 extern const OpSpec cos_spec{
     "mpsgen::cos",
-    "ops.yaml:965",
+    "ops.yaml:1031",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1028,13 +1036,15 @@ extern const OpSpec cos_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:984: the dtypes tan.metal registers (input -> output)
+// ops.yaml:1058: the dtypes tan.metal registers (input -> output)
 extern const OpSpec tan_spec{
     "mpsgen::tan",
-    "ops.yaml:983",
+    "ops.yaml:1057",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1052,13 +1062,15 @@ extern const OpSpec tan_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:1002: the dtypes tanh.metal registers (input -> output)
+// ops.yaml:1093: the dtypes tanh.metal registers (input -> output)
 extern const OpSpec tanh_spec{
     "mpsgen::tanh",
-    "ops.yaml:1001",
+    "ops.yaml:1092",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1076,13 +1088,15 @@ extern const OpSpec tanh_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:1020: the dtypes log.metal registers (input -> output)
+// ops.yaml:1128: the dtypes log.metal registers (input -> output)
 extern const OpSpec log_spec{
     "mpsgen::log",
-    "ops.yaml:1019",
+    "ops.yaml:1127",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1100,13 +1114,15 @@ extern const OpSpec log_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:1038: the dtypes log1p.metal registers (input -> output)
+// ops.yaml:1150: the dtypes log1p.metal registers (input -> output)
 extern const OpSpec log1p_spec{
     "mpsgen::log1p",
-    "ops.yaml:1037",
+    "ops.yaml:1149",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1124,13 +1140,15 @@ extern const OpSpec log1p_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:1062: the dtypes expm1.metal registers (input -> output)
+// ops.yaml:1184: the dtypes expm1.metal registers (input -> output)
 extern const OpSpec expm1_spec{
     "mpsgen::expm1",
-    "ops.yaml:1061",
+    "ops.yaml:1183",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1148,13 +1166,15 @@ extern const OpSpec expm1_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:1083: the dtypes rsqrt.metal registers (input -> output)
+// ops.yaml:1209: the dtypes rsqrt.metal registers (input -> output)
 extern const OpSpec rsqrt_spec{
     "mpsgen::rsqrt",
-    "ops.yaml:1082",
+    "ops.yaml:1208",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1172,13 +1192,15 @@ extern const OpSpec rsqrt_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:1101: the dtypes i0.metal registers (input -> output)
+// ops.yaml:1265: the dtypes i0.metal registers (input -> output)
 extern const OpSpec i0_spec{
     "mpsgen::i0",
-    "ops.yaml:1100",
+    "ops.yaml:1264",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1199,10 +1221,10 @@ extern const OpSpec i0_spec{
     },
     };
 
-// ops.yaml:1114: the dtypes reciprocal.metal registers (input -> output)
+// ops.yaml:1278: the dtypes reciprocal.metal registers (input -> output)
 extern const OpSpec reciprocal_spec{
     "mpsgen::reciprocal",
-    "ops.yaml:1113",
+    "ops.yaml:1277",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1220,13 +1242,15 @@ extern const OpSpec reciprocal_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:1133: the dtypes floor.metal registers (input -> output)
+// ops.yaml:1307: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
     "mpsgen::floor",
-    "ops.yaml:1132",
+    "ops.yaml:1306",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1246,10 +1270,10 @@ extern const OpSpec floor_spec{
     },
     };
 
-// ops.yaml:1152: the dtypes ceil.metal registers (input -> output)
+// ops.yaml:1326: the dtypes ceil.metal registers (input -> output)
 extern const OpSpec ceil_spec{
     "mpsgen::ceil",
-    "ops.yaml:1151",
+    "ops.yaml:1325",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1269,10 +1293,10 @@ extern const OpSpec ceil_spec{
     },
     };
 
-// ops.yaml:1171: the dtypes trunc.metal registers (input -> output)
+// ops.yaml:1345: the dtypes trunc.metal registers (input -> output)
 extern const OpSpec trunc_spec{
     "mpsgen::trunc",
-    "ops.yaml:1170",
+    "ops.yaml:1344",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1292,10 +1316,10 @@ extern const OpSpec trunc_spec{
     },
     };
 
-// ops.yaml:1190: the dtypes sign.metal registers (input -> output)
+// ops.yaml:1364: the dtypes sign.metal registers (input -> output)
 extern const OpSpec sign_spec{
     "mpsgen::sign",
-    "ops.yaml:1189",
+    "ops.yaml:1363",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1316,10 +1340,10 @@ extern const OpSpec sign_spec{
     },
     };
 
-// ops.yaml:1203: the dtypes minimum.metal registers (input -> output)
+// ops.yaml:1377: the dtypes minimum.metal registers (input -> output)
 extern const OpSpec minimum_spec{
     "mpsgen::minimum",
-    "ops.yaml:1202",
+    "ops.yaml:1376",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1340,10 +1364,10 @@ extern const OpSpec minimum_spec{
     },
     };
 
-// ops.yaml:1216: the dtypes fmax.metal registers (input -> output)
+// ops.yaml:1390: the dtypes fmax.metal registers (input -> output)
 extern const OpSpec fmax_spec{
     "mpsgen::fmax",
-    "ops.yaml:1215",
+    "ops.yaml:1389",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1364,10 +1388,10 @@ extern const OpSpec fmax_spec{
     },
     };
 
-// ops.yaml:1233: the dtypes fmin.metal registers (input -> output)
+// ops.yaml:1407: the dtypes fmin.metal registers (input -> output)
 extern const OpSpec fmin_spec{
     "mpsgen::fmin",
-    "ops.yaml:1232",
+    "ops.yaml:1406",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1388,10 +1412,10 @@ extern const OpSpec fmin_spec{
     },
     };
 
-// ops.yaml:1249: the dtypes bitwise_and.metal registers (input -> output)
+// ops.yaml:1423: the dtypes bitwise_and.metal registers (input -> output)
 extern const OpSpec bitwise_and_spec{
     "mpsgen::bitwise_and",
-    "ops.yaml:1248",
+    "ops.yaml:1422",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1409,10 +1433,10 @@ extern const OpSpec bitwise_and_spec{
     },
     };
 
-// ops.yaml:1260: the dtypes bitwise_or.metal registers (input -> output)
+// ops.yaml:1434: the dtypes bitwise_or.metal registers (input -> output)
 extern const OpSpec bitwise_or_spec{
     "mpsgen::bitwise_or",
-    "ops.yaml:1259",
+    "ops.yaml:1433",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1430,10 +1454,10 @@ extern const OpSpec bitwise_or_spec{
     },
     };
 
-// ops.yaml:1270: the dtypes gt.metal registers (input -> output)
+// ops.yaml:1444: the dtypes gt.metal registers (input -> output)
 extern const OpSpec gt_spec{
     "mpsgen::gt",
-    "ops.yaml:1269",
+    "ops.yaml:1443",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1454,10 +1478,10 @@ extern const OpSpec gt_spec{
     },
     };
 
-// ops.yaml:1281: the dtypes ge.metal registers (input -> output)
+// ops.yaml:1455: the dtypes ge.metal registers (input -> output)
 extern const OpSpec ge_spec{
     "mpsgen::ge",
-    "ops.yaml:1280",
+    "ops.yaml:1454",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1478,10 +1502,10 @@ extern const OpSpec ge_spec{
     },
     };
 
-// ops.yaml:1290: the dtypes le.metal registers (input -> output)
+// ops.yaml:1464: the dtypes le.metal registers (input -> output)
 extern const OpSpec le_spec{
     "mpsgen::le",
-    "ops.yaml:1289",
+    "ops.yaml:1463",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1502,10 +1526,10 @@ extern const OpSpec le_spec{
     },
     };
 
-// ops.yaml:1299: the dtypes logical_or.metal registers (input -> output)
+// ops.yaml:1473: the dtypes logical_or.metal registers (input -> output)
 extern const OpSpec logical_or_spec{
     "mpsgen::logical_or",
-    "ops.yaml:1298",
+    "ops.yaml:1472",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1527,10 +1551,10 @@ extern const OpSpec logical_or_spec{
     },
     };
 
-// ops.yaml:1308: the dtypes logical_xor.metal registers (input -> output)
+// ops.yaml:1482: the dtypes logical_xor.metal registers (input -> output)
 extern const OpSpec logical_xor_spec{
     "mpsgen::logical_xor",
-    "ops.yaml:1307",
+    "ops.yaml:1481",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1552,10 +1576,10 @@ extern const OpSpec logical_xor_spec{
     },
     };
 
-// ops.yaml:1322: the dtypes where.metal registers (input -> output)
+// ops.yaml:1496: the dtypes where.metal registers (input -> output)
 extern const OpSpec where_spec{
     "mpsgen::where",
-    "ops.yaml:1320",
+    "ops.yaml:1494",
     {"condition", "self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1578,10 +1602,10 @@ extern const OpSpec where_spec{
     },
     };
 
-// ops.yaml:1358: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1532: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1356",
+    "ops.yaml:1530",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1602,10 +1626,10 @@ extern const OpSpec heaviside_spec{
     },
     };
 
-// ops.yaml:1372: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1546: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1370",
+    "ops.yaml:1544",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1626,10 +1650,10 @@ extern const OpSpec special_ndtri_spec{
     },
     };
 
-// ops.yaml:1449: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1623: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1447",
+    "ops.yaml:1621",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1650,10 +1674,10 @@ extern const OpSpec special_log_ndtr_spec{
     },
     };
 
-// ops.yaml:1477: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1651: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1475",
+    "ops.yaml:1649",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1674,10 +1698,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     },
     };
 
-// ops.yaml:1534: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1708: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1532",
+    "ops.yaml:1706",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1698,10 +1722,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     },
     };
 
-// ops.yaml:1581: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1755: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1579",
+    "ops.yaml:1753",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,

@@ -49,8 +49,12 @@ def test_opcheck_opinfo_samples(op, entry, dtype):
     found = opinfo_samples(entry.opinfo, entry_params(entry), "cpu", dtype, requires_grad=grad,
                            reference_inputs=False)
     if len(found) < MIN_SAMPLES:
-        # unary OpInfos have one sample_input; Scalar overloads fit only reference_inputs
-        found = opinfo_samples(entry.opinfo, entry_params(entry), "cpu", dtype, requires_grad=grad)[:MIN_SAMPLES]
+        # unary OpInfos have one sample_input; Scalar overloads fit only reference_inputs. Some
+        # reference_inputs generators raise partway for complex32 (tan's, tanh's and sigmoid's
+        # divide it on torch's CPU: "div_cpu" not implemented for 'ComplexHalf'): the samples made
+        # before that are used (`dropped` keeps the error from propagating)
+        found = opinfo_samples(entry.opinfo, entry_params(entry), "cpu", dtype, requires_grad=grad,
+                               dropped=[])[:MIN_SAMPLES]
     # the op refuses what torch refuses (div of complex with a rounding mode): nothing to trace
     found = [s for s in found if not _both_refuse(fn, entry, s)]
     if not found:
