@@ -187,13 +187,15 @@ extern const OpSpec logaddexp_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:223: the dtypes atan2.metal registers (input -> output)
+// ops.yaml:262: the dtypes atan2.metal registers (input -> output)
 extern const OpSpec atan2_spec{
     "mpsgen::atan2",
-    "ops.yaml:222",
+    "ops.yaml:261",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -214,10 +216,10 @@ extern const OpSpec atan2_spec{
     },
     };
 
-// ops.yaml:240: the dtypes copysign.metal registers (input -> output)
+// ops.yaml:279: the dtypes copysign.metal registers (input -> output)
 extern const OpSpec copysign_spec{
     "mpsgen::copysign",
-    "ops.yaml:239",
+    "ops.yaml:278",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -238,10 +240,10 @@ extern const OpSpec copysign_spec{
     },
     };
 
-// ops.yaml:257: the dtypes maximum.metal registers (input -> output)
+// ops.yaml:296: the dtypes maximum.metal registers (input -> output)
 extern const OpSpec maximum_spec{
     "mpsgen::maximum",
-    "ops.yaml:256",
+    "ops.yaml:295",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -262,10 +264,10 @@ extern const OpSpec maximum_spec{
     },
     };
 
-// ops.yaml:271: the dtypes mul.metal registers (input -> output)
+// ops.yaml:310: the dtypes mul.metal registers (input -> output)
 extern const OpSpec mul_spec{
     "mpsgen::mul",
-    "ops.yaml:270",
+    "ops.yaml:309",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -288,10 +290,10 @@ extern const OpSpec mul_spec{
     },
     };
 
-// ops.yaml:294: the dtypes bitwise_xor.metal registers (input -> output)
+// ops.yaml:333: the dtypes bitwise_xor.metal registers (input -> output)
 extern const OpSpec bitwise_xor_spec{
     "mpsgen::bitwise_xor",
-    "ops.yaml:293",
+    "ops.yaml:332",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -309,10 +311,10 @@ extern const OpSpec bitwise_xor_spec{
     },
     };
 
-// ops.yaml:305: the dtypes hardshrink.metal registers (input -> output)
+// ops.yaml:344: the dtypes hardshrink.metal registers (input -> output)
 extern const OpSpec hardshrink_spec{
     "mpsgen::hardshrink",
-    "ops.yaml:304",
+    "ops.yaml:343",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -327,10 +329,10 @@ extern const OpSpec hardshrink_spec{
     },
     };
 
-// ops.yaml:317: the dtypes softshrink.metal registers (input -> output)
+// ops.yaml:356: the dtypes softshrink.metal registers (input -> output)
 extern const OpSpec softshrink_spec{
     "mpsgen::softshrink",
-    "ops.yaml:316",
+    "ops.yaml:355",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -345,10 +347,10 @@ extern const OpSpec softshrink_spec{
     },
     };
 
-// ops.yaml:336: the dtypes leaky_relu.metal registers (input -> output)
+// ops.yaml:375: the dtypes leaky_relu.metal registers (input -> output)
 extern const OpSpec leaky_relu_spec{
     "mpsgen::leaky_relu",
-    "ops.yaml:335",
+    "ops.yaml:374",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -363,10 +365,10 @@ extern const OpSpec leaky_relu_spec{
     },
     };
 
-// ops.yaml:351: the dtypes add.metal registers (input -> output)
+// ops.yaml:390: the dtypes add.metal registers (input -> output)
 extern const OpSpec add_spec{
     "mpsgen::add",
-    "ops.yaml:349",
+    "ops.yaml:388",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -389,10 +391,10 @@ extern const OpSpec add_spec{
     },
     };
 
-// ops.yaml:378: the dtypes sub.metal registers (input -> output)
+// ops.yaml:417: the dtypes sub.metal registers (input -> output)
 extern const OpSpec sub_spec{
     "mpsgen::sub",
-    "ops.yaml:371",
+    "ops.yaml:410",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -414,10 +416,10 @@ extern const OpSpec sub_spec{
     },
     };
 
-// ops.yaml:400: the dtypes lerp.metal registers (input -> output)
+// ops.yaml:439: the dtypes lerp.metal registers (input -> output)
 extern const OpSpec lerp_spec{
     "mpsgen::lerp",
-    "ops.yaml:399",
+    "ops.yaml:438",
     {"self", "end", "weight"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -429,13 +431,14 @@ extern const OpSpec lerp_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
     },
     };
 
-// ops.yaml:427: the dtypes lerp_scalar.metal registers (input -> output)
+// ops.yaml:473: the dtypes lerp_scalar.metal registers (input -> output)
 extern const OpSpec lerp_scalar_spec{
     "mpsgen::lerp",
-    "ops.yaml:424",
+    "ops.yaml:470",
     {"self", "end"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -450,10 +453,10 @@ extern const OpSpec lerp_scalar_spec{
     },
     };
 
-// ops.yaml:453: the dtypes addcmul.metal registers (input -> output)
+// ops.yaml:500: the dtypes addcmul.metal registers (input -> output)
 extern const OpSpec addcmul_spec{
     "mpsgen::addcmul",
-    "ops.yaml:451",
+    "ops.yaml:498",
     {"self", "tensor1", "tensor2"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -470,13 +473,15 @@ extern const OpSpec addcmul_spec{
         {c10::ScalarType::Short, c10::ScalarType::Short},
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:477: the dtypes addcdiv.metal registers (input -> output)
+// ops.yaml:527: the dtypes addcdiv.metal registers (input -> output)
 extern const OpSpec addcdiv_spec{
     "mpsgen::addcdiv",
-    "ops.yaml:475",
+    "ops.yaml:525",
     {"self", "tensor1", "tensor2"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -488,13 +493,15 @@ extern const OpSpec addcdiv_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:500: the dtypes elu.metal registers (input -> output)
+// ops.yaml:565: the dtypes elu.metal registers (input -> output)
 extern const OpSpec elu_spec{
     "mpsgen::elu",
-    "ops.yaml:498",
+    "ops.yaml:563",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -509,10 +516,10 @@ extern const OpSpec elu_spec{
     },
     };
 
-// ops.yaml:521: the dtypes clamp.metal registers (input -> output)
+// ops.yaml:586: the dtypes clamp.metal registers (input -> output)
 extern const OpSpec clamp_spec{
     "mpsgen::clamp",
-    "ops.yaml:514",
+    "ops.yaml:579",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -532,10 +539,10 @@ extern const OpSpec clamp_spec{
     },
     };
 
-// ops.yaml:553: the dtypes clamp_tensor.metal registers (input -> output)
+// ops.yaml:618: the dtypes clamp_tensor.metal registers (input -> output)
 extern const OpSpec clamp_tensor_spec{
     "mpsgen::clamp",
-    "ops.yaml:544",
+    "ops.yaml:609",
     {"self", "min", "max"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -555,10 +562,10 @@ extern const OpSpec clamp_tensor_spec{
     },
     };
 
-// ops.yaml:583: the dtypes nan_to_num.metal registers (input -> output)
+// ops.yaml:648: the dtypes nan_to_num.metal registers (input -> output)
 extern const OpSpec nan_to_num_spec{
     "mpsgen::nan_to_num",
-    "ops.yaml:582",
+    "ops.yaml:647",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -570,13 +577,19 @@ extern const OpSpec nan_to_num_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
     },
     };
 
-// ops.yaml:607: the dtypes threshold.metal registers (input -> output)
+// ops.yaml:672: the dtypes threshold.metal registers (input -> output)
 extern const OpSpec threshold_spec{
     "mpsgen::threshold",
-    "ops.yaml:606",
+    "ops.yaml:671",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -596,10 +609,10 @@ extern const OpSpec threshold_spec{
     },
     };
 
-// ops.yaml:625: the dtypes softplus.metal registers (input -> output)
+// ops.yaml:691: the dtypes softplus.metal registers (input -> output)
 extern const OpSpec softplus_spec{
     "mpsgen::softplus",
-    "ops.yaml:623",
+    "ops.yaml:689",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -614,10 +627,10 @@ extern const OpSpec softplus_spec{
     },
     };
 
-// ops.yaml:638: the dtypes hardtanh.metal registers (input -> output)
+// ops.yaml:704: the dtypes hardtanh.metal registers (input -> output)
 extern const OpSpec hardtanh_spec{
     "mpsgen::hardtanh",
-    "ops.yaml:637",
+    "ops.yaml:703",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -629,13 +642,17 @@ extern const OpSpec hardtanh_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
     },
     };
 
-// ops.yaml:661: the dtypes round_decimals.metal registers (input -> output)
+// ops.yaml:718: the dtypes round_decimals.metal registers (input -> output)
 extern const OpSpec round_decimals_spec{
     "mpsgen::round",
-    "ops.yaml:659",
+    "ops.yaml:716",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -650,10 +667,10 @@ extern const OpSpec round_decimals_spec{
     },
     };
 
-// ops.yaml:681: the dtypes gelu.metal registers (input -> output)
+// ops.yaml:738: the dtypes gelu.metal registers (input -> output)
 extern const OpSpec gelu_spec{
     "mpsgen::gelu",
-    "ops.yaml:678",
+    "ops.yaml:735",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -668,10 +685,10 @@ extern const OpSpec gelu_spec{
     },
     };
 
-// ops.yaml:705: the dtypes leaky_relu_backward.metal registers (input -> output)
+// ops.yaml:762: the dtypes leaky_relu_backward.metal registers (input -> output)
 extern const OpSpec leaky_relu_backward_spec{
     "mpsgen::leaky_relu_backward",
-    "ops.yaml:704",
+    "ops.yaml:761",
     {"grad_output", "self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -686,10 +703,10 @@ extern const OpSpec leaky_relu_backward_spec{
     },
     };
 
-// ops.yaml:724: the dtypes eq.metal registers (input -> output)
+// ops.yaml:781: the dtypes eq.metal registers (input -> output)
 extern const OpSpec eq_spec{
     "mpsgen::eq",
-    "ops.yaml:723",
+    "ops.yaml:780",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -712,10 +729,10 @@ extern const OpSpec eq_spec{
     },
     };
 
-// ops.yaml:739: the dtypes ne.metal registers (input -> output)
+// ops.yaml:796: the dtypes ne.metal registers (input -> output)
 extern const OpSpec ne_spec{
     "mpsgen::ne",
-    "ops.yaml:738",
+    "ops.yaml:795",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -738,10 +755,10 @@ extern const OpSpec ne_spec{
     },
     };
 
-// ops.yaml:752: the dtypes lt.metal registers (input -> output)
+// ops.yaml:809: the dtypes lt.metal registers (input -> output)
 extern const OpSpec lt_spec{
     "mpsgen::lt",
-    "ops.yaml:751",
+    "ops.yaml:808",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -762,10 +779,10 @@ extern const OpSpec lt_spec{
     },
     };
 
-// ops.yaml:763: the dtypes logical_and.metal registers (input -> output)
+// ops.yaml:820: the dtypes logical_and.metal registers (input -> output)
 extern const OpSpec logical_and_spec{
     "mpsgen::logical_and",
-    "ops.yaml:762",
+    "ops.yaml:819",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -787,10 +804,10 @@ extern const OpSpec logical_and_spec{
     },
     };
 
-// ops.yaml:773: the dtypes isnan.metal registers (input -> output)
+// ops.yaml:830: the dtypes isnan.metal registers (input -> output)
 extern const OpSpec isnan_spec{
     "mpsgen::isnan",
-    "ops.yaml:772",
+    "ops.yaml:829",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -813,10 +830,10 @@ extern const OpSpec isnan_spec{
     },
     };
 
-// ops.yaml:791: the dtypes neg.metal registers (input -> output)
+// ops.yaml:848: the dtypes neg.metal registers (input -> output)
 extern const OpSpec neg_spec{
     "mpsgen::neg",
-    "ops.yaml:790",
+    "ops.yaml:847",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -838,10 +855,10 @@ extern const OpSpec neg_spec{
     },
     };
 
-// ops.yaml:806: the dtypes abs.metal registers (input -> output)
+// ops.yaml:863: the dtypes abs.metal registers (input -> output)
 extern const OpSpec abs_spec{
     "mpsgen::abs",
-    "ops.yaml:805",
+    "ops.yaml:862",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -863,12 +880,12 @@ extern const OpSpec abs_spec{
     },
     };
 
-// ops.yaml:838: the dtypes polygamma.metal registers (input -> output)
+// ops.yaml:895: the dtypes polygamma.metal registers (input -> output)
 extern const OpSpec polygamma_spec{
     "mpsgen::polygamma",
-    "ops.yaml:837",
+    "ops.yaml:894",
     {"self"},
-    /*int_to_float=*/false,
+    /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/false,
     /*alpha_check=*/false,
@@ -877,13 +894,15 @@ extern const OpSpec polygamma_spec{
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
     },
     };
 
-// ops.yaml:879: the dtypes div.metal registers (input -> output)
+// ops.yaml:945: the dtypes div.metal registers (input -> output)
 extern const OpSpec div_spec{
     "mpsgen::div",
-    "ops.yaml:870",
+    "ops.yaml:936",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -906,10 +925,10 @@ extern const OpSpec div_spec{
     },
     };
 
-// ops.yaml:877: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
+// ops.yaml:943: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
 extern const OpSpec div_div_trunc_spec{
     "mpsgen::div",
-    "ops.yaml:877",
+    "ops.yaml:943",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -931,10 +950,10 @@ extern const OpSpec div_div_trunc_spec{
     /*choice=*/"rounding_mode='trunc'",
     };
 
-// ops.yaml:878: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
+// ops.yaml:944: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
 extern const OpSpec div_div_floor_spec{
     "mpsgen::div",
-    "ops.yaml:878",
+    "ops.yaml:944",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -956,10 +975,10 @@ extern const OpSpec div_div_floor_spec{
     /*choice=*/"rounding_mode='floor'",
     };
 
-// ops.yaml:980: the dtypes polar.metal registers (input -> output)
+// ops.yaml:1046: the dtypes polar.metal registers (input -> output)
 extern const OpSpec polar_spec{
     "mpsgen::polar",
-    "ops.yaml:978",
+    "ops.yaml:1044",
     {"abs", "angle"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -973,10 +992,10 @@ extern const OpSpec polar_spec{
     },
     };
 
-// ops.yaml:996: the dtypes complex.metal registers (input -> output)
+// ops.yaml:1062: the dtypes complex.metal registers (input -> output)
 extern const OpSpec complex_spec{
     "mpsgen::complex",
-    "ops.yaml:995",
+    "ops.yaml:1061",
     {"real", "imag"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -990,10 +1009,10 @@ extern const OpSpec complex_spec{
     },
     };
 
-// ops.yaml:1011: the dtypes angle.metal registers (input -> output)
+// ops.yaml:1077: the dtypes angle.metal registers (input -> output)
 extern const OpSpec angle_spec{
     "mpsgen::angle",
-    "ops.yaml:1010",
+    "ops.yaml:1076",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1012,13 +1031,14 @@ extern const OpSpec angle_spec{
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::Half},
     },
     };
 
-// ops.yaml:1032: the dtypes cos.metal registers (input -> output)
+// ops.yaml:1101: the dtypes cos.metal registers (input -> output)
 extern const OpSpec cos_spec{
     "mpsgen::cos",
-    "ops.yaml:1031",
+    "ops.yaml:1100",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1041,10 +1061,10 @@ extern const OpSpec cos_spec{
     },
     };
 
-// ops.yaml:1058: the dtypes tan.metal registers (input -> output)
+// ops.yaml:1127: the dtypes tan.metal registers (input -> output)
 extern const OpSpec tan_spec{
     "mpsgen::tan",
-    "ops.yaml:1057",
+    "ops.yaml:1126",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1067,10 +1087,10 @@ extern const OpSpec tan_spec{
     },
     };
 
-// ops.yaml:1093: the dtypes tanh.metal registers (input -> output)
+// ops.yaml:1162: the dtypes tanh.metal registers (input -> output)
 extern const OpSpec tanh_spec{
     "mpsgen::tanh",
-    "ops.yaml:1092",
+    "ops.yaml:1161",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1093,10 +1113,10 @@ extern const OpSpec tanh_spec{
     },
     };
 
-// ops.yaml:1128: the dtypes log.metal registers (input -> output)
+// ops.yaml:1197: the dtypes log.metal registers (input -> output)
 extern const OpSpec log_spec{
     "mpsgen::log",
-    "ops.yaml:1127",
+    "ops.yaml:1196",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1119,10 +1139,10 @@ extern const OpSpec log_spec{
     },
     };
 
-// ops.yaml:1150: the dtypes log1p.metal registers (input -> output)
+// ops.yaml:1219: the dtypes log1p.metal registers (input -> output)
 extern const OpSpec log1p_spec{
     "mpsgen::log1p",
-    "ops.yaml:1149",
+    "ops.yaml:1218",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1145,10 +1165,10 @@ extern const OpSpec log1p_spec{
     },
     };
 
-// ops.yaml:1184: the dtypes expm1.metal registers (input -> output)
+// ops.yaml:1253: the dtypes expm1.metal registers (input -> output)
 extern const OpSpec expm1_spec{
     "mpsgen::expm1",
-    "ops.yaml:1183",
+    "ops.yaml:1252",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1171,59 +1191,9 @@ extern const OpSpec expm1_spec{
     },
     };
 
-// ops.yaml:1209: the dtypes rsqrt.metal registers (input -> output)
+// ops.yaml:1278: the dtypes rsqrt.metal registers (input -> output)
 extern const OpSpec rsqrt_spec{
     "mpsgen::rsqrt",
-    "ops.yaml:1208",
-    {"self"},
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
-        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
-    },
-    };
-
-// ops.yaml:1265: the dtypes i0.metal registers (input -> output)
-extern const OpSpec i0_spec{
-    "mpsgen::i0",
-    "ops.yaml:1264",
-    {"self"},
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-    },
-    };
-
-// ops.yaml:1278: the dtypes reciprocal.metal registers (input -> output)
-extern const OpSpec reciprocal_spec{
-    "mpsgen::reciprocal",
     "ops.yaml:1277",
     {"self"},
     /*int_to_float=*/true,
@@ -1247,10 +1217,60 @@ extern const OpSpec reciprocal_spec{
     },
     };
 
-// ops.yaml:1307: the dtypes floor.metal registers (input -> output)
+// ops.yaml:1334: the dtypes i0.metal registers (input -> output)
+extern const OpSpec i0_spec{
+    "mpsgen::i0",
+    "ops.yaml:1333",
+    {"self"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+    },
+    };
+
+// ops.yaml:1347: the dtypes reciprocal.metal registers (input -> output)
+extern const OpSpec reciprocal_spec{
+    "mpsgen::reciprocal",
+    "ops.yaml:1346",
+    {"self"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
+    },
+    };
+
+// ops.yaml:1376: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
     "mpsgen::floor",
-    "ops.yaml:1306",
+    "ops.yaml:1375",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1267,13 +1287,14 @@ extern const OpSpec floor_spec{
         {c10::ScalarType::Short, c10::ScalarType::Short},
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
     },
     };
 
-// ops.yaml:1326: the dtypes ceil.metal registers (input -> output)
+// ops.yaml:1391: the dtypes ceil.metal registers (input -> output)
 extern const OpSpec ceil_spec{
     "mpsgen::ceil",
-    "ops.yaml:1325",
+    "ops.yaml:1390",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1290,13 +1311,14 @@ extern const OpSpec ceil_spec{
         {c10::ScalarType::Short, c10::ScalarType::Short},
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
     },
     };
 
-// ops.yaml:1345: the dtypes trunc.metal registers (input -> output)
+// ops.yaml:1406: the dtypes trunc.metal registers (input -> output)
 extern const OpSpec trunc_spec{
     "mpsgen::trunc",
-    "ops.yaml:1344",
+    "ops.yaml:1405",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1313,13 +1335,14 @@ extern const OpSpec trunc_spec{
         {c10::ScalarType::Short, c10::ScalarType::Short},
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
     },
     };
 
-// ops.yaml:1364: the dtypes sign.metal registers (input -> output)
+// ops.yaml:1421: the dtypes sign.metal registers (input -> output)
 extern const OpSpec sign_spec{
     "mpsgen::sign",
-    "ops.yaml:1363",
+    "ops.yaml:1420",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1340,102 +1363,9 @@ extern const OpSpec sign_spec{
     },
     };
 
-// ops.yaml:1377: the dtypes minimum.metal registers (input -> output)
+// ops.yaml:1434: the dtypes minimum.metal registers (input -> output)
 extern const OpSpec minimum_spec{
     "mpsgen::minimum",
-    "ops.yaml:1376",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    },
-    };
-
-// ops.yaml:1390: the dtypes fmax.metal registers (input -> output)
-extern const OpSpec fmax_spec{
-    "mpsgen::fmax",
-    "ops.yaml:1389",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    },
-    };
-
-// ops.yaml:1407: the dtypes fmin.metal registers (input -> output)
-extern const OpSpec fmin_spec{
-    "mpsgen::fmin",
-    "ops.yaml:1406",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    },
-    };
-
-// ops.yaml:1423: the dtypes bitwise_and.metal registers (input -> output)
-extern const OpSpec bitwise_and_spec{
-    "mpsgen::bitwise_and",
-    "ops.yaml:1422",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    },
-    };
-
-// ops.yaml:1434: the dtypes bitwise_or.metal registers (input -> output)
-extern const OpSpec bitwise_or_spec{
-    "mpsgen::bitwise_or",
     "ops.yaml:1433",
     {"self", "other"},
     /*int_to_float=*/false,
@@ -1445,6 +1375,9 @@ extern const OpSpec bitwise_or_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
         {c10::ScalarType::Long, c10::ScalarType::Long},
         {c10::ScalarType::Int, c10::ScalarType::Int},
         {c10::ScalarType::Short, c10::ScalarType::Short},
@@ -1454,60 +1387,102 @@ extern const OpSpec bitwise_or_spec{
     },
     };
 
-// ops.yaml:1444: the dtypes gt.metal registers (input -> output)
-extern const OpSpec gt_spec{
-    "mpsgen::gt",
-    "ops.yaml:1443",
+// ops.yaml:1447: the dtypes fmax.metal registers (input -> output)
+extern const OpSpec fmax_spec{
+    "mpsgen::fmax",
+    "ops.yaml:1446",
     {"self", "other"},
     /*int_to_float=*/false,
-    /*bool_output=*/true,
-    /*castout=*/true,
+    /*bool_output=*/false,
+    /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     {
-        {c10::ScalarType::Float, c10::ScalarType::Bool},
-        {c10::ScalarType::Half, c10::ScalarType::Bool},
-        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
-        {c10::ScalarType::Long, c10::ScalarType::Bool},
-        {c10::ScalarType::Int, c10::ScalarType::Bool},
-        {c10::ScalarType::Short, c10::ScalarType::Bool},
-        {c10::ScalarType::Byte, c10::ScalarType::Bool},
-        {c10::ScalarType::Char, c10::ScalarType::Bool},
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     },
     };
 
-// ops.yaml:1455: the dtypes ge.metal registers (input -> output)
-extern const OpSpec ge_spec{
-    "mpsgen::ge",
-    "ops.yaml:1454",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/true,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Bool},
-        {c10::ScalarType::Half, c10::ScalarType::Bool},
-        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
-        {c10::ScalarType::Long, c10::ScalarType::Bool},
-        {c10::ScalarType::Int, c10::ScalarType::Bool},
-        {c10::ScalarType::Short, c10::ScalarType::Bool},
-        {c10::ScalarType::Byte, c10::ScalarType::Bool},
-        {c10::ScalarType::Char, c10::ScalarType::Bool},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    },
-    };
-
-// ops.yaml:1464: the dtypes le.metal registers (input -> output)
-extern const OpSpec le_spec{
-    "mpsgen::le",
+// ops.yaml:1464: the dtypes fmin.metal registers (input -> output)
+extern const OpSpec fmin_spec{
+    "mpsgen::fmin",
     "ops.yaml:1463",
     {"self", "other"},
     /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    },
+    };
+
+// ops.yaml:1480: the dtypes bitwise_and.metal registers (input -> output)
+extern const OpSpec bitwise_and_spec{
+    "mpsgen::bitwise_and",
+    "ops.yaml:1479",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    },
+    };
+
+// ops.yaml:1491: the dtypes bitwise_or.metal registers (input -> output)
+extern const OpSpec bitwise_or_spec{
+    "mpsgen::bitwise_or",
+    "ops.yaml:1490",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    },
+    };
+
+// ops.yaml:1501: the dtypes gt.metal registers (input -> output)
+extern const OpSpec gt_spec{
+    "mpsgen::gt",
+    "ops.yaml:1500",
+    {"self", "other"},
+    /*int_to_float=*/false,
     /*bool_output=*/true,
     /*castout=*/true,
     /*alpha_check=*/false,
@@ -1526,10 +1501,58 @@ extern const OpSpec le_spec{
     },
     };
 
-// ops.yaml:1473: the dtypes logical_or.metal registers (input -> output)
+// ops.yaml:1512: the dtypes ge.metal registers (input -> output)
+extern const OpSpec ge_spec{
+    "mpsgen::ge",
+    "ops.yaml:1511",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/true,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Bool},
+        {c10::ScalarType::Half, c10::ScalarType::Bool},
+        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
+        {c10::ScalarType::Long, c10::ScalarType::Bool},
+        {c10::ScalarType::Int, c10::ScalarType::Bool},
+        {c10::ScalarType::Short, c10::ScalarType::Bool},
+        {c10::ScalarType::Byte, c10::ScalarType::Bool},
+        {c10::ScalarType::Char, c10::ScalarType::Bool},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    },
+    };
+
+// ops.yaml:1521: the dtypes le.metal registers (input -> output)
+extern const OpSpec le_spec{
+    "mpsgen::le",
+    "ops.yaml:1520",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/true,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Bool},
+        {c10::ScalarType::Half, c10::ScalarType::Bool},
+        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
+        {c10::ScalarType::Long, c10::ScalarType::Bool},
+        {c10::ScalarType::Int, c10::ScalarType::Bool},
+        {c10::ScalarType::Short, c10::ScalarType::Bool},
+        {c10::ScalarType::Byte, c10::ScalarType::Bool},
+        {c10::ScalarType::Char, c10::ScalarType::Bool},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    },
+    };
+
+// ops.yaml:1530: the dtypes logical_or.metal registers (input -> output)
 extern const OpSpec logical_or_spec{
     "mpsgen::logical_or",
-    "ops.yaml:1472",
+    "ops.yaml:1529",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1551,10 +1574,10 @@ extern const OpSpec logical_or_spec{
     },
     };
 
-// ops.yaml:1482: the dtypes logical_xor.metal registers (input -> output)
+// ops.yaml:1539: the dtypes logical_xor.metal registers (input -> output)
 extern const OpSpec logical_xor_spec{
     "mpsgen::logical_xor",
-    "ops.yaml:1481",
+    "ops.yaml:1538",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1576,10 +1599,10 @@ extern const OpSpec logical_xor_spec{
     },
     };
 
-// ops.yaml:1496: the dtypes where.metal registers (input -> output)
+// ops.yaml:1553: the dtypes where.metal registers (input -> output)
 extern const OpSpec where_spec{
     "mpsgen::where",
-    "ops.yaml:1494",
+    "ops.yaml:1551",
     {"condition", "self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1602,10 +1625,10 @@ extern const OpSpec where_spec{
     },
     };
 
-// ops.yaml:1532: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1589: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1530",
+    "ops.yaml:1587",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1626,10 +1649,10 @@ extern const OpSpec heaviside_spec{
     },
     };
 
-// ops.yaml:1546: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1603: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1544",
+    "ops.yaml:1601",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1650,10 +1673,10 @@ extern const OpSpec special_ndtri_spec{
     },
     };
 
-// ops.yaml:1623: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1680: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1621",
+    "ops.yaml:1678",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1674,33 +1697,9 @@ extern const OpSpec special_log_ndtr_spec{
     },
     };
 
-// ops.yaml:1651: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1708: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1649",
-    {"x", "n"},
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-    },
-    };
-
-// ops.yaml:1708: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
-extern const OpSpec special_legendre_polynomial_p_spec{
-    "mpsgen::special_legendre_polynomial_p",
     "ops.yaml:1706",
     {"x", "n"},
     /*int_to_float=*/true,
@@ -1722,10 +1721,34 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     },
     };
 
-// ops.yaml:1755: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1765: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+extern const OpSpec special_legendre_polynomial_p_spec{
+    "mpsgen::special_legendre_polynomial_p",
+    "ops.yaml:1763",
+    {"x", "n"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+    },
+    };
+
+// ops.yaml:1812: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1753",
+    "ops.yaml:1810",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
