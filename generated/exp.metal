@@ -8,7 +8,7 @@ using namespace metal;
 using namespace c10::metal;
 
 // functor from ops.yaml:7
-#line 17 "ops.yaml"
+#line 12 "ops.yaml"
 struct exp_functor {
   template <typename T, enable_if_t<is_scalar_floating_point_v<T>, bool> = true>
   inline T operator()(const T x) {
@@ -18,8 +18,22 @@ struct exp_functor {
   inline float operator()(const T x) {
     return precise::exp(static_cast<float>(x));
   }
+  // exp(x + iy) = e^x (cos y + i sin y), computed in float (also for half2)
+  template <typename T, enable_if_t<is_complex_v<T>, bool> = true>
+  inline T operator()(const T z) {
+    const float x = static_cast<float>(z.x);
+    const float y = static_cast<float>(z.y);
+    if (y == 0.0f) {
+      return T(float2(precise::exp(x), y));  // a real input stays real (inf * 0 would be NaN)
+    }
+    if (::metal::isinf(x) && x < 0.0f) {
+      return T(float2(0.0f, 0.0f));  // e^-inf is 0 whatever the angle, NaN or infinite
+    }
+    const float m = precise::exp(x);
+    return T(float2(m * precise::cos(y), m * precise::sin(y)));
+  }
 };
-#line 23 "exp.metal"
+#line 37 "exp.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).
@@ -41,3 +55,7 @@ REGISTER_UNARY_OP(exp, uchar, float);
 REGISTER_UNARY_OP(exp, char, float);
 #line 8 "ops.yaml"
 REGISTER_UNARY_OP(exp, bool, float);
+#line 8 "ops.yaml"
+REGISTER_UNARY_OP(exp, float2, float2);
+#line 8 "ops.yaml"
+REGISTER_UNARY_OP(exp, half2, half2);

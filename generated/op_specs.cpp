@@ -26,13 +26,15 @@ extern const OpSpec exp_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:28: the dtypes sin.metal registers (input -> output)
+// ops.yaml:37: the dtypes sin.metal registers (input -> output)
 extern const OpSpec sin_spec{
     "mpsgen::sin",
-    "ops.yaml:27",
+    "ops.yaml:36",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -50,13 +52,15 @@ extern const OpSpec sin_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:48: the dtypes sqrt.metal registers (input -> output)
+// ops.yaml:65: the dtypes sqrt.metal registers (input -> output)
 extern const OpSpec sqrt_spec{
     "mpsgen::sqrt",
-    "ops.yaml:47",
+    "ops.yaml:64",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -74,13 +78,15 @@ extern const OpSpec sqrt_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:68: the dtypes sigmoid.metal registers (input -> output)
+// ops.yaml:111: the dtypes sigmoid.metal registers (input -> output)
 extern const OpSpec sigmoid_spec{
     "mpsgen::sigmoid",
-    "ops.yaml:67",
+    "ops.yaml:110",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -98,13 +104,15 @@ extern const OpSpec sigmoid_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:89: the dtypes erf.metal registers (input -> output)
+// ops.yaml:155: the dtypes erf.metal registers (input -> output)
 extern const OpSpec erf_spec{
     "mpsgen::erf",
-    "ops.yaml:88",
+    "ops.yaml:154",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -125,10 +133,10 @@ extern const OpSpec erf_spec{
     },
     };
 
-// ops.yaml:107: the dtypes bitwise_not.metal registers (input -> output)
+// ops.yaml:173: the dtypes bitwise_not.metal registers (input -> output)
 extern const OpSpec bitwise_not_spec{
     "mpsgen::bitwise_not",
-    "ops.yaml:106",
+    "ops.yaml:172",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -146,10 +154,10 @@ extern const OpSpec bitwise_not_spec{
     },
     };
 
-// ops.yaml:121: the dtypes hypot.metal registers (input -> output)
+// ops.yaml:187: the dtypes hypot.metal registers (input -> output)
 extern const OpSpec hypot_spec{
     "mpsgen::hypot",
-    "ops.yaml:120",
+    "ops.yaml:186",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -164,99 +172,9 @@ extern const OpSpec hypot_spec{
     },
     };
 
-// ops.yaml:139: the dtypes logaddexp.metal registers (input -> output)
+// ops.yaml:205: the dtypes logaddexp.metal registers (input -> output)
 extern const OpSpec logaddexp_spec{
     "mpsgen::logaddexp",
-    "ops.yaml:138",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-    },
-    };
-
-// ops.yaml:157: the dtypes atan2.metal registers (input -> output)
-extern const OpSpec atan2_spec{
-    "mpsgen::atan2",
-    "ops.yaml:156",
-    {"self", "other"},
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-    },
-    };
-
-// ops.yaml:174: the dtypes copysign.metal registers (input -> output)
-extern const OpSpec copysign_spec{
-    "mpsgen::copysign",
-    "ops.yaml:173",
-    {"self", "other"},
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-    },
-    };
-
-// ops.yaml:191: the dtypes maximum.metal registers (input -> output)
-extern const OpSpec maximum_spec{
-    "mpsgen::maximum",
-    "ops.yaml:190",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    },
-    };
-
-// ops.yaml:205: the dtypes mul.metal registers (input -> output)
-extern const OpSpec mul_spec{
-    "mpsgen::mul",
     "ops.yaml:204",
     {"self", "other"},
     /*int_to_float=*/false,
@@ -269,6 +187,98 @@ extern const OpSpec mul_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
+    },
+    };
+
+// ops.yaml:262: the dtypes atan2.metal registers (input -> output)
+extern const OpSpec atan2_spec{
+    "mpsgen::atan2",
+    "ops.yaml:261",
+    {"self", "other"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+    },
+    };
+
+// ops.yaml:279: the dtypes copysign.metal registers (input -> output)
+extern const OpSpec copysign_spec{
+    "mpsgen::copysign",
+    "ops.yaml:278",
+    {"self", "other"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+    },
+    };
+
+// ops.yaml:296: the dtypes maximum.metal registers (input -> output)
+extern const OpSpec maximum_spec{
+    "mpsgen::maximum",
+    "ops.yaml:295",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    },
+    };
+
+// ops.yaml:310: the dtypes mul.metal registers (input -> output)
+extern const OpSpec mul_spec{
+    "mpsgen::mul",
+    "ops.yaml:309",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
         {c10::ScalarType::Long, c10::ScalarType::Long},
         {c10::ScalarType::Int, c10::ScalarType::Int},
         {c10::ScalarType::Short, c10::ScalarType::Short},
@@ -280,10 +290,10 @@ extern const OpSpec mul_spec{
     },
     };
 
-// ops.yaml:228: the dtypes bitwise_xor.metal registers (input -> output)
+// ops.yaml:333: the dtypes bitwise_xor.metal registers (input -> output)
 extern const OpSpec bitwise_xor_spec{
     "mpsgen::bitwise_xor",
-    "ops.yaml:227",
+    "ops.yaml:332",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -301,10 +311,10 @@ extern const OpSpec bitwise_xor_spec{
     },
     };
 
-// ops.yaml:239: the dtypes hardshrink.metal registers (input -> output)
+// ops.yaml:344: the dtypes hardshrink.metal registers (input -> output)
 extern const OpSpec hardshrink_spec{
     "mpsgen::hardshrink",
-    "ops.yaml:238",
+    "ops.yaml:343",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -319,10 +329,10 @@ extern const OpSpec hardshrink_spec{
     },
     };
 
-// ops.yaml:251: the dtypes softshrink.metal registers (input -> output)
+// ops.yaml:356: the dtypes softshrink.metal registers (input -> output)
 extern const OpSpec softshrink_spec{
     "mpsgen::softshrink",
-    "ops.yaml:250",
+    "ops.yaml:355",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -337,10 +347,10 @@ extern const OpSpec softshrink_spec{
     },
     };
 
-// ops.yaml:270: the dtypes leaky_relu.metal registers (input -> output)
+// ops.yaml:375: the dtypes leaky_relu.metal registers (input -> output)
 extern const OpSpec leaky_relu_spec{
     "mpsgen::leaky_relu",
-    "ops.yaml:269",
+    "ops.yaml:374",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -355,10 +365,10 @@ extern const OpSpec leaky_relu_spec{
     },
     };
 
-// ops.yaml:285: the dtypes add.metal registers (input -> output)
+// ops.yaml:390: the dtypes add.metal registers (input -> output)
 extern const OpSpec add_spec{
     "mpsgen::add",
-    "ops.yaml:283",
+    "ops.yaml:388",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -381,10 +391,10 @@ extern const OpSpec add_spec{
     },
     };
 
-// ops.yaml:312: the dtypes sub.metal registers (input -> output)
+// ops.yaml:417: the dtypes sub.metal registers (input -> output)
 extern const OpSpec sub_spec{
     "mpsgen::sub",
-    "ops.yaml:305",
+    "ops.yaml:410",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -406,10 +416,10 @@ extern const OpSpec sub_spec{
     },
     };
 
-// ops.yaml:334: the dtypes lerp.metal registers (input -> output)
+// ops.yaml:439: the dtypes lerp.metal registers (input -> output)
 extern const OpSpec lerp_spec{
     "mpsgen::lerp",
-    "ops.yaml:333",
+    "ops.yaml:438",
     {"self", "end", "weight"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -421,13 +431,14 @@ extern const OpSpec lerp_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
     },
     };
 
-// ops.yaml:361: the dtypes lerp_scalar.metal registers (input -> output)
+// ops.yaml:473: the dtypes lerp_scalar.metal registers (input -> output)
 extern const OpSpec lerp_scalar_spec{
     "mpsgen::lerp",
-    "ops.yaml:358",
+    "ops.yaml:470",
     {"self", "end"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -442,10 +453,10 @@ extern const OpSpec lerp_scalar_spec{
     },
     };
 
-// ops.yaml:387: the dtypes addcmul.metal registers (input -> output)
+// ops.yaml:500: the dtypes addcmul.metal registers (input -> output)
 extern const OpSpec addcmul_spec{
     "mpsgen::addcmul",
-    "ops.yaml:385",
+    "ops.yaml:498",
     {"self", "tensor1", "tensor2"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -462,13 +473,15 @@ extern const OpSpec addcmul_spec{
         {c10::ScalarType::Short, c10::ScalarType::Short},
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:411: the dtypes addcdiv.metal registers (input -> output)
+// ops.yaml:527: the dtypes addcdiv.metal registers (input -> output)
 extern const OpSpec addcdiv_spec{
     "mpsgen::addcdiv",
-    "ops.yaml:409",
+    "ops.yaml:525",
     {"self", "tensor1", "tensor2"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -480,13 +493,15 @@ extern const OpSpec addcdiv_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:434: the dtypes elu.metal registers (input -> output)
+// ops.yaml:565: the dtypes elu.metal registers (input -> output)
 extern const OpSpec elu_spec{
     "mpsgen::elu",
-    "ops.yaml:432",
+    "ops.yaml:563",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -501,10 +516,10 @@ extern const OpSpec elu_spec{
     },
     };
 
-// ops.yaml:455: the dtypes clamp.metal registers (input -> output)
+// ops.yaml:586: the dtypes clamp.metal registers (input -> output)
 extern const OpSpec clamp_spec{
     "mpsgen::clamp",
-    "ops.yaml:448",
+    "ops.yaml:579",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -524,10 +539,10 @@ extern const OpSpec clamp_spec{
     },
     };
 
-// ops.yaml:487: the dtypes clamp_tensor.metal registers (input -> output)
+// ops.yaml:618: the dtypes clamp_tensor.metal registers (input -> output)
 extern const OpSpec clamp_tensor_spec{
     "mpsgen::clamp",
-    "ops.yaml:478",
+    "ops.yaml:609",
     {"self", "min", "max"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -547,10 +562,10 @@ extern const OpSpec clamp_tensor_spec{
     },
     };
 
-// ops.yaml:517: the dtypes nan_to_num.metal registers (input -> output)
+// ops.yaml:648: the dtypes nan_to_num.metal registers (input -> output)
 extern const OpSpec nan_to_num_spec{
     "mpsgen::nan_to_num",
-    "ops.yaml:516",
+    "ops.yaml:647",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -562,13 +577,19 @@ extern const OpSpec nan_to_num_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
     },
     };
 
-// ops.yaml:541: the dtypes threshold.metal registers (input -> output)
+// ops.yaml:672: the dtypes threshold.metal registers (input -> output)
 extern const OpSpec threshold_spec{
     "mpsgen::threshold",
-    "ops.yaml:540",
+    "ops.yaml:671",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -588,10 +609,10 @@ extern const OpSpec threshold_spec{
     },
     };
 
-// ops.yaml:559: the dtypes softplus.metal registers (input -> output)
+// ops.yaml:691: the dtypes softplus.metal registers (input -> output)
 extern const OpSpec softplus_spec{
     "mpsgen::softplus",
-    "ops.yaml:557",
+    "ops.yaml:689",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -606,10 +627,10 @@ extern const OpSpec softplus_spec{
     },
     };
 
-// ops.yaml:572: the dtypes hardtanh.metal registers (input -> output)
+// ops.yaml:704: the dtypes hardtanh.metal registers (input -> output)
 extern const OpSpec hardtanh_spec{
     "mpsgen::hardtanh",
-    "ops.yaml:571",
+    "ops.yaml:703",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -621,13 +642,17 @@ extern const OpSpec hardtanh_spec{
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
     },
     };
 
-// ops.yaml:595: the dtypes round_decimals.metal registers (input -> output)
+// ops.yaml:718: the dtypes round_decimals.metal registers (input -> output)
 extern const OpSpec round_decimals_spec{
     "mpsgen::round",
-    "ops.yaml:593",
+    "ops.yaml:716",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -642,10 +667,10 @@ extern const OpSpec round_decimals_spec{
     },
     };
 
-// ops.yaml:615: the dtypes gelu.metal registers (input -> output)
+// ops.yaml:738: the dtypes gelu.metal registers (input -> output)
 extern const OpSpec gelu_spec{
     "mpsgen::gelu",
-    "ops.yaml:612",
+    "ops.yaml:735",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -660,10 +685,10 @@ extern const OpSpec gelu_spec{
     },
     };
 
-// ops.yaml:639: the dtypes leaky_relu_backward.metal registers (input -> output)
+// ops.yaml:762: the dtypes leaky_relu_backward.metal registers (input -> output)
 extern const OpSpec leaky_relu_backward_spec{
     "mpsgen::leaky_relu_backward",
-    "ops.yaml:638",
+    "ops.yaml:761",
     {"grad_output", "self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -678,10 +703,10 @@ extern const OpSpec leaky_relu_backward_spec{
     },
     };
 
-// ops.yaml:658: the dtypes eq.metal registers (input -> output)
+// ops.yaml:781: the dtypes eq.metal registers (input -> output)
 extern const OpSpec eq_spec{
     "mpsgen::eq",
-    "ops.yaml:657",
+    "ops.yaml:780",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -704,10 +729,10 @@ extern const OpSpec eq_spec{
     },
     };
 
-// ops.yaml:673: the dtypes ne.metal registers (input -> output)
+// ops.yaml:796: the dtypes ne.metal registers (input -> output)
 extern const OpSpec ne_spec{
     "mpsgen::ne",
-    "ops.yaml:672",
+    "ops.yaml:795",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -730,10 +755,10 @@ extern const OpSpec ne_spec{
     },
     };
 
-// ops.yaml:686: the dtypes lt.metal registers (input -> output)
+// ops.yaml:809: the dtypes lt.metal registers (input -> output)
 extern const OpSpec lt_spec{
     "mpsgen::lt",
-    "ops.yaml:685",
+    "ops.yaml:808",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -754,10 +779,10 @@ extern const OpSpec lt_spec{
     },
     };
 
-// ops.yaml:697: the dtypes logical_and.metal registers (input -> output)
+// ops.yaml:820: the dtypes logical_and.metal registers (input -> output)
 extern const OpSpec logical_and_spec{
     "mpsgen::logical_and",
-    "ops.yaml:696",
+    "ops.yaml:819",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -779,10 +804,10 @@ extern const OpSpec logical_and_spec{
     },
     };
 
-// ops.yaml:707: the dtypes isnan.metal registers (input -> output)
+// ops.yaml:830: the dtypes isnan.metal registers (input -> output)
 extern const OpSpec isnan_spec{
     "mpsgen::isnan",
-    "ops.yaml:706",
+    "ops.yaml:829",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -805,10 +830,10 @@ extern const OpSpec isnan_spec{
     },
     };
 
-// ops.yaml:725: the dtypes neg.metal registers (input -> output)
+// ops.yaml:848: the dtypes neg.metal registers (input -> output)
 extern const OpSpec neg_spec{
     "mpsgen::neg",
-    "ops.yaml:724",
+    "ops.yaml:847",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -830,10 +855,10 @@ extern const OpSpec neg_spec{
     },
     };
 
-// ops.yaml:740: the dtypes abs.metal registers (input -> output)
+// ops.yaml:863: the dtypes abs.metal registers (input -> output)
 extern const OpSpec abs_spec{
     "mpsgen::abs",
-    "ops.yaml:739",
+    "ops.yaml:862",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -855,12 +880,12 @@ extern const OpSpec abs_spec{
     },
     };
 
-// ops.yaml:772: the dtypes polygamma.metal registers (input -> output)
+// ops.yaml:895: the dtypes polygamma.metal registers (input -> output)
 extern const OpSpec polygamma_spec{
     "mpsgen::polygamma",
-    "ops.yaml:771",
+    "ops.yaml:894",
     {"self"},
-    /*int_to_float=*/false,
+    /*int_to_float=*/true,
     /*bool_output=*/false,
     /*castout=*/false,
     /*alpha_check=*/false,
@@ -869,13 +894,15 @@ extern const OpSpec polygamma_spec{
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
     },
     };
 
-// ops.yaml:813: the dtypes div.metal registers (input -> output)
+// ops.yaml:945: the dtypes div.metal registers (input -> output)
 extern const OpSpec div_spec{
     "mpsgen::div",
-    "ops.yaml:804",
+    "ops.yaml:936",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -898,10 +925,10 @@ extern const OpSpec div_spec{
     },
     };
 
-// ops.yaml:811: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
+// ops.yaml:943: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
 extern const OpSpec div_div_trunc_spec{
     "mpsgen::div",
-    "ops.yaml:811",
+    "ops.yaml:943",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -923,10 +950,10 @@ extern const OpSpec div_div_trunc_spec{
     /*choice=*/"rounding_mode='trunc'",
     };
 
-// ops.yaml:812: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
+// ops.yaml:944: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
 extern const OpSpec div_div_floor_spec{
     "mpsgen::div",
-    "ops.yaml:812",
+    "ops.yaml:944",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -948,10 +975,10 @@ extern const OpSpec div_div_floor_spec{
     /*choice=*/"rounding_mode='floor'",
     };
 
-// ops.yaml:914: the dtypes polar.metal registers (input -> output)
+// ops.yaml:1046: the dtypes polar.metal registers (input -> output)
 extern const OpSpec polar_spec{
     "mpsgen::polar",
-    "ops.yaml:912",
+    "ops.yaml:1044",
     {"abs", "angle"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -965,10 +992,10 @@ extern const OpSpec polar_spec{
     },
     };
 
-// ops.yaml:930: the dtypes complex.metal registers (input -> output)
+// ops.yaml:1062: the dtypes complex.metal registers (input -> output)
 extern const OpSpec complex_spec{
     "mpsgen::complex",
-    "ops.yaml:929",
+    "ops.yaml:1061",
     {"real", "imag"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -982,10 +1009,10 @@ extern const OpSpec complex_spec{
     },
     };
 
-// ops.yaml:945: the dtypes angle.metal registers (input -> output)
+// ops.yaml:1077: the dtypes angle.metal registers (input -> output)
 extern const OpSpec angle_spec{
     "mpsgen::angle",
-    "ops.yaml:944",
+    "ops.yaml:1076",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1004,180 +1031,13 @@ extern const OpSpec angle_spec{
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::Half},
     },
     };
 
-// ops.yaml:966: the dtypes cos.metal registers (input -> output)
+// ops.yaml:1101: the dtypes cos.metal registers (input -> output)
 extern const OpSpec cos_spec{
     "mpsgen::cos",
-    "ops.yaml:965",
-    {"self"},
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-    },
-    };
-
-// ops.yaml:984: the dtypes tan.metal registers (input -> output)
-extern const OpSpec tan_spec{
-    "mpsgen::tan",
-    "ops.yaml:983",
-    {"self"},
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-    },
-    };
-
-// ops.yaml:1002: the dtypes tanh.metal registers (input -> output)
-extern const OpSpec tanh_spec{
-    "mpsgen::tanh",
-    "ops.yaml:1001",
-    {"self"},
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-    },
-    };
-
-// ops.yaml:1020: the dtypes log.metal registers (input -> output)
-extern const OpSpec log_spec{
-    "mpsgen::log",
-    "ops.yaml:1019",
-    {"self"},
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-    },
-    };
-
-// ops.yaml:1038: the dtypes log1p.metal registers (input -> output)
-extern const OpSpec log1p_spec{
-    "mpsgen::log1p",
-    "ops.yaml:1037",
-    {"self"},
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-    },
-    };
-
-// ops.yaml:1062: the dtypes expm1.metal registers (input -> output)
-extern const OpSpec expm1_spec{
-    "mpsgen::expm1",
-    "ops.yaml:1061",
-    {"self"},
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-    },
-    };
-
-// ops.yaml:1083: the dtypes rsqrt.metal registers (input -> output)
-extern const OpSpec rsqrt_spec{
-    "mpsgen::rsqrt",
-    "ops.yaml:1082",
-    {"self"},
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-    },
-    };
-
-// ops.yaml:1101: the dtypes i0.metal registers (input -> output)
-extern const OpSpec i0_spec{
-    "mpsgen::i0",
     "ops.yaml:1100",
     {"self"},
     /*int_to_float=*/true,
@@ -1196,13 +1056,171 @@ extern const OpSpec i0_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:1114: the dtypes reciprocal.metal registers (input -> output)
-extern const OpSpec reciprocal_spec{
-    "mpsgen::reciprocal",
-    "ops.yaml:1113",
+// ops.yaml:1127: the dtypes tan.metal registers (input -> output)
+extern const OpSpec tan_spec{
+    "mpsgen::tan",
+    "ops.yaml:1126",
+    {"self"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
+    },
+    };
+
+// ops.yaml:1162: the dtypes tanh.metal registers (input -> output)
+extern const OpSpec tanh_spec{
+    "mpsgen::tanh",
+    "ops.yaml:1161",
+    {"self"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
+    },
+    };
+
+// ops.yaml:1197: the dtypes log.metal registers (input -> output)
+extern const OpSpec log_spec{
+    "mpsgen::log",
+    "ops.yaml:1196",
+    {"self"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
+    },
+    };
+
+// ops.yaml:1219: the dtypes log1p.metal registers (input -> output)
+extern const OpSpec log1p_spec{
+    "mpsgen::log1p",
+    "ops.yaml:1218",
+    {"self"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
+    },
+    };
+
+// ops.yaml:1253: the dtypes expm1.metal registers (input -> output)
+extern const OpSpec expm1_spec{
+    "mpsgen::expm1",
+    "ops.yaml:1252",
+    {"self"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
+    },
+    };
+
+// ops.yaml:1278: the dtypes rsqrt.metal registers (input -> output)
+extern const OpSpec rsqrt_spec{
+    "mpsgen::rsqrt",
+    "ops.yaml:1277",
+    {"self"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
+    },
+    };
+
+// ops.yaml:1334: the dtypes i0.metal registers (input -> output)
+extern const OpSpec i0_spec{
+    "mpsgen::i0",
+    "ops.yaml:1333",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1223,10 +1241,36 @@ extern const OpSpec reciprocal_spec{
     },
     };
 
-// ops.yaml:1133: the dtypes floor.metal registers (input -> output)
+// ops.yaml:1347: the dtypes reciprocal.metal registers (input -> output)
+extern const OpSpec reciprocal_spec{
+    "mpsgen::reciprocal",
+    "ops.yaml:1346",
+    {"self"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
+    },
+    };
+
+// ops.yaml:1376: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
     "mpsgen::floor",
-    "ops.yaml:1132",
+    "ops.yaml:1375",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1243,13 +1287,14 @@ extern const OpSpec floor_spec{
         {c10::ScalarType::Short, c10::ScalarType::Short},
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
     },
     };
 
-// ops.yaml:1152: the dtypes ceil.metal registers (input -> output)
+// ops.yaml:1391: the dtypes ceil.metal registers (input -> output)
 extern const OpSpec ceil_spec{
     "mpsgen::ceil",
-    "ops.yaml:1151",
+    "ops.yaml:1390",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1266,13 +1311,14 @@ extern const OpSpec ceil_spec{
         {c10::ScalarType::Short, c10::ScalarType::Short},
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
     },
     };
 
-// ops.yaml:1171: the dtypes trunc.metal registers (input -> output)
+// ops.yaml:1406: the dtypes trunc.metal registers (input -> output)
 extern const OpSpec trunc_spec{
     "mpsgen::trunc",
-    "ops.yaml:1170",
+    "ops.yaml:1405",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1289,13 +1335,14 @@ extern const OpSpec trunc_spec{
         {c10::ScalarType::Short, c10::ScalarType::Short},
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
     },
     };
 
-// ops.yaml:1190: the dtypes sign.metal registers (input -> output)
+// ops.yaml:1421: the dtypes sign.metal registers (input -> output)
 extern const OpSpec sign_spec{
     "mpsgen::sign",
-    "ops.yaml:1189",
+    "ops.yaml:1420",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1316,10 +1363,10 @@ extern const OpSpec sign_spec{
     },
     };
 
-// ops.yaml:1203: the dtypes minimum.metal registers (input -> output)
+// ops.yaml:1434: the dtypes minimum.metal registers (input -> output)
 extern const OpSpec minimum_spec{
     "mpsgen::minimum",
-    "ops.yaml:1202",
+    "ops.yaml:1433",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1340,10 +1387,10 @@ extern const OpSpec minimum_spec{
     },
     };
 
-// ops.yaml:1216: the dtypes fmax.metal registers (input -> output)
+// ops.yaml:1447: the dtypes fmax.metal registers (input -> output)
 extern const OpSpec fmax_spec{
     "mpsgen::fmax",
-    "ops.yaml:1215",
+    "ops.yaml:1446",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1364,10 +1411,10 @@ extern const OpSpec fmax_spec{
     },
     };
 
-// ops.yaml:1233: the dtypes fmin.metal registers (input -> output)
+// ops.yaml:1464: the dtypes fmin.metal registers (input -> output)
 extern const OpSpec fmin_spec{
     "mpsgen::fmin",
-    "ops.yaml:1232",
+    "ops.yaml:1463",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1388,10 +1435,10 @@ extern const OpSpec fmin_spec{
     },
     };
 
-// ops.yaml:1249: the dtypes bitwise_and.metal registers (input -> output)
+// ops.yaml:1480: the dtypes bitwise_and.metal registers (input -> output)
 extern const OpSpec bitwise_and_spec{
     "mpsgen::bitwise_and",
-    "ops.yaml:1248",
+    "ops.yaml:1479",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1409,10 +1456,10 @@ extern const OpSpec bitwise_and_spec{
     },
     };
 
-// ops.yaml:1260: the dtypes bitwise_or.metal registers (input -> output)
+// ops.yaml:1491: the dtypes bitwise_or.metal registers (input -> output)
 extern const OpSpec bitwise_or_spec{
     "mpsgen::bitwise_or",
-    "ops.yaml:1259",
+    "ops.yaml:1490",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1430,10 +1477,10 @@ extern const OpSpec bitwise_or_spec{
     },
     };
 
-// ops.yaml:1270: the dtypes gt.metal registers (input -> output)
+// ops.yaml:1501: the dtypes gt.metal registers (input -> output)
 extern const OpSpec gt_spec{
     "mpsgen::gt",
-    "ops.yaml:1269",
+    "ops.yaml:1500",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1454,10 +1501,10 @@ extern const OpSpec gt_spec{
     },
     };
 
-// ops.yaml:1281: the dtypes ge.metal registers (input -> output)
+// ops.yaml:1512: the dtypes ge.metal registers (input -> output)
 extern const OpSpec ge_spec{
     "mpsgen::ge",
-    "ops.yaml:1280",
+    "ops.yaml:1511",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1478,10 +1525,10 @@ extern const OpSpec ge_spec{
     },
     };
 
-// ops.yaml:1290: the dtypes le.metal registers (input -> output)
+// ops.yaml:1521: the dtypes le.metal registers (input -> output)
 extern const OpSpec le_spec{
     "mpsgen::le",
-    "ops.yaml:1289",
+    "ops.yaml:1520",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1502,10 +1549,10 @@ extern const OpSpec le_spec{
     },
     };
 
-// ops.yaml:1299: the dtypes logical_or.metal registers (input -> output)
+// ops.yaml:1530: the dtypes logical_or.metal registers (input -> output)
 extern const OpSpec logical_or_spec{
     "mpsgen::logical_or",
-    "ops.yaml:1298",
+    "ops.yaml:1529",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1527,10 +1574,10 @@ extern const OpSpec logical_or_spec{
     },
     };
 
-// ops.yaml:1308: the dtypes logical_xor.metal registers (input -> output)
+// ops.yaml:1539: the dtypes logical_xor.metal registers (input -> output)
 extern const OpSpec logical_xor_spec{
     "mpsgen::logical_xor",
-    "ops.yaml:1307",
+    "ops.yaml:1538",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1552,10 +1599,10 @@ extern const OpSpec logical_xor_spec{
     },
     };
 
-// ops.yaml:1322: the dtypes where.metal registers (input -> output)
+// ops.yaml:1553: the dtypes where.metal registers (input -> output)
 extern const OpSpec where_spec{
     "mpsgen::where",
-    "ops.yaml:1320",
+    "ops.yaml:1551",
     {"condition", "self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1578,10 +1625,10 @@ extern const OpSpec where_spec{
     },
     };
 
-// ops.yaml:1358: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1589: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1356",
+    "ops.yaml:1587",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1602,10 +1649,10 @@ extern const OpSpec heaviside_spec{
     },
     };
 
-// ops.yaml:1372: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1603: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1370",
+    "ops.yaml:1601",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1626,10 +1673,10 @@ extern const OpSpec special_ndtri_spec{
     },
     };
 
-// ops.yaml:1449: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1680: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1447",
+    "ops.yaml:1678",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1650,10 +1697,10 @@ extern const OpSpec special_log_ndtr_spec{
     },
     };
 
-// ops.yaml:1477: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1708: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1475",
+    "ops.yaml:1706",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1674,10 +1721,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     },
     };
 
-// ops.yaml:1534: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1765: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1532",
+    "ops.yaml:1763",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1698,10 +1745,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     },
     };
 
-// ops.yaml:1581: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1812: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1579",
+    "ops.yaml:1810",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,

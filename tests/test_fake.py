@@ -49,8 +49,12 @@ def test_opcheck_opinfo_samples(op, entry, dtype):
     found = opinfo_samples(entry.opinfo, entry_params(entry), "cpu", dtype, requires_grad=grad,
                            reference_inputs=False)
     if len(found) < MIN_SAMPLES:
-        # unary OpInfos have one sample_input; Scalar overloads fit only reference_inputs
-        found = opinfo_samples(entry.opinfo, entry_params(entry), "cpu", dtype, requires_grad=grad)[:MIN_SAMPLES]
+        # unary OpInfos have one sample_input; Scalar overloads fit only reference_inputs. Some
+        # reference_inputs generators raise partway for complex32 (tan's, tanh's and sigmoid's
+        # divide it on torch's CPU: "div_cpu" not implemented for 'ComplexHalf'): the samples made
+        # before that are used (`dropped` keeps the error from propagating)
+        found = opinfo_samples(entry.opinfo, entry_params(entry), "cpu", dtype, requires_grad=grad,
+                               dropped=[])[:MIN_SAMPLES]
     # the op refuses what torch refuses (div of complex with a rounding mode): nothing to trace
     found = [s for s in found if not _both_refuse(fn, entry, s)]
     if not found:
@@ -62,8 +66,16 @@ def test_opcheck_opinfo_samples(op, entry, dtype):
                  if s.name not in ("empty", "nan-inf") and _runs(fn, s, grad)][:MIN_SAMPLES]
     assert found, f"no sample fits {entry.schema}"
     for sample in found:
-        if fn(*sample.args, **sample.kwargs).isnan().any():
+        result = fn(*sample.args, **sample.kwargs)
+        if result.isnan().any():
             continue  # opcheck compares without equal_nan (where(c, x, nan) fails it for aten.where too)
+        if result.is_complex():
+            # a real input of a complex result (lerp's float32 0-dim weight) gets no gradient:
+            # torch's autograd refuses a complex one for it (torch.lerp raises at backward, and
+            # opcheck of aten.lerp.Tensor fails alike)
+            for a in (*sample.args, *sample.kwargs.values()):
+                if isinstance(a, torch.Tensor) and a.is_leaf and not a.is_complex():
+                    a.requires_grad_(False)
         torch.library.opcheck(fn, sample.args, sample.kwargs)
 
 
