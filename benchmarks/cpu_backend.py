@@ -12,7 +12,10 @@ with one thread and with all of torch's threads (torch.set_num_threads; the exec
 runs on torch's thread pool).
 
 Each side is called alternately, after one warm-up call each; the figure is the median
-call time, the ratio mpsgen / torch (the entry's `reference:`). Lower is better. A case
+call time, the ratio mpsgen / torch (the entry's `reference:`). Lower is better. With one
+thread the time is the calling thread's CPU time (torch and the executor both run a
+1-thread op in the caller), so other processes on a busy machine do not count; with
+several, wall time. A case
 whose torch reference raises for the dtype (torch's CPU lacks it) is listed and left
 out of the geomean. The `implements: aten` entries are torch's own operators: their
 mpsgen side runs in a subprocess with MPSGEN_ATEN_CPU_OVERRIDES=1, where the operator
@@ -113,10 +116,13 @@ def make(case: Case, entry, numel: int):
     return fill(params, tensors, dtype)
 
 
+CLOCK = time.perf_counter  # run() sets it: thread_time with one thread, wall time with several
+
+
 def call_time(fn, args, kwargs) -> float:
-    start = time.perf_counter()
+    start = CLOCK()
     fn(*args, **kwargs)
-    return time.perf_counter() - start
+    return CLOCK() - start
 
 
 def time_pair(mine, theirs, args, kwargs, repeat: int, budget: float) -> tuple[float, float]:
@@ -139,7 +145,9 @@ def aten_worker(argv) -> None:
     """Subprocess: time the mpsgen side of `implements: aten` cases (argv: json of
     {ops, numel, threads, repeat, cases}); prints json {label: seconds}."""
     job = json.loads(argv[0])
+    global CLOCK
     torch.set_num_threads(job["threads"])
+    CLOCK = time.thread_time if job["threads"] == 1 else time.perf_counter
     import mpsgen  # noqa: F401  (with MPSGEN_ATEN_CPU_OVERRIDES=1: torch's operators run mpsgen's kernels)
 
     registry = load(job["ops"])
@@ -170,7 +178,9 @@ def geomean(xs: list[float]) -> float:
 
 def run(registry, selected: list[Case], numel: int, threads: int, repeat: int, budget: float) -> dict[str, tuple]:
     """{label: (mpsgen s, torch s)} for one thread setting; prints a row per case."""
+    global CLOCK
     torch.set_num_threads(threads)
+    CLOCK = time.thread_time if threads == 1 else time.perf_counter
     import mpsgen  # noqa: F401
 
     ns = registry.namespace
@@ -230,10 +240,16 @@ def main(argv=None) -> int:
         ratios = {label: m / t for label, (m, t) in results.items()}
         worst = max(ratios, key=ratios.get) if ratios else "-"
         summary.append((threads, len(ratios), geomean(list(ratios.values())), worst, ratios.get(worst, float("nan")),
-                        sum(r > 3 for r in ratios.values())))
+                        sum(r > 3 for r in ratios.values()), ratios))
     print(f"\n{'threads':>7} {'cases':>6} {'geomean':>8} {'> 3x':>5}  worst")
-    for threads, n, g, worst, w, over in summary:
+    for threads, n, g, worst, w, over, _ in summary:
         print(f"{threads:>7} {n:>6} {g:>8.2f} {over:>5}  {w:.2f} ({worst})")
+    # geomean per dtype and per layout (the label's last two words)
+    groups = sorted({word for *_, ratios in summary for label in ratios for word in label.split()[-2:]})
+    print(f"\n{'geomean of':<12}" + "".join(f"{th:>9}t" for th, *_ in summary))
+    for g in groups:
+        cells = [geomean([r for label, r in ratios.items() if g in label.split()[-2:]]) for *_, ratios in summary]
+        print(f"{g:<12}" + "".join(f"{c:>10.2f}" for c in cells))
     return 0
 
 
