@@ -109,13 +109,19 @@ def strip_host_name_attributes(preprocessed: str) -> str:
     return _HOST_NAME_ATTRIBUTE.sub("", preprocessed)
 
 
+# c10::metal's kernels whose threads each handle ILP_PER_THREAD (4) elements, with `numel` as
+# their last buffer: the launcher runs their full tiles apart (support/cpu/kernel_launch.h).
+ILP_KERNELS = {"::c10::metal::unary_dense", "::c10::metal::binary_dense_ilp"}
+
+
 def registration_lines(instantiations: list[KernelInstantiation]) -> str:
     """C++ that registers each instantiated kernel with the CPU backend by host_name."""
     lines = []
     for i, k in enumerate(instantiations):
-        kernel = f"::mpsgen::cpu::detail::Kernel<&{k.function}>"
+        ilp = ", 4" if k.function.split("<", 1)[0] in ILP_KERNELS else ""
+        kernel = f"::mpsgen::cpu::detail::Kernel<&{k.function}{ilp}>"
         lines.append(
             f"[[maybe_unused]] static const bool mpsgen_kernel_{i} = ::mpsgen::cpu::register_kernel(\n"
-            f'    "{k.host_name}", &{kernel}::run, {kernel}::grid_dims);\n'
+            f'    "{k.host_name}", {kernel}::run(), {kernel}::grid_dims);\n'
         )
     return "".join(lines)
