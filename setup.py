@@ -31,7 +31,7 @@ if mps:
 sources = [rel(p) for p in build.host_sources(BUILD, mps)]
 sources += [rel(p) for p in build.cpu_kernel_sources(BUILD)]
 include_dirs = [str(d) for d in build.host_include_dirs(BUILD)]
-extra_cflags = list(build.CXX_FLAGS)
+extra_cflags = list(build.CXX_FLAGS) + ([] if mps else build.GCC_CXX_FLAGS)
 extra_link_args = []
 
 if mps:

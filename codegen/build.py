@@ -28,8 +28,16 @@ METAL_INCLUDE = SUPPORT / "metal"  # the project's own Metal headers (mpsgen/ter
 MPS_INCLUDE = SUPPORT / "mps"
 
 # The extension's own compile flags and include dirs (setup.py; torch adds its own).
-# -g0: no debug info (Python's CFLAGS ask for -g), a quarter of each kernel unit's compile time
-CXX_FLAGS = ["-O2", "-g0", "-Wno-attributes", "-Wno-unknown-pragmas"]
+# -g0: no debug info (Python's CFLAGS ask for -g), a quarter of each kernel unit's compile time.
+# -ffp-contract=off: compilers contract a * b + c into one FMA where the target has FMA, which
+# rounds differently from the baseline x86-64 build (support/cpu/kernel_launch.h). -fno-math-errno: sqrt and the like become instructions (same result; C's errno is
+# nothing Metal has), so loops calling them vectorise.
+CXX_FLAGS = ["-O2", "-g0", "-ffp-contract=off", "-fno-math-errno", "-Wno-attributes", "-Wno-unknown-pragmas"]
+# g++ only (Linux; clang has no such options): -fvect-cost-model=dynamic, since -O2's "very
+# cheap" model leaves the launcher's loop over grid threads scalar whenever it needs an alias
+# check or widening (half, bfloat); -fpeel-loops unrolls the ILP kernels' `for j < 4` tile loops
+# (g++ ignores their `#pragma unroll`), so the loop over their threads vectorises too.
+GCC_CXX_FLAGS = ["-fvect-cost-model=dynamic", "-fpeel-loops"]
 MPS_CXX_FLAGS = ["-fobjc-arc"]
 
 

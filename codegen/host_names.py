@@ -109,13 +109,23 @@ def strip_host_name_attributes(preprocessed: str) -> str:
     return _HOST_NAME_ATTRIBUTE.sub("", preprocessed)
 
 
+# c10::metal's kernels whose threads each handle ILP_PER_THREAD (4) elements, with `numel` as
+# their last buffer: the launcher runs their full tiles apart (support/cpu/kernel_launch.h).
+ILP_KERNELS = {"::c10::metal::unary_dense", "::c10::metal::binary_dense_ilp"}
+# A kernel that reads or writes half or half2 (a host_name names each operand's Metal type):
+# only these get the launcher's AVX2 + F16C variant.
+HALF = re.compile(r"_half2?(?:_|$)")
+
+
 def registration_lines(instantiations: list[KernelInstantiation]) -> str:
     """C++ that registers each instantiated kernel with the CPU backend by host_name."""
     lines = []
     for i, k in enumerate(instantiations):
-        kernel = f"::mpsgen::cpu::detail::Kernel<&{k.function}>"
+        ilp = ", 4" if k.function.split("<", 1)[0] in ILP_KERNELS else ""
+        f16c = "true" if HALF.search(k.host_name) else "false"
+        kernel = f"::mpsgen::cpu::detail::Kernel<&{k.function}, {f16c}{ilp}>"
         lines.append(
             f"[[maybe_unused]] static const bool mpsgen_kernel_{i} = ::mpsgen::cpu::register_kernel(\n"
-            f'    "{k.host_name}", &{kernel}::run, {kernel}::grid_dims);\n'
+            f'    "{k.host_name}", {kernel}::run(), {kernel}::grid_dims);\n'
         )
     return "".join(lines)

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -15,6 +17,20 @@ std::map<std::string, KernelEntry>& registry() {
   return kernels;
 }
 } // namespace
+
+bool cpu_use_avx2() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool use = [] {
+    const char* isa = std::getenv("MPSGEN_CPU_ISA");
+    if (isa && std::strcmp(isa, "baseline") == 0) return false;
+    __builtin_cpu_init();  // static initializers may run before libgcc's own
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  }();
+  return use;
+#else
+  return false;
+#endif
+}
 
 bool register_kernel(const char* host_name, KernelRunFn run, int grid_dims) {
   // Metal rejects a library with two kernels of one host_name; so do we.

@@ -21,6 +21,11 @@ struct KernelEntry {
   const std::string* host_name;  // its key in the registry
 };
 
+// Whether kernels run their AVX2 + F16C variant (support/cpu/kernel_launch.h): when
+// this x86-64 CPU has those, unless MPSGEN_CPU_ISA=baseline asks for the baseline variant
+// (the tests compare the two). Decided once, at the first kernel's registration.
+bool cpu_use_avx2();
+
 // Called from static initializers of the kernel translation units.
 bool register_kernel(const char* host_name, KernelRunFn run, int grid_dims);
 // nullptr when no kernel has that host_name.

@@ -32,6 +32,11 @@ PyObject* cpu_take_launches(PyObject*, PyObject*) {
   return string_list(mpsgen::cpu::take_launches());
 }
 
+// Whether the kernels run their AVX2 variant (support/cpu/kernel_launch.h).
+PyObject* cpu_use_avx2(PyObject*, PyObject*) {
+  return PyBool_FromLong(mpsgen::cpu::cpu_use_avx2());
+}
+
 // Registers the CPU kernels of every `implements: aten` entry for torch's own aten ops
 // in this process; False if already done. Only `import mpsgen` with
 // MPSGEN_ATEN_CPU_OVERRIDES=1 calls it: it changes what torch's CPU ops compute.
@@ -47,6 +52,7 @@ PyObject* register_aten_cpu_overrides(PyObject*, PyObject*) {
 PyMethodDef methods[] = {
     {"cpu_kernel_names", cpu_kernel_names, METH_NOARGS, "host_names of the CPU backend's kernels"},
     {"cpu_take_launches", cpu_take_launches, METH_NOARGS, "host_names launched since the last call"},
+    {"cpu_use_avx2", cpu_use_avx2, METH_NOARGS, "whether the CPU kernels run their AVX2 + F16C variant"},
     {"register_aten_cpu_overrides", register_aten_cpu_overrides, METH_NOARGS,
      "register the `implements: aten` entries' CPU kernels for torch's aten ops (opt-in)"},
     {nullptr, nullptr, 0, nullptr},

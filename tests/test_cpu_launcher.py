@@ -1,0 +1,132 @@
+"""The CPU launcher runs the same kernels faster without changing a bit of their results.
+
+support/cpu/kernel_launch.h inlines each kernel into its loop over grid threads, runs the
+full tiles of the ILP kernels apart from the last partial one, walks 2D grids row by row,
+and on x86-64 picks an AVX2 + F16C variant at run time. Each of these must give the
+bits the plain per-thread launch gives: compared here against the kernel that handles one
+element per thread, across thread counts, and against the baseline variant
+(MPSGEN_CPU_ISA=baseline, in a subprocess; there NaN payloads aside).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import mpsgen  # noqa: F401  (loads the extension)
+import mpsgen._C as ext
+
+ROOT = Path(__file__).resolve().parent.parent
+OPS = torch.ops.mpsgen
+ILP_THRESHOLD = 1 << 18  # exec_*_kernel's ILP crossover (support/cpu/executor.cpp)
+FLOATS = [torch.float32, torch.float16, torch.bfloat16]
+METAL = {torch.float32: "float", torch.float16: "half", torch.bfloat16: "bfloat", torch.int32: "int"}
+
+
+def bits(t: torch.Tensor) -> torch.Tensor:
+    """The tensor's raw bits, so NaNs compare too."""
+    return t.contiguous().view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+
+
+def launched(call) -> list[str]:
+    ext.cpu_take_launches()
+    call()
+    return list(ext.cpu_take_launches())
+
+
+def values(n: int, dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(n, generator=g) * 4).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("n", [ILP_THRESHOLD + 3, ILP_THRESHOLD + 4, ILP_THRESHOLD + 1])
+def test_ilp_kernels_give_the_bits_of_the_one_element_kernels(n, dtype):
+    """exp and mul above the ILP threshold (full tiles run apart from the partial last one)
+    against the same op on small copies of the head and the tail, which run unary_dense_scalar
+    and binary_dense."""
+    x, y = values(n, dtype), values(n, dtype, seed=1)
+    name = METAL[dtype]
+    for op, args, ilp_kernel in [(OPS.exp, (x,), f"exp_dense_{name}_{name}"),
+                                 (OPS.mul, (x, y), f"mul_dense_ilp4_{name}_{name}")]:
+        assert launched(lambda: op(*args)) == [ilp_kernel]
+        whole = op(*args)
+        for part in (slice(0, 1000), slice(n - 9, n)):
+            assert torch.equal(bits(whole[part]), bits(op(*(a[part].clone() for a in args)))), (op, part)
+
+
+@pytest.mark.parametrize("dtype", FLOATS + [torch.int32], ids=str)
+def test_results_do_not_depend_on_the_thread_count(dtype):
+    n = 3 * ILP_THRESHOLD + 5
+    x, y = values(n, dtype), values(n, dtype, seed=1)
+    calls = [lambda: OPS.add(x, y), lambda: OPS.mul(x, y[:1]), lambda: OPS.exp(x), lambda: OPS.atan2(x, y),
+             lambda: OPS.sin(x[::3]), lambda: OPS.lerp(x, y, 0.3) if dtype.is_floating_point else OPS.neg(x)]
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = [bits(c()) for c in calls]
+        torch.set_num_threads(max(2, threads))
+        many = [bits(c()) for c in calls]
+    finally:
+        torch.set_num_threads(threads)
+    for i, (a, b) in enumerate(zip(one, many)):
+        assert torch.equal(a, b), i
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_a_2d_grid_gives_the_bits_of_the_contiguous_kernel(dtype):
+    """unary strided kernels run on a 2D grid, row by row: the same bits as the dense kernel."""
+    base = values(300 * 517, dtype).reshape(300, 517)
+    view = base[:, 5:500]  # rows with gaps: not coalescable
+    assert launched(lambda: OPS.exp(view)) == [f"exp_strided_{METAL[dtype]}_{METAL[dtype]}"]
+    assert torch.equal(bits(OPS.exp(view)), bits(OPS.exp(view.contiguous())))
+    assert torch.equal(bits(OPS.sigmoid(view.t())), bits(OPS.sigmoid(view.t().contiguous())))
+
+
+_BASELINE_SCRIPT = """
+import sys, torch
+sys.path.insert(0, sys.argv[1])
+import mpsgen
+from tests.test_cpu_launcher import isa_cases
+torch.save(isa_cases(), sys.argv[2])
+"""
+
+
+def isa_cases() -> list[torch.Tensor]:
+    """Results that the AVX2 variant computes with F16C conversions and vectorised loops:
+    half and bfloat arithmetic, lerp, hypot, addcmul, sigmoid, complex multiplication, on
+    values that include NaN, infinities, zeros and subnormals."""
+    out = []
+    special = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1e-8, -3e-5, 6e-8, 65504.0,
+                            65520.0, 1e-40, 3.4e38])
+    for dtype in FLOATS:
+        x = torch.cat([special, values(4099, torch.float32)]).to(dtype)
+        y = torch.cat([special.flip(0), values(4099, torch.float32, seed=1)]).to(dtype)
+        w = torch.rand(x.numel(), generator=torch.Generator().manual_seed(2)).to(dtype)
+        out += [OPS.add(x, y, alpha=3), OPS.mul(x, y), OPS.sub(x, y), OPS.lerp(x, y, w), OPS.hypot(x, y),
+                OPS.addcmul(x, y, w, value=0.7), OPS.sigmoid(x), OPS.exp(x), OPS.mul(x, 2.5),
+                OPS.lt(x, y), OPS.maximum(x[::2], y[::2]), OPS.div(x, y, rounding_mode="floor")]
+    # complex: g++ vectorises (a+bi)(c+di) into fmaddsub where the target has FMA
+    g = torch.Generator().manual_seed(3)
+    z = torch.complex(torch.randn(4099, generator=g), torch.randn(4099, generator=g)) * 1000
+    out += [OPS.mul(z, z.flip(0)), OPS.add(z, z.flip(0), alpha=2), OPS.mul(z[::3], z.flip(0)[::3])]
+    return out
+
+
+@pytest.mark.skipif(not ext.cpu_use_avx2(), reason="this CPU runs the baseline variant only")
+def test_avx2_variant_gives_the_bits_of_the_baseline_variant(tmp_path):
+    result = tmp_path / "baseline.pt"
+    env = {**os.environ, "MPSGEN_CPU_ISA": "baseline"}
+    subprocess.run([sys.executable, "-c", _BASELINE_SCRIPT, str(ROOT), str(result)], env=env, check=True, cwd=ROOT)
+    baseline = torch.load(result)
+    ours = isa_cases()
+    assert len(ours) == len(baseline)
+    for i, (a, b) in enumerate(zip(ours, baseline)):
+        # NaN payloads aside: which NaN operand an operation returns follows the operand
+        # order, which the vectoriser may swap (torch and Metal promise no payload either)
+        nan = a.isnan() & b.isnan() if a.is_floating_point() else torch.zeros_like(a, dtype=torch.bool)
+        assert torch.equal(bits(a)[~nan], bits(b)[~nan]) and torch.equal(a.isnan(), b.isnan()), i
