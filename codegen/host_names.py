@@ -112,6 +112,11 @@ def strip_host_name_attributes(preprocessed: str) -> str:
 # c10::metal's kernels whose threads each handle ILP_PER_THREAD (4) elements, with `numel` as
 # their last buffer: the launcher runs their full tiles apart (support/cpu/kernel_launch.h).
 ILP_KERNELS = {"::c10::metal::unary_dense", "::c10::metal::binary_dense_ilp"}
+# c10::metal's kernels that read one operand modulo `broadcast_numel`, and that operand's
+# buffer: the launcher runs each repetition of it apart (support/cpu/kernel_launch.h).
+BROADCAST_KERNELS = {"::c10::metal::binary_dense_broadcast": 2, "::c10::metal::binary_dense_broadcast_rhs": 1,
+                     "::c10::metal::binary_alpha_dense_broadcast": 2,
+                     "::c10::metal::binary_alpha_dense_broadcast_rhs": 1}
 # A kernel that reads or writes half or half2 (a host_name names each operand's Metal type):
 # only these get the launcher's AVX2 + F16C variant.
 HALF = re.compile(r"_half2?(?:_|$)")
@@ -121,9 +126,12 @@ def registration_lines(instantiations: list[KernelInstantiation]) -> str:
     """C++ that registers each instantiated kernel with the CPU backend by host_name."""
     lines = []
     for i, k in enumerate(instantiations):
-        ilp = ", 4" if k.function.split("<", 1)[0] in ILP_KERNELS else ""
+        template = k.function.split("<", 1)[0]
+        ilp = 4 if template in ILP_KERNELS else 0
+        broadcast = BROADCAST_KERNELS.get(template, 0)
         f16c = "true" if HALF.search(k.host_name) else "false"
-        kernel = f"::mpsgen::cpu::detail::Kernel<&{k.function}, {f16c}{ilp}>"
+        form = f", {ilp}, {broadcast}" if broadcast else f", {ilp}" if ilp else ""
+        kernel = f"::mpsgen::cpu::detail::Kernel<&{k.function}, {f16c}{form}>"
         lines.append(
             f"[[maybe_unused]] static const bool mpsgen_kernel_{i} = ::mpsgen::cpu::register_kernel(\n"
             f'    "{k.host_name}", {kernel}::run(), {kernel}::grid_dims);\n'

@@ -57,11 +57,11 @@ inline Bound<P> bind_arg(void* p) {
 // Ilp: 0, or the tile width of a kernel whose threads each handle Ilp consecutive elements
 // and whose last buffer is the `constant uint& numel` it tests the tile against
 // (c10::metal's unary_dense and binary_dense_ilp; codegen/host_names.py names them).
-template <auto Fn, bool F16c, unsigned Ilp = 0>
+template <auto Fn, bool F16c, unsigned Ilp = 0, unsigned Broadcast = 0>
 struct Kernel;
 
-template <typename... Args, void (*Fn)(Args...), bool F16c, unsigned Ilp>
-struct Kernel<Fn, F16c, Ilp> {
+template <typename... Args, void (*Fn)(Args...), bool F16c, unsigned Ilp, unsigned Broadcast>
+struct Kernel<Fn, F16c, Ilp, Broadcast> {
   using Params = std::tuple<Args...>;
   static constexpr size_t nbuffers = sizeof...(Args) - 1;
   using Pos = std::tuple_element_t<nbuffers, Params>;
@@ -111,19 +111,231 @@ struct Kernel<Fn, F16c, Ilp> {
     }
   }
 
-  template <size_t... I>
-  __attribute__((always_inline)) static inline void run_impl(void* const* buffers, uint64_t begin, uint64_t end,
+  // The 2D-grid kernels (c10::metal's unary_strided, unary_alpha_strided and
+  // unary_strided_castout) read their dimension count from buffer 5: `uint ndim`, or the x
+  // of `uint2 ndim_outtype`. Their loops over dimensions run to that runtime count, so the
+  // compiler computes every coordinate and offset on every thread, a division per outer
+  // dimension included. For the common counts the launch binds it as a constant instead
+  // (the same value: loop versioning by hand), so the loops unroll, and what depends on the
+  // row alone (the outer coordinates, their offsets) is hoisted out of the loop over x.
+  static constexpr size_t ndim_buffer = 5;
+  static constexpr bool versioned = grid_dims == 2 && nbuffers > ndim_buffer;
+
+  // Argument I bound for a launch; Ndim != 0: the dimension count, as a constant.
+  template <size_t I, unsigned Ndim>
+  __attribute__((always_inline)) static inline Bound<Arg<I>> bound(void* const* buffers) {
+    Bound<Arg<I>> v = bind_arg<Arg<I>>(buffers[I]);
+    if constexpr (versioned && I == ndim_buffer && Ndim != 0) {
+      if constexpr (std::is_same_v<Bound<Arg<I>>, uint>) {
+        v = Ndim;
+      } else {
+        static_assert(std::is_same_v<Bound<Arg<I>>, uint2>, "buffer 5 of a 2D-grid kernel is its ndim");
+        v.x = Ndim;
+      }
+    }
+    return v;
+  }
+
+  template <unsigned Ndim, size_t... I>
+  __attribute__((always_inline)) static inline void run_ndim(void* const* buffers, uint64_t begin, uint64_t end,
                                                              uint32_t grid_x, std::index_sequence<I...>) {
-    loop(begin, end, grid_x, bind_arg<Arg<nbuffers - 1>>(buffers[nbuffers - 1]), bind_arg<Arg<I>>(buffers[I])...);
+    loop(begin, end, grid_x, bound<nbuffers - 1, Ndim>(buffers), bound<I, Ndim>(buffers)...);
+  }
+
+  // ---- 1D-grid strided kernels, launched row by row ----
+  // c10::metal's binary and ternary strided kernels (and ternary_alpha.h's) bind: the
+  // operands' pointers (output first), maybe params (alpha), `sizes`, one stride array per
+  // operand in the same order, then the dimension count (`uint ndim`, or the x of a
+  // `uint3`/`uint4`). Each thread finds its coordinates from its index with a division and
+  // a modulo per dimension by the runtime `sizes`: about 30 cycles per element on this
+  // machine, ten times the work of a binary op. So the launch runs each row (the innermost
+  // dimension at fixed outer coordinates) as a 1-D launch of the same kernel: the operand
+  // pointers moved to the row's start, ndim 1, and `sizes` a constant extent of 2^30 that
+  // the compiler sees, so its modulo is a mask and its division is dead. The kernel still
+  // computes each offset from its thread index and the operand's stride, as it does on
+  // the GPU; the launcher computes the row's start once per row.
+  static constexpr bool operand_arg[] = {(std::is_same_v<Args, void*> || std::is_same_v<Args, const void*>)...};
+  static constexpr bool long_ptr_arg[] = {std::is_same_v<Args, const long*>...};
+  static constexpr bool ndim_arg[] = {(std::is_same_v<Args, const uint&> || std::is_same_v<Args, const uint3&> ||
+                                       std::is_same_v<Args, const uint4&>)...};
+  static constexpr size_t count_operands() {
+    size_t n = 0;
+    while (n < nbuffers && operand_arg[n]) ++n;
+    return n;
+  }
+  static constexpr size_t find_sizes() {
+    for (size_t i = 0; i < nbuffers; ++i) {
+      if (long_ptr_arg[i]) return i;
+    }
+    return nbuffers;
+  }
+  static constexpr size_t noperands = count_operands();
+  static constexpr size_t sizes_buffer = find_sizes();
+  static constexpr size_t row_ndim_buffer = sizes_buffer + 1 + noperands;
+  static constexpr bool strided_layout() {
+    if (grid_dims != 1 || noperands == 0 || row_ndim_buffer >= nbuffers) return false;
+    for (size_t k = 1; k <= noperands; ++k) {
+      if (!long_ptr_arg[sizes_buffer + k]) return false;
+    }
+    return ndim_arg[row_ndim_buffer];
+  }
+  static constexpr bool row_launch = strided_layout();
+  static constexpr long row_max = 1L << 30;  // threads of one row launch
+  static constexpr long row_sizes[1] = {row_max};
+  static constexpr long zero_strides[1] = {0};
+
+  template <typename V>
+  static inline uint ndim_of(const V& v) {
+    if constexpr (std::is_same_v<V, uint>) {
+      return v;
+    } else {
+      return v.x;
+    }
+  }
+
+  // Argument I of the row launch whose operand k starts `base[k]` bytes in.
+  template <size_t I>
+  __attribute__((always_inline)) static inline Bound<Arg<I>> row_arg(void* const* buffers, const long* const* strides,
+                                                                      const int64_t* base) {
+    if constexpr (I < noperands) {
+      using Byte = std::conditional_t<std::is_const_v<std::remove_pointer_t<Arg<I>>>, const char, char>;
+      return static_cast<Arg<I>>(static_cast<Byte*>(buffers[I]) + base[I]);
+    } else if constexpr (I == sizes_buffer) {
+      return row_sizes;
+    } else if constexpr (I > sizes_buffer && I <= sizes_buffer + noperands) {
+      return strides[I - sizes_buffer - 1];
+    } else if constexpr (I == row_ndim_buffer) {
+      Bound<Arg<I>> v = bind_arg<Arg<I>>(buffers[I]);
+      if constexpr (std::is_same_v<Bound<Arg<I>>, uint>) {
+        v = 1;
+      } else {
+        v.x = 1;
+      }
+      return v;
+    } else {
+      return bind_arg<Arg<I>>(buffers[I]);
+    }
+  }
+
+  template <size_t... I>
+  __attribute__((always_inline)) static inline void run_row(void* const* buffers, const long* const* strides,
+                                                            const int64_t* base, uint x0, uint x1,
+                                                            std::index_sequence<I...>) {
+    loop(x0, x1, 0, row_arg<nbuffers - 1>(buffers, strides, base), row_arg<I>(buffers, strides, base)...);
+  }
+
+  __attribute__((always_inline)) static inline void run_rows(void* const* buffers, uint64_t begin, uint64_t end) {
+    const long* sizes = static_cast<const long*>(buffers[sizes_buffer]);
+    const uint ndim = ndim_of(bind_arg<Arg<row_ndim_buffer>>(buffers[row_ndim_buffer]));
+    const long* strides[noperands];
+    for (size_t k = 0; k < noperands; ++k) {
+      // A 0-dim launch has no strides: its one thread reads offset 0.
+      strides[k] = ndim == 0 ? zero_strides : static_cast<const long*>(buffers[sizes_buffer + 1 + k]);
+    }
+    const uint64_t row = ndim == 0 ? 1 : uint64_t(sizes[0]);
+    for (uint64_t t = begin; t < end;) {
+      uint64_t r = t / row;
+      const uint64_t x0 = t % row, x1 = x0 + (end - t) < row ? x0 + (end - t) : row;
+      int64_t base[noperands] = {};
+      for (uint i = 1; i < ndim; ++i) {
+        const int64_t p = int64_t(r % uint64_t(sizes[i]));
+        r /= uint64_t(sizes[i]);
+        for (size_t k = 0; k < noperands; ++k) base[k] += p * strides[k][i];
+      }
+      // A row longer than row_max runs in pieces of row_max threads.
+      for (uint64_t x = x0; x < x1;) {
+        const uint64_t piece = x - x % uint64_t(row_max);
+        const uint64_t piece_end = piece + uint64_t(row_max) < x1 ? piece + uint64_t(row_max) : x1;
+        int64_t piece_base[noperands];
+        for (size_t k = 0; k < noperands; ++k) piece_base[k] = base[k] + int64_t(piece) * strides[k][0];
+        run_row(buffers, strides, piece_base, uint(x - piece), uint(piece_end - piece),
+                std::make_index_sequence<nbuffers - 1>{});
+        x = piece_end;
+      }
+      t += x1 - x0;
+    }
+  }
+
+  // ---- binary_dense_broadcast(_rhs), launched a repetition at a time ----
+  // out[tid] = f(input[tid], broadcast[tid % broadcast_numel]) (operands swapped in _rhs;
+  // binary_alpha_dense_broadcast(_rhs) bind alpha after broadcast_numel): a 64-bit modulo by the runtime `broadcast_numel` (buffer 3) per element. Each run of
+  // broadcast_numel threads, where the broadcast operand repeats, is launched on its own,
+  // the output and the dense input moved to its start and broadcast_numel a constant 2^30
+  // the compiler sees, so the modulo folds away and the loop vectorises like a dense one.
+  // Broadcast: the buffer index of the broadcast operand (codegen/host_names.py), or 0.
+  static constexpr bool broadcast_layout() {
+    if constexpr (nbuffers >= 4) {
+      return std::is_same_v<Arg<3>, const long&> && (Broadcast == 1 || Broadcast == 2);
+    } else {
+      return false;
+    }
+  }
+  static_assert(Broadcast == 0 || broadcast_layout(), "binary_dense_broadcast binds out, two operands, broadcast_numel (and alpha)");
+
+  template <size_t I>
+  __attribute__((always_inline)) static inline Bound<Arg<I>> repetition_arg(void* const* buffers, uint64_t start,
+                                                                             uint64_t piece) {
+    if constexpr (I == 3) {
+      return row_max;
+    } else if constexpr (I > 3) {
+      return bind_arg<Arg<I>>(buffers[I]);
+    } else if constexpr (I == Broadcast) {
+      return bind_arg<Arg<I>>(buffers[I]) + piece;
+    } else {
+      return bind_arg<Arg<I>>(buffers[I]) + (start + piece);
+    }
+  }
+
+  template <size_t... I>
+  __attribute__((always_inline)) static inline void run_repetition(void* const* buffers, uint64_t start, uint64_t piece,
+                                                                   uint x0, uint x1, std::index_sequence<I...>) {
+    loop(x0, x1, 0, repetition_arg<nbuffers - 1>(buffers, start, piece), repetition_arg<I>(buffers, start, piece)...);
+  }
+
+  __attribute__((always_inline)) static inline void run_repetitions(void* const* buffers, uint64_t begin,
+                                                                    uint64_t end) {
+    const uint64_t n = uint64_t(*static_cast<const long*>(buffers[3]));
+    for (uint64_t t = begin; t < end;) {
+      const uint64_t start = t - t % n;  // the repetition's first thread
+      const uint64_t x0 = t - start, x1 = x0 + (end - t) < n ? x0 + (end - t) : n;
+      for (uint64_t x = x0; x < x1;) {  // pieces of at most row_max threads
+        const uint64_t piece = x - x % uint64_t(row_max);
+        const uint64_t piece_end = piece + uint64_t(row_max) < x1 ? piece + uint64_t(row_max) : x1;
+        run_repetition(buffers, start, piece, uint(x - piece), uint(piece_end - piece),
+                       std::make_index_sequence<nbuffers - 1>{});
+        x = piece_end;
+      }
+      t += x1 - x0;
+    }
+  }
+
+  __attribute__((always_inline)) static inline void run_impl(void* const* buffers, uint64_t begin, uint64_t end,
+                                                             uint32_t grid_x) {
+    constexpr auto args = std::make_index_sequence<nbuffers - 1>{};
+    if constexpr (Broadcast != 0) {
+      run_repetitions(buffers, begin, end);
+    } else if constexpr (row_launch) {
+      run_rows(buffers, begin, end);
+    } else {
+      if constexpr (versioned) {
+        const auto ndim = bind_arg<Arg<ndim_buffer>>(buffers[ndim_buffer]);
+        switch (ndim_of(ndim)) {
+          case 2: return run_ndim<2>(buffers, begin, end, grid_x, args);
+          case 3: return run_ndim<3>(buffers, begin, end, grid_x, args);
+          default: break;
+        }
+      }
+      run_ndim<0>(buffers, begin, end, grid_x, args);
+    }
   }
 
   static void run_baseline(void* const* buffers, uint64_t begin, uint64_t end, uint32_t grid_x) {
-    run_impl(buffers, begin, end, grid_x, std::make_index_sequence<nbuffers - 1>{});
+    run_impl(buffers, begin, end, grid_x);
   }
 #if MPSGEN_CPU_X86_AVX2
   __attribute__((flatten, target("avx2,f16c"))) static void run_avx2(void* const* buffers, uint64_t begin,
                                                                          uint64_t end, uint32_t grid_x) {
-    run_impl(buffers, begin, end, grid_x, std::make_index_sequence<nbuffers - 1>{});
+    run_impl(buffers, begin, end, grid_x);
   }
 #endif
   // The variant for this CPU (registration_lines registers it).
