@@ -4,6 +4,7 @@
 #include <c10/metal/special_math.h>
 #include <c10/metal/utils.h>
 #include <mpsgen/ternary_alpha.h>
+#include <mpsgen/complex_math.h>
 #include <metal_stdlib>
 using namespace metal;
 using namespace c10::metal;
@@ -48,7 +49,7 @@ struct addcdiv_functor {
     return T(float2(a) + div_c(c10::metal::mul(float2(p.value), float2(b)), float2(c)));
   }
 };
-#line 52 "addcdiv.metal"
+#line 53 "addcdiv.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).

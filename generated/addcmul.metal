@@ -4,6 +4,7 @@
 #include <c10/metal/special_math.h>
 #include <c10/metal/utils.h>
 #include <mpsgen/ternary_alpha.h>
+#include <mpsgen/complex_math.h>
 #include <metal_stdlib>
 using namespace metal;
 using namespace c10::metal;
@@ -46,7 +47,7 @@ struct addcmul_functor {
     return T(float2(a) + float2(product));
   }
 };
-#line 50 "addcmul.metal"
+#line 51 "addcmul.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).

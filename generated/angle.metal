@@ -3,6 +3,7 @@
 #include <c10/metal/indexing.h>
 #include <c10/metal/special_math.h>
 #include <c10/metal/utils.h>
+#include <mpsgen/complex_math.h>
 #include <metal_stdlib>
 using namespace metal;
 using namespace c10::metal;
@@ -25,7 +26,7 @@ struct angle_functor {
     return static_cast<half>(precise::atan2(static_cast<float>(z.y), static_cast<float>(z.x)));
   }
 };
-#line 29 "angle.metal"
+#line 30 "angle.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).

@@ -3,6 +3,7 @@
 #include <c10/metal/indexing.h>
 #include <c10/metal/special_math.h>
 #include <c10/metal/utils.h>
+#include <mpsgen/complex_math.h>
 #include <metal_stdlib>
 using namespace metal;
 using namespace c10::metal;
@@ -30,7 +31,7 @@ struct cos_functor {
     return T(float2(precise::cos(x) * precise::cosh(y), -precise::sin(x) * precise::sinh(y)));
   }
 };
-#line 34 "cos.metal"
+#line 35 "cos.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).

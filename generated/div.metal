@@ -3,6 +3,7 @@
 #include <c10/metal/indexing.h>
 #include <c10/metal/special_math.h>
 #include <c10/metal/utils.h>
+#include <mpsgen/complex_math.h>
 #include <metal_stdlib>
 using namespace metal;
 using namespace c10::metal;
@@ -92,7 +93,7 @@ struct div_floor_functor {
     return a - static_cast<T>(quotient * b) != T(0) ? static_cast<T>(quotient - T(1)) : quotient;
   }
 };
-#line 96 "div.metal"
+#line 97 "div.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).

@@ -3,6 +3,7 @@
 #include <c10/metal/indexing.h>
 #include <c10/metal/special_math.h>
 #include <c10/metal/utils.h>
+#include <mpsgen/complex_math.h>
 #include <metal_stdlib>
 using namespace metal;
 using namespace c10::metal;
@@ -29,7 +30,7 @@ struct expm1_functor {
     return T(float2(em * precise::cos(y) - 2.0f * h * h, precise::exp(x) * precise::sin(y)));
   }
 };
-#line 33 "expm1.metal"
+#line 34 "expm1.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).

@@ -3,6 +3,7 @@
 #include <c10/metal/indexing.h>
 #include <c10/metal/special_math.h>
 #include <c10/metal/utils.h>
+#include <mpsgen/complex_math.h>
 #include <metal_stdlib>
 using namespace metal;
 using namespace c10::metal;
@@ -25,7 +26,7 @@ struct lerp_functor {
     return T(small ? s + c10::metal::mul(wt, diff) : e + c10::metal::mul(wt - float2(1.0f, 0.0f), diff));
   }
 };
-#line 29 "lerp.metal"
+#line 30 "lerp.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).

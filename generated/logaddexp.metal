@@ -3,6 +3,7 @@
 #include <c10/metal/indexing.h>
 #include <c10/metal/special_math.h>
 #include <c10/metal/utils.h>
+#include <mpsgen/complex_math.h>
 #include <metal_stdlib>
 using namespace metal;
 using namespace c10::metal;
@@ -59,7 +60,7 @@ struct logaddexp_functor {
     return T(log1p_c(exp_c(lo - hi)) + hi);
   }
 };
-#line 63 "logaddexp.metal"
+#line 64 "logaddexp.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).

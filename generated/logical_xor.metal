@@ -3,6 +3,7 @@
 #include <c10/metal/indexing.h>
 #include <c10/metal/special_math.h>
 #include <c10/metal/utils.h>
+#include <mpsgen/complex_math.h>
 #include <metal_stdlib>
 using namespace metal;
 using namespace c10::metal;
@@ -15,7 +16,7 @@ struct logical_xor_functor {
     return cast_to<bool>(a) != cast_to<bool>(b);
   }
 };
-#line 19 "logical_xor.metal"
+#line 20 "logical_xor.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).

@@ -3,6 +3,7 @@
 #include <c10/metal/indexing.h>
 #include <c10/metal/special_math.h>
 #include <c10/metal/utils.h>
+#include <mpsgen/complex_math.h>
 #include <metal_stdlib>
 using namespace metal;
 using namespace c10::metal;
@@ -19,7 +20,7 @@ struct ne_functor {
     return a.x != b.x || a.y != b.y;
   }
 };
-#line 23 "ne.metal"
+#line 24 "ne.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).

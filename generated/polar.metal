@@ -3,6 +3,7 @@
 #include <c10/metal/indexing.h>
 #include <c10/metal/special_math.h>
 #include <c10/metal/utils.h>
+#include <mpsgen/complex_math.h>
 #include <metal_stdlib>
 using namespace metal;
 using namespace c10::metal;
@@ -16,7 +17,7 @@ struct polar_functor {
     return vec2type_t<T>(r * precise::cos(theta), r * precise::sin(theta));
   }
 };
-#line 20 "polar.metal"
+#line 21 "polar.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).

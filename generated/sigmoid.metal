@@ -3,6 +3,7 @@
 #include <c10/metal/indexing.h>
 #include <c10/metal/special_math.h>
 #include <c10/metal/utils.h>
+#include <mpsgen/complex_math.h>
 #include <metal_stdlib>
 using namespace metal;
 using namespace c10::metal;
@@ -47,7 +48,7 @@ struct sigmoid_functor {
     return T(recip(1.0f + e.x, e.y));
   }
 };
-#line 51 "sigmoid.metal"
+#line 52 "sigmoid.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).

@@ -3,6 +3,7 @@
 #include <c10/metal/indexing.h>
 #include <c10/metal/special_math.h>
 #include <c10/metal/utils.h>
+#include <mpsgen/complex_math.h>
 #include <metal_stdlib>
 using namespace metal;
 using namespace c10::metal;
@@ -32,7 +33,7 @@ struct sin_functor {
     return T(float2(precise::sin(x) * precise::cosh(y), precise::cos(x) * precise::sinh(y)));
   }
 };
-#line 36 "sin.metal"
+#line 37 "sin.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).

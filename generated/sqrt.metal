@@ -3,6 +3,7 @@
 #include <c10/metal/indexing.h>
 #include <c10/metal/special_math.h>
 #include <c10/metal/utils.h>
+#include <mpsgen/complex_math.h>
 #include <metal_stdlib>
 using namespace metal;
 using namespace c10::metal;
@@ -50,7 +51,7 @@ struct sqrt_functor {
     return T(sqrt_c(static_cast<float>(z.x), static_cast<float>(z.y)));
   }
 };
-#line 54 "sqrt.metal"
+#line 55 "sqrt.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).

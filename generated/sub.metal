@@ -3,6 +3,7 @@
 #include <c10/metal/indexing.h>
 #include <c10/metal/special_math.h>
 #include <c10/metal/utils.h>
+#include <mpsgen/complex_math.h>
 #include <metal_stdlib>
 using namespace metal;
 using namespace c10::metal;
@@ -22,7 +23,7 @@ struct sub_functor {
     return static_cast<T>(M(a) - c10::metal::mul(M(alpha), M(b)));
   }
 };
-#line 26 "sub.metal"
+#line 27 "sub.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).
