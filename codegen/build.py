@@ -24,7 +24,7 @@ GENERATED = ROOT / "generated"
 SUPPORT = ROOT / "support"
 SHIM_INCLUDE = SUPPORT / "metal_shim"
 CPU_SUPPORT = SUPPORT / "cpu"
-METAL_INCLUDE = SUPPORT / "metal"  # the project's own Metal headers (mpsgen/ternary_alpha.h)
+METAL_INCLUDE = SUPPORT / "metal"  # the project's own Metal headers (mpsgen/ternary_alpha.h, mpsgen/complex_math.h)
 MPS_INCLUDE = SUPPORT / "mps"
 
 # The extension's own compile flags and include dirs (setup.py; torch adds its own).

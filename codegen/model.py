@@ -383,6 +383,12 @@ class Op(Entry):
         return any(r.output_dtype.kind in ("float", "complex") for r in self.all_registrations)
 
     @cached_property
+    def complex_dtypes(self) -> bool:
+        """Some kernel reads or writes a complex dtype: the op's .metal includes
+        support/metal/mpsgen/complex_math.h, the complex helpers functors share."""
+        return any("complex" in (r.input_dtype.kind, r.output_dtype.kind) for r in self.all_registrations)
+
+    @cached_property
     def has_castout(self) -> bool:
         """out= of any dtype stores through castout kernels: torch's unary ops
         (REGISTER_UNARY_OP) and comparisons (REGISTER_BINARY_CASTOUT_OP)."""

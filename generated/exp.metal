@@ -3,6 +3,7 @@
 #include <c10/metal/indexing.h>
 #include <c10/metal/special_math.h>
 #include <c10/metal/utils.h>
+#include <mpsgen/complex_math.h>
 #include <metal_stdlib>
 using namespace metal;
 using namespace c10::metal;
@@ -21,19 +22,10 @@ struct exp_functor {
   // exp(x + iy) = e^x (cos y + i sin y), computed in float (also for half2)
   template <typename T, enable_if_t<is_complex_v<T>, bool> = true>
   inline T operator()(const T z) {
-    const float x = static_cast<float>(z.x);
-    const float y = static_cast<float>(z.y);
-    if (y == 0.0f) {
-      return T(float2(precise::exp(x), y));  // a real input stays real (inf * 0 would be NaN)
-    }
-    if (::metal::isinf(x) && x < 0.0f) {
-      return T(float2(0.0f, 0.0f));  // e^-inf is 0 whatever the angle, NaN or infinite
-    }
-    const float m = precise::exp(x);
-    return T(float2(m * precise::cos(y), m * precise::sin(y)));
+    return T(mpsgen::complex::exp(float2(z)));
   }
 };
-#line 37 "exp.metal"
+#line 29 "exp.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).

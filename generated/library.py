@@ -109,9 +109,9 @@ def exp_fake(self):
 register_variants(lib, "exp", out="exp.out", inplace="exp_")
 
 
-# ---- sin: ops.yaml:36 ----
+# ---- sin: ops.yaml:27 ----
 sin_spec = Spec(
-    "mpsgen::sin", "ops.yaml:36", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::sin", "ops.yaml:27", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -129,16 +129,16 @@ sin_spec = Spec(
 )
 
 
-# ops.yaml:36: sin(Tensor self) -> Tensor
+# ops.yaml:27: sin(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::sin", lib=lib)
 def sin_fake(self):
     return fake_elementwise(sin_spec, [self])
 register_variants(lib, "sin", out="sin.out", inplace="sin_")
 
 
-# ---- sqrt: ops.yaml:64 ----
+# ---- sqrt: ops.yaml:55 ----
 sqrt_spec = Spec(
-    "mpsgen::sqrt", "ops.yaml:64", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::sqrt", "ops.yaml:55", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -156,16 +156,16 @@ sqrt_spec = Spec(
 )
 
 
-# ops.yaml:64: sqrt(Tensor self) -> Tensor
+# ops.yaml:55: sqrt(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::sqrt", lib=lib)
 def sqrt_fake(self):
     return fake_elementwise(sqrt_spec, [self])
 register_variants(lib, "sqrt", out="sqrt.out", inplace="sqrt_")
 
 
-# ---- sigmoid: ops.yaml:110 ----
+# ---- sigmoid: ops.yaml:75 ----
 sigmoid_spec = Spec(
-    "mpsgen::sigmoid", "ops.yaml:110", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::sigmoid", "ops.yaml:75", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -183,16 +183,16 @@ sigmoid_spec = Spec(
 )
 
 
-# ops.yaml:110: sigmoid(Tensor self) -> Tensor
+# ops.yaml:75: sigmoid(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::sigmoid", lib=lib)
 def sigmoid_fake(self):
     return fake_elementwise(sigmoid_spec, [self])
 register_variants(lib, "sigmoid", out="sigmoid.out", inplace="sigmoid_")
 
 
-# ---- erf: ops.yaml:154 ----
+# ---- erf: ops.yaml:97 ----
 erf_spec = Spec(
-    "mpsgen::erf", "ops.yaml:154", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::erf", "ops.yaml:97", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -208,16 +208,16 @@ erf_spec = Spec(
 )
 
 
-# ops.yaml:154: erf(Tensor self) -> Tensor
+# ops.yaml:97: erf(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::erf", lib=lib)
 def erf_fake(self):
     return fake_elementwise(erf_spec, [self])
 register_variants(lib, "erf", out="erf.out", inplace="erf_")
 
 
-# ---- bitwise_not: ops.yaml:172 ----
+# ---- bitwise_not: ops.yaml:115 ----
 bitwise_not_spec = Spec(
-    "mpsgen::bitwise_not", "ops.yaml:172", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_not", "ops.yaml:115", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -230,16 +230,16 @@ bitwise_not_spec = Spec(
 )
 
 
-# ops.yaml:172: bitwise_not(Tensor self) -> Tensor
+# ops.yaml:115: bitwise_not(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_not", lib=lib)
 def bitwise_not_fake(self):
     return fake_elementwise(bitwise_not_spec, [self])
 register_variants(lib, "bitwise_not", out="bitwise_not.out", inplace="bitwise_not_")
 
 
-# ---- hypot: ops.yaml:186 ----
+# ---- hypot: ops.yaml:129 ----
 hypot_spec = Spec(
-    "mpsgen::hypot", "ops.yaml:186", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::hypot", "ops.yaml:129", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -249,16 +249,16 @@ hypot_spec = Spec(
 )
 
 
-# ops.yaml:186: hypot(Tensor self, Tensor other) -> Tensor
+# ops.yaml:129: hypot(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::hypot", lib=lib)
 def hypot_fake(self, other):
     return fake_elementwise(hypot_spec, [self, other])
 register_variants(lib, "hypot", out="hypot.out", inplace="hypot_")
 
 
-# ---- logaddexp: ops.yaml:204 ----
+# ---- logaddexp: ops.yaml:147 ----
 logaddexp_spec = Spec(
-    "mpsgen::logaddexp", "ops.yaml:204", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::logaddexp", "ops.yaml:147", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -270,16 +270,16 @@ logaddexp_spec = Spec(
 )
 
 
-# ops.yaml:204: logaddexp(Tensor self, Tensor other) -> Tensor
+# ops.yaml:147: logaddexp(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logaddexp", lib=lib)
 def logaddexp_fake(self, other):
     return fake_elementwise(logaddexp_spec, [self, other])
 register_variants(lib, "logaddexp", out="logaddexp.out", inplace="logaddexp_")
 
 
-# ---- atan2: ops.yaml:261 ----
+# ---- atan2: ops.yaml:178 ----
 atan2_spec = Spec(
-    "mpsgen::atan2", "ops.yaml:261", inputs=["self", "other"], int_to_float=True, bool_output=False,
+    "mpsgen::atan2", "ops.yaml:178", inputs=["self", "other"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -295,16 +295,16 @@ atan2_spec = Spec(
 )
 
 
-# ops.yaml:261: atan2(Tensor self, Tensor other) -> Tensor
+# ops.yaml:178: atan2(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::atan2", lib=lib)
 def atan2_fake(self, other):
     return fake_elementwise(atan2_spec, [self, other])
 register_variants(lib, "atan2", out="atan2.out", inplace="atan2_")
 
 
-# ---- copysign: ops.yaml:278 ----
+# ---- copysign: ops.yaml:195 ----
 copysign_spec = Spec(
-    "mpsgen::copysign", "ops.yaml:278", inputs=["self", "other"], int_to_float=True, bool_output=False,
+    "mpsgen::copysign", "ops.yaml:195", inputs=["self", "other"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -320,16 +320,16 @@ copysign_spec = Spec(
 )
 
 
-# ops.yaml:278: copysign(Tensor self, Tensor other) -> Tensor
+# ops.yaml:195: copysign(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::copysign", lib=lib)
 def copysign_fake(self, other):
     return fake_elementwise(copysign_spec, [self, other])
 register_variants(lib, "copysign", out="copysign.out", inplace="copysign_")
 
 
-# ---- maximum: ops.yaml:295 ----
+# ---- maximum: ops.yaml:212 ----
 maximum_spec = Spec(
-    "mpsgen::maximum", "ops.yaml:295", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::maximum", "ops.yaml:212", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -345,16 +345,16 @@ maximum_spec = Spec(
 )
 
 
-# ops.yaml:295: maximum(Tensor self, Tensor other) -> Tensor
+# ops.yaml:212: maximum(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::maximum", lib=lib)
 def maximum_fake(self, other):
     return fake_elementwise(maximum_spec, [self, other])
 register_variants(lib, "maximum", out="maximum.out", inplace="maximum_")
 
 
-# ---- mul: ops.yaml:309 ----
+# ---- mul: ops.yaml:226 ----
 mul_spec = Spec(
-    "mpsgen::mul", "ops.yaml:309", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::mul", "ops.yaml:226", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -372,23 +372,23 @@ mul_spec = Spec(
 )
 
 
-# ops.yaml:309: mul.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:226: mul.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::mul.Tensor", lib=lib)
 def mul_Tensor_fake(self, other):
     return fake_elementwise(mul_spec, [self, other])
 register_variants(lib, "mul.Tensor", out="mul.out", inplace="mul_.Tensor")
 
 
-# ops.yaml:329: mul.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:246: mul.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::mul.Scalar", lib=lib)
 def mul_Scalar_fake(self, other):
     return fake_elementwise(mul_spec, [self, other])
 register_variants(lib, "mul.Scalar", out="mul.Scalar_out", inplace="mul_.Scalar")
 
 
-# ---- bitwise_xor: ops.yaml:332 ----
+# ---- bitwise_xor: ops.yaml:249 ----
 bitwise_xor_spec = Spec(
-    "mpsgen::bitwise_xor", "ops.yaml:332", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_xor", "ops.yaml:249", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -401,16 +401,16 @@ bitwise_xor_spec = Spec(
 )
 
 
-# ops.yaml:332: bitwise_xor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:249: bitwise_xor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_xor", lib=lib)
 def bitwise_xor_fake(self, other):
     return fake_elementwise(bitwise_xor_spec, [self, other])
 register_variants(lib, "bitwise_xor", out="bitwise_xor.out", inplace="bitwise_xor_")
 
 
-# ---- hardshrink: ops.yaml:343 ----
+# ---- hardshrink: ops.yaml:260 ----
 hardshrink_spec = Spec(
-    "mpsgen::hardshrink", "ops.yaml:343", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::hardshrink", "ops.yaml:260", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -420,16 +420,16 @@ hardshrink_spec = Spec(
 )
 
 
-# ops.yaml:343: hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor
+# ops.yaml:260: hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor
 @torch.library.register_fake("mpsgen::hardshrink", lib=lib)
 def hardshrink_fake(self, lambd=0.5):
     return fake_elementwise(hardshrink_spec, [self])
 register_variants(lib, "hardshrink", out="hardshrink.out", inplace="hardshrink_")
 
 
-# ---- softshrink: ops.yaml:355 ----
+# ---- softshrink: ops.yaml:272 ----
 softshrink_spec = Spec(
-    "mpsgen::softshrink", "ops.yaml:355", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::softshrink", "ops.yaml:272", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -439,19 +439,19 @@ softshrink_spec = Spec(
 )
 
 
-# ops.yaml:355: softshrink(Tensor self, Scalar lambd=0.5) -> Tensor
+# ops.yaml:272: softshrink(Tensor self, Scalar lambd=0.5) -> Tensor
 @torch.library.register_fake("mpsgen::softshrink", lib=lib)
 def softshrink_fake(self, lambd=0.5):
     check_defined(softshrink_spec, [self])
-    if not (lambd >= 0 and lambd <= dtype_max(self)):  # ops.yaml:358
+    if not (lambd >= 0 and lambd <= dtype_max(self)):  # ops.yaml:275
         raise RuntimeError(f'mpsgen::softshrink: lambda must be in range [0, {dtype_max(self)}] for input dtype {self.dtype}, but found {lambd}')
     return fake_elementwise(softshrink_spec, [self])
 register_variants(lib, "softshrink", out="softshrink.out", inplace="softshrink_")
 
 
-# ---- leaky_relu: ops.yaml:374 ----
+# ---- leaky_relu: ops.yaml:291 ----
 leaky_relu_spec = Spec(
-    "mpsgen::leaky_relu", "ops.yaml:374", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::leaky_relu", "ops.yaml:291", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -461,16 +461,16 @@ leaky_relu_spec = Spec(
 )
 
 
-# ops.yaml:374: leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+# ops.yaml:291: leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
 @torch.library.register_fake("mpsgen::leaky_relu", lib=lib)
 def leaky_relu_fake(self, negative_slope=0.01):
     return fake_elementwise(leaky_relu_spec, [self])
 register_variants(lib, "leaky_relu", out="leaky_relu.out", inplace="leaky_relu_")
 
 
-# ---- add: ops.yaml:388 ----
+# ---- add: ops.yaml:305 ----
 add_spec = Spec(
-    "mpsgen::add", "ops.yaml:388", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::add", "ops.yaml:305", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -488,23 +488,23 @@ add_spec = Spec(
 )
 
 
-# ops.yaml:388: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
+# ops.yaml:305: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
 @torch.library.register_fake("mpsgen::add.Tensor", lib=lib)
 def add_Tensor_fake(self, other, *, alpha=1):
     return fake_elementwise(add_spec, [self, other], alpha=alpha)
 register_variants(lib, "add.Tensor", out="add.out", inplace="add_.Tensor")
 
 
-# ops.yaml:408: add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+# ops.yaml:325: add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
 @torch.library.register_fake("mpsgen::add.Scalar", lib=lib)
 def add_Scalar_fake(self, other, alpha=1):
     return fake_elementwise(add_spec, [self, other], alpha=alpha)
 register_variants(lib, "add.Scalar", out="add.Scalar_out", inplace="add_.Scalar")
 
 
-# ---- sub: ops.yaml:410 ----
+# ---- sub: ops.yaml:327 ----
 sub_spec = Spec(
-    "mpsgen::sub", "ops.yaml:410", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::sub", "ops.yaml:327", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -521,33 +521,33 @@ sub_spec = Spec(
 )
 
 
-# ops.yaml:410: sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
+# ops.yaml:327: sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
 @torch.library.register_fake("mpsgen::sub.Tensor", lib=lib)
 def sub_Tensor_fake(self, other, *, alpha=1):
     check_defined(sub_spec, [self, other])
-    if not (dtype_of(self) != torch.bool or dtype_of(other) != torch.bool):  # ops.yaml:413
+    if not (dtype_of(self) != torch.bool or dtype_of(other) != torch.bool):  # ops.yaml:330
         raise RuntimeError(f'mpsgen::sub: Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.')
-    if not (dtype_of(self) != torch.bool and dtype_of(other) != torch.bool):  # ops.yaml:415
+    if not (dtype_of(self) != torch.bool and dtype_of(other) != torch.bool):  # ops.yaml:332
         raise RuntimeError(f'mpsgen::sub: Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')
     return fake_elementwise(sub_spec, [self, other], alpha=alpha)
 register_variants(lib, "sub.Tensor", out="sub.out", inplace="sub_.Tensor")
 
 
-# ops.yaml:435: sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+# ops.yaml:352: sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
 @torch.library.register_fake("mpsgen::sub.Scalar", lib=lib)
 def sub_Scalar_fake(self, other, alpha=1):
     check_defined(sub_spec, [self, other])
-    if not (dtype_of(self) != torch.bool or dtype_of(other) != torch.bool):  # ops.yaml:413
+    if not (dtype_of(self) != torch.bool or dtype_of(other) != torch.bool):  # ops.yaml:330
         raise RuntimeError(f'mpsgen::sub: Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.')
-    if not (dtype_of(self) != torch.bool and dtype_of(other) != torch.bool):  # ops.yaml:415
+    if not (dtype_of(self) != torch.bool and dtype_of(other) != torch.bool):  # ops.yaml:332
         raise RuntimeError(f'mpsgen::sub: Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')
     return fake_elementwise(sub_spec, [self, other], alpha=alpha)
 register_variants(lib, "sub.Scalar", out="sub.Scalar_out", inplace="sub_.Scalar")
 
 
-# ---- lerp: ops.yaml:438 ----
+# ---- lerp: ops.yaml:355 ----
 lerp_spec = Spec(
-    "mpsgen::lerp", "ops.yaml:438", inputs=["self", "end", "weight"], int_to_float=False, bool_output=False,
+    "mpsgen::lerp", "ops.yaml:355", inputs=["self", "end", "weight"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -558,16 +558,16 @@ lerp_spec = Spec(
 )
 
 
-# ops.yaml:438: lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
+# ops.yaml:355: lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
 @torch.library.register_fake("mpsgen::lerp.Tensor", lib=lib)
 def lerp_Tensor_fake(self, end, weight):
     return fake_elementwise(lerp_spec, [self, end, weight])
 register_variants(lib, "lerp.Tensor", out="lerp.Tensor_out", inplace="lerp_.Tensor")
 
 
-# ---- lerp_scalar: ops.yaml:470 ----
+# ---- lerp_scalar: ops.yaml:387 ----
 lerp_scalar_spec = Spec(
-    "mpsgen::lerp", "ops.yaml:470", inputs=["self", "end"], int_to_float=False, bool_output=False,
+    "mpsgen::lerp", "ops.yaml:387", inputs=["self", "end"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -577,16 +577,16 @@ lerp_scalar_spec = Spec(
 )
 
 
-# ops.yaml:470: lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
+# ops.yaml:387: lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
 @torch.library.register_fake("mpsgen::lerp.Scalar", lib=lib)
 def lerp_Scalar_fake(self, end, weight):
     return fake_elementwise(lerp_scalar_spec, [self, end])
 register_variants(lib, "lerp.Scalar", out="lerp.Scalar_out", inplace="lerp_.Scalar")
 
 
-# ---- addcmul: ops.yaml:498 ----
+# ---- addcmul: ops.yaml:415 ----
 addcmul_spec = Spec(
-    "mpsgen::addcmul", "ops.yaml:498", inputs=["self", "tensor1", "tensor2"], int_to_float=False, bool_output=False,
+    "mpsgen::addcmul", "ops.yaml:415", inputs=["self", "tensor1", "tensor2"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -603,16 +603,16 @@ addcmul_spec = Spec(
 )
 
 
-# ops.yaml:498: addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+# ops.yaml:415: addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
 @torch.library.register_fake("mpsgen::addcmul", lib=lib)
 def addcmul_fake(self, tensor1, tensor2, *, value=1):
     return fake_elementwise(addcmul_spec, [self, tensor1, tensor2])
 register_variants(lib, "addcmul", out="addcmul.out", inplace="addcmul_")
 
 
-# ---- addcdiv: ops.yaml:525 ----
+# ---- addcdiv: ops.yaml:442 ----
 addcdiv_spec = Spec(
-    "mpsgen::addcdiv", "ops.yaml:525", inputs=["self", "tensor1", "tensor2"], int_to_float=False, bool_output=False,
+    "mpsgen::addcdiv", "ops.yaml:442", inputs=["self", "tensor1", "tensor2"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -624,16 +624,16 @@ addcdiv_spec = Spec(
 )
 
 
-# ops.yaml:525: addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+# ops.yaml:442: addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
 @torch.library.register_fake("mpsgen::addcdiv", lib=lib)
 def addcdiv_fake(self, tensor1, tensor2, *, value=1):
     return fake_elementwise(addcdiv_spec, [self, tensor1, tensor2])
 register_variants(lib, "addcdiv", out="addcdiv.out", inplace="addcdiv_")
 
 
-# ---- elu: ops.yaml:563 ----
+# ---- elu: ops.yaml:480 ----
 elu_spec = Spec(
-    "mpsgen::elu", "ops.yaml:563", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::elu", "ops.yaml:480", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -643,16 +643,16 @@ elu_spec = Spec(
 )
 
 
-# ops.yaml:563: elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+# ops.yaml:480: elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
 @torch.library.register_fake("mpsgen::elu", lib=lib)
 def elu_fake(self, alpha=1, scale=1, input_scale=1):
     return fake_elementwise(elu_spec, [self])
 register_variants(lib, "elu", out="elu.out", inplace="elu_")
 
 
-# ---- clamp: ops.yaml:579 ----
+# ---- clamp: ops.yaml:496 ----
 clamp_spec = Spec(
-    "mpsgen::clamp", "ops.yaml:579", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::clamp", "ops.yaml:496", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -667,19 +667,19 @@ clamp_spec = Spec(
 )
 
 
-# ops.yaml:579: clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+# ops.yaml:496: clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
 @torch.library.register_fake("mpsgen::clamp", lib=lib)
 def clamp_fake(self, min=None, max=None):
     check_defined(clamp_spec, [self])
-    if not (min is not None or max is not None):  # ops.yaml:584
+    if not (min is not None or max is not None):  # ops.yaml:501
         raise RuntimeError(f"mpsgen::clamp: torch.clamp: At least one of 'min' or 'max' must not be None")
     return fake_elementwise(clamp_spec, [self], promoting=[min, max])
 register_variants(lib, "clamp", out="clamp.out", inplace="clamp_")
 
 
-# ---- clamp_tensor: ops.yaml:609 ----
+# ---- clamp_tensor: ops.yaml:526 ----
 clamp_tensor_spec = Spec(
-    "mpsgen::clamp", "ops.yaml:609", inputs=["self", "min", "max"], int_to_float=False, bool_output=False,
+    "mpsgen::clamp", "ops.yaml:526", inputs=["self", "min", "max"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -693,23 +693,23 @@ clamp_tensor_spec = Spec(
     alpha_checks=False,
     optional=["min", "max"],
     given=[('min', 'max'), ('min',), ('max',)],
-    given_message='no kernel for the Tensor? arguments given (min, max); ops.yaml:609 has kernels for: min, max; min; max',
+    given_message='no kernel for the Tensor? arguments given (min, max); ops.yaml:526 has kernels for: min, max; min; max',
 )
 
 
-# ops.yaml:609: clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+# ops.yaml:526: clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
 @torch.library.register_fake("mpsgen::clamp.Tensor", lib=lib)
 def clamp_Tensor_fake(self, min=None, max=None):
     check_defined(clamp_tensor_spec, [self, min, max])
-    if not (min is not None or max is not None):  # ops.yaml:616
+    if not (min is not None or max is not None):  # ops.yaml:533
         raise RuntimeError(f"mpsgen::clamp: torch.clamp: At least one of 'min' or 'max' must not be None")
     return fake_elementwise(clamp_tensor_spec, [self, min, max])
 register_variants(lib, "clamp.Tensor", out="clamp.Tensor_out", inplace="clamp_.Tensor")
 
 
-# ---- nan_to_num: ops.yaml:647 ----
+# ---- nan_to_num: ops.yaml:564 ----
 nan_to_num_spec = Spec(
-    "mpsgen::nan_to_num", "ops.yaml:647", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::nan_to_num", "ops.yaml:564", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -725,16 +725,16 @@ nan_to_num_spec = Spec(
 )
 
 
-# ops.yaml:647: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+# ops.yaml:564: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
 @torch.library.register_fake("mpsgen::nan_to_num", lib=lib)
 def nan_to_num_fake(self, nan=None, posinf=None, neginf=None):
     return fake_elementwise(nan_to_num_spec, [self])
 register_variants(lib, "nan_to_num", out="nan_to_num.out", inplace="nan_to_num_")
 
 
-# ---- threshold: ops.yaml:671 ----
+# ---- threshold: ops.yaml:588 ----
 threshold_spec = Spec(
-    "mpsgen::threshold", "ops.yaml:671", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::threshold", "ops.yaml:588", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -749,16 +749,16 @@ threshold_spec = Spec(
 )
 
 
-# ops.yaml:671: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor
+# ops.yaml:588: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor
 @torch.library.register_fake("mpsgen::threshold", lib=lib)
 def threshold_fake(self, threshold, value):
     return fake_elementwise(threshold_spec, [self])
 register_variants(lib, "threshold", out="threshold.out", inplace="threshold_")
 
 
-# ---- softplus: ops.yaml:689 ----
+# ---- softplus: ops.yaml:606 ----
 softplus_spec = Spec(
-    "mpsgen::softplus", "ops.yaml:689", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::softplus", "ops.yaml:606", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -768,16 +768,16 @@ softplus_spec = Spec(
 )
 
 
-# ops.yaml:689: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+# ops.yaml:606: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
 @torch.library.register_fake("mpsgen::softplus", lib=lib)
 def softplus_fake(self, beta=1, threshold=20):
     return fake_elementwise(softplus_spec, [self])
 register_variants(lib, "softplus", out="softplus.out", inplace="softplus_")
 
 
-# ---- hardtanh: ops.yaml:703 ----
+# ---- hardtanh: ops.yaml:620 ----
 hardtanh_spec = Spec(
-    "mpsgen::hardtanh", "ops.yaml:703", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::hardtanh", "ops.yaml:620", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -791,16 +791,16 @@ hardtanh_spec = Spec(
 )
 
 
-# ops.yaml:703: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor
+# ops.yaml:620: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor
 @torch.library.register_fake("mpsgen::hardtanh", lib=lib)
 def hardtanh_fake(self, min_val=-1, max_val=1):
     return fake_elementwise(hardtanh_spec, [self])
 register_variants(lib, "hardtanh", out="hardtanh.out", inplace="hardtanh_")
 
 
-# ---- round_decimals: ops.yaml:716 ----
+# ---- round_decimals: ops.yaml:633 ----
 round_decimals_spec = Spec(
-    "mpsgen::round", "ops.yaml:716", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::round", "ops.yaml:633", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -810,16 +810,16 @@ round_decimals_spec = Spec(
 )
 
 
-# ops.yaml:716: round.decimals(Tensor self, *, int decimals) -> Tensor
+# ops.yaml:633: round.decimals(Tensor self, *, int decimals) -> Tensor
 @torch.library.register_fake("mpsgen::round.decimals", lib=lib)
 def round_decimals_fake(self, *, decimals):
     return fake_elementwise(round_decimals_spec, [self])
 register_variants(lib, "round.decimals", out="round.decimals_out", inplace="round_.decimals")
 
 
-# ---- gelu: ops.yaml:735 ----
+# ---- gelu: ops.yaml:652 ----
 gelu_spec = Spec(
-    "mpsgen::gelu", "ops.yaml:735", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::gelu", "ops.yaml:652", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -829,16 +829,16 @@ gelu_spec = Spec(
 )
 
 
-# ops.yaml:735: gelu(Tensor self, *, str approximate='none') -> Tensor
+# ops.yaml:652: gelu(Tensor self, *, str approximate='none') -> Tensor
 @torch.library.register_fake("mpsgen::gelu", lib=lib)
 def gelu_fake(self, *, approximate='none'):
     return fake_elementwise(gelu_spec, [self], choice=("approximate", approximate, {'none': gelu_spec, 'tanh': gelu_spec}))
 register_variants(lib, "gelu", out="gelu.out", inplace="gelu_")
 
 
-# ---- leaky_relu_backward: ops.yaml:761 ----
+# ---- leaky_relu_backward: ops.yaml:678 ----
 leaky_relu_backward_spec = Spec(
-    "mpsgen::leaky_relu_backward", "ops.yaml:761", inputs=["grad_output", "self"], int_to_float=False, bool_output=False,
+    "mpsgen::leaky_relu_backward", "ops.yaml:678", inputs=["grad_output", "self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -848,19 +848,19 @@ leaky_relu_backward_spec = Spec(
 )
 
 
-# ops.yaml:761: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor
+# ops.yaml:678: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor
 @torch.library.register_fake("mpsgen::leaky_relu_backward", lib=lib)
 def leaky_relu_backward_fake(grad_output, self, negative_slope, self_is_result):
     check_defined(leaky_relu_backward_spec, [grad_output, self])
-    if not (not self_is_result or negative_slope >= 0):  # ops.yaml:769
+    if not (not self_is_result or negative_slope >= 0):  # ops.yaml:686
         raise RuntimeError(f'mpsgen::leaky_relu_backward: In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. This is caused by calling in-place forward function with a negative slope, please call out-of-place version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu backward calculation with negative slope')
     return fake_elementwise(leaky_relu_backward_spec, [grad_output, self])
 register_variants(lib, "leaky_relu_backward", out="leaky_relu_backward.grad_input", inplace="leaky_relu_backward_")
 
 
-# ---- eq: ops.yaml:780 ----
+# ---- eq: ops.yaml:697 ----
 eq_spec = Spec(
-    "mpsgen::eq", "ops.yaml:780", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::eq", "ops.yaml:697", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -878,23 +878,23 @@ eq_spec = Spec(
 )
 
 
-# ops.yaml:780: eq.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:697: eq.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::eq.Tensor", lib=lib)
 def eq_Tensor_fake(self, other):
     return fake_elementwise(eq_spec, [self, other])
 register_variants(lib, "eq.Tensor", out="eq.Tensor_out", inplace="eq_.Tensor")
 
 
-# ops.yaml:793: eq.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:710: eq.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::eq.Scalar", lib=lib)
 def eq_Scalar_fake(self, other):
     return fake_elementwise(eq_spec, [self, other])
 register_variants(lib, "eq.Scalar", out="eq.Scalar_out", inplace="eq_.Scalar")
 
 
-# ---- ne: ops.yaml:795 ----
+# ---- ne: ops.yaml:712 ----
 ne_spec = Spec(
-    "mpsgen::ne", "ops.yaml:795", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::ne", "ops.yaml:712", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -912,16 +912,16 @@ ne_spec = Spec(
 )
 
 
-# ops.yaml:795: ne.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:712: ne.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::ne.Tensor", lib=lib)
 def ne_Tensor_fake(self, other):
     return fake_elementwise(ne_spec, [self, other])
 register_variants(lib, "ne.Tensor", out="ne.Tensor_out", inplace="ne_.Tensor")
 
 
-# ---- lt: ops.yaml:808 ----
+# ---- lt: ops.yaml:725 ----
 lt_spec = Spec(
-    "mpsgen::lt", "ops.yaml:808", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::lt", "ops.yaml:725", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -937,23 +937,23 @@ lt_spec = Spec(
 )
 
 
-# ops.yaml:808: lt.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:725: lt.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::lt.Tensor", lib=lib)
 def lt_Tensor_fake(self, other):
     return fake_elementwise(lt_spec, [self, other])
 register_variants(lib, "lt.Tensor", out="lt.Tensor_out", inplace="lt_.Tensor")
 
 
-# ops.yaml:817: lt.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:734: lt.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::lt.Scalar", lib=lib)
 def lt_Scalar_fake(self, other):
     return fake_elementwise(lt_spec, [self, other])
 register_variants(lib, "lt.Scalar", out="lt.Scalar_out", inplace="lt_.Scalar")
 
 
-# ---- logical_and: ops.yaml:819 ----
+# ---- logical_and: ops.yaml:736 ----
 logical_and_spec = Spec(
-    "mpsgen::logical_and", "ops.yaml:819", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_and", "ops.yaml:736", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -970,16 +970,16 @@ logical_and_spec = Spec(
 )
 
 
-# ops.yaml:819: logical_and(Tensor self, Tensor other) -> Tensor
+# ops.yaml:736: logical_and(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_and", lib=lib)
 def logical_and_fake(self, other):
     return fake_elementwise(logical_and_spec, [self, other])
 register_variants(lib, "logical_and", out="logical_and.out", inplace="logical_and_")
 
 
-# ---- isnan: ops.yaml:829 ----
+# ---- isnan: ops.yaml:746 ----
 isnan_spec = Spec(
-    "mpsgen::isnan", "ops.yaml:829", inputs=["self"], int_to_float=False, bool_output=True,
+    "mpsgen::isnan", "ops.yaml:746", inputs=["self"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -997,16 +997,16 @@ isnan_spec = Spec(
 )
 
 
-# ops.yaml:829: isnan(Tensor self) -> Tensor
+# ops.yaml:746: isnan(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::isnan", lib=lib)
 def isnan_fake(self):
     return fake_elementwise(isnan_spec, [self])
 register_variants(lib, "isnan", out="isnan.out", inplace="isnan_")
 
 
-# ---- neg: ops.yaml:847 ----
+# ---- neg: ops.yaml:764 ----
 neg_spec = Spec(
-    "mpsgen::neg", "ops.yaml:847", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::neg", "ops.yaml:764", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1023,19 +1023,19 @@ neg_spec = Spec(
 )
 
 
-# ops.yaml:847: neg(Tensor self) -> Tensor
+# ops.yaml:764: neg(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::neg", lib=lib)
 def neg_fake(self):
     check_defined(neg_spec, [self])
-    if not (self.dtype != torch.bool):  # ops.yaml:850
+    if not (self.dtype != torch.bool):  # ops.yaml:767
         raise RuntimeError(f'mpsgen::neg: Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')
     return fake_elementwise(neg_spec, [self])
 register_variants(lib, "neg", out="neg.out", inplace="neg_")
 
 
-# ---- abs: ops.yaml:862 ----
+# ---- abs: ops.yaml:779 ----
 abs_spec = Spec(
-    "mpsgen::abs", "ops.yaml:862", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::abs", "ops.yaml:779", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1052,16 +1052,16 @@ abs_spec = Spec(
 )
 
 
-# ops.yaml:862: abs(Tensor self) -> Tensor
+# ops.yaml:779: abs(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::abs", lib=lib)
 def abs_fake(self):
     return fake_elementwise(abs_spec, [self])
 register_variants(lib, "abs", out="abs.out", inplace="abs_")
 
 
-# ---- polygamma: ops.yaml:894 ----
+# ---- polygamma: ops.yaml:811 ----
 polygamma_spec = Spec(
-    "mpsgen::polygamma", "ops.yaml:894", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::polygamma", "ops.yaml:811", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.bfloat16: torch.bfloat16,
@@ -1072,19 +1072,19 @@ polygamma_spec = Spec(
 )
 
 
-# ops.yaml:894: polygamma(int n, Tensor self) -> Tensor
+# ops.yaml:811: polygamma(int n, Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::polygamma", lib=lib)
 def polygamma_fake(n, self):
     check_defined(polygamma_spec, [self])
-    if not (n >= 0):  # ops.yaml:920
+    if not (n >= 0):  # ops.yaml:837
         raise RuntimeError(f'mpsgen::polygamma: polygamma(n, x) does not support negative n.')
     return fake_elementwise(polygamma_spec, [self])
 register_variants(lib, "polygamma", out="polygamma.out", inplace="polygamma_", self_index=1)
 
 
-# ---- div: ops.yaml:936 ----
+# ---- div: ops.yaml:853 ----
 div_spec = Spec(
-    "mpsgen::div", "ops.yaml:936", inputs=["self", "other"], int_to_float=True, bool_output=False,
+    "mpsgen::div", "ops.yaml:853", inputs=["self", "other"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1101,7 +1101,7 @@ div_spec = Spec(
     alpha_checks=False,
 )
 div_div_trunc_spec = Spec(
-    "mpsgen::div", "ops.yaml:943", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::div", "ops.yaml:860", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1117,7 +1117,7 @@ div_div_trunc_spec = Spec(
     choice="rounding_mode='trunc'",
 )
 div_div_floor_spec = Spec(
-    "mpsgen::div", "ops.yaml:944", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::div", "ops.yaml:861", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1134,16 +1134,16 @@ div_div_floor_spec = Spec(
 )
 
 
-# ops.yaml:936: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+# ops.yaml:853: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
 @torch.library.register_fake("mpsgen::div.Tensor_mode", lib=lib)
 def div_Tensor_mode_fake(self, other, *, rounding_mode):
     return fake_elementwise(div_spec, [self, other], choice=("rounding_mode", rounding_mode, {'None': div_spec, 'trunc': div_div_trunc_spec, 'floor': div_div_floor_spec}))
 register_variants(lib, "div.Tensor_mode", out="div.out_mode", inplace="div_.Tensor_mode")
 
 
-# ---- polar: ops.yaml:1044 ----
+# ---- polar: ops.yaml:961 ----
 polar_spec = Spec(
-    "mpsgen::polar", "ops.yaml:1044", inputs=["abs", "angle"], int_to_float=False, bool_output=False,
+    "mpsgen::polar", "ops.yaml:961", inputs=["abs", "angle"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
         torch.float16: torch.complex32,
@@ -1152,19 +1152,19 @@ polar_spec = Spec(
 )
 
 
-# ops.yaml:1044: polar(Tensor abs, Tensor angle) -> Tensor
+# ops.yaml:961: polar(Tensor abs, Tensor angle) -> Tensor
 @torch.library.register_fake("mpsgen::polar", lib=lib)
 def polar_fake(abs, angle):
     check_defined(polar_spec, [abs, angle])
-    if not (abs.dtype == angle.dtype):  # ops.yaml:1049
+    if not (abs.dtype == angle.dtype):  # ops.yaml:966
         raise RuntimeError(f'mpsgen::polar: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(polar_spec, [abs, angle])
 register_variants(lib, "polar", out="polar.out", inplace="polar_")
 
 
-# ---- complex: ops.yaml:1061 ----
+# ---- complex: ops.yaml:978 ----
 complex_spec = Spec(
-    "mpsgen::complex", "ops.yaml:1061", inputs=["real", "imag"], int_to_float=False, bool_output=False,
+    "mpsgen::complex", "ops.yaml:978", inputs=["real", "imag"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
         torch.float16: torch.complex32,
@@ -1173,19 +1173,19 @@ complex_spec = Spec(
 )
 
 
-# ops.yaml:1061: complex(Tensor real, Tensor imag) -> Tensor
+# ops.yaml:978: complex(Tensor real, Tensor imag) -> Tensor
 @torch.library.register_fake("mpsgen::complex", lib=lib)
 def complex_fake(real, imag):
     check_defined(complex_spec, [real, imag])
-    if not (real.dtype == imag.dtype):  # ops.yaml:1065
+    if not (real.dtype == imag.dtype):  # ops.yaml:982
         raise RuntimeError(f'mpsgen::complex: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(complex_spec, [real, imag])
 register_variants(lib, "complex", out="complex.out", inplace="complex_")
 
 
-# ---- angle: ops.yaml:1076 ----
+# ---- angle: ops.yaml:993 ----
 angle_spec = Spec(
-    "mpsgen::angle", "ops.yaml:1076", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::angle", "ops.yaml:993", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1203,16 +1203,16 @@ angle_spec = Spec(
 )
 
 
-# ops.yaml:1076: angle(Tensor self) -> Tensor
+# ops.yaml:993: angle(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::angle", lib=lib)
 def angle_fake(self):
     return fake_elementwise(angle_spec, [self])
 register_variants(lib, "angle", out="angle.out", inplace="angle_")
 
 
-# ---- cos: ops.yaml:1100 ----
+# ---- cos: ops.yaml:1017 ----
 cos_spec = Spec(
-    "mpsgen::cos", "ops.yaml:1100", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::cos", "ops.yaml:1017", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1230,16 +1230,16 @@ cos_spec = Spec(
 )
 
 
-# ops.yaml:1100: cos(Tensor self) -> Tensor
+# ops.yaml:1017: cos(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::cos", lib=lib)
 def cos_fake(self):
     return fake_elementwise(cos_spec, [self])
 register_variants(lib, "cos", out="cos.out", inplace="cos_")
 
 
-# ---- tan: ops.yaml:1126 ----
+# ---- tan: ops.yaml:1043 ----
 tan_spec = Spec(
-    "mpsgen::tan", "ops.yaml:1126", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::tan", "ops.yaml:1043", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1257,16 +1257,16 @@ tan_spec = Spec(
 )
 
 
-# ops.yaml:1126: tan(Tensor self) -> Tensor
+# ops.yaml:1043: tan(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tan", lib=lib)
 def tan_fake(self):
     return fake_elementwise(tan_spec, [self])
 register_variants(lib, "tan", out="tan.out", inplace="tan_")
 
 
-# ---- tanh: ops.yaml:1161 ----
+# ---- tanh: ops.yaml:1062 ----
 tanh_spec = Spec(
-    "mpsgen::tanh", "ops.yaml:1161", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::tanh", "ops.yaml:1062", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1284,16 +1284,16 @@ tanh_spec = Spec(
 )
 
 
-# ops.yaml:1161: tanh(Tensor self) -> Tensor
+# ops.yaml:1062: tanh(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tanh", lib=lib)
 def tanh_fake(self):
     return fake_elementwise(tanh_spec, [self])
 register_variants(lib, "tanh", out="tanh.out", inplace="tanh_")
 
 
-# ---- log: ops.yaml:1196 ----
+# ---- log: ops.yaml:1080 ----
 log_spec = Spec(
-    "mpsgen::log", "ops.yaml:1196", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::log", "ops.yaml:1080", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1311,16 +1311,16 @@ log_spec = Spec(
 )
 
 
-# ops.yaml:1196: log(Tensor self) -> Tensor
+# ops.yaml:1080: log(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log", lib=lib)
 def log_fake(self):
     return fake_elementwise(log_spec, [self])
 register_variants(lib, "log", out="log.out", inplace="log_")
 
 
-# ---- log1p: ops.yaml:1218 ----
+# ---- log1p: ops.yaml:1098 ----
 log1p_spec = Spec(
-    "mpsgen::log1p", "ops.yaml:1218", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::log1p", "ops.yaml:1098", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1338,16 +1338,16 @@ log1p_spec = Spec(
 )
 
 
-# ops.yaml:1218: log1p(Tensor self) -> Tensor
+# ops.yaml:1098: log1p(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log1p", lib=lib)
 def log1p_fake(self):
     return fake_elementwise(log1p_spec, [self])
 register_variants(lib, "log1p", out="log1p.out", inplace="log1p_")
 
 
-# ---- expm1: ops.yaml:1252 ----
+# ---- expm1: ops.yaml:1122 ----
 expm1_spec = Spec(
-    "mpsgen::expm1", "ops.yaml:1252", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::expm1", "ops.yaml:1122", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1365,16 +1365,16 @@ expm1_spec = Spec(
 )
 
 
-# ops.yaml:1252: expm1(Tensor self) -> Tensor
+# ops.yaml:1122: expm1(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::expm1", lib=lib)
 def expm1_fake(self):
     return fake_elementwise(expm1_spec, [self])
 register_variants(lib, "expm1", out="expm1.out", inplace="expm1_")
 
 
-# ---- rsqrt: ops.yaml:1277 ----
+# ---- rsqrt: ops.yaml:1147 ----
 rsqrt_spec = Spec(
-    "mpsgen::rsqrt", "ops.yaml:1277", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::rsqrt", "ops.yaml:1147", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1392,16 +1392,16 @@ rsqrt_spec = Spec(
 )
 
 
-# ops.yaml:1277: rsqrt(Tensor self) -> Tensor
+# ops.yaml:1147: rsqrt(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::rsqrt", lib=lib)
 def rsqrt_fake(self):
     return fake_elementwise(rsqrt_spec, [self])
 register_variants(lib, "rsqrt", out="rsqrt.out", inplace="rsqrt_")
 
 
-# ---- i0: ops.yaml:1333 ----
+# ---- i0: ops.yaml:1165 ----
 i0_spec = Spec(
-    "mpsgen::i0", "ops.yaml:1333", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::i0", "ops.yaml:1165", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1417,16 +1417,16 @@ i0_spec = Spec(
 )
 
 
-# ops.yaml:1333: i0(Tensor self) -> Tensor
+# ops.yaml:1165: i0(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::i0", lib=lib)
 def i0_fake(self):
     return fake_elementwise(i0_spec, [self])
 register_variants(lib, "i0", out="i0.out", inplace="i0_")
 
 
-# ---- reciprocal: ops.yaml:1346 ----
+# ---- reciprocal: ops.yaml:1178 ----
 reciprocal_spec = Spec(
-    "mpsgen::reciprocal", "ops.yaml:1346", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::reciprocal", "ops.yaml:1178", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1444,16 +1444,16 @@ reciprocal_spec = Spec(
 )
 
 
-# ops.yaml:1346: reciprocal(Tensor self) -> Tensor
+# ops.yaml:1178: reciprocal(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::reciprocal", lib=lib)
 def reciprocal_fake(self):
     return fake_elementwise(reciprocal_spec, [self])
 register_variants(lib, "reciprocal", out="reciprocal.out", inplace="reciprocal_")
 
 
-# ---- floor: ops.yaml:1375 ----
+# ---- floor: ops.yaml:1197 ----
 floor_spec = Spec(
-    "mpsgen::floor", "ops.yaml:1375", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::floor", "ops.yaml:1197", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1469,16 +1469,16 @@ floor_spec = Spec(
 )
 
 
-# ops.yaml:1375: floor(Tensor self) -> Tensor
+# ops.yaml:1197: floor(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::floor", lib=lib)
 def floor_fake(self):
     return fake_elementwise(floor_spec, [self])
 register_variants(lib, "floor", out="floor.out", inplace="floor_")
 
 
-# ---- ceil: ops.yaml:1390 ----
+# ---- ceil: ops.yaml:1212 ----
 ceil_spec = Spec(
-    "mpsgen::ceil", "ops.yaml:1390", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::ceil", "ops.yaml:1212", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1494,16 +1494,16 @@ ceil_spec = Spec(
 )
 
 
-# ops.yaml:1390: ceil(Tensor self) -> Tensor
+# ops.yaml:1212: ceil(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::ceil", lib=lib)
 def ceil_fake(self):
     return fake_elementwise(ceil_spec, [self])
 register_variants(lib, "ceil", out="ceil.out", inplace="ceil_")
 
 
-# ---- trunc: ops.yaml:1405 ----
+# ---- trunc: ops.yaml:1227 ----
 trunc_spec = Spec(
-    "mpsgen::trunc", "ops.yaml:1405", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::trunc", "ops.yaml:1227", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1519,16 +1519,16 @@ trunc_spec = Spec(
 )
 
 
-# ops.yaml:1405: trunc(Tensor self) -> Tensor
+# ops.yaml:1227: trunc(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::trunc", lib=lib)
 def trunc_fake(self):
     return fake_elementwise(trunc_spec, [self])
 register_variants(lib, "trunc", out="trunc.out", inplace="trunc_")
 
 
-# ---- sign: ops.yaml:1420 ----
+# ---- sign: ops.yaml:1242 ----
 sign_spec = Spec(
-    "mpsgen::sign", "ops.yaml:1420", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::sign", "ops.yaml:1242", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1544,16 +1544,16 @@ sign_spec = Spec(
 )
 
 
-# ops.yaml:1420: sign(Tensor self) -> Tensor
+# ops.yaml:1242: sign(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::sign", lib=lib)
 def sign_fake(self):
     return fake_elementwise(sign_spec, [self])
 register_variants(lib, "sign", out="sign.out", inplace="sign_")
 
 
-# ---- minimum: ops.yaml:1433 ----
+# ---- minimum: ops.yaml:1255 ----
 minimum_spec = Spec(
-    "mpsgen::minimum", "ops.yaml:1433", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::minimum", "ops.yaml:1255", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1569,16 +1569,16 @@ minimum_spec = Spec(
 )
 
 
-# ops.yaml:1433: minimum(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1255: minimum(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::minimum", lib=lib)
 def minimum_fake(self, other):
     return fake_elementwise(minimum_spec, [self, other])
 register_variants(lib, "minimum", out="minimum.out", inplace="minimum_")
 
 
-# ---- fmax: ops.yaml:1446 ----
+# ---- fmax: ops.yaml:1268 ----
 fmax_spec = Spec(
-    "mpsgen::fmax", "ops.yaml:1446", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmax", "ops.yaml:1268", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1594,16 +1594,16 @@ fmax_spec = Spec(
 )
 
 
-# ops.yaml:1446: fmax(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1268: fmax(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmax", lib=lib)
 def fmax_fake(self, other):
     return fake_elementwise(fmax_spec, [self, other])
 register_variants(lib, "fmax", out="fmax.out", inplace="fmax_")
 
 
-# ---- fmin: ops.yaml:1463 ----
+# ---- fmin: ops.yaml:1285 ----
 fmin_spec = Spec(
-    "mpsgen::fmin", "ops.yaml:1463", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmin", "ops.yaml:1285", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1619,16 +1619,16 @@ fmin_spec = Spec(
 )
 
 
-# ops.yaml:1463: fmin(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1285: fmin(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmin", lib=lib)
 def fmin_fake(self, other):
     return fake_elementwise(fmin_spec, [self, other])
 register_variants(lib, "fmin", out="fmin.out", inplace="fmin_")
 
 
-# ---- bitwise_and: ops.yaml:1479 ----
+# ---- bitwise_and: ops.yaml:1301 ----
 bitwise_and_spec = Spec(
-    "mpsgen::bitwise_and", "ops.yaml:1479", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_and", "ops.yaml:1301", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -1641,23 +1641,23 @@ bitwise_and_spec = Spec(
 )
 
 
-# ops.yaml:1479: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1301: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Tensor", lib=lib)
 def bitwise_and_Tensor_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
 register_variants(lib, "bitwise_and.Tensor", out="bitwise_and.Tensor_out", inplace="bitwise_and_.Tensor")
 
 
-# ops.yaml:1488: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1310: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Scalar", lib=lib)
 def bitwise_and_Scalar_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
 register_variants(lib, "bitwise_and.Scalar", out="bitwise_and.Scalar_out", inplace="bitwise_and_.Scalar")
 
 
-# ---- bitwise_or: ops.yaml:1490 ----
+# ---- bitwise_or: ops.yaml:1312 ----
 bitwise_or_spec = Spec(
-    "mpsgen::bitwise_or", "ops.yaml:1490", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_or", "ops.yaml:1312", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -1670,16 +1670,16 @@ bitwise_or_spec = Spec(
 )
 
 
-# ops.yaml:1490: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1312: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_or.Tensor", lib=lib)
 def bitwise_or_Tensor_fake(self, other):
     return fake_elementwise(bitwise_or_spec, [self, other])
 register_variants(lib, "bitwise_or.Tensor", out="bitwise_or.Tensor_out", inplace="bitwise_or_.Tensor")
 
 
-# ---- gt: ops.yaml:1500 ----
+# ---- gt: ops.yaml:1322 ----
 gt_spec = Spec(
-    "mpsgen::gt", "ops.yaml:1500", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::gt", "ops.yaml:1322", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1695,23 +1695,23 @@ gt_spec = Spec(
 )
 
 
-# ops.yaml:1500: gt.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1322: gt.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Tensor", lib=lib)
 def gt_Tensor_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
 register_variants(lib, "gt.Tensor", out="gt.Tensor_out", inplace="gt_.Tensor")
 
 
-# ops.yaml:1509: gt.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1331: gt.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Scalar", lib=lib)
 def gt_Scalar_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
 register_variants(lib, "gt.Scalar", out="gt.Scalar_out", inplace="gt_.Scalar")
 
 
-# ---- ge: ops.yaml:1511 ----
+# ---- ge: ops.yaml:1333 ----
 ge_spec = Spec(
-    "mpsgen::ge", "ops.yaml:1511", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::ge", "ops.yaml:1333", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1727,16 +1727,16 @@ ge_spec = Spec(
 )
 
 
-# ops.yaml:1511: ge.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1333: ge.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::ge.Tensor", lib=lib)
 def ge_Tensor_fake(self, other):
     return fake_elementwise(ge_spec, [self, other])
 register_variants(lib, "ge.Tensor", out="ge.Tensor_out", inplace="ge_.Tensor")
 
 
-# ---- le: ops.yaml:1520 ----
+# ---- le: ops.yaml:1342 ----
 le_spec = Spec(
-    "mpsgen::le", "ops.yaml:1520", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::le", "ops.yaml:1342", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1752,16 +1752,16 @@ le_spec = Spec(
 )
 
 
-# ops.yaml:1520: le.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1342: le.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::le.Tensor", lib=lib)
 def le_Tensor_fake(self, other):
     return fake_elementwise(le_spec, [self, other])
 register_variants(lib, "le.Tensor", out="le.Tensor_out", inplace="le_.Tensor")
 
 
-# ---- logical_or: ops.yaml:1529 ----
+# ---- logical_or: ops.yaml:1351 ----
 logical_or_spec = Spec(
-    "mpsgen::logical_or", "ops.yaml:1529", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_or", "ops.yaml:1351", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1778,16 +1778,16 @@ logical_or_spec = Spec(
 )
 
 
-# ops.yaml:1529: logical_or(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1351: logical_or(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_or", lib=lib)
 def logical_or_fake(self, other):
     return fake_elementwise(logical_or_spec, [self, other])
 register_variants(lib, "logical_or", out="logical_or.out", inplace="logical_or_")
 
 
-# ---- logical_xor: ops.yaml:1538 ----
+# ---- logical_xor: ops.yaml:1360 ----
 logical_xor_spec = Spec(
-    "mpsgen::logical_xor", "ops.yaml:1538", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_xor", "ops.yaml:1360", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1804,16 +1804,16 @@ logical_xor_spec = Spec(
 )
 
 
-# ops.yaml:1538: logical_xor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1360: logical_xor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_xor", lib=lib)
 def logical_xor_fake(self, other):
     return fake_elementwise(logical_xor_spec, [self, other])
 register_variants(lib, "logical_xor", out="logical_xor.out", inplace="logical_xor_")
 
 
-# ---- where: ops.yaml:1551 ----
+# ---- where: ops.yaml:1373 ----
 where_spec = Spec(
-    "mpsgen::where", "ops.yaml:1551", inputs=["condition", "self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::where", "ops.yaml:1373", inputs=["condition", "self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1832,41 +1832,41 @@ where_spec = Spec(
 )
 
 
-# ops.yaml:1551: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
+# ops.yaml:1373: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::where.self", lib=lib)
 def where_self_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1557
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1379
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other])
 register_variants(lib, "where.self", out="where.self_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1573: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor
+# ops.yaml:1395: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::where.ScalarSelf", lib=lib)
 def where_ScalarSelf_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1557
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1379
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other])
 register_variants(lib, "where.ScalarSelf", out="where.ScalarSelf_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1574: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor
+# ops.yaml:1396: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::where.ScalarOther", lib=lib)
 def where_ScalarOther_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1557
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1379
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other])
 register_variants(lib, "where.ScalarOther", out="where.ScalarOther_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1575: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor
+# ops.yaml:1397: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::where.Scalar", lib=lib)
 def where_Scalar_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1557
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1379
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other])
 register_variants(lib, "where.Scalar", out="where.Scalar_out", inplace=None, exact_out=True)

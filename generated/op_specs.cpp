@@ -31,10 +31,10 @@ extern const OpSpec exp_spec{
     },
     };
 
-// ops.yaml:37: the dtypes sin.metal registers (input -> output)
+// ops.yaml:28: the dtypes sin.metal registers (input -> output)
 extern const OpSpec sin_spec{
     "mpsgen::sin",
-    "ops.yaml:36",
+    "ops.yaml:27",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -57,10 +57,10 @@ extern const OpSpec sin_spec{
     },
     };
 
-// ops.yaml:65: the dtypes sqrt.metal registers (input -> output)
+// ops.yaml:56: the dtypes sqrt.metal registers (input -> output)
 extern const OpSpec sqrt_spec{
     "mpsgen::sqrt",
-    "ops.yaml:64",
+    "ops.yaml:55",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -83,10 +83,10 @@ extern const OpSpec sqrt_spec{
     },
     };
 
-// ops.yaml:111: the dtypes sigmoid.metal registers (input -> output)
+// ops.yaml:76: the dtypes sigmoid.metal registers (input -> output)
 extern const OpSpec sigmoid_spec{
     "mpsgen::sigmoid",
-    "ops.yaml:110",
+    "ops.yaml:75",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -109,10 +109,10 @@ extern const OpSpec sigmoid_spec{
     },
     };
 
-// ops.yaml:155: the dtypes erf.metal registers (input -> output)
+// ops.yaml:98: the dtypes erf.metal registers (input -> output)
 extern const OpSpec erf_spec{
     "mpsgen::erf",
-    "ops.yaml:154",
+    "ops.yaml:97",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -133,10 +133,10 @@ extern const OpSpec erf_spec{
     },
     };
 
-// ops.yaml:173: the dtypes bitwise_not.metal registers (input -> output)
+// ops.yaml:116: the dtypes bitwise_not.metal registers (input -> output)
 extern const OpSpec bitwise_not_spec{
     "mpsgen::bitwise_not",
-    "ops.yaml:172",
+    "ops.yaml:115",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -154,10 +154,10 @@ extern const OpSpec bitwise_not_spec{
     },
     };
 
-// ops.yaml:187: the dtypes hypot.metal registers (input -> output)
+// ops.yaml:130: the dtypes hypot.metal registers (input -> output)
 extern const OpSpec hypot_spec{
     "mpsgen::hypot",
-    "ops.yaml:186",
+    "ops.yaml:129",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -172,10 +172,10 @@ extern const OpSpec hypot_spec{
     },
     };
 
-// ops.yaml:205: the dtypes logaddexp.metal registers (input -> output)
+// ops.yaml:148: the dtypes logaddexp.metal registers (input -> output)
 extern const OpSpec logaddexp_spec{
     "mpsgen::logaddexp",
-    "ops.yaml:204",
+    "ops.yaml:147",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -192,10 +192,10 @@ extern const OpSpec logaddexp_spec{
     },
     };
 
-// ops.yaml:262: the dtypes atan2.metal registers (input -> output)
+// ops.yaml:179: the dtypes atan2.metal registers (input -> output)
 extern const OpSpec atan2_spec{
     "mpsgen::atan2",
-    "ops.yaml:261",
+    "ops.yaml:178",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -216,10 +216,10 @@ extern const OpSpec atan2_spec{
     },
     };
 
-// ops.yaml:279: the dtypes copysign.metal registers (input -> output)
+// ops.yaml:196: the dtypes copysign.metal registers (input -> output)
 extern const OpSpec copysign_spec{
     "mpsgen::copysign",
-    "ops.yaml:278",
+    "ops.yaml:195",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -240,10 +240,10 @@ extern const OpSpec copysign_spec{
     },
     };
 
-// ops.yaml:296: the dtypes maximum.metal registers (input -> output)
+// ops.yaml:213: the dtypes maximum.metal registers (input -> output)
 extern const OpSpec maximum_spec{
     "mpsgen::maximum",
-    "ops.yaml:295",
+    "ops.yaml:212",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -264,10 +264,10 @@ extern const OpSpec maximum_spec{
     },
     };
 
-// ops.yaml:310: the dtypes mul.metal registers (input -> output)
+// ops.yaml:227: the dtypes mul.metal registers (input -> output)
 extern const OpSpec mul_spec{
     "mpsgen::mul",
-    "ops.yaml:309",
+    "ops.yaml:226",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -290,10 +290,10 @@ extern const OpSpec mul_spec{
     },
     };
 
-// ops.yaml:333: the dtypes bitwise_xor.metal registers (input -> output)
+// ops.yaml:250: the dtypes bitwise_xor.metal registers (input -> output)
 extern const OpSpec bitwise_xor_spec{
     "mpsgen::bitwise_xor",
-    "ops.yaml:332",
+    "ops.yaml:249",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -311,10 +311,10 @@ extern const OpSpec bitwise_xor_spec{
     },
     };
 
-// ops.yaml:344: the dtypes hardshrink.metal registers (input -> output)
+// ops.yaml:261: the dtypes hardshrink.metal registers (input -> output)
 extern const OpSpec hardshrink_spec{
     "mpsgen::hardshrink",
-    "ops.yaml:343",
+    "ops.yaml:260",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -329,10 +329,10 @@ extern const OpSpec hardshrink_spec{
     },
     };
 
-// ops.yaml:356: the dtypes softshrink.metal registers (input -> output)
+// ops.yaml:273: the dtypes softshrink.metal registers (input -> output)
 extern const OpSpec softshrink_spec{
     "mpsgen::softshrink",
-    "ops.yaml:355",
+    "ops.yaml:272",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -347,10 +347,10 @@ extern const OpSpec softshrink_spec{
     },
     };
 
-// ops.yaml:375: the dtypes leaky_relu.metal registers (input -> output)
+// ops.yaml:292: the dtypes leaky_relu.metal registers (input -> output)
 extern const OpSpec leaky_relu_spec{
     "mpsgen::leaky_relu",
-    "ops.yaml:374",
+    "ops.yaml:291",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -365,10 +365,10 @@ extern const OpSpec leaky_relu_spec{
     },
     };
 
-// ops.yaml:390: the dtypes add.metal registers (input -> output)
+// ops.yaml:307: the dtypes add.metal registers (input -> output)
 extern const OpSpec add_spec{
     "mpsgen::add",
-    "ops.yaml:388",
+    "ops.yaml:305",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -391,10 +391,10 @@ extern const OpSpec add_spec{
     },
     };
 
-// ops.yaml:417: the dtypes sub.metal registers (input -> output)
+// ops.yaml:334: the dtypes sub.metal registers (input -> output)
 extern const OpSpec sub_spec{
     "mpsgen::sub",
-    "ops.yaml:410",
+    "ops.yaml:327",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -416,10 +416,10 @@ extern const OpSpec sub_spec{
     },
     };
 
-// ops.yaml:439: the dtypes lerp.metal registers (input -> output)
+// ops.yaml:356: the dtypes lerp.metal registers (input -> output)
 extern const OpSpec lerp_spec{
     "mpsgen::lerp",
-    "ops.yaml:438",
+    "ops.yaml:355",
     {"self", "end", "weight"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -435,10 +435,10 @@ extern const OpSpec lerp_spec{
     },
     };
 
-// ops.yaml:473: the dtypes lerp_scalar.metal registers (input -> output)
+// ops.yaml:390: the dtypes lerp_scalar.metal registers (input -> output)
 extern const OpSpec lerp_scalar_spec{
     "mpsgen::lerp",
-    "ops.yaml:470",
+    "ops.yaml:387",
     {"self", "end"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -453,10 +453,10 @@ extern const OpSpec lerp_scalar_spec{
     },
     };
 
-// ops.yaml:500: the dtypes addcmul.metal registers (input -> output)
+// ops.yaml:417: the dtypes addcmul.metal registers (input -> output)
 extern const OpSpec addcmul_spec{
     "mpsgen::addcmul",
-    "ops.yaml:498",
+    "ops.yaml:415",
     {"self", "tensor1", "tensor2"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -478,10 +478,10 @@ extern const OpSpec addcmul_spec{
     },
     };
 
-// ops.yaml:527: the dtypes addcdiv.metal registers (input -> output)
+// ops.yaml:444: the dtypes addcdiv.metal registers (input -> output)
 extern const OpSpec addcdiv_spec{
     "mpsgen::addcdiv",
-    "ops.yaml:525",
+    "ops.yaml:442",
     {"self", "tensor1", "tensor2"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -498,10 +498,10 @@ extern const OpSpec addcdiv_spec{
     },
     };
 
-// ops.yaml:565: the dtypes elu.metal registers (input -> output)
+// ops.yaml:482: the dtypes elu.metal registers (input -> output)
 extern const OpSpec elu_spec{
     "mpsgen::elu",
-    "ops.yaml:563",
+    "ops.yaml:480",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -516,10 +516,10 @@ extern const OpSpec elu_spec{
     },
     };
 
-// ops.yaml:586: the dtypes clamp.metal registers (input -> output)
+// ops.yaml:503: the dtypes clamp.metal registers (input -> output)
 extern const OpSpec clamp_spec{
     "mpsgen::clamp",
-    "ops.yaml:579",
+    "ops.yaml:496",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -539,10 +539,10 @@ extern const OpSpec clamp_spec{
     },
     };
 
-// ops.yaml:618: the dtypes clamp_tensor.metal registers (input -> output)
+// ops.yaml:535: the dtypes clamp_tensor.metal registers (input -> output)
 extern const OpSpec clamp_tensor_spec{
     "mpsgen::clamp",
-    "ops.yaml:609",
+    "ops.yaml:526",
     {"self", "min", "max"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -562,10 +562,10 @@ extern const OpSpec clamp_tensor_spec{
     },
     };
 
-// ops.yaml:648: the dtypes nan_to_num.metal registers (input -> output)
+// ops.yaml:565: the dtypes nan_to_num.metal registers (input -> output)
 extern const OpSpec nan_to_num_spec{
     "mpsgen::nan_to_num",
-    "ops.yaml:647",
+    "ops.yaml:564",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -586,10 +586,10 @@ extern const OpSpec nan_to_num_spec{
     },
     };
 
-// ops.yaml:672: the dtypes threshold.metal registers (input -> output)
+// ops.yaml:589: the dtypes threshold.metal registers (input -> output)
 extern const OpSpec threshold_spec{
     "mpsgen::threshold",
-    "ops.yaml:671",
+    "ops.yaml:588",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -609,10 +609,10 @@ extern const OpSpec threshold_spec{
     },
     };
 
-// ops.yaml:691: the dtypes softplus.metal registers (input -> output)
+// ops.yaml:608: the dtypes softplus.metal registers (input -> output)
 extern const OpSpec softplus_spec{
     "mpsgen::softplus",
-    "ops.yaml:689",
+    "ops.yaml:606",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -627,10 +627,10 @@ extern const OpSpec softplus_spec{
     },
     };
 
-// ops.yaml:704: the dtypes hardtanh.metal registers (input -> output)
+// ops.yaml:621: the dtypes hardtanh.metal registers (input -> output)
 extern const OpSpec hardtanh_spec{
     "mpsgen::hardtanh",
-    "ops.yaml:703",
+    "ops.yaml:620",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -649,10 +649,10 @@ extern const OpSpec hardtanh_spec{
     },
     };
 
-// ops.yaml:718: the dtypes round_decimals.metal registers (input -> output)
+// ops.yaml:635: the dtypes round_decimals.metal registers (input -> output)
 extern const OpSpec round_decimals_spec{
     "mpsgen::round",
-    "ops.yaml:716",
+    "ops.yaml:633",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -667,10 +667,10 @@ extern const OpSpec round_decimals_spec{
     },
     };
 
-// ops.yaml:738: the dtypes gelu.metal registers (input -> output)
+// ops.yaml:655: the dtypes gelu.metal registers (input -> output)
 extern const OpSpec gelu_spec{
     "mpsgen::gelu",
-    "ops.yaml:735",
+    "ops.yaml:652",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -685,10 +685,10 @@ extern const OpSpec gelu_spec{
     },
     };
 
-// ops.yaml:762: the dtypes leaky_relu_backward.metal registers (input -> output)
+// ops.yaml:679: the dtypes leaky_relu_backward.metal registers (input -> output)
 extern const OpSpec leaky_relu_backward_spec{
     "mpsgen::leaky_relu_backward",
-    "ops.yaml:761",
+    "ops.yaml:678",
     {"grad_output", "self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -703,10 +703,10 @@ extern const OpSpec leaky_relu_backward_spec{
     },
     };
 
-// ops.yaml:781: the dtypes eq.metal registers (input -> output)
+// ops.yaml:698: the dtypes eq.metal registers (input -> output)
 extern const OpSpec eq_spec{
     "mpsgen::eq",
-    "ops.yaml:780",
+    "ops.yaml:697",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -729,10 +729,10 @@ extern const OpSpec eq_spec{
     },
     };
 
-// ops.yaml:796: the dtypes ne.metal registers (input -> output)
+// ops.yaml:713: the dtypes ne.metal registers (input -> output)
 extern const OpSpec ne_spec{
     "mpsgen::ne",
-    "ops.yaml:795",
+    "ops.yaml:712",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -755,10 +755,10 @@ extern const OpSpec ne_spec{
     },
     };
 
-// ops.yaml:809: the dtypes lt.metal registers (input -> output)
+// ops.yaml:726: the dtypes lt.metal registers (input -> output)
 extern const OpSpec lt_spec{
     "mpsgen::lt",
-    "ops.yaml:808",
+    "ops.yaml:725",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -779,10 +779,10 @@ extern const OpSpec lt_spec{
     },
     };
 
-// ops.yaml:820: the dtypes logical_and.metal registers (input -> output)
+// ops.yaml:737: the dtypes logical_and.metal registers (input -> output)
 extern const OpSpec logical_and_spec{
     "mpsgen::logical_and",
-    "ops.yaml:819",
+    "ops.yaml:736",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -804,10 +804,10 @@ extern const OpSpec logical_and_spec{
     },
     };
 
-// ops.yaml:830: the dtypes isnan.metal registers (input -> output)
+// ops.yaml:747: the dtypes isnan.metal registers (input -> output)
 extern const OpSpec isnan_spec{
     "mpsgen::isnan",
-    "ops.yaml:829",
+    "ops.yaml:746",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -830,10 +830,10 @@ extern const OpSpec isnan_spec{
     },
     };
 
-// ops.yaml:848: the dtypes neg.metal registers (input -> output)
+// ops.yaml:765: the dtypes neg.metal registers (input -> output)
 extern const OpSpec neg_spec{
     "mpsgen::neg",
-    "ops.yaml:847",
+    "ops.yaml:764",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -855,10 +855,10 @@ extern const OpSpec neg_spec{
     },
     };
 
-// ops.yaml:863: the dtypes abs.metal registers (input -> output)
+// ops.yaml:780: the dtypes abs.metal registers (input -> output)
 extern const OpSpec abs_spec{
     "mpsgen::abs",
-    "ops.yaml:862",
+    "ops.yaml:779",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -880,10 +880,10 @@ extern const OpSpec abs_spec{
     },
     };
 
-// ops.yaml:895: the dtypes polygamma.metal registers (input -> output)
+// ops.yaml:812: the dtypes polygamma.metal registers (input -> output)
 extern const OpSpec polygamma_spec{
     "mpsgen::polygamma",
-    "ops.yaml:894",
+    "ops.yaml:811",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -899,10 +899,10 @@ extern const OpSpec polygamma_spec{
     },
     };
 
-// ops.yaml:945: the dtypes div.metal registers (input -> output)
+// ops.yaml:862: the dtypes div.metal registers (input -> output)
 extern const OpSpec div_spec{
     "mpsgen::div",
-    "ops.yaml:936",
+    "ops.yaml:853",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -925,10 +925,10 @@ extern const OpSpec div_spec{
     },
     };
 
-// ops.yaml:943: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
+// ops.yaml:860: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
 extern const OpSpec div_div_trunc_spec{
     "mpsgen::div",
-    "ops.yaml:943",
+    "ops.yaml:860",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -950,10 +950,10 @@ extern const OpSpec div_div_trunc_spec{
     /*choice=*/"rounding_mode='trunc'",
     };
 
-// ops.yaml:944: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
+// ops.yaml:861: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
 extern const OpSpec div_div_floor_spec{
     "mpsgen::div",
-    "ops.yaml:944",
+    "ops.yaml:861",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -975,10 +975,10 @@ extern const OpSpec div_div_floor_spec{
     /*choice=*/"rounding_mode='floor'",
     };
 
-// ops.yaml:1046: the dtypes polar.metal registers (input -> output)
+// ops.yaml:963: the dtypes polar.metal registers (input -> output)
 extern const OpSpec polar_spec{
     "mpsgen::polar",
-    "ops.yaml:1044",
+    "ops.yaml:961",
     {"abs", "angle"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -992,10 +992,10 @@ extern const OpSpec polar_spec{
     },
     };
 
-// ops.yaml:1062: the dtypes complex.metal registers (input -> output)
+// ops.yaml:979: the dtypes complex.metal registers (input -> output)
 extern const OpSpec complex_spec{
     "mpsgen::complex",
-    "ops.yaml:1061",
+    "ops.yaml:978",
     {"real", "imag"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1009,10 +1009,10 @@ extern const OpSpec complex_spec{
     },
     };
 
-// ops.yaml:1077: the dtypes angle.metal registers (input -> output)
+// ops.yaml:994: the dtypes angle.metal registers (input -> output)
 extern const OpSpec angle_spec{
     "mpsgen::angle",
-    "ops.yaml:1076",
+    "ops.yaml:993",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1035,10 +1035,10 @@ extern const OpSpec angle_spec{
     },
     };
 
-// ops.yaml:1101: the dtypes cos.metal registers (input -> output)
+// ops.yaml:1018: the dtypes cos.metal registers (input -> output)
 extern const OpSpec cos_spec{
     "mpsgen::cos",
-    "ops.yaml:1100",
+    "ops.yaml:1017",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1061,10 +1061,10 @@ extern const OpSpec cos_spec{
     },
     };
 
-// ops.yaml:1127: the dtypes tan.metal registers (input -> output)
+// ops.yaml:1044: the dtypes tan.metal registers (input -> output)
 extern const OpSpec tan_spec{
     "mpsgen::tan",
-    "ops.yaml:1126",
+    "ops.yaml:1043",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1087,10 +1087,10 @@ extern const OpSpec tan_spec{
     },
     };
 
-// ops.yaml:1162: the dtypes tanh.metal registers (input -> output)
+// ops.yaml:1063: the dtypes tanh.metal registers (input -> output)
 extern const OpSpec tanh_spec{
     "mpsgen::tanh",
-    "ops.yaml:1161",
+    "ops.yaml:1062",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1113,10 +1113,10 @@ extern const OpSpec tanh_spec{
     },
     };
 
-// ops.yaml:1197: the dtypes log.metal registers (input -> output)
+// ops.yaml:1081: the dtypes log.metal registers (input -> output)
 extern const OpSpec log_spec{
     "mpsgen::log",
-    "ops.yaml:1196",
+    "ops.yaml:1080",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1139,10 +1139,10 @@ extern const OpSpec log_spec{
     },
     };
 
-// ops.yaml:1219: the dtypes log1p.metal registers (input -> output)
+// ops.yaml:1099: the dtypes log1p.metal registers (input -> output)
 extern const OpSpec log1p_spec{
     "mpsgen::log1p",
-    "ops.yaml:1218",
+    "ops.yaml:1098",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1165,10 +1165,10 @@ extern const OpSpec log1p_spec{
     },
     };
 
-// ops.yaml:1253: the dtypes expm1.metal registers (input -> output)
+// ops.yaml:1123: the dtypes expm1.metal registers (input -> output)
 extern const OpSpec expm1_spec{
     "mpsgen::expm1",
-    "ops.yaml:1252",
+    "ops.yaml:1122",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1191,10 +1191,10 @@ extern const OpSpec expm1_spec{
     },
     };
 
-// ops.yaml:1278: the dtypes rsqrt.metal registers (input -> output)
+// ops.yaml:1148: the dtypes rsqrt.metal registers (input -> output)
 extern const OpSpec rsqrt_spec{
     "mpsgen::rsqrt",
-    "ops.yaml:1277",
+    "ops.yaml:1147",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1217,10 +1217,10 @@ extern const OpSpec rsqrt_spec{
     },
     };
 
-// ops.yaml:1334: the dtypes i0.metal registers (input -> output)
+// ops.yaml:1166: the dtypes i0.metal registers (input -> output)
 extern const OpSpec i0_spec{
     "mpsgen::i0",
-    "ops.yaml:1333",
+    "ops.yaml:1165",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1241,10 +1241,10 @@ extern const OpSpec i0_spec{
     },
     };
 
-// ops.yaml:1347: the dtypes reciprocal.metal registers (input -> output)
+// ops.yaml:1179: the dtypes reciprocal.metal registers (input -> output)
 extern const OpSpec reciprocal_spec{
     "mpsgen::reciprocal",
-    "ops.yaml:1346",
+    "ops.yaml:1178",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1267,10 +1267,10 @@ extern const OpSpec reciprocal_spec{
     },
     };
 
-// ops.yaml:1376: the dtypes floor.metal registers (input -> output)
+// ops.yaml:1198: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
     "mpsgen::floor",
-    "ops.yaml:1375",
+    "ops.yaml:1197",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1291,10 +1291,10 @@ extern const OpSpec floor_spec{
     },
     };
 
-// ops.yaml:1391: the dtypes ceil.metal registers (input -> output)
+// ops.yaml:1213: the dtypes ceil.metal registers (input -> output)
 extern const OpSpec ceil_spec{
     "mpsgen::ceil",
-    "ops.yaml:1390",
+    "ops.yaml:1212",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1315,10 +1315,10 @@ extern const OpSpec ceil_spec{
     },
     };
 
-// ops.yaml:1406: the dtypes trunc.metal registers (input -> output)
+// ops.yaml:1228: the dtypes trunc.metal registers (input -> output)
 extern const OpSpec trunc_spec{
     "mpsgen::trunc",
-    "ops.yaml:1405",
+    "ops.yaml:1227",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1339,10 +1339,10 @@ extern const OpSpec trunc_spec{
     },
     };
 
-// ops.yaml:1421: the dtypes sign.metal registers (input -> output)
+// ops.yaml:1243: the dtypes sign.metal registers (input -> output)
 extern const OpSpec sign_spec{
     "mpsgen::sign",
-    "ops.yaml:1420",
+    "ops.yaml:1242",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1363,10 +1363,10 @@ extern const OpSpec sign_spec{
     },
     };
 
-// ops.yaml:1434: the dtypes minimum.metal registers (input -> output)
+// ops.yaml:1256: the dtypes minimum.metal registers (input -> output)
 extern const OpSpec minimum_spec{
     "mpsgen::minimum",
-    "ops.yaml:1433",
+    "ops.yaml:1255",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1387,10 +1387,10 @@ extern const OpSpec minimum_spec{
     },
     };
 
-// ops.yaml:1447: the dtypes fmax.metal registers (input -> output)
+// ops.yaml:1269: the dtypes fmax.metal registers (input -> output)
 extern const OpSpec fmax_spec{
     "mpsgen::fmax",
-    "ops.yaml:1446",
+    "ops.yaml:1268",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1411,10 +1411,10 @@ extern const OpSpec fmax_spec{
     },
     };
 
-// ops.yaml:1464: the dtypes fmin.metal registers (input -> output)
+// ops.yaml:1286: the dtypes fmin.metal registers (input -> output)
 extern const OpSpec fmin_spec{
     "mpsgen::fmin",
-    "ops.yaml:1463",
+    "ops.yaml:1285",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1435,10 +1435,10 @@ extern const OpSpec fmin_spec{
     },
     };
 
-// ops.yaml:1480: the dtypes bitwise_and.metal registers (input -> output)
+// ops.yaml:1302: the dtypes bitwise_and.metal registers (input -> output)
 extern const OpSpec bitwise_and_spec{
     "mpsgen::bitwise_and",
-    "ops.yaml:1479",
+    "ops.yaml:1301",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1456,10 +1456,10 @@ extern const OpSpec bitwise_and_spec{
     },
     };
 
-// ops.yaml:1491: the dtypes bitwise_or.metal registers (input -> output)
+// ops.yaml:1313: the dtypes bitwise_or.metal registers (input -> output)
 extern const OpSpec bitwise_or_spec{
     "mpsgen::bitwise_or",
-    "ops.yaml:1490",
+    "ops.yaml:1312",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1477,10 +1477,10 @@ extern const OpSpec bitwise_or_spec{
     },
     };
 
-// ops.yaml:1501: the dtypes gt.metal registers (input -> output)
+// ops.yaml:1323: the dtypes gt.metal registers (input -> output)
 extern const OpSpec gt_spec{
     "mpsgen::gt",
-    "ops.yaml:1500",
+    "ops.yaml:1322",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1501,10 +1501,10 @@ extern const OpSpec gt_spec{
     },
     };
 
-// ops.yaml:1512: the dtypes ge.metal registers (input -> output)
+// ops.yaml:1334: the dtypes ge.metal registers (input -> output)
 extern const OpSpec ge_spec{
     "mpsgen::ge",
-    "ops.yaml:1511",
+    "ops.yaml:1333",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1525,10 +1525,10 @@ extern const OpSpec ge_spec{
     },
     };
 
-// ops.yaml:1521: the dtypes le.metal registers (input -> output)
+// ops.yaml:1343: the dtypes le.metal registers (input -> output)
 extern const OpSpec le_spec{
     "mpsgen::le",
-    "ops.yaml:1520",
+    "ops.yaml:1342",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1549,10 +1549,10 @@ extern const OpSpec le_spec{
     },
     };
 
-// ops.yaml:1530: the dtypes logical_or.metal registers (input -> output)
+// ops.yaml:1352: the dtypes logical_or.metal registers (input -> output)
 extern const OpSpec logical_or_spec{
     "mpsgen::logical_or",
-    "ops.yaml:1529",
+    "ops.yaml:1351",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1574,10 +1574,10 @@ extern const OpSpec logical_or_spec{
     },
     };
 
-// ops.yaml:1539: the dtypes logical_xor.metal registers (input -> output)
+// ops.yaml:1361: the dtypes logical_xor.metal registers (input -> output)
 extern const OpSpec logical_xor_spec{
     "mpsgen::logical_xor",
-    "ops.yaml:1538",
+    "ops.yaml:1360",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1599,10 +1599,10 @@ extern const OpSpec logical_xor_spec{
     },
     };
 
-// ops.yaml:1553: the dtypes where.metal registers (input -> output)
+// ops.yaml:1375: the dtypes where.metal registers (input -> output)
 extern const OpSpec where_spec{
     "mpsgen::where",
-    "ops.yaml:1551",
+    "ops.yaml:1373",
     {"condition", "self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1625,10 +1625,10 @@ extern const OpSpec where_spec{
     },
     };
 
-// ops.yaml:1589: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1411: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1587",
+    "ops.yaml:1409",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1649,10 +1649,10 @@ extern const OpSpec heaviside_spec{
     },
     };
 
-// ops.yaml:1603: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1425: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1601",
+    "ops.yaml:1423",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1673,10 +1673,10 @@ extern const OpSpec special_ndtri_spec{
     },
     };
 
-// ops.yaml:1680: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1502: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1678",
+    "ops.yaml:1500",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1697,10 +1697,10 @@ extern const OpSpec special_log_ndtr_spec{
     },
     };
 
-// ops.yaml:1708: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1530: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1706",
+    "ops.yaml:1528",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1721,10 +1721,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     },
     };
 
-// ops.yaml:1765: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1587: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1763",
+    "ops.yaml:1585",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1745,10 +1745,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     },
     };
 
-// ops.yaml:1812: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1634: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1810",
+    "ops.yaml:1632",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,

@@ -996,6 +996,32 @@ def test_ternary_with_a_scalar_uses_the_projects_ternary_alpha_macro(tmp_path):
     assert "REGISTER_OPMATH_TERNARY_ALPHA_OP(fmav, half, half, half);" in metal.splitlines()
 
 
+def test_ops_with_a_complex_dtype_include_the_projects_complex_math_header(tmp_path):
+    # an op registering a complex dtype (in or out) gets support/metal/mpsgen/complex_math.h,
+    # whose helpers its functor may call; other ops do not include it
+    csqrt = ("  - func: csqrt(Tensor self) -> Tensor\n    dtypes: [complex]\n    reference: torch.sqrt\n"
+             "    functor: |\n"
+             "      template <typename T>\n"
+             "      inline T operator()(const T z) { return T(mpsgen::complex::sqrt(float2(z))); }\n")
+    cplx = ("  - func: cplx(Tensor real, Tensor imag) -> Tensor\n"
+            "    dtypes: [{in: float, out: float2}]\n    reference: torch.complex\n"
+            "    functor: |\n"
+            "      template <typename T>\n"
+            "      inline float2 operator()(const T re, const T im) { return float2(re, im); }\n")
+    text = registry(csqrt, cplx, unary_op("ident"), binary_op("first", dtypes="[float, integer]"))
+    out = tmp_path / "out"
+    generate_ok(write_ops(tmp_path, text), out)
+    include = "#include <mpsgen/complex_math.h>"
+    for op in ("csqrt", "cplx"):
+        lines = (out / f"{op}.metal").read_text().splitlines()
+        assert include in lines, op
+        # after c10/metal's headers, which it uses, and before the functor
+        assert lines.index("#include <c10/metal/utils.h>") < lines.index(include) < lines.index("using namespace metal;")
+    assert "mpsgen::complex::sqrt(float2(z))" in (out / "csqrt.metal").read_text()
+    for op in ("ident", "first"):
+        assert "complex_math.h" not in (out / f"{op}.metal").read_text(), op
+
+
 def test_kernel_key_renames_kernels_and_files(tmp_path):
     text = registry(binary_op("mix"), params_op("mix.Scalar(Tensor self, Tensor other, Scalar w)",
                                                 extra="    kernel: mix_scalar\n    args: {w: float}\n",

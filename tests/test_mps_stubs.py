@@ -38,7 +38,11 @@ def test_mps_host_stubs_compile_as_cpp(tmp_path):
 
 def test_embedded_metal_source_is_self_contained(tmp_path):
     header = build.mps_metal_sources_header(tmp_path, with_metallib=False).read_text()
-    # Runtime-compiled Metal has no include path: every c10/metal include is inlined.
+    # Runtime-compiled Metal has no include path: every c10/metal include is inlined, and so
+    # are the project's own headers (support/metal/mpsgen)
     assert "#include <c10/metal" not in header
+    assert "#include <mpsgen/" not in header
+    assert "inline float2 reciprocal(const float2 z)" in header  # mpsgen/complex_math.h
+    assert "kernel void ternary_alpha_dense(" in header  # mpsgen/ternary_alpha.h
     assert "REGISTER_UNARY_OP(exp, float, float);" in header
     assert "struct exp_functor" in header
