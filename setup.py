@@ -32,7 +32,7 @@ sources = [rel(p) for p in build.host_sources(BUILD, mps)]
 sources += [rel(p) for p in build.cpu_kernel_sources(BUILD)]
 include_dirs = [str(d) for d in build.host_include_dirs(BUILD)]
 extra_cflags = list(build.CXX_FLAGS) + ([] if mps else build.GCC_CXX_FLAGS)
-extra_link_args = []
+extra_link_args = [] if mps else list(build.GCC_LINK_FLAGS)
 
 if mps:
     include_dirs.append(str(build.MPS_INCLUDE))

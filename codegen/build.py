@@ -41,7 +41,12 @@ CXX_FLAGS = ["-O2", "-g0", "-ffp-contract=off", "-fno-math-errno", "-Wno-attribu
 # bfloat and of branching functors into that loop as well: not inlined, each thread paid a call
 # and the kernel's loops over dimensions (neg bfloat16 strided: 70.6 ms -> 15.0 ms at 1e7, the
 # neg unit compiling 3% longer).
-GCC_CXX_FLAGS = ["-fvect-cost-model=dynamic", "-fpeel-loops", "--param=max-inline-insns-auto=30"]
+# -fopenmp: at::parallel_for (the executor's, support/cpu/executor.cpp) is a header template
+# whose `#pragma omp parallel` g++ ignores without it, so every launch ran on one thread.
+# Linking with it names libgomp.so.1, the soname of the libgomp torch ships and has loaded by
+# then, so the executor shares torch's OpenMP threads and torch.set_num_threads.
+GCC_CXX_FLAGS = ["-fvect-cost-model=dynamic", "-fpeel-loops", "--param=max-inline-insns-auto=30", "-fopenmp"]
+GCC_LINK_FLAGS = ["-fopenmp"]
 MPS_CXX_FLAGS = ["-fobjc-arc"]
 
 

@@ -2,7 +2,8 @@
 
 support/cpu/kernel_launch.h inlines each kernel into its loop over grid threads, runs the
 full tiles of the ILP kernels apart from the last partial one, walks 2D grids row by row,
-and on x86-64 picks an AVX2 + F16C variant at run time. Each of these must give the
+launches strided kernels row by row and broadcast kernels a repetition at a time, and on
+x86-64 picks an AVX2 + F16C variant at run time. Each of these must give the
 bits the plain per-thread launch gives: compared here against the kernel that handles one
 element per thread, across thread counts, and against the baseline variant
 (MPSGEN_CPU_ISA=baseline, in a subprocess; there NaN payloads aside).
@@ -85,6 +86,61 @@ def test_a_2d_grid_gives_the_bits_of_the_contiguous_kernel(dtype):
     assert launched(lambda: OPS.exp(view)) == [f"exp_strided_{METAL[dtype]}_{METAL[dtype]}"]
     assert torch.equal(bits(OPS.exp(view)), bits(OPS.exp(view.contiguous())))
     assert torch.equal(bits(OPS.sigmoid(view.t())), bits(OPS.sigmoid(view.t().contiguous())))
+
+
+def strided_views(dtype: torch.dtype, seed: int) -> list[torch.Tensor]:
+    """Non-coalescable views of 1, 2 and 3 dimensions, each over more threads than one
+    launch chunk (support/cpu/executor.cpp's kGrain, 16384), in rows that the chunks split."""
+    base = values(2 * 300 * 517, dtype, seed).reshape(2, 300, 517)
+    return [base.flatten()[::3], base[0, :, 5:500], base[:, :, 7:500].transpose(1, 2)]
+
+
+@pytest.mark.parametrize("dtype", FLOATS + [torch.int32], ids=str)
+def test_strided_launches_row_by_row_give_the_bits_of_the_dense_kernels(dtype):
+    """binary and ternary strided kernels run each row as its own 1-D launch (operands moved to
+    the row's start): the bits of the dense kernels on contiguous copies, with one thread and
+    with two (chunks end inside rows)."""
+    threads = torch.get_num_threads()
+    try:
+        for n_threads in (1, max(2, threads)):
+            torch.set_num_threads(n_threads)
+            for x, y, w in zip(strided_views(dtype, 0), strided_views(dtype, 1), strided_views(dtype, 2)):
+                name = METAL[dtype]
+                calls = [(OPS.mul, (x, y), {}, f"mul_strided_{name}_{name}"),
+                         (OPS.add, (x, y), {"alpha": 3}, f"add_strided_{name}_{name}_{name}")]
+                if dtype.is_floating_point:
+                    calls += [(OPS.lerp, (x, y, w), {}, f"lerp_strided_{name}_{name}"),
+                              (OPS.addcmul, (x, y, w), {"value": 0.5}, None)]
+                for op, args, kwargs, kernel in calls:
+                    kernels = launched(lambda: op(*args, **kwargs))
+                    assert kernel is None or kernels == [kernel], kernels
+                    assert all("_strided" in k for k in kernels), kernels
+                    dense = op(*(a.contiguous() for a in args), **kwargs)
+                    assert torch.equal(bits(op(*args, **kwargs)), bits(dense)), (op, x.shape, n_threads)
+    finally:
+        torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("dtype", FLOATS + [torch.int32], ids=str)
+def test_broadcast_launches_by_repetition_give_the_bits_of_the_dense_kernels(dtype):
+    """binary(_alpha)_dense_broadcast(_rhs) run one launch per repetition of the broadcast
+    operand: the bits of the dense kernels on the expanded operand, with one thread and two."""
+    name = METAL[dtype]
+    full, row = values(300 * 517, dtype).reshape(300, 517), values(517, dtype, seed=1)
+    cases = [(OPS.mul, (full, row), {}, "_dense_broadcast_"), (OPS.mul, (row, full), {}, "_dense_broadcast_rhs_"),
+             (OPS.add, (full, row), {"alpha": 2}, "_dense_broadcast_"),
+             (OPS.add, (row, full), {"alpha": 2}, "_dense_broadcast_rhs_")]
+    threads = torch.get_num_threads()
+    try:
+        for n_threads in (1, max(2, threads)):
+            torch.set_num_threads(n_threads)
+            for op, args, kwargs, form in cases:
+                kernels = launched(lambda: op(*args, **kwargs))
+                assert len(kernels) == 1 and form in kernels[0] and kernels[0].endswith(name), kernels
+                expanded = [a.expand(300, 517).contiguous() for a in args]
+                assert torch.equal(bits(op(*args, **kwargs)), bits(op(*expanded, **kwargs))), (op, form, n_threads)
+    finally:
+        torch.set_num_threads(threads)
 
 
 _BASELINE_SCRIPT = """
