@@ -86,6 +86,10 @@ def test_a_2d_grid_gives_the_bits_of_the_contiguous_kernel(dtype):
     assert launched(lambda: OPS.exp(view)) == [f"exp_strided_{METAL[dtype]}_{METAL[dtype]}"]
     assert torch.equal(bits(OPS.exp(view)), bits(OPS.exp(view.contiguous())))
     assert torch.equal(bits(OPS.sigmoid(view.t())), bits(OPS.sigmoid(view.t().contiguous())))
+    # three dimensions: the kernel called once per thread (only two are inlined)
+    view3 = values(4 * 60 * 517, dtype).reshape(4, 60, 517)[:, ::2, 5:500]
+    assert launched(lambda: OPS.exp(view3)) == [f"exp_strided_{METAL[dtype]}_{METAL[dtype]}"]
+    assert torch.equal(bits(OPS.exp(view3)), bits(OPS.exp(view3.contiguous())))
 
 
 def strided_views(dtype: torch.dtype, seed: int) -> list[torch.Tensor]:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from codegen.build import CPU_SUPPORT, SHIM_INCLUDE, torch_include
+from codegen.build import CPU_SUPPORT, SHIM_INCLUDE, kernel_include_dirs, torch_include
 from codegen.host_names import preprocess
 
 F32 = np.float32
@@ -379,7 +379,7 @@ def test_build_route_finds_every_kernel_and_compiles_quietly(tmp_path):
     from codegen.build import GENERATED
     from codegen.host_names import parse_instantiations, registration_lines, strip_host_name_attributes
 
-    text = preprocess("c++", GENERATED / "lerp.metal", [SHIM_INCLUDE, CPU_SUPPORT, torch_include()])
+    text = preprocess("c++", GENERATED / "lerp.metal", kernel_include_dirs())
     kernels = parse_instantiations(text)
     assert {k.host_name for k in kernels} >= {"lerp_dense_float_float", "lerp_strided_half_half"}
     r = subprocess.run(["c++", "-std=c++20", "-fsyntax-only", "-Wall", "-Wextra", f"-I{CPU_SUPPORT}",

@@ -74,10 +74,30 @@ struct Kernel<Fn, F16c, Ilp, Broadcast> {
 
   // The loop over grid threads [begin, end), the arguments bound: `a`, all but the last
   // buffer, then `last` (an ILP kernel's numel).
-  template <typename Last, typename... A>
+  // The kernel behind a pointer the compiler cannot see through, so a loop calling it does
+  // not inline it: for launches too rare to be worth the compile time of an inlined copy.
+  static inline void (*volatile opaque_kernel)(Args...) = Fn;
+
+  template <bool Opaque = false, typename Last, typename... A>
   __attribute__((always_inline)) static inline void loop(uint64_t begin, uint64_t end, uint32_t grid_x, Last last,
                                                          A... a) {
-    if constexpr (grid_dims == 2) {
+    if constexpr (Opaque && grid_dims == 1) {
+      void (*const callee)(Args...) = opaque_kernel;
+      for (uint t = uint(begin); t < uint(end); ++t) {
+        callee(a..., last, t);
+      }
+    } else if constexpr (Opaque) {
+      void (*const callee)(Args...) = opaque_kernel;
+      for (uint64_t t = begin; t < end;) {
+        const uint y = uint(t / grid_x), x0 = uint(t % grid_x);
+        const uint64_t row_end = x0 + (end - t);
+        const uint x1 = row_end < grid_x ? uint(row_end) : grid_x;
+        for (uint x = x0; x < x1; ++x) {
+          callee(a..., last, uint2(x, y));
+        }
+        t += x1 - x0;
+      }
+    } else if constexpr (grid_dims == 2) {
       // Row by row: what the kernel computes from the row alone (its outer coordinates)
       // stays out of the loop over x, and there is no division per thread here.
       for (uint64_t t = begin; t < end;) {
@@ -111,42 +131,45 @@ struct Kernel<Fn, F16c, Ilp, Broadcast> {
     }
   }
 
-  // The 2D-grid kernels (c10::metal's unary_strided, unary_alpha_strided and
-  // unary_strided_castout) read their dimension count from buffer 5: `uint ndim`, or the x
-  // of `uint2 ndim_outtype`. Their loops over dimensions run to that runtime count, so the
+  // The 2D-grid kernels unary_strided and unary_alpha_strided of c10::metal read their
+  // dimension count from buffer 5, `uint ndim`. Their loops over dimensions run to it, so the
   // compiler computes every coordinate and offset on every thread, a division per outer
-  // dimension included. For the common counts the launch binds it as a constant instead
+  // dimension included. For two dimensions the launch binds it as a constant instead
   // (the same value: loop versioning by hand), so the loops unroll, and what depends on the
   // row alone (the outer coordinates, their offsets) is hoisted out of the loop over x.
   static constexpr size_t ndim_buffer = 5;
-  static constexpr bool versioned = grid_dims == 2 && nbuffers > ndim_buffer;
+  // unary_strided_castout (a `uint2 ndim_outtype` there: an output of another dtype) keeps
+  // the plain launch, for compile time, as the binary cast kernels do below.
+  static constexpr bool versioned_layout() {
+    if constexpr (grid_dims == 2 && nbuffers > ndim_buffer) {
+      return std::is_same_v<Arg<ndim_buffer>, const uint&>;
+    } else {
+      return false;
+    }
+  }
+  static constexpr bool versioned = versioned_layout();
 
   // Argument I bound for a launch; Ndim != 0: the dimension count, as a constant.
   template <size_t I, unsigned Ndim>
   __attribute__((always_inline)) static inline Bound<Arg<I>> bound(void* const* buffers) {
     Bound<Arg<I>> v = bind_arg<Arg<I>>(buffers[I]);
     if constexpr (versioned && I == ndim_buffer && Ndim != 0) {
-      if constexpr (std::is_same_v<Bound<Arg<I>>, uint>) {
-        v = Ndim;
-      } else {
-        static_assert(std::is_same_v<Bound<Arg<I>>, uint2>, "buffer 5 of a 2D-grid kernel is its ndim");
-        v.x = Ndim;
-      }
+      v = Ndim;
     }
     return v;
   }
 
-  template <unsigned Ndim, size_t... I>
+  template <unsigned Ndim, bool Opaque = false, size_t... I>
   __attribute__((always_inline)) static inline void run_ndim(void* const* buffers, uint64_t begin, uint64_t end,
                                                              uint32_t grid_x, std::index_sequence<I...>) {
-    loop(begin, end, grid_x, bound<nbuffers - 1, Ndim>(buffers), bound<I, Ndim>(buffers)...);
+    loop<Opaque>(begin, end, grid_x, bound<nbuffers - 1, Ndim>(buffers), bound<I, Ndim>(buffers)...);
   }
 
   // ---- 1D-grid strided kernels, launched row by row ----
   // c10::metal's binary and ternary strided kernels (and ternary_alpha.h's) bind: the
   // operands' pointers (output first), maybe params (alpha), `sizes`, one stride array per
   // operand in the same order, then the dimension count (`uint ndim`, or the x of a
-  // `uint3`/`uint4`). Each thread finds its coordinates from its index with a division and
+  // `uint3`). Each thread finds its coordinates from its index with a division and
   // a modulo per dimension by the runtime `sizes`: about 30 cycles per element on this
   // machine, ten times the work of a binary op. So the launch runs each row (the innermost
   // dimension at fixed outer coordinates) as a 1-D launch of the same kernel: the operand
@@ -156,8 +179,12 @@ struct Kernel<Fn, F16c, Ilp, Broadcast> {
   // the GPU; the launcher computes the row's start once per row.
   static constexpr bool operand_arg[] = {(std::is_same_v<Args, void*> || std::is_same_v<Args, const void*>)...};
   static constexpr bool long_ptr_arg[] = {std::is_same_v<Args, const long*>...};
-  static constexpr bool ndim_arg[] = {(std::is_same_v<Args, const uint&> || std::is_same_v<Args, const uint3&> ||
-                                       std::is_same_v<Args, const uint4&>)...};
+  // `uint ndim` (ternary_strided, ternary_alpha_strided, ternary_strided_cast) or `uint3 ndim`
+  // (binary_strided, binary_alpha_strided). binary_strided_cast, binary_strided_castout and
+  // binary_alpha_strided_cast (a `uint4 ndim_types`: operands of mixed dtypes) keep the
+  // per-thread launch: an inlined row launch of each made a binary op's kernels take a tenth
+  // longer to compile (div: 11.3 s against 12.3), for a case less common.
+  static constexpr bool ndim_arg[] = {(std::is_same_v<Args, const uint&> || std::is_same_v<Args, const uint3&>)...};
   static constexpr size_t count_operands() {
     size_t n = 0;
     while (n < nbuffers && operand_arg[n]) ++n;
@@ -233,6 +260,11 @@ struct Kernel<Fn, F16c, Ilp, Broadcast> {
       strides[k] = ndim == 0 ? zero_strides : static_cast<const long*>(buffers[sizes_buffer + 1 + k]);
     }
     const uint64_t row = ndim == 0 ? 1 : uint64_t(sizes[0]);
+    if (row > uint64_t(row_max)) {
+      // longer rows than one row launch takes (2^30 threads): once per thread, as Metal would
+      run_ndim<0, true>(buffers, begin, end, 0, std::make_index_sequence<nbuffers - 1>{});
+      return;
+    }
     for (uint64_t t = begin; t < end;) {
       uint64_t r = t / row;
       const uint64_t x0 = t % row, x1 = x0 + (end - t) < row ? x0 + (end - t) : row;
@@ -242,16 +274,7 @@ struct Kernel<Fn, F16c, Ilp, Broadcast> {
         r /= uint64_t(sizes[i]);
         for (size_t k = 0; k < noperands; ++k) base[k] += p * strides[k][i];
       }
-      // A row longer than row_max runs in pieces of row_max threads.
-      for (uint64_t x = x0; x < x1;) {
-        const uint64_t piece = x - x % uint64_t(row_max);
-        const uint64_t piece_end = piece + uint64_t(row_max) < x1 ? piece + uint64_t(row_max) : x1;
-        int64_t piece_base[noperands];
-        for (size_t k = 0; k < noperands; ++k) piece_base[k] = base[k] + int64_t(piece) * strides[k][0];
-        run_row(buffers, strides, piece_base, uint(x - piece), uint(piece_end - piece),
-                std::make_index_sequence<nbuffers - 1>{});
-        x = piece_end;
-      }
+      run_row(buffers, strides, base, uint(x0), uint(x1), std::make_index_sequence<nbuffers - 1>{});
       t += x1 - x0;
     }
   }
@@ -260,8 +283,8 @@ struct Kernel<Fn, F16c, Ilp, Broadcast> {
   // out[tid] = f(input[tid], broadcast[tid % broadcast_numel]) (operands swapped in _rhs;
   // binary_alpha_dense_broadcast(_rhs) bind alpha after broadcast_numel): a 64-bit modulo by the runtime `broadcast_numel` (buffer 3) per element. Each run of
   // broadcast_numel threads, where the broadcast operand repeats, is launched on its own,
-  // the output and the dense input moved to its start and broadcast_numel a constant 2^30
-  // the compiler sees, so the modulo folds away and the loop vectorises like a dense one.
+  // the output and the dense input moved to its start and broadcast_numel a constant the
+  // compiler sees, so the modulo folds away and the loop vectorises like a dense one.
   // Broadcast: the buffer index of the broadcast operand (codegen/host_names.py), or 0.
   static constexpr bool broadcast_layout() {
     if constexpr (nbuffers >= 4) {
@@ -272,24 +295,25 @@ struct Kernel<Fn, F16c, Ilp, Broadcast> {
   }
   static_assert(Broadcast == 0 || broadcast_layout(), "binary_dense_broadcast binds out, two operands, broadcast_numel (and alpha)");
 
+  // broadcast_numel as the launch binds it: 2^62, more than a 32-bit thread index can reach,
+  // so the compiler folds `tid % broadcast_numel` to `tid`.
+  static constexpr long repetition_numel = 1L << 62;
+
   template <size_t I>
-  __attribute__((always_inline)) static inline Bound<Arg<I>> repetition_arg(void* const* buffers, uint64_t start,
-                                                                             uint64_t piece) {
+  __attribute__((always_inline)) static inline Bound<Arg<I>> repetition_arg(void* const* buffers, uint64_t start) {
     if constexpr (I == 3) {
-      return row_max;
-    } else if constexpr (I > 3) {
+      return repetition_numel;
+    } else if constexpr (I > 3 || I == Broadcast) {
       return bind_arg<Arg<I>>(buffers[I]);
-    } else if constexpr (I == Broadcast) {
-      return bind_arg<Arg<I>>(buffers[I]) + piece;
     } else {
-      return bind_arg<Arg<I>>(buffers[I]) + (start + piece);
+      return bind_arg<Arg<I>>(buffers[I]) + start;
     }
   }
 
   template <size_t... I>
-  __attribute__((always_inline)) static inline void run_repetition(void* const* buffers, uint64_t start, uint64_t piece,
-                                                                   uint x0, uint x1, std::index_sequence<I...>) {
-    loop(x0, x1, 0, repetition_arg<nbuffers - 1>(buffers, start, piece), repetition_arg<I>(buffers, start, piece)...);
+  __attribute__((always_inline)) static inline void run_repetition(void* const* buffers, uint64_t start, uint x0,
+                                                                   uint x1, std::index_sequence<I...>) {
+    loop(x0, x1, 0, repetition_arg<nbuffers - 1>(buffers, start), repetition_arg<I>(buffers, start)...);
   }
 
   __attribute__((always_inline)) static inline void run_repetitions(void* const* buffers, uint64_t begin,
@@ -298,13 +322,7 @@ struct Kernel<Fn, F16c, Ilp, Broadcast> {
     for (uint64_t t = begin; t < end;) {
       const uint64_t start = t - t % n;  // the repetition's first thread
       const uint64_t x0 = t - start, x1 = x0 + (end - t) < n ? x0 + (end - t) : n;
-      for (uint64_t x = x0; x < x1;) {  // pieces of at most row_max threads
-        const uint64_t piece = x - x % uint64_t(row_max);
-        const uint64_t piece_end = piece + uint64_t(row_max) < x1 ? piece + uint64_t(row_max) : x1;
-        run_repetition(buffers, start, piece, uint(x - piece), uint(piece_end - piece),
-                       std::make_index_sequence<nbuffers - 1>{});
-        x = piece_end;
-      }
+      run_repetition(buffers, start, uint(x0), uint(x1), std::make_index_sequence<nbuffers - 1>{});
       t += x1 - x0;
     }
   }
@@ -318,14 +336,17 @@ struct Kernel<Fn, F16c, Ilp, Broadcast> {
       run_rows(buffers, begin, end);
     } else {
       if constexpr (versioned) {
-        const auto ndim = bind_arg<Arg<ndim_buffer>>(buffers[ndim_buffer]);
-        switch (ndim_of(ndim)) {
-          case 2: return run_ndim<2>(buffers, begin, end, grid_x, args);
-          case 3: return run_ndim<3>(buffers, begin, end, grid_x, args);
-          default: break;
+        // One inlined copy, for two dimensions (a strided view of a matrix, or any view whose
+        // dimensions coalesce to two); other counts call the kernel once per thread. Each
+        // inlined copy adds about a fifth to the compile time of a unary op's kernels.
+        if (ndim_of(bind_arg<Arg<ndim_buffer>>(buffers[ndim_buffer])) == 2) {
+          run_ndim<2>(buffers, begin, end, grid_x, args);
+        } else {
+          run_ndim<0, true>(buffers, begin, end, grid_x, args);
         }
+      } else {
+        run_ndim<0>(buffers, begin, end, grid_x, args);
       }
-      run_ndim<0>(buffers, begin, end, grid_x, args);
     }
   }
 
