@@ -72,32 +72,27 @@ struct Kernel<Fn, F16c, Ilp, Broadcast> {
   template <size_t I>
   using Arg = std::tuple_element_t<I, Params>;
 
-  // The loop over grid threads [begin, end), the arguments bound: `a`, all but the last
-  // buffer, then `last` (an ILP kernel's numel).
   // The kernel behind a pointer the compiler cannot see through, so a loop calling it does
   // not inline it: for launches too rare to be worth the compile time of an inlined copy.
   static inline void (*volatile opaque_kernel)(Args...) = Fn;
 
+  // One thread of the loop below: the kernel inlined, or (Opaque) called through `callee`.
+  template <bool Opaque, typename... P>
+  __attribute__((always_inline)) static inline void call(void (*callee)(Args...), P... p) {
+    if constexpr (Opaque) {
+      callee(p...);
+    } else {
+      Fn(p...);
+    }
+  }
+
+  // The loop over grid threads [begin, end), the arguments bound: `a`, all but the last
+  // buffer, then `last` (an ILP kernel's numel).
   template <bool Opaque = false, typename Last, typename... A>
   __attribute__((always_inline)) static inline void loop(uint64_t begin, uint64_t end, uint32_t grid_x, Last last,
                                                          A... a) {
-    if constexpr (Opaque && grid_dims == 1) {
-      void (*const callee)(Args...) = opaque_kernel;
-      for (uint t = uint(begin); t < uint(end); ++t) {
-        callee(a..., last, t);
-      }
-    } else if constexpr (Opaque) {
-      void (*const callee)(Args...) = opaque_kernel;
-      for (uint64_t t = begin; t < end;) {
-        const uint y = uint(t / grid_x), x0 = uint(t % grid_x);
-        const uint64_t row_end = x0 + (end - t);
-        const uint x1 = row_end < grid_x ? uint(row_end) : grid_x;
-        for (uint x = x0; x < x1; ++x) {
-          callee(a..., last, uint2(x, y));
-        }
-        t += x1 - x0;
-      }
-    } else if constexpr (grid_dims == 2) {
+    void (*const callee)(Args...) = Opaque ? opaque_kernel : nullptr;
+    if constexpr (grid_dims == 2) {
       // Row by row: what the kernel computes from the row alone (its outer coordinates)
       // stays out of the loop over x, and there is no division per thread here.
       for (uint64_t t = begin; t < end;) {
@@ -105,7 +100,7 @@ struct Kernel<Fn, F16c, Ilp, Broadcast> {
         const uint64_t row_end = x0 + (end - t);
         const uint x1 = row_end < grid_x ? uint(row_end) : grid_x;
         for (uint x = x0; x < x1; ++x) {
-          Fn(a..., last, uint2(x, y));
+          call<Opaque>(callee, a..., last, uint2(x, y));
         }
         t += x1 - x0;
       }
@@ -113,7 +108,7 @@ struct Kernel<Fn, F16c, Ilp, Broadcast> {
       // A 1D grid has at most 2^32 threads: a 32-bit counter, which the vectoriser can
       // follow through the kernel's `uint` index.
       uint t = uint(begin);
-      if constexpr (Ilp != 0) {
+      if constexpr (Ilp != 0 && !Opaque) {
         // Threads whose whole tile lies below numel take the kernel's full-tile branch
         // (`index * Ilp + Ilp <= numel`), whatever numel is beyond their tile. They run with
         // numel bound to UINT_MAX, a constant the compiler sees, so the test folds away and
@@ -126,7 +121,7 @@ struct Kernel<Fn, F16c, Ilp, Broadcast> {
         }
       }
       for (; t < uint(end); ++t) {
-        Fn(a..., last, t);
+        call<Opaque>(callee, a..., last, t);
       }
     }
   }
