@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .host_names import parse_instantiations, preprocess, registration_lines, strip_host_name_attributes
+from .host_names import (parse_instantiations, preprocess, preprocess_raw, registration_lines, rewrite_preprocessed,
+                         strip_host_name_attributes)
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "generated"
@@ -135,25 +136,27 @@ def _keys(toolchain: bytes, metal_text: str) -> tuple[str, str]:
 _MARKER = re.compile(r"^#[^\n]*", re.M)
 
 
-def _line_insensitive(compiler: str, metal: Path, text: str, scratch: Path) -> bool:
-    """Whether the preprocessed .metal is the same, but for line markers, when every
-    `#line` in it moves one line down: true unless `__LINE__` is expanded in the user's code."""
+def _line_insensitive(compiler: str, metal: Path, raw: str, scratch: Path) -> bool:
+    """Whether the preprocessed .metal (`raw`, as the preprocessor wrote it) is the same, but
+    for line markers, when every `#line` in it moves one line down: true unless `__LINE__` is
+    expanded in the user's code. The raw texts are compared: the rewrites that follow
+    (rewrite_preprocessed) give equal texts for equal inputs."""
     shifted = re.sub(r"(?m)^#line (\d+)", lambda m: f"#line {int(m[1]) + 1}", metal.read_text())
     scratch.write_text(shifted)
     try:
-        again = preprocess(compiler, scratch, kernel_include_dirs())
+        again = preprocess_raw(compiler, scratch, kernel_include_dirs())
     finally:
         scratch.unlink()
-    return _MARKER.sub("", again) == _MARKER.sub("", text)
+    return _MARKER.sub("", again) == _MARKER.sub("", raw)
 
 
 def _keyed_kernel_unit(compiler: str | Sequence[str], metal: Path, keys: tuple[str, str],
                        build_dir: Path) -> str:
     """cpu_kernel_unit, under the key that says what it was made from."""
-    text = preprocess(compiler, metal, kernel_include_dirs())
+    raw = preprocess_raw(compiler, metal, kernel_include_dirs())
     scratch = build_dir / f"{metal.stem}.shifted.metal"
-    key = keys[1] if _line_insensitive(compiler, metal, text, scratch) else keys[0]
-    return f"{_KEY}{key}\n" + _unit_body(metal, text)
+    key = keys[1] if _line_insensitive(compiler, metal, raw, scratch) else keys[0]
+    return f"{_KEY}{key}\n" + _unit_body(metal, rewrite_preprocessed(raw, kernel_include_dirs()))
 
 
 def cpu_kernel_sources(build_dir: Path, compiler: str | Sequence[str] = "c++", generated: Path = GENERATED) -> list[Path]:
@@ -318,6 +321,36 @@ def _step_summary(command: str) -> str:
     return command
 
 
+_BUILD_STATEMENT = re.compile(r"^build ([^:\n]+): compile ([^\n]+)\n", re.M)
+
+
+def _cost_estimate(source: Path) -> float:
+    """How long a unit takes to compile, for ordering: a kernel unit by its number of kernels
+    (registrations); the host units, each compiling the ATen headers and one piece of code per
+    op, before any kernel unit."""
+    if source.name.endswith("_kernels.cpp"):
+        try:
+            return source.read_text().count("register_kernel(")
+        except OSError:
+            return 0
+    return float("inf")
+
+
+def order_longest_first(build_ninja: Path) -> None:
+    """Reorder the compile steps of torch's build.ninja, longest first. ninja 1.11 starts ready
+    steps in the file's order, and torch writes them sorted by path, so the host units
+    (autograd, bindings, the CPU stubs, module.cpp) came last, one core compiling module.cpp
+    alone for its last 14 s. Only the order changes, so ninja has no more work than before."""
+    text = build_ninja.read_text()
+    steps = _BUILD_STATEMENT.findall(text)
+    if not steps:
+        return
+    ordered = sorted(steps, key=lambda step: -_cost_estimate(Path(step[1].strip())))
+    first = _BUILD_STATEMENT.search(text).start()
+    rest = _BUILD_STATEMENT.sub("", text[first:])
+    _write_if_changed(build_ninja, text[:first] + "".join(f"build {o}: compile {i}\n" for o, i in ordered) + rest)
+
+
 def run_ninja(build_directory: str, verbose: bool, error_prefix: str) -> None:
     """ninja for torch's BuildExtension, printing one short line per compiled unit and, in
     full, whatever the compiler says (the user's warnings and errors; torch's own headers
@@ -333,6 +366,7 @@ def run_ninja(build_directory: str, verbose: bool, error_prefix: str) -> None:
         command = ["ninja", "-v"]
     if os.environ.get("MAX_JOBS"):
         command += ["-j", os.environ["MAX_JOBS"]]
+    order_longest_first(Path(build_directory) / "build.ninja")
     proc = subprocess.Popen(command, cwd=build_directory, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     for line in proc.stdout:

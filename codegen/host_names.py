@@ -68,15 +68,26 @@ def preprocess(compiler: str | Sequence[str], metal: Path, include_dirs: list[Pa
     warnings. (Not -isystem: g++ -E would then split every REGISTER_* expansion with
     line markers.) Metal syntax C++ lacks (swizzles) is rewritten (codegen/metal_syntax.py).
     """
+    return rewrite_preprocessed(preprocess_raw(compiler, metal, include_dirs), include_dirs)
+
+
+def rewrite_preprocessed(raw: str, include_dirs: list[Path]) -> str:
+    """preprocess's rewrites of the preprocessor's output: system-header flags on the line
+    markers of headers outside this project, Metal syntax as C++."""
+    # as written (the line markers use the -I spelling) and resolved (a symlinked venv)
+    system = sorted({str(p) + "/" for d in include_dirs if not _ours(Path(d))
+                     for p in (Path(d).absolute(), Path(d).resolve())})
+    return metal_syntax.to_cpp(_flag_system_headers(raw, system))
+
+
+def preprocess_raw(compiler: str | Sequence[str], metal: Path, include_dirs: list[Path]) -> str:
+    """The preprocessor's output as it is, before preprocess's rewrites."""
     cmd = [*compiler_command(compiler), "-std=c++20", "-E", "-x", "c++", "-include", "metal_stdlib", "-include", "kernel_launch.h"]
     cmd += [f"-I{d}" for d in include_dirs] + [str(metal)]
     result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode:
         raise RuntimeError(f"preprocessing {metal} failed:\n{result.stderr}")
-    # as written (the line markers use the -I spelling) and resolved (a symlinked venv)
-    system = sorted({str(p) + "/" for d in include_dirs if not _ours(Path(d))
-                     for p in (Path(d).absolute(), Path(d).resolve())})
-    return metal_syntax.to_cpp(_flag_system_headers(result.stdout, system))
+    return result.stdout
 
 
 _PROJECT = Path(__file__).resolve().parent.parent

@@ -92,3 +92,20 @@ def test_build_log_shows_errors_and_fails(tmp_path, capsys):
         _ninja_build(tmp_path, "int f() { return undeclared_name; }\n")
     log = capsys.readouterr().out
     assert "undeclared_name" in log and "error" in log
+
+
+def test_ninja_compiles_the_longest_units_first(tmp_path, capsys, monkeypatch):
+    """The host units (ATen headers and code per op) first, then the kernel units by their
+    number of kernels: torch writes build.ninja sorted by path, and ninja 1.11 starts ready
+    steps in the file's order, so one core compiled the last host unit alone at the end."""
+    sources = {"a_kernels.cpp": 1, "b_kernels.cpp": 3, "c_kernels.cpp": 2, "module.cpp": 0}
+    for name, kernels in sources.items():
+        (tmp_path / name).write_text("// register_kernel(\n" * kernels + "int f() { return 0; }\n")
+    (tmp_path / "build.ninja").write_text(
+        "rule compile\n  command = c++ -c $in -o $out\n"
+        + "".join(f"build {tmp_path}/{n[:-4]}.o: compile {tmp_path}/{n}\n" for n in sorted(sources)))
+    monkeypatch.setenv("MAX_JOBS", "1")
+    build.run_ninja(str(tmp_path), verbose=False, error_prefix="Error compiling objects")
+    steps = [line.split("/")[-1] for line in capsys.readouterr().out.splitlines() if line.startswith("[")]
+    assert steps == ["module.cpp", "b_kernels.cpp", "c_kernels.cpp", "a_kernels.cpp"]
+    assert "rule compile\n  command = c++ -c $in -o $out\n" in (tmp_path / "build.ninja").read_text()
