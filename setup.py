@@ -29,7 +29,7 @@ mps = sys.platform == "darwin"
 if mps:
     build.mps_metal_sources_header(BUILD)
 sources = [rel(p) for p in build.host_sources(BUILD, mps)]
-sources += [rel(p) for p in build.cpu_kernel_sources(BUILD)]
+sources += [rel(p) for p in build.cpu_kernel_sources(BUILD, build.kernel_compiler())]
 include_dirs = [str(d) for d in build.host_include_dirs(BUILD)]
 extra_cflags = list(build.CXX_FLAGS) + ([] if mps else build.GCC_CXX_FLAGS)
 extra_link_args = [] if mps else list(build.GCC_LINK_FLAGS)

@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -49,6 +50,25 @@ CXX_FLAGS = ["-O2", "-g0", "-ffp-contract=off", "-fno-math-errno", "-Wno-attribu
 GCC_CXX_FLAGS = ["-fvect-cost-model=dynamic", "-fpeel-loops", "--param=max-inline-insns-auto=30", "-fopenmp"]
 GCC_LINK_FLAGS = ["-fopenmp"]
 MPS_CXX_FLAGS = ["-fobjc-arc"]
+
+
+@functools.cache
+def kernel_compiler() -> tuple[str, ...]:
+    """The compiler of the CPU kernel units: clang, as on macOS (there, the platform's; on
+    Linux, PyPI's ziglang's, the one check-metal uses, with the system's libstdc++, so its
+    objects link with the g++-built host units). clang vectorises what g++ 12 leaves scalar
+    in the launcher's loops: half <-> float conversions (F16C's 8-wide vcvtph2ps, where g++
+    converts one value per instruction), so a float16 op runs at the speed of a float32 one.
+    Without ziglang (an environment without requirements.txt), the host compiler."""
+    if sys.platform == "darwin":
+        return ("c++",)
+    from .clang_check import ClangMissing, clang_command
+
+    try:
+        return tuple(clang_command())
+    except ClangMissing as e:
+        print(f"mpsgen: CPU kernels built with the host compiler, slower: {e}", file=sys.stderr)
+        return ("c++",)
 
 
 def host_include_dirs(build_dir: Path) -> list[Path]:
@@ -313,7 +333,8 @@ _NINJA_STEP = re.compile(r"\[(\d+)/(\d+)\] (.*)")
 def _step_summary(command: str) -> str:
     """`c++ ... -c -c src -o obj ...` → `c++ src`: what the step builds, not how."""
     args = command.split()
-    for flag, verb in (("-c", args[0].rsplit("/", 1)[-1]), ("-o", "link")):
+    compiler = "clang" if "clang" in args[:2] else args[0].rsplit("/", 1)[-1]  # `zig clang ...`
+    for flag, verb in (("-c", compiler), ("-o", "link")):
         if flag in args:
             target = Path(args[len(args) - args[::-1].index(flag)])
             shown = target.relative_to(ROOT) if target.is_relative_to(ROOT) else target
@@ -321,7 +342,7 @@ def _step_summary(command: str) -> str:
     return command
 
 
-_BUILD_STATEMENT = re.compile(r"^build ([^:\n]+): compile ([^\n]+)\n", re.M)
+_BUILD_STATEMENT = re.compile(r"^build ([^:\n]+): (compile\w*) ([^\n]+)\n", re.M)
 
 
 def _cost_estimate(source: Path) -> float:
@@ -336,6 +357,26 @@ def _cost_estimate(source: Path) -> float:
     return float("inf")
 
 
+_KERNEL_RULE = "compile_kernels"
+
+
+def compile_kernels_with(build_ninja: Path, compiler: Sequence[str]) -> None:
+    """Point the kernel units' compile steps of torch's build.ninja at a rule of their own,
+    `compiler` (kernel_compiler) with the build's flags: torch writes one rule, with the host
+    compiler, for every source. The host units' flags for g++ alone (GCC_CXX_FLAGS, in torch's
+    `post_cflags`) are left out, and so is `-fopenmp`: no kernel unit runs a parallel loop."""
+    text = build_ninja.read_text()
+    if "rule compile\n" not in text or list(compiler) == ["c++"]:
+        return
+    flags = " ".join(["-std=c++20", *CXX_FLAGS])
+    rule = (f"rule {_KERNEL_RULE}\n  command = {' '.join(compiler)} -MMD -MF $out.d $cflags -c $in -o $out {flags}\n"
+            "  depfile = $out.d\n  deps = gcc\n\n")
+    text = re.sub(r"(?m)^(build [^:\n]+_kernels\.o): compile ", rf"\1: {_KERNEL_RULE} ", text)
+    if f"rule {_KERNEL_RULE}\n" not in text:
+        text = text.replace("rule compile\n", rule + "rule compile\n", 1)
+    _write_if_changed(build_ninja, text)
+
+
 def order_longest_first(build_ninja: Path) -> None:
     """Reorder the compile steps of torch's build.ninja, longest first. ninja 1.11 starts ready
     steps in the file's order, and torch writes them sorted by path, so the host units
@@ -345,10 +386,10 @@ def order_longest_first(build_ninja: Path) -> None:
     steps = _BUILD_STATEMENT.findall(text)
     if not steps:
         return
-    ordered = sorted(steps, key=lambda step: -_cost_estimate(Path(step[1].strip())))
+    ordered = sorted(steps, key=lambda step: -_cost_estimate(Path(step[2].strip())))
     first = _BUILD_STATEMENT.search(text).start()
     rest = _BUILD_STATEMENT.sub("", text[first:])
-    _write_if_changed(build_ninja, text[:first] + "".join(f"build {o}: compile {i}\n" for o, i in ordered) + rest)
+    _write_if_changed(build_ninja, text[:first] + "".join(f"build {o}: {r} {i}\n" for o, r, i in ordered) + rest)
 
 
 def run_ninja(build_directory: str, verbose: bool, error_prefix: str) -> None:
@@ -366,6 +407,7 @@ def run_ninja(build_directory: str, verbose: bool, error_prefix: str) -> None:
         command = ["ninja", "-v"]
     if os.environ.get("MAX_JOBS"):
         command += ["-j", os.environ["MAX_JOBS"]]
+    compile_kernels_with(Path(build_directory) / "build.ninja", kernel_compiler())
     order_longest_first(Path(build_directory) / "build.ninja")
     proc = subprocess.Popen(command, cwd=build_directory, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)

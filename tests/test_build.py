@@ -109,3 +109,24 @@ def test_ninja_compiles_the_longest_units_first(tmp_path, capsys, monkeypatch):
     steps = [line.split("/")[-1] for line in capsys.readouterr().out.splitlines() if line.startswith("[")]
     assert steps == ["module.cpp", "b_kernels.cpp", "c_kernels.cpp", "a_kernels.cpp"]
     assert "rule compile\n  command = c++ -c $in -o $out\n" in (tmp_path / "build.ninja").read_text()
+
+
+def test_kernel_units_compile_with_their_own_rule(tmp_path):
+    """Kernel units get clang's rule (build.kernel_compiler); host units keep torch's."""
+    ninja = tmp_path / "build.ninja"
+    text = ("cflags = -Ifoo\npost_cflags = -fopenmp -fpeel-loops\n\nrule compile\n  command = c++ $cflags -c $in -o $out $post_cflags\n\n"
+            f"build {tmp_path}/add_kernels.o: compile {tmp_path}/add_kernels.cpp\n"
+            f"build {tmp_path}/module.o: compile {tmp_path}/module.cpp\n")
+    ninja.write_text(text)
+    build.compile_kernels_with(ninja, ["zig", "clang"])
+    build.compile_kernels_with(ninja, ["zig", "clang"])  # a second pass changes nothing
+    out = ninja.read_text()
+    assert out.count("rule compile_kernels\n") == 1
+    rule = re.search(r"rule compile_kernels\n  command = ([^\n]*)\n", out)[1]
+    assert rule.startswith("zig clang ") and "$cflags" in rule and "-fopenmp" not in rule and "-O2" in rule
+    assert f"build {tmp_path}/add_kernels.o: compile_kernels {tmp_path}/add_kernels.cpp\n" in out
+    assert f"build {tmp_path}/module.o: compile {tmp_path}/module.cpp\n" in out
+    build.compile_kernels_with(ninja, ["c++"])  # without clang: torch's rule for all
+    ninja.write_text(text)
+    build.compile_kernels_with(ninja, ["c++"])
+    assert ninja.read_text() == text

@@ -77,12 +77,21 @@ struct Kernel<Fn, F16c, Ilp, Broadcast> {
   static inline void (*volatile opaque_kernel)(Args...) = Fn;
 
   // One thread of the loop below: the kernel inlined, or (Opaque) called through `callee`.
+  // clang (the kernel units' compiler on Linux, codegen/build.py) is told to inline it here:
+  // its inliner, like g++'s at -O2, weighs a strided kernel by its loops over dimensions, which
+  // the launch's constant ndim and sizes then fold away (unhelped, add bfloat16 on a strided
+  // view took 119 ms at 1e7 instead of 15). g++ ignores the attribute (-Wno-attributes) and
+  // gets there with --param=max-inline-insns-auto (GCC_CXX_FLAGS).
   template <bool Opaque, typename... P>
   __attribute__((always_inline)) static inline void call(void (*callee)(Args...), P... p) {
     if constexpr (Opaque) {
       callee(p...);
     } else {
+#if defined(__clang__)
+      [[clang::always_inline]] Fn(p...);
+#else
       Fn(p...);
+#endif
     }
   }
 
@@ -117,7 +126,7 @@ struct Kernel<Fn, F16c, Ilp, Broadcast> {
         static_assert(std::is_same_v<Last, uint>, "an ILP kernel's last buffer is its numel");
         const uint full = last / Ilp < uint(end) ? last / Ilp : uint(end);
         for (; t < full; ++t) {
-          Fn(a..., ~0u, t);
+          call<false>(nullptr, a..., ~0u, t);
         }
       }
       for (; t < uint(end); ++t) {
