@@ -128,6 +128,32 @@ ILP_KERNELS = {"::c10::metal::unary_dense", "::c10::metal::binary_dense_ilp"}
 BROADCAST_KERNELS = {"::c10::metal::binary_dense_broadcast": 2, "::c10::metal::binary_dense_broadcast_rhs": 1,
                      "::c10::metal::binary_alpha_dense_broadcast": 2,
                      "::c10::metal::binary_alpha_dense_broadcast_rhs": 1}
+# c10::metal's strided kernels that the launcher runs row by row (the 2D-grid unary ones: by
+# rows of their grid), and the element type of each operand (output first) from the kernel's
+# template arguments: a row whose every operand is contiguous (its stride that type's size)
+# gets the launch's unit-stride copy (support/cpu/kernel_launch.h). ternary_alpha_strided is
+# support/metal/mpsgen/ternary_alpha.h's.
+ROW_OPERANDS = {
+    "::c10::metal::unary_strided": lambda t, f: [f"::c10::metal::result_of<{f}, {t}>", t],
+    "::c10::metal::unary_alpha_strided": lambda t, a, f: [f"::c10::metal::result_of<{f}, {t}, {a}>", t],
+    "::c10::metal::binary_strided": lambda t, f, *_: [f"::c10::metal::result_of<{f}, {t}, {t}>", t, t],
+    "::c10::metal::binary_alpha_strided": lambda t, a, f: [f"::c10::metal::result_of<{f}, {t}, {t}, {a}>", t, t],
+    "::c10::metal::ternary_strided": lambda t, f, *_: [f"::c10::metal::result_of<{f}, {t}, {t}, {t}>", t, t, t],
+    "::c10::metal::ternary_alpha_strided": lambda t, a, f, *_: [f"::c10::metal::result_of<{f}, {t}, {t}, {t}, {a}>", t, t, t],
+}
+
+
+def _split_template_args(args: str) -> list[str]:
+    """`float, add_functor, ::c10::metal::opmath_t<float>` → its three arguments."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(args):
+        depth += (c == "<") - (c == ">")
+        if c == "," and depth == 0:
+            parts.append(args[start:i].strip())
+            start = i + 1
+    return parts + [args[start:].strip()]
+
+
 # A kernel that reads or writes half or half2 (a host_name names each operand's Metal type):
 # only these get the launcher's AVX2 + F16C variant.
 HALF = re.compile(r"_half2?(?:_|$)")
@@ -142,6 +168,9 @@ def registration_lines(instantiations: list[KernelInstantiation]) -> str:
         broadcast = BROADCAST_KERNELS.get(template, 0)
         f16c = "true" if HALF.search(k.host_name) else "false"
         form = f", {ilp}, {broadcast}" if broadcast else f", {ilp}" if ilp else ""
+        if template in ROW_OPERANDS:
+            operands = ROW_OPERANDS[template](*_split_template_args(k.function[len(template) + 1 : -1]))
+            form = f", 0, 0, ::mpsgen::cpu::detail::RowUnit<{', '.join(f'sizeof({t})' for t in operands)}>"
         kernel = f"::mpsgen::cpu::detail::Kernel<&{k.function}, {f16c}{form}>"
         lines.append(
             f"[[maybe_unused]] static const bool mpsgen_kernel_{i} = ::mpsgen::cpu::register_kernel(\n"

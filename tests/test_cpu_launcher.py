@@ -126,6 +126,29 @@ def test_strided_launches_row_by_row_give_the_bits_of_the_dense_kernels(dtype):
 
 
 @pytest.mark.parametrize("dtype", FLOATS + [torch.int32], ids=str)
+def test_rows_contiguous_in_some_operands_only_give_the_bits_of_the_dense_kernels(dtype):
+    """A row launch whose rows are contiguous in every operand runs a copy with the strides
+    as constants; rows contiguous in one operand and not another (a transposed one), or a
+    comparison's bool output (a stride of its own size), must give the dense kernels' bits."""
+    rows = values(300 * 517, dtype, 0).reshape(300, 517)[:, 5:500]  # contiguous rows, gaps between
+    transposed = values(495 * 300, dtype, 1).reshape(495, 300).t()  # column-major: stride 300
+    third = values(300 * 517, dtype, 2).reshape(300, 517)[:, 7:502]
+    pairs = [(rows, transposed), (transposed, rows), (rows, third)]
+    for x, y in pairs:
+        for op, args, kwargs in [(OPS.mul, (x, y), {}), (OPS.add, (x, y), {"alpha": 2}), (OPS.lt, (x, y), {})]:
+            assert all("_strided" in k for k in launched(lambda: op(*args, **kwargs)))
+            dense = op(*(a.contiguous() for a in args), **kwargs)
+            assert torch.equal(bits(op(*args, **kwargs)), bits(dense)), (op, x.stride(), y.stride())
+        if dtype.is_floating_point:
+            assert torch.equal(bits(OPS.lerp(x, y, third)), bits(OPS.lerp(x.contiguous(), y.contiguous(), third.contiguous())))
+    # a unary 2D grid whose output is contiguous and input is not, and the other way round
+    expected = OPS.exp(transposed.contiguous())
+    assert torch.equal(bits(OPS.exp(transposed, out=torch.empty_like(expected))), bits(expected))
+    column_major = torch.empty(495, 300, dtype=expected.dtype).t()
+    assert torch.equal(bits(OPS.exp(rows, out=column_major)), bits(OPS.exp(rows.contiguous())))
+
+
+@pytest.mark.parametrize("dtype", FLOATS + [torch.int32], ids=str)
 def test_broadcast_launches_by_repetition_give_the_bits_of_the_dense_kernels(dtype):
     """binary(_alpha)_dense_broadcast(_rhs) run one launch per repetition of the broadcast
     operand: the bits of the dense kernels on the expanded operand, with one thread and two."""

@@ -57,11 +57,22 @@ inline Bound<P> bind_arg(void* p) {
 // Ilp: 0, or the tile width of a kernel whose threads each handle Ilp consecutive elements
 // and whose last buffer is the `constant uint& numel` it tests the tile against
 // (c10::metal's unary_dense and binary_dense_ilp; codegen/host_names.py names them).
-template <auto Fn, bool F16c, unsigned Ilp = 0, unsigned Broadcast = 0>
+// Unit: for a strided kernel launched row by row, RowUnit<the size of each operand's element,
+// output first> (codegen/host_names.py ROW_OPERANDS), or NoRowUnit.
+template <size_t... Sizes>
+struct RowUnit {
+  static constexpr size_t count = sizeof...(Sizes);
+  static constexpr long stride[sizeof...(Sizes)][1] = {{long(Sizes)}...};
+};
+struct NoRowUnit {
+  static constexpr size_t count = 0;
+};
+
+template <auto Fn, bool F16c, unsigned Ilp = 0, unsigned Broadcast = 0, typename Unit = NoRowUnit>
 struct Kernel;
 
-template <typename... Args, void (*Fn)(Args...), bool F16c, unsigned Ilp, unsigned Broadcast>
-struct Kernel<Fn, F16c, Ilp, Broadcast> {
+template <typename... Args, void (*Fn)(Args...), bool F16c, unsigned Ilp, unsigned Broadcast, typename Unit>
+struct Kernel<Fn, F16c, Ilp, Broadcast, Unit> {
   using Params = std::tuple<Args...>;
   static constexpr size_t nbuffers = sizeof...(Args) - 1;
   using Pos = std::tuple_element_t<nbuffers, Params>;
@@ -248,10 +259,16 @@ struct Kernel<Fn, F16c, Ilp, Broadcast> {
     }
   }
 
+  static_assert(Unit::count == 0 || (row_launch && Unit::count == noperands) || (versioned && Unit::count == 2),
+                "RowUnit names the element size of each operand of a row-launched kernel");
+
   template <size_t... I>
   __attribute__((always_inline)) static inline void run_row(void* const* buffers, const long* const* strides,
                                                             const int64_t* base, uint x0, uint x1,
                                                             std::index_sequence<I...>) {
+    // run_rows keeps a row launch within row_max threads; said to the compiler, the kernel's
+    // `index % sizes[0]` is the index, so offsets with a constant stride are linear in it.
+    if (x1 > uint(row_max)) __builtin_unreachable();
     loop(x0, x1, 0, row_arg<nbuffers - 1>(buffers, strides, base), row_arg<I>(buffers, strides, base)...);
   }
 
@@ -262,6 +279,18 @@ struct Kernel<Fn, F16c, Ilp, Broadcast> {
     for (size_t k = 0; k < noperands; ++k) {
       // A 0-dim launch has no strides: its one thread reads offset 0.
       strides[k] = ndim == 0 ? zero_strides : static_cast<const long*>(buffers[sizes_buffer + 1 + k]);
+    }
+    // A row contiguous in every operand (each stride its element's size: a transposed or
+    // sliced matrix, a view with a gap between rows) runs a copy with those strides as
+    // constants, so its loop vectorises as a dense one does (the same values: loop
+    // versioning by hand, as for the 2D-grid kernels' ndim).
+    const long* unit[noperands > 0 ? noperands : 1];
+    bool unit_row = Unit::count != 0 && ndim >= 1;
+    if constexpr (Unit::count != 0) {
+      for (size_t k = 0; k < noperands; ++k) {
+        unit[k] = Unit::stride[k];
+        unit_row = unit_row && strides[k][0] == Unit::stride[k][0];
+      }
     }
     const uint64_t row = ndim == 0 ? 1 : uint64_t(sizes[0]);
     if (row > uint64_t(row_max)) {
@@ -278,7 +307,11 @@ struct Kernel<Fn, F16c, Ilp, Broadcast> {
         r /= uint64_t(sizes[i]);
         for (size_t k = 0; k < noperands; ++k) base[k] += p * strides[k][i];
       }
-      run_row(buffers, strides, base, uint(x0), uint(x1), std::make_index_sequence<nbuffers - 1>{});
+      if (Unit::count != 0 && unit_row) {
+        run_row(buffers, unit, base, uint(x0), uint(x1), std::make_index_sequence<nbuffers - 1>{});
+      } else {
+        run_row(buffers, strides, base, uint(x0), uint(x1), std::make_index_sequence<nbuffers - 1>{});
+      }
       t += x1 - x0;
     }
   }
@@ -344,6 +377,23 @@ struct Kernel<Fn, F16c, Ilp, Broadcast> {
         // dimensions coalesce to two); other counts call the kernel once per thread. Each
         // inlined copy adds about a fifth to the compile time of a unary op's kernels.
         if (ndim_of(bind_arg<Arg<ndim_buffer>>(buffers[ndim_buffer])) == 2) {
+          if constexpr (Unit::count == 2) {
+            // Rows contiguous in both operands: their inner strides (buffers 3 and 4, input
+            // then output) bound as the constants they equal, so the loop over x vectorises.
+            const long* in = static_cast<const long*>(buffers[3]);
+            const long* out = static_cast<const long*>(buffers[4]);
+            if (in[0] == Unit::stride[1][0] && out[0] == Unit::stride[0][0] && grid_x <= uint(row_max)) {
+              const long in_unit[2] = {Unit::stride[1][0], in[1]}, out_unit[2] = {Unit::stride[0][0], out[1]};
+              void* unit[nbuffers];
+              for (size_t i = 0; i < nbuffers; ++i) unit[i] = buffers[i];
+              unit[3] = const_cast<long*>(in_unit);
+              unit[4] = const_cast<long*>(out_unit);
+              // x below 2^30, said to the compiler: the kernel's int(x) is then linear in x
+              if (grid_x > uint(row_max)) __builtin_unreachable();
+              run_ndim<2>(unit, begin, end, grid_x, args);
+              return;
+            }
+          }
           run_ndim<2>(buffers, begin, end, grid_x, args);
         } else {
           run_ndim<0, true>(buffers, begin, end, grid_x, args);
