@@ -307,7 +307,7 @@ struct Kernel<Fn, F16c, Ilp, Broadcast, Unit> {
         r /= uint64_t(sizes[i]);
         for (size_t k = 0; k < noperands; ++k) base[k] += p * strides[k][i];
       }
-      if (Unit::count != 0 && unit_row) {
+      if (unit_row) {
         run_row(buffers, unit, base, uint(x0), uint(x1), std::make_index_sequence<nbuffers - 1>{});
       } else {
         run_row(buffers, strides, base, uint(x0), uint(x1), std::make_index_sequence<nbuffers - 1>{});
@@ -388,9 +388,7 @@ struct Kernel<Fn, F16c, Ilp, Broadcast, Unit> {
               for (size_t i = 0; i < nbuffers; ++i) unit[i] = buffers[i];
               unit[3] = const_cast<long*>(in_unit);
               unit[4] = const_cast<long*>(out_unit);
-              // x below 2^30, said to the compiler: the kernel's int(x) is then linear in x
-              if (grid_x > uint(row_max)) __builtin_unreachable();
-              run_ndim<2>(unit, begin, end, grid_x, args);
+              run_ndim<2>(unit, begin, end, grid_x, args);  // x below 2^30: int(x) linear in x
               return;
             }
           }
