@@ -5,6 +5,7 @@ both judge an op on the same inputs, against the same torch reference.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 from dataclasses import dataclass, field
@@ -30,11 +31,20 @@ class Sample:
 
 
 def reference(path: str):
-    """Resolve a dotted path such as `torch.exp` (ops.yaml `reference:`)."""
+    """Resolve a dotted path such as `torch.exp` (ops.yaml `reference:`), called with oneDNN
+    off: on CPUs with AVX-512, torch hands some float ops to oneDNN instead of its own ATen
+    kernel (`gelu` among them), whose results differ at the edges (gelu(inf) is nan there, inf
+    in ATen's kernel and in float64), so the oracle would depend on the machine."""
     obj = importlib.import_module(path.split(".")[0])
     for part in path.split(".")[1:]:
         obj = getattr(obj, part)
-    return obj
+
+    @functools.wraps(obj)
+    def aten_kernel(*args, **kwargs):
+        with torch.backends.mkldnn.flags(enabled=False):
+            return obj(*args, **kwargs)
+
+    return aten_kernel
 
 
 @lru_cache(maxsize=None)
