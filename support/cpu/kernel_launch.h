@@ -18,9 +18,12 @@
 // every kernel made the kernels' build three to four times longer. Both variants give the same
 // bits (NaN payloads aside: which NaN operand an operation returns follows the operand order,
 // which the vectoriser may swap). F16C rounds to nearest even as the software conversions do.
-// The variant leaves FMA out: with it, g++'s vectoriser fuses complex multiplications into
-// fmaddsub even under -ffp-contract=off, which rounds differently (tests/test_cpu_launcher.py
-// compares the two variants).
+// Built by clang (the kernel units' compiler, codegen/build.py), the variant also has FMA, so
+// the shim's `fma` (c10/metal's erf, our lerp) is the instruction, inlined and vectorised,
+// where the baseline calls libm's fmaf: both round once. With -ffp-contract=off clang fuses
+// nothing else. g++ (the build without ziglang) gets no FMA: its vectoriser fuses complex
+// multiplications into fmaddsub even under -ffp-contract=off, which rounds differently
+// (tests/test_cpu_launcher.py compares the two variants).
 #pragma once
 #include <tuple>
 #include <type_traits>
@@ -30,6 +33,11 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define MPSGEN_CPU_X86_AVX2 1
+#if defined(__clang__)
+#define MPSGEN_CPU_AVX2_TARGET "avx2,f16c,fma"
+#else
+#define MPSGEN_CPU_AVX2_TARGET "avx2,f16c"
+#endif
 #else
 #define MPSGEN_CPU_X86_AVX2 0
 #endif
@@ -406,7 +414,7 @@ struct Kernel<Fn, F16c, Ilp, Broadcast, Unit> {
     run_impl(buffers, begin, end, grid_x);
   }
 #if MPSGEN_CPU_X86_AVX2
-  __attribute__((flatten, target("avx2,f16c"))) static void run_avx2(void* const* buffers, uint64_t begin,
+  __attribute__((flatten, target(MPSGEN_CPU_AVX2_TARGET))) static void run_avx2(void* const* buffers, uint64_t begin,
                                                                          uint64_t end, uint32_t grid_x) {
     run_impl(buffers, begin, end, grid_x);
   }

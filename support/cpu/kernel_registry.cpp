@@ -24,7 +24,7 @@ bool cpu_use_avx2() {
     const char* isa = std::getenv("MPSGEN_CPU_ISA");
     if (isa && std::strcmp(isa, "baseline") == 0) return false;
     __builtin_cpu_init();  // static initializers may run before libgcc's own
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma");
   }();
   return use;
 #else

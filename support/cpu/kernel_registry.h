@@ -21,7 +21,7 @@ struct KernelEntry {
   const std::string* host_name;  // its key in the registry
 };
 
-// Whether kernels run their AVX2 + F16C variant (support/cpu/kernel_launch.h): when
+// Whether kernels run their AVX2 + F16C (+ FMA) variant (support/cpu/kernel_launch.h): when
 // this x86-64 CPU has those, unless MPSGEN_CPU_ISA=baseline asks for the baseline variant
 // (the tests compare the two). Decided once, at the first kernel's registration.
 bool cpu_use_avx2();

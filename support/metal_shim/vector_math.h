@@ -1,5 +1,6 @@
-// Float math the compiler can vectorise: the Metal host shim's fma, exp, exp2, exp10, log,
-// log2 and log10 (metal_stdlib), written as straight-line arithmetic instead of libm calls.
+// Float math the compiler can vectorise: the Metal host shim's exp, exp2, exp10, log, log2,
+// log10, sinh, cosh and tanh (metal_stdlib), written as straight-line arithmetic instead of
+// libm calls.
 //
 // A libm call in the launcher's loop over grid threads (support/cpu/kernel_launch.h) keeps the
 // loop scalar: one call per element, where torch's own CPU kernels run SLEEF's 8-wide
@@ -10,7 +11,8 @@
 // thread's element gives the same value in a vectorised loop, in its scalar remainder or in a
 // strided kernel's scalar loop, whatever the ISA variant and the thread count.
 //
-// No tables (a table lookup in a vectorised loop is a gather), no division except in log.
+// No tables (a table lookup in a vectorised loop is a gather); divisions only where the
+// formula has one (log, sinh, cosh, tanh).
 // Polynomial coefficients are Taylor coefficients, computed by the compiler from the constants.
 #pragma once
 #pragma GCC system_header
@@ -26,21 +28,6 @@ constexpr double LN2 = 0x1.62e42fefa39efp-1;      // ln 2, rounded to double
 constexpr double LOG2E = 0x1.71547652b82fep0;     // 1 / ln 2
 constexpr double LOG2_10 = 0x1.a934f0979a371p1;   // log2(10)
 constexpr double LOG10_2 = 0x1.34413509f79ffp-2;  // log10(2)
-
-// fma(a, b, c) rounded once, as C's fmaf and Metal's fma: the product of two floats is exact
-// in double; the double sum s and its rounding error e (TwoSum) are turned into the sum
-// rounded to odd (the odd one of the two doubles around a + b * c when inexact), which rounds
-// to float exactly as the exact sum would (53 bits >= 24 + 2).
-inline float fma(float a, float b, float c) {
-  const double p = double(a) * double(b);
-  const double s = p + double(c);
-  const double v = s - p;
-  const double e = (p - (s - v)) + (double(c) - v);  // s + e == p + c exactly; NaN for inf operands
-  const uint64_t sb = bits_of(s);
-  const bool to_odd = ((e < 0.0) | (e > 0.0)) & ((sb & 1) == 0);
-  const uint64_t step = ((e > 0.0) == (s > 0.0)) ? uint64_t(1) : ~uint64_t(0);  // away from / towards 0
-  return float(as_double(sb + (to_odd ? step : 0)));
-}
 
 // 2^z for z in [-231, 188]: z = k + r with k an integer and |r| <= 1/2, 2^r by its Taylor
 // polynomial in r ln 2 (degree 10: truncation below 2^-42 relative), 2^k put into the exponent.
@@ -91,5 +78,33 @@ inline float log_special(float x, float finite) {
 inline float log2(float x) { return log_special(x, float(log2_finite(x))); }
 inline float log(float x) { return log_special(x, float(log2_finite(x) * LN2)); }
 inline float log10(float x) { return log_special(x, float(log2_finite(x) * LOG10_2)); }
+
+// e^|x| for the hyperbolic functions, |x| clamped where their float results are inf or +-1
+// anyway (NaN passes through).
+inline double exp_abs(float x, double cap) {
+  const double a = __builtin_fabs(double(x));
+  return exp2_reduced((a > cap ? cap : a) * LOG2E);
+}
+// Below 2^-8 the Taylor series to x^7 (truncation below 2^-60 relative); above, from e^|x|
+// (e^|x| - 1 loses at most 9 of its 52 bits there).
+inline float sinh(float x) {
+  const double d = double(x), d2 = d * d, e = exp_abs(x, 100.0);
+  const double small = d + d * d2 * (1.0 / 6 + d2 * (1.0 / 120 + d2 / 5040));  // keeps -0
+  const double large = __builtin_copysign(0.5 * (e - 1.0 / e), d);
+  return float(__builtin_fabs(d) < 0x1p-8 ? small : large);
+}
+inline float cosh(float x) {
+  const double e = exp_abs(x, 100.0);
+  return float(0.5 * (e + 1.0 / e));
+}
+// tanh = (e^2|x| - 1) / (e^2|x| + 1) with the sign of x; below 2^-8 its Taylor series to x^9.
+inline float tanh(float x) {
+  const double d = double(x), d2 = d * d, e = exp_abs(x, 20.0);
+  const double e2 = e * e;
+  const double small =
+      __builtin_copysign(__builtin_fabs(d) * (1.0 - d2 * (1.0 / 3 - d2 * (2.0 / 15 - d2 * (17.0 / 315 - d2 * (62.0 / 2835))))), d);
+  const double large = __builtin_copysign((e2 - 1.0) / (e2 + 1.0), d);
+  return float(__builtin_fabs(d) < 0x1p-8 ? small : large);
+}
 
 }  // namespace mpsgen_vmath
