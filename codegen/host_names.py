@@ -154,24 +154,42 @@ def _split_template_args(args: str) -> list[str]:
     return parts + [args[start:].strip()]
 
 
-# A kernel that reads or writes half or half2 (a host_name names each operand's Metal type):
-# only these get the launcher's AVX2 + F16C variant.
-HALF = re.compile(r"_half2?(?:_|$)")
+# Which kernels get the launcher's AVX2 (+ F16C, FMA) variant besides the baseline one
+# (support/cpu/kernel_launch.h): those that read or write half or bfloat (a host_name names each
+# operand's Metal type), whose conversions AVX2 does 8 at a time, and every kernel of an op
+# whose code in ops.yaml calls the shim's vectorised math (support/metal_shim/vector_math.h),
+# `fma`, or c10/metal helpers built on them: double arithmetic 4 lanes wide instead of 2, and
+# the FMA instruction instead of a call to fmaf. Other kernels (add, compare, select...) gain
+# nothing from AVX2 and are compiled once: a variant of every kernel made the kernel units take
+# about 40 % longer to compile.
+NARROW_FLOAT = re.compile(r"_(?:half2?|bfloat)(?:_|$)")
+VECTOR_MATH_CALL = re.compile(
+    r"\b(?:exp2?|exp10|log|log2|log10|log1p|expm1|sinh|cosh|tanh|fma|erf|erfc|erfinv|logaddexp|sigmoid)\s*\(")
+_MARKER_FILE = re.compile(r'(?m)^# \d+ "([^"]*)"[^\n]*$')
 
 
-def registration_lines(instantiations: list[KernelInstantiation]) -> str:
-    """C++ that registers each instantiated kernel with the CPU backend by host_name."""
+def calls_vector_math(preprocessed: str) -> bool:
+    """Whether the code that came from ops.yaml (after a line marker naming a .yaml file, up to
+    the next marker) calls one of VECTOR_MATH_CALL's functions."""
+    pieces = _MARKER_FILE.split(preprocessed)  # text, file, text, file, text, ...
+    return any(VECTOR_MATH_CALL.search(code) for name, code in zip(pieces[1::2], pieces[2::2])
+               if name.endswith((".yaml", ".yml")))
+
+
+def registration_lines(instantiations: list[KernelInstantiation], vector_math: bool = False) -> str:
+    """C++ that registers each instantiated kernel with the CPU backend by host_name;
+    `vector_math`: the unit's ops.yaml code calls vectorised math (calls_vector_math)."""
     lines = []
     for i, k in enumerate(instantiations):
         template = k.function.split("<", 1)[0]
         ilp = 4 if template in ILP_KERNELS else 0
         broadcast = BROADCAST_KERNELS.get(template, 0)
-        f16c = "true" if HALF.search(k.host_name) else "false"
+        avx2 = "true" if vector_math or NARROW_FLOAT.search(k.host_name) else "false"
         form = f", {ilp}, {broadcast}" if broadcast else f", {ilp}" if ilp else ""
         if template in ROW_OPERANDS:
             operands = ROW_OPERANDS[template](*_split_template_args(k.function[len(template) + 1 : -1]))
             form = f", 0, 0, ::mpsgen::cpu::detail::RowUnit<{', '.join(f'sizeof({t})' for t in operands)}>"
-        kernel = f"::mpsgen::cpu::detail::Kernel<&{k.function}, {f16c}{form}>"
+        kernel = f"::mpsgen::cpu::detail::Kernel<&{k.function}, {avx2}{form}>"
         lines.append(
             f"[[maybe_unused]] static const bool mpsgen_kernel_{i} = ::mpsgen::cpu::register_kernel(\n"
             f'    "{k.host_name}", {kernel}::run(), {kernel}::grid_dims);\n'

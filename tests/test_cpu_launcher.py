@@ -180,8 +180,9 @@ torch.save(isa_cases(), sys.argv[2])
 
 
 def isa_cases() -> list[torch.Tensor]:
-    """Results that the AVX2 variant computes with F16C conversions and vectorised loops:
-    half and bfloat arithmetic, lerp, hypot, addcmul, sigmoid, complex multiplication, on
+    """Results that the AVX2 variant computes with F16C conversions, FMA and vectorised loops:
+    half and bfloat arithmetic, lerp, hypot, addcmul, sigmoid, erf, gelu, tanh, log, softplus,
+    logaddexp, complex multiplication, on
     values that include NaN, infinities, zeros and subnormals."""
     out = []
     special = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1e-8, -3e-5, 6e-8, 65504.0,
@@ -192,7 +193,9 @@ def isa_cases() -> list[torch.Tensor]:
         w = torch.rand(x.numel(), generator=torch.Generator().manual_seed(2)).to(dtype)
         out += [OPS.add(x, y, alpha=3), OPS.mul(x, y), OPS.sub(x, y), OPS.lerp(x, y, w), OPS.hypot(x, y),
                 OPS.addcmul(x, y, w, value=0.7), OPS.sigmoid(x), OPS.exp(x), OPS.mul(x, 2.5),
-                OPS.lt(x, y), OPS.maximum(x[::2], y[::2]), OPS.div(x, y, rounding_mode="floor")]
+                OPS.lt(x, y), OPS.maximum(x[::2], y[::2]), OPS.div(x, y, rounding_mode="floor"),
+                # fma (erf, gelu) and the shim's vectorised math (tanh, log, softplus, logaddexp)
+                OPS.erf(x), OPS.gelu(x), OPS.tanh(x), OPS.log(x), OPS.softplus(x), OPS.logaddexp(x, y)]
     # complex: g++ vectorises (a+bi)(c+di) into fmaddsub where the target has FMA
     g = torch.Generator().manual_seed(3)
     z = torch.complex(torch.randn(4099, generator=g), torch.randn(4099, generator=g)) * 1000

@@ -6,6 +6,7 @@ that reads them back from the preprocessed .metal.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,27 @@ def test_cpu_registry_holds_exactly_the_macro_instantiations(op):
                      for r in op.table(k).registrations for v in variants}
     actual = {n for n in ext.cpu_kernel_names() if _kernel_of(n) in op.kernels}
     assert actual == expected
+
+
+def test_the_avx2_variant_goes_to_narrow_float_kernels_and_to_ops_calling_vector_math():
+    """codegen/host_names.py: kernels reading or writing half or bfloat get the AVX2 variant by
+    their host_name; every kernel of a unit whose ops.yaml code (after an ops.yaml line marker)
+    calls exp, log, tanh, fma, erf... gets it too. Calls in the shim or c10 headers do not count."""
+    from codegen.host_names import KernelInstantiation, calls_vector_math, registration_lines
+
+    shim = '# 480 "support/metal_shim/metal_stdlib"\ninline float exp(float x) { return x; }\n'
+    plain = shim + '# 12 "ops.yaml"\nstruct add_functor { float operator()(float a, float b) { return a + b; } };\n'
+    mathy = plain + '# 30 "ops.yaml"\n  return c10::metal::erf(x) + precise::tanh (x);\n'
+    assert not calls_vector_math(plain)
+    assert calls_vector_math(mathy)
+    assert calls_vector_math('# 7 "ops.yml"\nreturn fma(a, b, c);\n')
+    assert not calls_vector_math('# 7 "ops.yaml"\nreturn expected(a) + logical(b);\n')
+
+    kernels = [KernelInstantiation(host_name=h, function=f"::c10::metal::unary_dense<{t}, f>")
+               for h, t in [("f_dense_float_float", "float"), ("f_dense_half_half", "half"),
+                            ("f_dense_bfloat_bfloat", "bfloat")]]
+    def avx2(text: str) -> list[str]:  # Kernel<&fn, Avx2...>: the flag after the kernel's function
+        return re.findall(r"Kernel<&::c10::metal::unary_dense<\w+, f>, (true|false)[,>][^\n]*::run\(\)", text)
+
+    assert avx2(registration_lines(kernels)) == ["false", "true", "true"]
+    assert avx2(registration_lines(kernels, vector_math=True)) == ["true"] * 3

@@ -7,15 +7,16 @@
 // `constant T&` parameters are read from the pointed-to value.
 //
 // The loop over grid threads has the kernel inlined, so the compiler can vectorise across
-// threads (out[i] = f(a[i], b[i]) becomes a SIMD loop). A kernel that reads or writes half
-// (codegen/host_names.py tells by its host_name) is compiled twice: for the baseline ISA the
-// extension is built for, and, on x86-64, for AVX2 + F16C, picked at run time when the CPU
-// has them (cpu_use_avx2), so a build for baseline x86-64 still runs anywhere. `flatten`
-// inlines the kernel and everything it calls into the AVX2 variant, so it converts half <->
-// float with F16C instructions where the baseline calls libgcc's software conversions per
-// value, twenty times slower. Other kernels gain little from AVX2 (their loops vectorise with
-// SSE2 and their math is scalar libm either way) and are compiled once: the second variant of
-// every kernel made the kernels' build three to four times longer. Both variants give the same
+// threads (out[i] = f(a[i], b[i]) becomes a SIMD loop). Some kernels (codegen/host_names.py
+// says which: those reading or writing half or bfloat, and the kernels of ops calling the
+// shim's vectorised math or fma) are compiled twice: for the baseline ISA the extension is
+// built for, and, on x86-64, for AVX2 + F16C, picked at run time when the CPU has them
+// (cpu_use_avx2), so a build for baseline x86-64 still runs anywhere. `flatten` inlines the
+// kernel and what it calls into the AVX2 variant, so it converts half <-> float with F16C
+// instructions where the baseline calls libgcc's software conversions per value, twenty times
+// slower, and runs double arithmetic four lanes wide. Other kernels gain little from AVX2
+// (their loops vectorise with SSE2) and are compiled once: the second variant of every kernel
+// made the kernels' build 40 % longer. Both variants give the same
 // bits (NaN payloads aside: which NaN operand an operation returns follows the operand order,
 // which the vectoriser may swap). F16C rounds to nearest even as the software conversions do.
 // Built by clang (the kernel units' compiler, codegen/build.py), the variant also has FMA, so
@@ -61,7 +62,7 @@ inline Bound<P> bind_arg(void* p) {
   }
 }
 
-// F16c: the kernel reads or writes half, and gets an AVX2 + F16C variant.
+// Avx2: the kernel gets an AVX2 + F16C (+ FMA) variant (codegen/host_names.py says which).
 // Ilp: 0, or the tile width of a kernel whose threads each handle Ilp consecutive elements
 // and whose last buffer is the `constant uint& numel` it tests the tile against
 // (c10::metal's unary_dense and binary_dense_ilp; codegen/host_names.py names them).
@@ -76,11 +77,11 @@ struct NoRowUnit {
   static constexpr size_t count = 0;
 };
 
-template <auto Fn, bool F16c, unsigned Ilp = 0, unsigned Broadcast = 0, typename Unit = NoRowUnit>
+template <auto Fn, bool Avx2, unsigned Ilp = 0, unsigned Broadcast = 0, typename Unit = NoRowUnit>
 struct Kernel;
 
-template <typename... Args, void (*Fn)(Args...), bool F16c, unsigned Ilp, unsigned Broadcast, typename Unit>
-struct Kernel<Fn, F16c, Ilp, Broadcast, Unit> {
+template <typename... Args, void (*Fn)(Args...), bool Avx2, unsigned Ilp, unsigned Broadcast, typename Unit>
+struct Kernel<Fn, Avx2, Ilp, Broadcast, Unit> {
   using Params = std::tuple<Args...>;
   static constexpr size_t nbuffers = sizeof...(Args) - 1;
   using Pos = std::tuple_element_t<nbuffers, Params>;
@@ -422,7 +423,7 @@ struct Kernel<Fn, F16c, Ilp, Broadcast, Unit> {
   // The variant for this CPU (registration_lines registers it).
   static KernelRunFn run() {
 #if MPSGEN_CPU_X86_AVX2
-    if constexpr (F16c) {
+    if constexpr (Avx2) {
       if (cpu_use_avx2()) return &run_avx2;
     }
 #endif
