@@ -272,3 +272,15 @@ def test_output_match_passes_a_dtype_only_a_widened_oracle_can_judge(monkeypatch
     T.test_output_match(op, entry, "half2", (), record_property=lambda k, v: recorded.setdefault(k, v))
     widened = recorded["widened_oracle"]
     assert len(widened) >= 10 and all(w.endswith("(complex32->complex64)") for w in widened)
+
+
+def test_the_reference_is_atens_kernel_with_onednn_off():
+    """On CPUs with AVX-512 torch hands float gelu to oneDNN, whose gelu(inf) is nan and
+    gelu(3.4e38) inf; the oracle is ATen's own kernel on every machine: gelu(x) = x Phi(x), so
+    inf at inf and x itself at 3.4e38 (Phi = 1 there), as float64 computes it too."""
+    gelu = S.reference("torch.nn.functional.gelu")
+    x = torch.tensor([float("inf"), 3.4e38, -float("inf"), 1.0])
+    expected = torch.nn.functional.gelu(x.double()).float()
+    assert torch.equal(expected[:2], x[:2])  # the hand-computed values
+    torch.testing.assert_close(gelu(x), expected, equal_nan=True)
+    assert torch.backends.mkldnn.enabled  # and oneDNN is back on for everything else
