@@ -182,7 +182,7 @@ torch.save(isa_cases(), sys.argv[2])
 def isa_cases() -> list[torch.Tensor]:
     """Results that the AVX2 variant computes with F16C conversions, FMA and vectorised loops:
     half and bfloat arithmetic, lerp, hypot, addcmul, sigmoid, erf, gelu, tanh, log, softplus,
-    logaddexp, complex multiplication, on
+    logaddexp, atan2, complex multiplication, on
     values that include NaN, infinities, zeros and subnormals."""
     out = []
     special = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1e-8, -3e-5, 6e-8, 65504.0,
@@ -194,8 +194,9 @@ def isa_cases() -> list[torch.Tensor]:
         out += [OPS.add(x, y, alpha=3), OPS.mul(x, y), OPS.sub(x, y), OPS.lerp(x, y, w), OPS.hypot(x, y),
                 OPS.addcmul(x, y, w, value=0.7), OPS.sigmoid(x), OPS.exp(x), OPS.mul(x, 2.5),
                 OPS.lt(x, y), OPS.maximum(x[::2], y[::2]), OPS.div(x, y, rounding_mode="floor"),
-                # fma (erf, gelu) and the shim's vectorised math (tanh, log, softplus, logaddexp)
-                OPS.erf(x), OPS.gelu(x), OPS.tanh(x), OPS.log(x), OPS.softplus(x), OPS.logaddexp(x, y)]
+                # fma (erf, gelu) and the shim's vectorised math (tanh, log, softplus, logaddexp, atan2)
+                OPS.erf(x), OPS.gelu(x), OPS.tanh(x), OPS.log(x), OPS.softplus(x), OPS.logaddexp(x, y),
+                OPS.atan2(x, y)]
     # complex: g++ vectorises (a+bi)(c+di) into fmaddsub where the target has FMA
     g = torch.Generator().manual_seed(3)
     z = torch.complex(torch.randn(4099, generator=g), torch.randn(4099, generator=g)) * 1000

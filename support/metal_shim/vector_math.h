@@ -1,6 +1,6 @@
 // Float math the compiler can vectorise: the Metal host shim's exp, exp2, exp10, log, log2,
-// log10, sinh, cosh and tanh (metal_stdlib), written as straight-line arithmetic instead of
-// libm calls.
+// log10, sinh, cosh, tanh, atan and atan2 (metal_stdlib), written as straight-line arithmetic
+// instead of libm calls.
 //
 // A libm call in the launcher's loop over grid threads (support/cpu/kernel_launch.h) keeps the
 // loop scalar: one call per element, where torch's own CPU kernels run SLEEF's 8-wide
@@ -12,7 +12,7 @@
 // strided kernel's scalar loop, whatever the ISA variant and the thread count.
 //
 // No tables (a table lookup in a vectorised loop is a gather); divisions only where the
-// formula has one (log, sinh, cosh, tanh).
+// formula has one (log, sinh, cosh, tanh, atan, atan2).
 // Polynomial coefficients are Taylor coefficients, computed by the compiler from the constants.
 #pragma once
 #pragma GCC system_header
@@ -105,6 +105,52 @@ inline float tanh(float x) {
       __builtin_copysign(__builtin_fabs(d) * (1.0 - d2 * (1.0 / 3 - d2 * (2.0 / 15 - d2 * (17.0 / 315 - d2 * (62.0 / 2835))))), d);
   const double large = __builtin_copysign((e2 - 1.0) / (e2 + 1.0), d);
   return float(__builtin_fabs(d) < 0x1p-8 ? small : large);
+}
+
+constexpr double PI = 0x1.921fb54442d18p1;
+constexpr double TAN_PI_8 = 0x1.a827999fcef32p-2;  // tan(pi/8) = sqrt(2) - 1
+
+// atan(u) for |u| <= tan(pi/8) (plus a rounding), by its Taylor series to u^27 (truncation
+// below 2^-39 relative).
+inline double atan_reduced(double u) {
+  const double u2 = u * u;
+  double p = -1.0 / 27;
+  for (int k = 25; k >= 3; k -= 2) p = (k % 4 == 1 ? 1.0 : -1.0) / k + u2 * p;  // unrolled: k is constant
+  return u + u * (u2 * p);
+}
+
+// atan(lo / hi) for 0 <= lo <= hi (floats held in doubles, hi > 0), in [0, pi/4]. Above
+// tan(pi/8), atan(t) = pi/4 + atan((t - 1) / (t + 1)), with (lo - hi) / (hi + lo) for the
+// quotient: lo and hi are within a factor 2.5 there, so the sum and difference are exact and one
+// division serves both branches.
+inline double atan_ratio(double lo, double hi) {
+  const bool upper = lo > TAN_PI_8 * hi;
+  const double num = upper ? lo - hi : lo, den = upper ? hi + lo : hi;
+  return (upper ? PI / 4 : 0.0) + atan_reduced(num / den);
+}
+
+// atan2 as C99 Annex F defines it (the sign of zeros and infinities included): the angle of
+// the smaller magnitude over the larger, then reflected into the octant of (x, y).
+inline float atan2(float y, float x) {
+  const double ay = __builtin_fabs(double(y)), ax = __builtin_fabs(double(x));
+  const bool steep = ay > ax;  // the angle from the y axis: pi/2 - atan(ax / ay)
+  double lo = steep ? ax : ay, hi = steep ? ay : ax;
+  const bool both_inf = lo == __builtin_inf();  // +-pi/4, +-3pi/4
+  lo = both_inf ? 1.0 : lo;
+  hi = both_inf || hi == 0.0 ? 1.0 : hi;  // both zero: lo = 0, angle 0 (or pi)
+  double r = atan_ratio(lo, hi);
+  r = steep ? PI / 2 - r : r;
+  r = __builtin_signbit(x) ? PI - r : r;
+  r = __builtin_copysign(r, double(y));
+  return (x != x) | (y != y) ? x + y : float(r);
+}
+
+inline float atan(float x) {
+  const double a = __builtin_fabs(double(x));
+  const bool above = a > 1.0;  // atan(a) = pi/2 - atan(1 / a)
+  double r = atan_ratio(above ? 1.0 : a, above ? a : 1.0);
+  r = above ? PI / 2 - r : r;
+  return x != x ? x : float(__builtin_copysign(r, double(x)));
 }
 
 }  // namespace mpsgen_vmath
