@@ -89,3 +89,27 @@ def test_atan2_is_rounded_to_nearest(tmp_path):
     bad = [f"atan2({float(y[i]).hex()}, {float(x[i]).hex()}) = {got[i].hex()}, exact {exact[i].hex()}"
            for i in np.flatnonzero(_misrounded(got, exact))[:5]]
     assert not bad, "\n".join(bad)
+
+
+def test_rounding_functions_match_c(tmp_path):
+    """floor, ceil, trunc, rint (ties to even) and round (ties away from zero), bit for bit
+    (the sign of a zero included) against numpy in float64, on the float grid and on the
+    operands around each rounding decision: halves, 2^23 (the last float with a fraction
+    below it), the smallest subnormal."""
+    edge = np.array([0.5, 1.5, 2.5, 0.49999997, 0.50000006, 2**23 - 0.5, 2**23, 2**23 + 1, 2**24 + 2, 1e-45, 0.99999994,
+                     1.0000001, 3.4028235e38], dtype=F32)
+    x = np.concatenate([_grid(), edge, -edge])
+    names = ["floor", "ceil", "trunc", "rint", "round"]
+    calls = " ".join(f"__builtin_printf(\" %a\", double(metal::{n}(x)));" for n in names)
+    got = _run(tmp_path, f"const float xs[] = {{{_floats(x)}}};\nfor (float x : xs) {{ {calls} }}", len(names))
+    with np.errstate(all="ignore"):
+        d = x.astype(np.float64)
+        exact = {"floor": np.floor(d), "ceil": np.ceil(d), "trunc": np.trunc(d), "rint": np.rint(d),
+                 "round": np.copysign(np.floor(np.abs(d) + 0.5), d)}
+    bad = []
+    for j, name in enumerate(names):
+        want = exact[name]
+        same = (got[:, j] == want) & (np.signbit(got[:, j]) == np.signbit(want))
+        same |= np.isnan(got[:, j]) & np.isnan(want)
+        bad += [f"{name}({float(x[i]).hex()}) = {got[i, j].hex()}, want {want[i].hex()}" for i in np.flatnonzero(~same)[:3]]
+    assert not bad, "\n".join(bad)
