@@ -147,12 +147,11 @@ struct Kernel<Fn, Avx2, Ilp, Broadcast, Unit> {
         // The kernel's `index * Ilp + j` is 32-bit arithmetic, so the compiler widens it to
         // the address with a mask against wrapping, and then cannot tell where the loop's
         // accesses start and end, nor check the output against the input: the loop stayed
-        // scalar (erf float32 87 ms at 1e7, 27 vectorised). A full tile's thread is below
-        // numel / Ilp, so its `index * Ilp + j` does not wrap; said to the compiler, the mask goes.
-        // The loop reads and writes each operand as Ilp interleaved streams (element j of every
-        // tile); vectorised 16 tiles wide, the shuffles that separate them cost less per element
-        // than at the width clang picks (exp float32 28.4 -> 16.7 ms at 1e7, neg bfloat16
-        // 9.2 -> 5.2, erf float16 26.9 -> 25.6).
+        // scalar (README, "Loops that did not vectorise"). A full tile's thread is below
+        // numel / Ilp, so its `index * Ilp + j` does not wrap; said to the compiler, the mask
+        // goes. The loop reads and writes each operand as Ilp interleaved streams (element j
+        // of every tile); vectorised 16 tiles wide, the shuffles that separate them cost less
+        // per element than at the width clang picks.
         const uint full = last / Ilp < uint(end) ? last / Ilp : uint(end);
 #if defined(__clang__)
 #pragma clang loop vectorize_width(16)
@@ -308,8 +307,7 @@ struct Kernel<Fn, Avx2, Ilp, Broadcast, Unit> {
     // versioning by hand, as for the 2D-grid kernels' ndim).
     // So does a row where the last operand alone repeats one element (a Python scalar, or a
     // column broadcast along the row: inner stride 0), the stride 0 bound as a constant too:
-    // its runtime stride kept the loop scalar (mul by 2.5 of a strided float16 view: 54.7 ms at
-    // 1e7, 1 thread).
+    // its runtime stride kept the loop scalar (README, "Loops that did not vectorise").
     const long* unit[noperands > 0 ? noperands : 1];
     const long* scalar_last[noperands > 0 ? noperands : 1];
     bool unit_row = Unit::count != 0 && ndim >= 1, scalar_row = unit_row && noperands >= 2;
@@ -338,7 +336,7 @@ struct Kernel<Fn, Avx2, Ilp, Broadcast, Unit> {
       }
       if (unit_row) {
         run_row(buffers, unit, base, uint(x0), uint(x1), std::make_index_sequence<nbuffers - 1>{});
-      } else if (noperands >= 2 && scalar_row) {
+      } else if (scalar_row) {
         run_row(buffers, scalar_last, base, uint(x0), uint(x1), std::make_index_sequence<nbuffers - 1>{});
       } else {
         run_row(buffers, strides, base, uint(x0), uint(x1), std::make_index_sequence<nbuffers - 1>{});

@@ -145,12 +145,6 @@ inline float atan2(float y, float x) {
   return (x != x) | (y != y) ? x + y : float(r);
 }
 
-inline float atan(float x) {
-  const double a = __builtin_fabs(double(x));
-  const bool above = a > 1.0;  // atan(a) = pi/2 - atan(1 / a)
-  double r = atan_ratio(above ? 1.0 : a, above ? a : 1.0);
-  r = above ? PI / 2 - r : r;
-  return x != x ? x : float(__builtin_copysign(r, double(x)));
-}
+inline float atan(float x) { return atan2(x, 1.0f); }
 
 }  // namespace mpsgen_vmath
