@@ -159,12 +159,13 @@ def _split_template_args(args: str) -> list[str]:
 # operand's Metal type), whose conversions AVX2 does 8 at a time, and every kernel of an op
 # whose code in ops.yaml calls the shim's vectorised math (support/metal_shim/vector_math.h),
 # `fma`, or c10/metal helpers built on them: double arithmetic 4 lanes wide instead of 2, and
-# the FMA instruction instead of a call to fmaf. Other kernels (add, compare, select...) gain
-# nothing from AVX2 and are compiled once: a variant of every kernel made the kernel units take
-# about 40 % longer to compile.
+# the FMA instruction instead of a call to fmaf. The latter also get an AVX-512 variant (clang
+# builds): their double arithmetic is what the kernel's time goes to, and 8 lanes halve it.
+# Other kernels (add, compare, select...) gain nothing from AVX2 and are compiled once: a
+# variant of every kernel made the kernel units take about 40 % longer to compile.
 NARROW_FLOAT = re.compile(r"_(?:half2?|bfloat)(?:_|$)")
 VECTOR_MATH_CALL = re.compile(
-    r"\b(?:exp2?|exp10|log|log2|log10|log1p|expm1|sinh|cosh|tanh|atan2?|fma|erf|erfc|erfinv|logaddexp|sigmoid)\s*\(")
+    r"\b(?:exp2?|exp10|log|log2|log10|log1p|expm1|sin|cos|tan|sinh|cosh|tanh|atan2?|fma|erf|erfc|erfinv|logaddexp|sigmoid)\s*\(")
 _MARKER_FILE = re.compile(r'(?m)^# \d+ "([^"]*)"[^\n]*$')
 
 
@@ -184,12 +185,12 @@ def registration_lines(instantiations: list[KernelInstantiation], vector_math: b
         template = k.function.split("<", 1)[0]
         ilp = 4 if template in ILP_KERNELS else 0
         broadcast = BROADCAST_KERNELS.get(template, 0)
-        avx2 = "true" if vector_math or NARROW_FLOAT.search(k.host_name) else "false"
+        isa = 2 if vector_math else 1 if NARROW_FLOAT.search(k.host_name) else 0
         form = f", {ilp}, {broadcast}" if broadcast else f", {ilp}" if ilp else ""
         if template in ROW_OPERANDS:
             operands = ROW_OPERANDS[template](*_split_template_args(k.function[len(template) + 1 : -1]))
             form = f", 0, 0, ::mpsgen::cpu::detail::RowUnit<{', '.join(f'sizeof({t})' for t in operands)}>"
-        kernel = f"::mpsgen::cpu::detail::Kernel<&{k.function}, {avx2}{form}>"
+        kernel = f"::mpsgen::cpu::detail::Kernel<&{k.function}, {isa}{form}>"
         lines.append(
             f"[[maybe_unused]] static const bool mpsgen_kernel_{i} = ::mpsgen::cpu::register_kernel(\n"
             f'    "{k.host_name}", {kernel}::run(), {kernel}::grid_dims);\n'

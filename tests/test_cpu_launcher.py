@@ -3,10 +3,10 @@
 support/cpu/kernel_launch.h inlines each kernel into its loop over grid threads, runs the
 full tiles of the ILP kernels apart from the last partial one, walks 2D grids row by row,
 launches strided kernels row by row and broadcast kernels a repetition at a time, and on
-x86-64 picks an AVX2 + F16C variant at run time. Each of these must give the
-bits the plain per-thread launch gives: compared here against the kernel that handles one
-element per thread, across thread counts, and against the baseline variant
-(MPSGEN_CPU_ISA=baseline, in a subprocess; there NaN payloads aside).
+x86-64 picks an AVX2 + F16C variant, or an AVX-512 one, at run time. Each of these must give
+the bits the plain per-thread launch gives: compared here against the kernel that handles one
+element per thread, across thread counts, and against the baseline and AVX2 variants
+(MPSGEN_CPU_ISA=baseline or =avx2, in a subprocess; there NaN payloads aside).
 """
 from __future__ import annotations
 
@@ -170,7 +170,7 @@ def test_broadcast_launches_by_repetition_give_the_bits_of_the_dense_kernels(dty
         torch.set_num_threads(threads)
 
 
-_BASELINE_SCRIPT = """
+_ISA_SCRIPT = """
 import sys, torch
 sys.path.insert(0, sys.argv[1])
 import mpsgen
@@ -180,9 +180,9 @@ torch.save(isa_cases(), sys.argv[2])
 
 
 def isa_cases() -> list[torch.Tensor]:
-    """Results that the AVX2 variant computes with F16C conversions, FMA and vectorised loops:
-    half and bfloat arithmetic, lerp, hypot, addcmul, sigmoid, erf, gelu, tanh, log, softplus,
-    logaddexp, atan2, complex multiplication, on
+    """Results that the AVX2 and AVX-512 variants compute with F16C conversions, FMA and
+    vectorised loops: half and bfloat arithmetic, lerp, hypot, addcmul, sigmoid, erf, gelu, tanh,
+    log, softplus, logaddexp, atan2, sin, cos, tan, complex multiplication, on
     values that include NaN, infinities, zeros and subnormals."""
     out = []
     special = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1e-8, -3e-5, 6e-8, 65504.0,
@@ -196,7 +196,7 @@ def isa_cases() -> list[torch.Tensor]:
                 OPS.lt(x, y), OPS.maximum(x[::2], y[::2]), OPS.div(x, y, rounding_mode="floor"),
                 # fma (erf, gelu) and the shim's vectorised math (tanh, log, softplus, logaddexp, atan2)
                 OPS.erf(x), OPS.gelu(x), OPS.tanh(x), OPS.log(x), OPS.softplus(x), OPS.logaddexp(x, y),
-                OPS.atan2(x, y)]
+                OPS.atan2(x, y), OPS.sin(x), OPS.cos(x), OPS.tan(x), OPS.sin(x * 1e30)]
     # complex: g++ vectorises (a+bi)(c+di) into fmaddsub where the target has FMA
     g = torch.Generator().manual_seed(3)
     z = torch.complex(torch.randn(4099, generator=g), torch.randn(4099, generator=g)) * 1000
@@ -204,16 +204,25 @@ def isa_cases() -> list[torch.Tensor]:
     return out
 
 
-@pytest.mark.skipif(not ext.cpu_use_avx2(), reason="this CPU runs the baseline variant only")
-def test_avx2_variant_gives_the_bits_of_the_baseline_variant(tmp_path):
-    result = tmp_path / "baseline.pt"
-    env = {**os.environ, "MPSGEN_CPU_ISA": "baseline"}
-    subprocess.run([sys.executable, "-c", _BASELINE_SCRIPT, str(ROOT), str(result)], env=env, check=True, cwd=ROOT)
-    baseline = torch.load(result)
+def _same_bits_as_variant(tmp_path, isa: str) -> None:
+    result = tmp_path / f"{isa}.pt"
+    env = {**os.environ, "MPSGEN_CPU_ISA": isa}
+    subprocess.run([sys.executable, "-c", _ISA_SCRIPT, str(ROOT), str(result)], env=env, check=True, cwd=ROOT)
+    theirs = torch.load(result)
     ours = isa_cases()
-    assert len(ours) == len(baseline)
-    for i, (a, b) in enumerate(zip(ours, baseline)):
+    assert len(ours) == len(theirs)
+    for i, (a, b) in enumerate(zip(ours, theirs)):
         # NaN payloads aside: which NaN operand an operation returns follows the operand
         # order, which the vectoriser may swap (torch and Metal promise no payload either)
         nan = a.isnan() & b.isnan() if a.is_floating_point() else torch.zeros_like(a, dtype=torch.bool)
         assert torch.equal(bits(a)[~nan], bits(b)[~nan]) and torch.equal(a.isnan(), b.isnan()), i
+
+
+@pytest.mark.skipif(not ext.cpu_use_avx2(), reason="this CPU runs the baseline variant only")
+def test_avx2_variant_gives_the_bits_of_the_baseline_variant(tmp_path):
+    _same_bits_as_variant(tmp_path, "baseline")
+
+
+@pytest.mark.skipif(not ext.cpu_use_avx512(), reason="no kernel runs an AVX-512 variant here (no AVX-512, or kernels built by g++)")
+def test_avx512_variant_gives_the_bits_of_the_avx2_variant(tmp_path):
+    _same_bits_as_variant(tmp_path, "avx2")

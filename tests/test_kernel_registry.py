@@ -71,12 +71,14 @@ def test_the_avx2_variant_goes_to_narrow_float_kernels_and_to_ops_calling_vector
     assert calls_vector_math(mathy)
     assert calls_vector_math('# 7 "ops.yml"\nreturn fma(a, b, c);\n')
     assert not calls_vector_math('# 7 "ops.yaml"\nreturn expected(a) + logical(b);\n')
+    assert calls_vector_math('# 7 "ops.yaml"\nreturn precise::sin(x) * tan(y);\n')
+    assert not calls_vector_math('# 7 "ops.yaml"\nreturn sinpi(x) + cosine(y);\n')  # not the shim's sin or cos
 
     kernels = [KernelInstantiation(host_name=h, function=f"::c10::metal::unary_dense<{t}, f>")
                for h, t in [("f_dense_float_float", "float"), ("f_dense_half_half", "half"),
                             ("f_dense_bfloat_bfloat", "bfloat")]]
-    def avx2(text: str) -> list[str]:  # Kernel<&fn, Avx2...>: the flag after the kernel's function
-        return re.findall(r"Kernel<&::c10::metal::unary_dense<\w+, f>, (true|false)[,>][^\n]*::run\(\)", text)
+    def isa(text: str) -> list[str]:  # Kernel<&fn, Isa...>: the level after the kernel's function
+        return re.findall(r"Kernel<&::c10::metal::unary_dense<\w+, f>, (\d)[,>][^\n]*::run\(\)", text)
 
-    assert avx2(registration_lines(kernels)) == ["false", "true", "true"]
-    assert avx2(registration_lines(kernels, vector_math=True)) == ["true"] * 3
+    assert isa(registration_lines(kernels)) == ["0", "1", "1"]  # AVX2 for half and bfloat
+    assert isa(registration_lines(kernels, vector_math=True)) == ["2"] * 3  # and AVX-512 for vector math

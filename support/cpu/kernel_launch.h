@@ -11,12 +11,14 @@
 // says which: those reading or writing half or bfloat, and the kernels of ops calling the
 // shim's vectorised math or fma) are compiled twice: for the baseline ISA the extension is
 // built for, and, on x86-64, for AVX2 + F16C, picked at run time when the CPU has them
-// (cpu_use_avx2), so a build for baseline x86-64 still runs anywhere. `flatten` inlines the
+// (cpu_use_avx2), so a build for baseline x86-64 still runs anywhere. Those of the vectorised
+// math are compiled a third time, for AVX-512 (cpu_use_avx512; clang only), whose double
+// arithmetic 8 lanes wide halves their time. `flatten` inlines the
 // kernel and what it calls into the AVX2 variant, so it converts half <-> float with F16C
 // instructions where the baseline calls libgcc's software conversions per value, twenty times
 // slower, and runs double arithmetic four lanes wide. Other kernels gain little from AVX2
 // (their loops vectorise with SSE2) and are compiled once: the second variant of every kernel
-// made the kernels' build 40 % longer. Both variants give the same
+// made the kernels' build 40 % longer. All variants give the same
 // bits (NaN payloads aside: which NaN operand an operation returns follows the operand order,
 // which the vectoriser may swap). F16C rounds to nearest even as the software conversions do.
 // Built by clang (the kernel units' compiler, codegen/build.py), the variant also has FMA, so
@@ -24,7 +26,7 @@
 // where the baseline calls libm's fmaf: both round once. With -ffp-contract=off clang fuses
 // nothing else. g++ (the build without ziglang) gets no FMA: its vectoriser fuses complex
 // multiplications into fmaddsub even under -ffp-contract=off, which rounds differently
-// (tests/test_cpu_launcher.py compares the two variants).
+// (tests/test_cpu_launcher.py compares the variants).
 #pragma once
 #include <tuple>
 #include <type_traits>
@@ -36,11 +38,16 @@
 #define MPSGEN_CPU_X86_AVX2 1
 #if defined(__clang__)
 #define MPSGEN_CPU_AVX2_TARGET "avx2,f16c,fma"
+// clang only: g++ would fuse under AVX-512 as it does under FMA (above).
+#define MPSGEN_CPU_X86_AVX512 1
+#define MPSGEN_CPU_AVX512_TARGET "avx512f,avx512vl,avx512bw,avx512dq,avx2,f16c,fma"
 #else
 #define MPSGEN_CPU_AVX2_TARGET "avx2,f16c"
+#define MPSGEN_CPU_X86_AVX512 0
 #endif
 #else
 #define MPSGEN_CPU_X86_AVX2 0
+#define MPSGEN_CPU_X86_AVX512 0
 #endif
 
 namespace mpsgen::cpu::detail {
@@ -62,7 +69,8 @@ inline Bound<P> bind_arg(void* p) {
   }
 }
 
-// Avx2: the kernel gets an AVX2 + F16C (+ FMA) variant (codegen/host_names.py says which).
+// Isa: the variants besides the baseline one (codegen/host_names.py says which kernels get
+// them): 0 none, 1 AVX2 + F16C (+ FMA), 2 that and AVX-512 (F, VL, BW, DQ; clang only).
 // Ilp: 0, or the tile width of a kernel whose threads each handle Ilp consecutive elements
 // and whose last buffer is the `constant uint& numel` it tests the tile against
 // (c10::metal's unary_dense and binary_dense_ilp; codegen/host_names.py names them).
@@ -77,11 +85,11 @@ struct NoRowUnit {
   static constexpr size_t count = 0;
 };
 
-template <auto Fn, bool Avx2, unsigned Ilp = 0, unsigned Broadcast = 0, typename Unit = NoRowUnit>
+template <auto Fn, unsigned Isa, unsigned Ilp = 0, unsigned Broadcast = 0, typename Unit = NoRowUnit>
 struct Kernel;
 
-template <typename... Args, void (*Fn)(Args...), bool Avx2, unsigned Ilp, unsigned Broadcast, typename Unit>
-struct Kernel<Fn, Avx2, Ilp, Broadcast, Unit> {
+template <typename... Args, void (*Fn)(Args...), unsigned Isa, unsigned Ilp, unsigned Broadcast, typename Unit>
+struct Kernel<Fn, Isa, Ilp, Broadcast, Unit> {
   using Params = std::tuple<Args...>;
   static constexpr size_t nbuffers = sizeof...(Args) - 1;
   using Pos = std::tuple_element_t<nbuffers, Params>;
@@ -121,6 +129,7 @@ struct Kernel<Fn, Avx2, Ilp, Broadcast, Unit> {
   __attribute__((always_inline)) static inline void loop(uint64_t begin, uint64_t end, uint32_t grid_x, Last last,
                                                          A... a) {
     void (*const callee)(Args...) = Opaque ? opaque_kernel : nullptr;
+    (mpsgen_vmath::assume_not_a_table(a), ...);  // sin/cos/tan's table is no kernel buffer
     if constexpr (grid_dims == 2) {
       // Row by row: what the kernel computes from the row alone (its outer coordinates)
       // stays out of the loop over x, and there is no division per thread here.
@@ -440,10 +449,25 @@ struct Kernel<Fn, Avx2, Ilp, Broadcast, Unit> {
     run_impl(buffers, begin, end, grid_x);
   }
 #endif
+#if MPSGEN_CPU_X86_AVX512
+  __attribute__((flatten, target(MPSGEN_CPU_AVX512_TARGET))) static void run_avx512(void* const* buffers,
+                                                                             uint64_t begin, uint64_t end,
+                                                                             uint32_t grid_x) {
+    run_impl(buffers, begin, end, grid_x);
+  }
+#endif
   // The variant for this CPU (registration_lines registers it).
   static KernelRunFn run() {
+#if MPSGEN_CPU_X86_AVX512
+    if constexpr (Isa >= 2) {
+      if (cpu_use_avx512()) {
+        count_avx512_kernel();
+        return &run_avx512;
+      }
+    }
+#endif
 #if MPSGEN_CPU_X86_AVX2
-    if constexpr (Avx2) {
+    if constexpr (Isa >= 1) {
       if (cpu_use_avx2()) return &run_avx2;
     }
 #endif

@@ -18,19 +18,48 @@ std::map<std::string, KernelEntry>& registry() {
 }
 } // namespace
 
+namespace {
+// MPSGEN_CPU_ISA: "baseline" or "avx2" caps the variants kernels run at that one.
+bool isa_allowed(const char* variant) {
+  const char* cap = std::getenv("MPSGEN_CPU_ISA");
+  if (!cap) return true;
+  if (std::strcmp(cap, "baseline") == 0) return false;
+  return !(std::strcmp(cap, "avx2") == 0 && std::strcmp(variant, "avx512") == 0);
+}
+} // namespace
+
 bool cpu_use_avx2() {
 #if defined(__x86_64__) && defined(__GNUC__)
   static const bool use = [] {
-    const char* isa = std::getenv("MPSGEN_CPU_ISA");
-    if (isa && std::strcmp(isa, "baseline") == 0) return false;
     __builtin_cpu_init();  // static initializers may run before libgcc's own
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma");
+    return isa_allowed("avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
+           __builtin_cpu_supports("fma");
   }();
   return use;
 #else
   return false;
 #endif
 }
+
+bool cpu_use_avx512() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool use = [] {
+    __builtin_cpu_init();
+    return cpu_use_avx2() && isa_allowed("avx512") && __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512dq");
+  }();
+  return use;
+#else
+  return false;
+#endif
+}
+
+namespace {
+std::atomic<int> n_avx512_kernels{0};
+} // namespace
+void count_avx512_kernel() { ++n_avx512_kernels; }
+int avx512_kernels() { return n_avx512_kernels.load(); }
 
 bool register_kernel(const char* host_name, KernelRunFn run, int grid_dims) {
   // Metal rejects a library with two kernels of one host_name; so do we.

@@ -21,10 +21,16 @@ struct KernelEntry {
   const std::string* host_name;  // its key in the registry
 };
 
-// Whether kernels run their AVX2 + F16C (+ FMA) variant (support/cpu/kernel_launch.h): when
-// this x86-64 CPU has those, unless MPSGEN_CPU_ISA=baseline asks for the baseline variant
-// (the tests compare the two). Decided once, at the first kernel's registration.
+// Whether kernels run their AVX2 + F16C (+ FMA) variant, and those that have one their
+// AVX-512 variant (support/cpu/kernel_launch.h): when this x86-64 CPU has those, unless
+// MPSGEN_CPU_ISA=baseline or =avx2 caps the variant (the tests compare them). Decided once,
+// at the first kernel's registration.
 bool cpu_use_avx2();
+bool cpu_use_avx512();
+// How many registered kernels run their AVX-512 variant (none in a build whose kernels g++
+// compiled: they have none).
+void count_avx512_kernel();
+int avx512_kernels();
 
 // Called from static initializers of the kernel translation units.
 bool register_kernel(const char* host_name, KernelRunFn run, int grid_dims);

@@ -32,9 +32,13 @@ PyObject* cpu_take_launches(PyObject*, PyObject*) {
   return string_list(mpsgen::cpu::take_launches());
 }
 
-// Whether the kernels run their AVX2 variant (support/cpu/kernel_launch.h).
+// Whether the kernels run their AVX2 variant, and those that have one their AVX-512 variant
+// (support/cpu/kernel_launch.h).
 PyObject* cpu_use_avx2(PyObject*, PyObject*) {
   return PyBool_FromLong(mpsgen::cpu::cpu_use_avx2());
+}
+PyObject* cpu_use_avx512(PyObject*, PyObject*) {
+  return PyBool_FromLong(mpsgen::cpu::avx512_kernels() > 0);
 }
 
 // Registers the CPU kernels of every `implements: aten` entry for torch's own aten ops
@@ -53,6 +57,7 @@ PyMethodDef methods[] = {
     {"cpu_kernel_names", cpu_kernel_names, METH_NOARGS, "host_names of the CPU backend's kernels"},
     {"cpu_take_launches", cpu_take_launches, METH_NOARGS, "host_names launched since the last call"},
     {"cpu_use_avx2", cpu_use_avx2, METH_NOARGS, "whether the CPU kernels run their AVX2 + F16C variant"},
+    {"cpu_use_avx512", cpu_use_avx512, METH_NOARGS, "whether the CPU kernels that have one run their AVX-512 variant"},
     {"register_aten_cpu_overrides", register_aten_cpu_overrides, METH_NOARGS,
      "register the `implements: aten` entries' CPU kernels for torch's aten ops (opt-in)"},
     {nullptr, nullptr, 0, nullptr},

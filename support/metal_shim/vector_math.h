@@ -1,6 +1,6 @@
 // Float math the compiler can vectorise: the Metal host shim's exp, exp2, exp10, log, log2,
-// log10, sinh, cosh, tanh, atan and atan2 (metal_stdlib), written as straight-line arithmetic
-// instead of libm calls.
+// log10, sinh, cosh, tanh, sin, cos, tan, atan and atan2 (metal_stdlib), written as
+// straight-line arithmetic instead of libm calls.
 //
 // A libm call in the launcher's loop over grid threads (support/cpu/kernel_launch.h) keeps the
 // loop scalar: one call per element, where torch's own CPU kernels run SLEEF's 8-wide
@@ -11,18 +11,19 @@
 // thread's element gives the same value in a vectorised loop, in its scalar remainder or in a
 // strided kernel's scalar loop, whatever the ISA variant and the thread count.
 //
-// No tables (a table lookup in a vectorised loop is a gather); divisions only where the
-// formula has one (log, sinh, cosh, tanh, atan, atan2).
+// One table, for sin/cos/tan's argument reduction (a lookup in a vectorised loop is a gather);
+// divisions only where the formula has one (log, sinh, cosh, tanh, tan, atan, atan2).
 // Polynomial coefficients are Taylor coefficients, computed by the compiler from the constants.
 #pragma once
 #pragma GCC system_header
 
 #include <cstdint>
+#include <type_traits>
 
 namespace mpsgen_vmath {
 
-inline double as_double(uint64_t b) { return __builtin_bit_cast(double, b); }
-inline uint64_t bits_of(double d) { return __builtin_bit_cast(uint64_t, d); }
+constexpr double as_double(uint64_t b) { return __builtin_bit_cast(double, b); }
+constexpr uint64_t bits_of(double d) { return __builtin_bit_cast(uint64_t, d); }
 
 constexpr double LN2 = 0x1.62e42fefa39efp-1;      // ln 2, rounded to double
 constexpr double LOG2E = 0x1.71547652b82fep0;     // 1 / ln 2
@@ -146,5 +147,118 @@ inline float atan2(float y, float x) {
 }
 
 inline float atan(float x) { return atan2(x, 1.0f); }
+
+// ---- sin, cos, tan ----
+// x 2/pi = n + t with |t| <= 1/2, exactly for every float (Payne and Hanek's reduction): a float
+// is M 2^E with M an integer below 2^24, and the bits of 2/pi that weigh 2^(2 - E) or more only
+// add multiples of 4 to x 2/pi, which sin and cos ignore. So |x| times the next 29 bits of 2/pi
+// (exact: 24 bits by 29), the 29 after (exact) and the 53 after those gives n mod 4, and t to
+// about 2^-80: the closest a float comes to a multiple of pi/2 is t = 2^-29.9 (at 0x1.f37c8ap+95,
+// a sweep over every float outside the repo), so t keeps 50 bits where it is smallest. The
+// chunks are looked up by the exponent field: a table of 256 entries, a gather of three doubles.
+constexpr uint32_t TWO_OVER_PI[9] = {0xa2f9836e, 0x4e441529, 0xfc2757d1, 0xf534ddc0, 0xdb629599,
+                                     0x3c439041, 0xfe5163ab, 0xdebbc561, 0xb7246e3a};  // after the point
+
+// Bits [p, p + n) of 2/pi after the binary point (bit 1 weighs 1/2), n <= 53, as a double.
+constexpr double two_over_pi_bits(int p, int n) {
+  const int b = p - 1, w = b / 32, o = b % 32;  // the bits start at bit o of word w
+  const unsigned __int128 window = (unsigned __int128)TWO_OVER_PI[w] << 96 | (unsigned __int128)TWO_OVER_PI[w + 1] << 64 |
+                                   (unsigned __int128)TWO_OVER_PI[w + 2] << 32 | TWO_OVER_PI[w + 3];
+  const uint64_t v = uint64_t(window << o >> (128 - n));
+  return double(v) * as_double(uint64_t(1023 - (p + n - 1)) << 52);  // times 2^-(p + n - 1)
+}
+
+struct ReductionChunks {
+  double c[4];  // three chunks of 2/pi, and padding to 32 bytes
+};
+struct ReductionTable {
+  ReductionChunks by_exponent[256];
+};
+constexpr ReductionTable make_reduction_table() {
+  ReductionTable t{};
+  for (int f = 0; f < 256; ++f) {
+    const int e = (f == 0 ? 1 : f) - 150;  // the exponent of M's unit (subnormals share field 1's)
+    const int p = e - 1 > 1 ? e - 1 : 1;   // the first bit of 2/pi that is not a multiple of 4 here
+    t.by_exponent[f] = {{two_over_pi_bits(p, 29), two_over_pi_bits(p + 29, 29), two_over_pi_bits(p + 58, 53), 0.0}};
+  }
+  return t;
+}
+// A template, so a unit that calls no sin, cos or tan never computes the table.
+template <typename = void>
+inline constexpr ReductionTable REDUCTION_TABLE = make_reduction_table();
+
+// The kernel launcher (support/cpu/kernel_launch.h) tells the compiler that no kernel buffer
+// `p` is this table: otherwise a loop looking the table up does not vectorise (clang cannot
+// bound the lookup's index, so it cannot check the table against the buffers the loop writes).
+template <typename P>
+inline void assume_not_a_table(P p) {
+#if defined(__has_builtin) && __has_builtin(__builtin_assume_separate_storage)
+  if constexpr (std::is_pointer_v<P>) {
+    __builtin_assume_separate_storage((const void*)p, (const void*)&REDUCTION_TABLE<>);
+  }
+#else
+  (void)p;
+#endif
+}
+
+// |x| 2/pi = n + t with t in [-1/2, 1/2] (returned) and q = n mod 4.
+inline double reduce_quarter_turns(float x, uint32_t& q) {
+  const uint32_t bits = __builtin_bit_cast(uint32_t, x) & 0x7fffffffu;
+  const ReductionChunks& c = REDUCTION_TABLE<>.by_exponent[bits >> 23];
+  const double a = __builtin_bit_cast(float, bits);
+  const double p0 = a * c.c[0], p1 = a * c.c[1], p2 = a * c.c[2];  // p0 < 2^26 and p1 exact
+  constexpr double SHIFT = 0x1.8p52;  // v + SHIFT rounds v (below 2^51) to an integer in the low bits
+  const double n0 = p0 + SHIFT;
+  const double f0 = p0 - (n0 - SHIFT);   // exact, in [-1/2, 1/2]
+  const double s = f0 + p1, v = s - f0;  // s + e = f0 + p1 exactly (Knuth's two-sum)
+  const double e = (f0 - (s - v)) + (p1 - v);
+  const double n1 = s + SHIFT;
+  q = uint32_t(bits_of(n0) + bits_of(n1)) & 3u;
+  return (s - (n1 - SHIFT)) + (e + p2);
+}
+
+// The Taylor coefficient of x^k in sin x, k odd.
+constexpr double sin_taylor(int k) {
+  double c = 1.0;
+  for (int i = 2; i <= k; ++i) c /= i;
+  return k % 4 == 3 ? -c : c;
+}
+
+// sin(u pi/2) for |u| <= 1, by its Taylor series to the x^17 term, x = u pi/2 (truncation below
+// 2^-44 relative).
+inline double sin_quarter_turns(double u) {
+  const double x = u * (PI / 2), x2 = x * x;
+  double p = sin_taylor(17);
+  for (int k = 15; k >= 3; k -= 2) p = sin_taylor(k) + x2 * p;  // unrolled: k is constant
+  return x + x * (x2 * p);
+}
+
+// NaN where x is an infinity or NaN, r otherwise (-0 too): a product, not a select, so the
+// compiler does not make the table lookup conditional (a branch per lane).
+inline float nan_unless_finite(float x, float r) { return r * (1.0f + (x - x)); }
+
+// sin(pi/2 (n + t)) is sin(t pi/2), cos(t pi/2), -sin(t pi/2), -cos(t pi/2) for n mod 4 = 0, 1,
+// 2, 3; cos(t pi/2) = sin((1 - |t|) pi/2), so one polynomial serves both.
+inline float sin(float x) {
+  uint32_t q;
+  const double t = reduce_quarter_turns(x, q);
+  const double r = sin_quarter_turns(q & 1u ? 1.0 - __builtin_fabs(t) : t);
+  const bool negate = ((q & 2u) != 0) != (__builtin_signbit(x) != 0);  // sin(-x) = -sin(x), -0 too
+  return nan_unless_finite(x, float(negate ? -r : r));
+}
+inline float cos(float x) {
+  uint32_t q;
+  const double t = reduce_quarter_turns(x, q);
+  const double r = sin_quarter_turns(q & 1u ? t : 1.0 - __builtin_fabs(t));
+  return nan_unless_finite(x, float(((q + 1u) & 2u) != 0 ? -r : r));
+}
+// tan(pi/2 (n + t)) = tan(t pi/2) for even n, -1 / tan(t pi/2) for odd n.
+inline float tan(float x) {
+  uint32_t q;
+  const double t = reduce_quarter_turns(x, q);
+  const double s = sin_quarter_turns(t), c = sin_quarter_turns(1.0 - __builtin_fabs(t));
+  const double r = q & 1u ? -c / s : s / c;
+  return nan_unless_finite(x, float(__builtin_signbit(x) ? -r : r));
+}
 
 }  // namespace mpsgen_vmath
