@@ -165,7 +165,8 @@ def _split_template_args(args: str) -> list[str]:
 # variant of every kernel made the kernel units take about 40 % longer to compile.
 NARROW_FLOAT = re.compile(r"_(?:half2?|bfloat)(?:_|$)")
 VECTOR_MATH_CALL = re.compile(
-    r"\b(?:exp2?|exp10|log|log2|log10|log1p|expm1|sin|cos|tan|sinh|cosh|tanh|atan2?|fma|erf|erfc|erfinv|logaddexp|sigmoid)\s*\(")
+    r"\b(?:exp2?|exp10|log|log2|log10|log1p|expm1|ldexp|sin|cos|tan|sinh|cosh|tanh|atan2?|fma|erf|erfc|"
+    r"erfinv|logaddexp|sigmoid)\s*\(")
 _MARKER_FILE = re.compile(r'(?m)^# \d+ "([^"]*)"[^\n]*$')
 
 

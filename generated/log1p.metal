@@ -17,11 +17,11 @@ struct log1p_functor {
   using F = conditional_t<is_scalar_floating_point_v<T>, T, float>;
   template <typename T, enable_if_t<!is_complex_v<T>, bool> = true>
   inline F<T> operator()(const T x) {
-    const float f = static_cast<float>(x), u = 1.0f + f;
+    const float f = static_cast<float>(x), u = 1.0f + f, log_u = precise::log(u);
     if (u == 1.0f || ::metal::isinf(u)) {
-      return static_cast<F<T>>(u == 1.0f ? f : precise::log(u));
+      return static_cast<F<T>>(u == 1.0f ? f : log_u);
     }
-    return static_cast<F<T>>(precise::log(u) * (f / (u - 1.0f)));
+    return static_cast<F<T>>(log_u * (f / (u - 1.0f)));
   }
   // log1p z = log|1 + z| + i arg(1 + z), in float (also for half2)
   template <typename T, enable_if_t<is_complex_v<T>, bool> = true>

@@ -1,8 +1,9 @@
 """The shim's vectorisable math (support/metal_shim/vector_math.h) against independent oracles.
 
 exp, exp2, exp10, log, log2, log10, sinh, cosh, tanh, sin, cos, tan, atan and atan2 of float are
-computed in double there, so each float result must be the exact value rounded to nearest, give or take the last bit
-where the exact value lies within about 2^-40 of a rounding boundary: checked within
+computed in double there, so each float result must be the exact value rounded to nearest,
+give or take the last bit where the exact value lies within about 2^-40 of a rounding boundary
+(ldexp rounds once, so it must be C's ldexpf bit for bit): checked within
 0.5 ulp + 2^-10 of numpy's float64 value (itself within an ulp of double) on 2^16 floats spread
 over every exponent, both signs, and the special operands as C99 Annex F specifies them (the
 sign of a zero too).
@@ -100,25 +101,50 @@ def test_unary_functions_are_rounded_to_nearest(tmp_path):
     assert not bad, "\n".join(bad)
 
 
+def _pairs(specials: list[float], near: tuple[float, float], seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair of the special operands, 20000 pairs uniform in `near` and 20000 pairs of random
+    bit patterns."""
+    rng = np.random.default_rng(seed)
+    s = np.array(specials, dtype=F32)
+    sa, sb = np.meshgrid(s, s)
+    close = rng.uniform(*near, size=(2, 20000)).astype(F32)
+    bits = rng.integers(0, 2**32, size=(2, 20000), dtype=np.uint64).astype(np.uint32).view(F32)
+    return np.concatenate([sa.ravel(), close[0], bits[0]]), np.concatenate([sb.ravel(), close[1], bits[1]])
+
+
+def _check_binary(tmp_path, name: str, a: np.ndarray, b: np.ndarray, exact: np.ndarray) -> None:
+    got = _run(tmp_path, f"const float as[] = {{{_floats(a)}}};\nconst float bs[] = {{{_floats(b)}}};\n"
+                         f"for (int i = 0; i < {len(a)}; ++i) "
+                         f"__builtin_printf(\" %a\", double(metal::{name}(as[i], bs[i])));", 1)[:, 0]
+    bad = [f"{name}({float(a[i]).hex()}, {float(b[i]).hex()}) = {got[i].hex()}, exact {exact[i].hex()}"
+           for i in np.flatnonzero(_misrounded(got, exact))[:5]]
+    assert not bad, "\n".join(bad)
+
+
 def test_atan2_is_rounded_to_nearest(tmp_path):
     """atan2(y, x) on every pair of the special operands (C99 Annex F: the signs of zeros and
     infinities pick the quadrant), on pairs of similar magnitude (the reduction above
     tan(pi/8) and the octant's reflections) and on pairs of random bit patterns."""
-    rng = np.random.default_rng(0)
-    specials = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 1e-45, -3.4028235e38, 0.41421357, 2.4142137],
-                        dtype=F32)
-    sy, sx = np.meshgrid(specials, specials)
-    near = rng.uniform(-9, 9, size=(2, 20000)).astype(F32)
-    bits = rng.integers(0, 2**32, size=(2, 20000), dtype=np.uint64).astype(np.uint32).view(F32)
-    y = np.concatenate([sy.ravel(), near[0], bits[0]])
-    x = np.concatenate([sx.ravel(), near[1], bits[1]])
-    got = _run(tmp_path, f"const float ys[] = {{{_floats(y)}}};\nconst float xs[] = {{{_floats(x)}}};\n"
-                         f"for (int i = 0; i < {len(x)}; ++i) "
-                         "__builtin_printf(\" %a\", double(metal::atan2(ys[i], xs[i])));", 1)[:, 0]
+    y, x = _pairs([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 1e-45, -3.4028235e38, 0.41421357, 2.4142137],
+                  (-9, 9), seed=0)
     with np.errstate(all="ignore"):
         exact = np.arctan2(y.astype(np.float64), x.astype(np.float64))
-    bad = [f"atan2({float(y[i]).hex()}, {float(x[i]).hex()}) = {got[i].hex()}, exact {exact[i].hex()}"
-           for i in np.flatnonzero(_misrounded(got, exact))[:5]]
+    _check_binary(tmp_path, "atan2", y, x, exact)
+
+
+def test_ldexp_is_rounded_to_nearest(tmp_path):
+    """ldexp(x, e), rounded once, to subnormals too, against numpy's float32 ldexp (C's ldexpf),
+    bit for bit, for exponents that overflow, underflow and do neither."""
+    rng = np.random.default_rng(2)
+    x = np.concatenate([_grid(), rng.integers(0, 2**32, 5000, dtype=np.uint64).astype(np.uint32).view(F32)])
+    e = rng.integers(-330, 330, size=x.size).astype(np.int32)
+    got = _run(tmp_path, f"const float xs[] = {{{_floats(x)}}};\nconst int es[] = {{{', '.join(map(str, e))}}};\n"
+                         f"for (int i = 0; i < {len(x)}; ++i) "
+                         "__builtin_printf(\" %a\", double(metal::ldexp(xs[i], es[i])));", 1)[:, 0]
+    with np.errstate(all="ignore"):
+        want = np.ldexp(x, e).astype(np.float64)
+    same = ((got == want) & (np.signbit(got) == np.signbit(want))) | (np.isnan(got) & np.isnan(want))
+    bad = [f"ldexp({float(x[i]).hex()}, {e[i]}) = {got[i].hex()}, want {want[i].hex()}" for i in np.flatnonzero(~same)[:5]]
     assert not bad, "\n".join(bad)
 
 

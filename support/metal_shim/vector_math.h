@@ -1,5 +1,5 @@
 // Float math the compiler can vectorise: the Metal host shim's exp, exp2, exp10, log, log2,
-// log10, sinh, cosh, tanh, sin, cos, tan, atan and atan2 (metal_stdlib), written as
+// log10, ldexp, sinh, cosh, tanh, sin, cos, tan, atan and atan2 (metal_stdlib), written as
 // straight-line arithmetic instead of libm calls.
 //
 // A libm call in the launcher's loop over grid threads (support/cpu/kernel_launch.h) keeps the
@@ -108,6 +108,12 @@ inline float tanh(float x) {
   return float(__builtin_fabs(d) < 0x1p-8 ? small : large);
 }
 
+// x 2^e, rounded once (to a subnormal too): exact in double for |e| <= 400, and beyond that
+// the float result is 0 or inf anyway.
+inline float ldexp(float x, int e) {
+  const int c = e < -400 ? -400 : (e > 400 ? 400 : e);
+  return float(double(x) * as_double(uint64_t(int64_t(c) + 1023) << 52));
+}
 constexpr double PI = 0x1.921fb54442d18p1;
 constexpr double TAN_PI_8 = 0x1.a827999fcef32p-2;  // tan(pi/8) = sqrt(2) - 1
 
