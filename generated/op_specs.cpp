@@ -1191,10 +1191,10 @@ extern const OpSpec expm1_spec{
     },
     };
 
-// ops.yaml:1148: the dtypes rsqrt.metal registers (input -> output)
+// ops.yaml:1151: the dtypes rsqrt.metal registers (input -> output)
 extern const OpSpec rsqrt_spec{
     "mpsgen::rsqrt",
-    "ops.yaml:1147",
+    "ops.yaml:1150",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1217,10 +1217,10 @@ extern const OpSpec rsqrt_spec{
     },
     };
 
-// ops.yaml:1166: the dtypes i0.metal registers (input -> output)
+// ops.yaml:1169: the dtypes i0.metal registers (input -> output)
 extern const OpSpec i0_spec{
     "mpsgen::i0",
-    "ops.yaml:1165",
+    "ops.yaml:1168",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1241,10 +1241,10 @@ extern const OpSpec i0_spec{
     },
     };
 
-// ops.yaml:1179: the dtypes reciprocal.metal registers (input -> output)
+// ops.yaml:1182: the dtypes reciprocal.metal registers (input -> output)
 extern const OpSpec reciprocal_spec{
     "mpsgen::reciprocal",
-    "ops.yaml:1178",
+    "ops.yaml:1181",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1267,10 +1267,10 @@ extern const OpSpec reciprocal_spec{
     },
     };
 
-// ops.yaml:1198: the dtypes floor.metal registers (input -> output)
+// ops.yaml:1201: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
     "mpsgen::floor",
-    "ops.yaml:1197",
+    "ops.yaml:1200",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1291,10 +1291,10 @@ extern const OpSpec floor_spec{
     },
     };
 
-// ops.yaml:1213: the dtypes ceil.metal registers (input -> output)
+// ops.yaml:1216: the dtypes ceil.metal registers (input -> output)
 extern const OpSpec ceil_spec{
     "mpsgen::ceil",
-    "ops.yaml:1212",
+    "ops.yaml:1215",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1315,10 +1315,10 @@ extern const OpSpec ceil_spec{
     },
     };
 
-// ops.yaml:1228: the dtypes trunc.metal registers (input -> output)
+// ops.yaml:1231: the dtypes trunc.metal registers (input -> output)
 extern const OpSpec trunc_spec{
     "mpsgen::trunc",
-    "ops.yaml:1227",
+    "ops.yaml:1230",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1339,10 +1339,10 @@ extern const OpSpec trunc_spec{
     },
     };
 
-// ops.yaml:1243: the dtypes sign.metal registers (input -> output)
+// ops.yaml:1246: the dtypes sign.metal registers (input -> output)
 extern const OpSpec sign_spec{
     "mpsgen::sign",
-    "ops.yaml:1242",
+    "ops.yaml:1245",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1363,10 +1363,10 @@ extern const OpSpec sign_spec{
     },
     };
 
-// ops.yaml:1256: the dtypes minimum.metal registers (input -> output)
+// ops.yaml:1259: the dtypes minimum.metal registers (input -> output)
 extern const OpSpec minimum_spec{
     "mpsgen::minimum",
-    "ops.yaml:1255",
+    "ops.yaml:1258",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1387,10 +1387,10 @@ extern const OpSpec minimum_spec{
     },
     };
 
-// ops.yaml:1269: the dtypes fmax.metal registers (input -> output)
+// ops.yaml:1272: the dtypes fmax.metal registers (input -> output)
 extern const OpSpec fmax_spec{
     "mpsgen::fmax",
-    "ops.yaml:1268",
+    "ops.yaml:1271",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1411,10 +1411,10 @@ extern const OpSpec fmax_spec{
     },
     };
 
-// ops.yaml:1286: the dtypes fmin.metal registers (input -> output)
+// ops.yaml:1289: the dtypes fmin.metal registers (input -> output)
 extern const OpSpec fmin_spec{
     "mpsgen::fmin",
-    "ops.yaml:1285",
+    "ops.yaml:1288",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1435,10 +1435,10 @@ extern const OpSpec fmin_spec{
     },
     };
 
-// ops.yaml:1302: the dtypes bitwise_and.metal registers (input -> output)
+// ops.yaml:1305: the dtypes bitwise_and.metal registers (input -> output)
 extern const OpSpec bitwise_and_spec{
     "mpsgen::bitwise_and",
-    "ops.yaml:1301",
+    "ops.yaml:1304",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1456,10 +1456,10 @@ extern const OpSpec bitwise_and_spec{
     },
     };
 
-// ops.yaml:1313: the dtypes bitwise_or.metal registers (input -> output)
+// ops.yaml:1316: the dtypes bitwise_or.metal registers (input -> output)
 extern const OpSpec bitwise_or_spec{
     "mpsgen::bitwise_or",
-    "ops.yaml:1312",
+    "ops.yaml:1315",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1477,10 +1477,10 @@ extern const OpSpec bitwise_or_spec{
     },
     };
 
-// ops.yaml:1323: the dtypes gt.metal registers (input -> output)
+// ops.yaml:1326: the dtypes gt.metal registers (input -> output)
 extern const OpSpec gt_spec{
     "mpsgen::gt",
-    "ops.yaml:1322",
+    "ops.yaml:1325",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1501,10 +1501,10 @@ extern const OpSpec gt_spec{
     },
     };
 
-// ops.yaml:1334: the dtypes ge.metal registers (input -> output)
+// ops.yaml:1337: the dtypes ge.metal registers (input -> output)
 extern const OpSpec ge_spec{
     "mpsgen::ge",
-    "ops.yaml:1333",
+    "ops.yaml:1336",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1525,10 +1525,10 @@ extern const OpSpec ge_spec{
     },
     };
 
-// ops.yaml:1343: the dtypes le.metal registers (input -> output)
+// ops.yaml:1346: the dtypes le.metal registers (input -> output)
 extern const OpSpec le_spec{
     "mpsgen::le",
-    "ops.yaml:1342",
+    "ops.yaml:1345",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1549,10 +1549,10 @@ extern const OpSpec le_spec{
     },
     };
 
-// ops.yaml:1352: the dtypes logical_or.metal registers (input -> output)
+// ops.yaml:1355: the dtypes logical_or.metal registers (input -> output)
 extern const OpSpec logical_or_spec{
     "mpsgen::logical_or",
-    "ops.yaml:1351",
+    "ops.yaml:1354",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1574,10 +1574,10 @@ extern const OpSpec logical_or_spec{
     },
     };
 
-// ops.yaml:1361: the dtypes logical_xor.metal registers (input -> output)
+// ops.yaml:1364: the dtypes logical_xor.metal registers (input -> output)
 extern const OpSpec logical_xor_spec{
     "mpsgen::logical_xor",
-    "ops.yaml:1360",
+    "ops.yaml:1363",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1599,10 +1599,10 @@ extern const OpSpec logical_xor_spec{
     },
     };
 
-// ops.yaml:1375: the dtypes where.metal registers (input -> output)
+// ops.yaml:1378: the dtypes where.metal registers (input -> output)
 extern const OpSpec where_spec{
     "mpsgen::where",
-    "ops.yaml:1373",
+    "ops.yaml:1376",
     {"condition", "self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1625,10 +1625,10 @@ extern const OpSpec where_spec{
     },
     };
 
-// ops.yaml:1411: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1414: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1409",
+    "ops.yaml:1412",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1649,10 +1649,10 @@ extern const OpSpec heaviside_spec{
     },
     };
 
-// ops.yaml:1425: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1428: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1423",
+    "ops.yaml:1426",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1673,10 +1673,10 @@ extern const OpSpec special_ndtri_spec{
     },
     };
 
-// ops.yaml:1502: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1505: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1500",
+    "ops.yaml:1503",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1697,10 +1697,10 @@ extern const OpSpec special_log_ndtr_spec{
     },
     };
 
-// ops.yaml:1530: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1533: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1528",
+    "ops.yaml:1531",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1721,10 +1721,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     },
     };
 
-// ops.yaml:1587: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1590: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1585",
+    "ops.yaml:1588",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1745,10 +1745,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     },
     };
 
-// ops.yaml:1634: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1637: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1632",
+    "ops.yaml:1635",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
