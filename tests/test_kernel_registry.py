@@ -58,10 +58,11 @@ def test_cpu_registry_holds_exactly_the_macro_instantiations(op):
     assert actual == expected
 
 
-def test_the_avx2_variant_goes_to_narrow_float_kernels_and_to_ops_calling_vector_math():
-    """codegen/host_names.py: kernels reading or writing half or bfloat get the AVX2 variant by
-    their host_name; every kernel of a unit whose ops.yaml code (after an ops.yaml line marker)
-    calls exp, log, tanh, fma, erf... gets it too. Calls in the shim or c10 headers do not count."""
+def test_the_avx_variants_go_to_narrow_float_kernels_and_to_ops_calling_vector_math():
+    """codegen/host_names.py: kernels reading or writing half or bfloat get the AVX2 and AVX-512
+    variants by their host_name; every kernel of a unit whose ops.yaml code (after an ops.yaml
+    line marker) calls exp, log, tanh, fma, erf... gets them too. Calls in the shim or c10
+    headers do not count; other kernels get the baseline variant only."""
     from codegen.host_names import KernelInstantiation, calls_vector_math, registration_lines
 
     shim = '# 480 "support/metal_shim/metal_stdlib"\ninline float exp(float x) { return x; }\n'
@@ -80,5 +81,5 @@ def test_the_avx2_variant_goes_to_narrow_float_kernels_and_to_ops_calling_vector
     def isa(text: str) -> list[str]:  # Kernel<&fn, Isa...>: the level after the kernel's function
         return re.findall(r"Kernel<&::c10::metal::unary_dense<\w+, f>, (\d)[,>][^\n]*::run\(\)", text)
 
-    assert isa(registration_lines(kernels)) == ["0", "1", "1"]  # AVX2 for half and bfloat
-    assert isa(registration_lines(kernels, vector_math=True)) == ["2"] * 3  # and AVX-512 for vector math
+    assert isa(registration_lines(kernels)) == ["0", "2", "2"]  # AVX2 and AVX-512 for half and bfloat
+    assert isa(registration_lines(kernels, vector_math=True)) == ["2"] * 3  # and for vector math

@@ -11,9 +11,9 @@
 // says which: those reading or writing half or bfloat, and the kernels of ops calling the
 // shim's vectorised math or fma) are compiled twice: for the baseline ISA the extension is
 // built for, and, on x86-64, for AVX2 + F16C, picked at run time when the CPU has them
-// (cpu_use_avx2), so a build for baseline x86-64 still runs anywhere. Those of the vectorised
-// math are compiled a third time, for AVX-512 (cpu_use_avx512; clang only), whose double
-// arithmetic 8 lanes wide halves their time. `flatten` inlines the
+// (cpu_use_avx2), so a build for baseline x86-64 still runs anywhere. They are compiled a
+// third time, for AVX-512 (cpu_use_avx512; clang only): double arithmetic 8 lanes wide halves
+// the vectorised math's time, and 16-bit permutes separate the half and bfloat ILP tiles. `flatten` inlines the
 // kernel and what it calls into the AVX2 variant, so it converts half <-> float with F16C
 // instructions where the baseline calls libgcc's software conversions per value, twenty times
 // slower, and runs double arithmetic four lanes wide. Other kernels gain little from AVX2
