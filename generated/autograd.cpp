@@ -4788,7 +4788,7 @@ at::Tensor& expm1_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1150: rsqrt(Tensor self) -> Tensor ----
+// ---- ops.yaml:1151: rsqrt(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& rsqrt_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4832,7 +4832,7 @@ variable_list RsqrtBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1154 "ops.yaml"
+#line 1155 "ops.yaml"
     grad_inputs[0] = -0.5 * grad * self.rsqrt().pow(3).conj();
 #line 4838 "autograd.cpp"
   }
@@ -4877,7 +4877,7 @@ at::Tensor& rsqrt_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1168: i0(Tensor self) -> Tensor ----
+// ---- ops.yaml:1169: i0(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& i0_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4921,7 +4921,7 @@ variable_list I0Backward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1172 "ops.yaml"
+#line 1173 "ops.yaml"
     grad_inputs[0] = grad * special_i1(self);
 #line 4927 "autograd.cpp"
   }
@@ -4966,7 +4966,7 @@ at::Tensor& i0_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at::
   return out;
 }
 
-// ---- ops.yaml:1181: reciprocal(Tensor self) -> Tensor ----
+// ---- ops.yaml:1182: reciprocal(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& reciprocal_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5010,7 +5010,7 @@ variable_list ReciprocalBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1185 "ops.yaml"
+#line 1186 "ops.yaml"
     grad_inputs[0] = -grad * (result * result).conj();
 #line 5016 "autograd.cpp"
   }
@@ -5055,7 +5055,7 @@ at::Tensor& reciprocal_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:1200: floor(Tensor self) -> Tensor ----
+// ---- ops.yaml:1201: floor(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& floor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5096,7 +5096,7 @@ variable_list FloorBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1204 "ops.yaml"
+#line 1205 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5102 "autograd.cpp"
   }
@@ -5139,7 +5139,7 @@ at::Tensor& floor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1215: ceil(Tensor self) -> Tensor ----
+// ---- ops.yaml:1216: ceil(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& ceil_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5180,7 +5180,7 @@ variable_list CeilBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1219 "ops.yaml"
+#line 1220 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5186 "autograd.cpp"
   }
@@ -5223,7 +5223,7 @@ at::Tensor& ceil_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1230: trunc(Tensor self) -> Tensor ----
+// ---- ops.yaml:1231: trunc(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& trunc_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5264,7 +5264,7 @@ variable_list TruncBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1234 "ops.yaml"
+#line 1235 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5270 "autograd.cpp"
   }
@@ -5307,7 +5307,7 @@ at::Tensor& trunc_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1245: sign(Tensor self) -> Tensor ----
+// ---- ops.yaml:1246: sign(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& sign_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5348,7 +5348,7 @@ variable_list SignBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1249 "ops.yaml"
+#line 1250 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5354 "autograd.cpp"
   }
@@ -5391,7 +5391,7 @@ at::Tensor& sign_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1258: minimum(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1259: minimum(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& minimum_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5438,12 +5438,12 @@ variable_list MinimumBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1262 "ops.yaml"
+#line 1263 "ops.yaml"
     grad_inputs[0] = where(self == other, grad / 2, grad).masked_fill(self > other, 0);
 #line 5444 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1263 "ops.yaml"
+#line 1264 "ops.yaml"
     grad_inputs[1] = where(self == other, grad / 2, grad).masked_fill(self < other, 0);
 #line 5449 "autograd.cpp"
   }
@@ -5490,7 +5490,7 @@ at::Tensor& minimum_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self,
   return out;
 }
 
-// ---- ops.yaml:1271: fmax(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1272: fmax(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& fmax_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5537,12 +5537,12 @@ variable_list FmaxBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1275 "ops.yaml"
+#line 1276 "ops.yaml"
     grad_inputs[0] = grad.masked_fill((self >= other).logical_or(other.isnan()).logical_not(), 0);
 #line 5543 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1276 "ops.yaml"
+#line 1277 "ops.yaml"
     grad_inputs[1] = grad.masked_fill((self >= other).logical_or(other.isnan()), 0);
 #line 5548 "autograd.cpp"
   }
@@ -5589,7 +5589,7 @@ at::Tensor& fmax_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, co
   return out;
 }
 
-// ---- ops.yaml:1288: fmin(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1289: fmin(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& fmin_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5636,12 +5636,12 @@ variable_list FminBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1292 "ops.yaml"
+#line 1293 "ops.yaml"
     grad_inputs[0] = grad.masked_fill((self <= other).logical_or(other.isnan()).logical_not(), 0);
 #line 5642 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1293 "ops.yaml"
+#line 1294 "ops.yaml"
     grad_inputs[1] = grad.masked_fill((self <= other).logical_or(other.isnan()), 0);
 #line 5647 "autograd.cpp"
   }
@@ -5688,7 +5688,7 @@ at::Tensor& fmin_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, co
   return out;
 }
 
-// ---- ops.yaml:1304: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1305: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& bitwise_and_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5736,7 +5736,7 @@ at::Tensor& bitwise_and_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Te
   return out;
 }
 
-// ---- ops.yaml:1313: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1314: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& bitwise_and_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5784,7 +5784,7 @@ at::Tensor& bitwise_and_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Te
   return out;
 }
 
-// ---- ops.yaml:1315: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1316: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& bitwise_or_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5832,7 +5832,7 @@ at::Tensor& bitwise_or_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Ten
   return out;
 }
 
-// ---- ops.yaml:1325: gt.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1326: gt.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& gt_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5880,7 +5880,7 @@ at::Tensor& gt_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1334: gt.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1335: gt.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& gt_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5928,7 +5928,7 @@ at::Tensor& gt_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1336: ge.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1337: ge.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& ge_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5976,7 +5976,7 @@ at::Tensor& ge_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1345: le.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1346: le.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& le_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6024,7 +6024,7 @@ at::Tensor& le_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1354: logical_or(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1355: logical_or(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_or_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6072,7 +6072,7 @@ at::Tensor& logical_or_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:1363: logical_xor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1364: logical_xor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_xor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6120,7 +6120,7 @@ at::Tensor& logical_xor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:1376: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1377: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&)>& where_self_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6163,12 +6163,12 @@ variable_list WhereSelfBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1385 "ops.yaml"
+#line 1386 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, where(condition, grad, 0));
 #line 6169 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1386 "ops.yaml"
+#line 1387 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(other, where(condition, 0, grad));
 #line 6174 "autograd.cpp"
   }
@@ -6198,7 +6198,7 @@ at::Tensor& where_self_out_autograd(c10::DispatchKeySet ks, const at::Tensor& co
   return out;
 }
 
-// ---- ops.yaml:1398: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1399: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Tensor&)>& where_ScalarSelf_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6238,7 +6238,7 @@ variable_list WhereScalarSelfBackward::apply(variable_list&& grads) {
   const auto condition = condition_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // other
-#line 1386 "ops.yaml"
+#line 1387 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(other, where(condition, 0, grad));
 #line 6244 "autograd.cpp"
   }
@@ -6267,7 +6267,7 @@ at::Tensor& where_ScalarSelf_out_autograd(c10::DispatchKeySet ks, const at::Tens
   return out;
 }
 
-// ---- ops.yaml:1399: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1400: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&)>& where_ScalarOther_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6307,7 +6307,7 @@ variable_list WhereScalarOtherBackward::apply(variable_list&& grads) {
   const auto condition = condition_.unpack();
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1385 "ops.yaml"
+#line 1386 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, where(condition, grad, 0));
 #line 6313 "autograd.cpp"
   }
@@ -6336,7 +6336,7 @@ at::Tensor& where_ScalarOther_out_autograd(c10::DispatchKeySet ks, const at::Ten
   return out;
 }
 
-// ---- ops.yaml:1400: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1401: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& where_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()

@@ -3167,7 +3167,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& rsqrt_inplace_op() {
   return op;
 }
 
-// ops.yaml:1150
+// ops.yaml:1151
 PyObject* rsqrt(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3228,7 +3228,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& i0_inplace_op() {
   return op;
 }
 
-// ops.yaml:1168
+// ops.yaml:1169
 PyObject* i0(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3289,7 +3289,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& reciprocal_inplace_op(
   return op;
 }
 
-// ops.yaml:1181
+// ops.yaml:1182
 PyObject* reciprocal(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3350,7 +3350,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& floor_inplace_op() {
   return op;
 }
 
-// ops.yaml:1200
+// ops.yaml:1201
 PyObject* floor(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3411,7 +3411,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& ceil_inplace_op() {
   return op;
 }
 
-// ops.yaml:1215
+// ops.yaml:1216
 PyObject* ceil(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3472,7 +3472,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& trunc_inplace_op() {
   return op;
 }
 
-// ops.yaml:1230
+// ops.yaml:1231
 PyObject* trunc(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3533,7 +3533,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& sign_inplace_op() {
   return op;
 }
 
-// ops.yaml:1245
+// ops.yaml:1246
 PyObject* sign(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3594,7 +3594,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& min
   return op;
 }
 
-// ops.yaml:1258
+// ops.yaml:1259
 PyObject* minimum(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3655,7 +3655,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& fma
   return op;
 }
 
-// ops.yaml:1271
+// ops.yaml:1272
 PyObject* fmax(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3716,7 +3716,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& fmi
   return op;
 }
 
-// ops.yaml:1288
+// ops.yaml:1289
 PyObject* fmin(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3798,7 +3798,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Scalar&)>& bit
   return op;
 }
 
-// ops.yaml:1304, ops.yaml:1313
+// ops.yaml:1305, ops.yaml:1314
 PyObject* bitwise_and(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3868,7 +3868,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& bit
   return op;
 }
 
-// ops.yaml:1315
+// ops.yaml:1316
 PyObject* bitwise_or(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3950,7 +3950,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Scalar&)>& gt_
   return op;
 }
 
-// ops.yaml:1325, ops.yaml:1334
+// ops.yaml:1326, ops.yaml:1335
 PyObject* gt(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4020,7 +4020,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& ge_
   return op;
 }
 
-// ops.yaml:1336
+// ops.yaml:1337
 PyObject* ge(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4081,7 +4081,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& le_
   return op;
 }
 
-// ops.yaml:1345
+// ops.yaml:1346
 PyObject* le(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4142,7 +4142,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& log
   return op;
 }
 
-// ops.yaml:1354
+// ops.yaml:1355
 PyObject* logical_or(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4203,7 +4203,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& log
   return op;
 }
 
-// ops.yaml:1363
+// ops.yaml:1364
 PyObject* logical_xor(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4299,7 +4299,7 @@ const c10::TypedOperatorHandle<at::Tensor&(const at::Tensor&, const at::Scalar&,
   return op;
 }
 
-// ops.yaml:1376, ops.yaml:1398, ops.yaml:1399, ops.yaml:1400
+// ops.yaml:1377, ops.yaml:1399, ops.yaml:1400, ops.yaml:1401
 PyObject* where(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({

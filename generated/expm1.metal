@@ -13,27 +13,28 @@ using namespace c10::metal;
 struct expm1_functor {
   template <typename T>
   using F = conditional_t<is_scalar_floating_point_v<T>, T, float>;
+  // c10::metal::expm1f where exp(x) - 1 would cancel; exp beyond it, where expm1f's
+  // scaling loses digits (4.8519e8 for torch's 4.8517e8 at x = 20). Below 0.5 expm1f is
+  // its scaled_unchecked core: its overflow branch, a pow(2, x) for |x - 1| > 88, is never
+  // taken there.
+  static inline float expm1_real(const float x) {
+    return ::metal::abs(x) < 0.5f ? c10::metal::expm1f_scaled_unchecked(x, 1.0f) : precise::exp(x) - 1.0f;
+  }
   template <typename T, enable_if_t<!is_complex_v<T>, bool> = true>
   inline F<T> operator()(const T x) {
-    // c10::metal::expm1f where exp(x) - 1 would cancel; exp beyond it, where
-    // expm1f's scaling loses digits (4.8519e8 for torch's 4.8517e8 at x = 20).
-    // Below 0.5 expm1f is its scaled_unchecked core: its overflow branch, a pow(2, x)
-    // for |x - 1| > 88, is never taken there.
-    const float f = static_cast<float>(x);
-    return static_cast<F<T>>(::metal::abs(f) < 0.5f ? c10::metal::expm1f_scaled_unchecked(f, 1.0f)
-                                                    : precise::exp(f) - 1.0f);
+    return static_cast<F<T>>(expm1_real(static_cast<float>(x)));
   }
   // expm1(x + iy) = expm1(x) cos y - 2 sin^2(y/2) + i e^x sin y (no cancellation near 0)
   template <typename T, enable_if_t<is_complex_v<T>, bool> = true>
   inline T operator()(const T z) {
     const float x = static_cast<float>(z.x);
     const float y = static_cast<float>(z.y);
-    const float em = ::metal::fabs(x) < 0.5f ? c10::metal::expm1f_scaled_unchecked(x, 1.0f) : precise::exp(x) - 1.0f;
+    const float em = expm1_real(x);
     const float h = precise::sin(0.5f * y);
     return T(float2(em * precise::cos(y) - 2.0f * h * h, precise::exp(x) * precise::sin(y)));
   }
 };
-#line 37 "expm1.metal"
+#line 38 "expm1.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).

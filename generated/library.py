@@ -1372,9 +1372,9 @@ def expm1_fake(self):
 register_variants(lib, "expm1", out="expm1.out", inplace="expm1_")
 
 
-# ---- rsqrt: ops.yaml:1150 ----
+# ---- rsqrt: ops.yaml:1151 ----
 rsqrt_spec = Spec(
-    "mpsgen::rsqrt", "ops.yaml:1150", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::rsqrt", "ops.yaml:1151", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1392,16 +1392,16 @@ rsqrt_spec = Spec(
 )
 
 
-# ops.yaml:1150: rsqrt(Tensor self) -> Tensor
+# ops.yaml:1151: rsqrt(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::rsqrt", lib=lib)
 def rsqrt_fake(self):
     return fake_elementwise(rsqrt_spec, [self])
 register_variants(lib, "rsqrt", out="rsqrt.out", inplace="rsqrt_")
 
 
-# ---- i0: ops.yaml:1168 ----
+# ---- i0: ops.yaml:1169 ----
 i0_spec = Spec(
-    "mpsgen::i0", "ops.yaml:1168", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::i0", "ops.yaml:1169", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1417,16 +1417,16 @@ i0_spec = Spec(
 )
 
 
-# ops.yaml:1168: i0(Tensor self) -> Tensor
+# ops.yaml:1169: i0(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::i0", lib=lib)
 def i0_fake(self):
     return fake_elementwise(i0_spec, [self])
 register_variants(lib, "i0", out="i0.out", inplace="i0_")
 
 
-# ---- reciprocal: ops.yaml:1181 ----
+# ---- reciprocal: ops.yaml:1182 ----
 reciprocal_spec = Spec(
-    "mpsgen::reciprocal", "ops.yaml:1181", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::reciprocal", "ops.yaml:1182", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1444,16 +1444,16 @@ reciprocal_spec = Spec(
 )
 
 
-# ops.yaml:1181: reciprocal(Tensor self) -> Tensor
+# ops.yaml:1182: reciprocal(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::reciprocal", lib=lib)
 def reciprocal_fake(self):
     return fake_elementwise(reciprocal_spec, [self])
 register_variants(lib, "reciprocal", out="reciprocal.out", inplace="reciprocal_")
 
 
-# ---- floor: ops.yaml:1200 ----
+# ---- floor: ops.yaml:1201 ----
 floor_spec = Spec(
-    "mpsgen::floor", "ops.yaml:1200", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::floor", "ops.yaml:1201", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1469,16 +1469,16 @@ floor_spec = Spec(
 )
 
 
-# ops.yaml:1200: floor(Tensor self) -> Tensor
+# ops.yaml:1201: floor(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::floor", lib=lib)
 def floor_fake(self):
     return fake_elementwise(floor_spec, [self])
 register_variants(lib, "floor", out="floor.out", inplace="floor_")
 
 
-# ---- ceil: ops.yaml:1215 ----
+# ---- ceil: ops.yaml:1216 ----
 ceil_spec = Spec(
-    "mpsgen::ceil", "ops.yaml:1215", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::ceil", "ops.yaml:1216", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1494,16 +1494,16 @@ ceil_spec = Spec(
 )
 
 
-# ops.yaml:1215: ceil(Tensor self) -> Tensor
+# ops.yaml:1216: ceil(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::ceil", lib=lib)
 def ceil_fake(self):
     return fake_elementwise(ceil_spec, [self])
 register_variants(lib, "ceil", out="ceil.out", inplace="ceil_")
 
 
-# ---- trunc: ops.yaml:1230 ----
+# ---- trunc: ops.yaml:1231 ----
 trunc_spec = Spec(
-    "mpsgen::trunc", "ops.yaml:1230", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::trunc", "ops.yaml:1231", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1519,16 +1519,16 @@ trunc_spec = Spec(
 )
 
 
-# ops.yaml:1230: trunc(Tensor self) -> Tensor
+# ops.yaml:1231: trunc(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::trunc", lib=lib)
 def trunc_fake(self):
     return fake_elementwise(trunc_spec, [self])
 register_variants(lib, "trunc", out="trunc.out", inplace="trunc_")
 
 
-# ---- sign: ops.yaml:1245 ----
+# ---- sign: ops.yaml:1246 ----
 sign_spec = Spec(
-    "mpsgen::sign", "ops.yaml:1245", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::sign", "ops.yaml:1246", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1544,16 +1544,16 @@ sign_spec = Spec(
 )
 
 
-# ops.yaml:1245: sign(Tensor self) -> Tensor
+# ops.yaml:1246: sign(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::sign", lib=lib)
 def sign_fake(self):
     return fake_elementwise(sign_spec, [self])
 register_variants(lib, "sign", out="sign.out", inplace="sign_")
 
 
-# ---- minimum: ops.yaml:1258 ----
+# ---- minimum: ops.yaml:1259 ----
 minimum_spec = Spec(
-    "mpsgen::minimum", "ops.yaml:1258", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::minimum", "ops.yaml:1259", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1569,16 +1569,16 @@ minimum_spec = Spec(
 )
 
 
-# ops.yaml:1258: minimum(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1259: minimum(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::minimum", lib=lib)
 def minimum_fake(self, other):
     return fake_elementwise(minimum_spec, [self, other])
 register_variants(lib, "minimum", out="minimum.out", inplace="minimum_")
 
 
-# ---- fmax: ops.yaml:1271 ----
+# ---- fmax: ops.yaml:1272 ----
 fmax_spec = Spec(
-    "mpsgen::fmax", "ops.yaml:1271", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmax", "ops.yaml:1272", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1594,16 +1594,16 @@ fmax_spec = Spec(
 )
 
 
-# ops.yaml:1271: fmax(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1272: fmax(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmax", lib=lib)
 def fmax_fake(self, other):
     return fake_elementwise(fmax_spec, [self, other])
 register_variants(lib, "fmax", out="fmax.out", inplace="fmax_")
 
 
-# ---- fmin: ops.yaml:1288 ----
+# ---- fmin: ops.yaml:1289 ----
 fmin_spec = Spec(
-    "mpsgen::fmin", "ops.yaml:1288", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmin", "ops.yaml:1289", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1619,16 +1619,16 @@ fmin_spec = Spec(
 )
 
 
-# ops.yaml:1288: fmin(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1289: fmin(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmin", lib=lib)
 def fmin_fake(self, other):
     return fake_elementwise(fmin_spec, [self, other])
 register_variants(lib, "fmin", out="fmin.out", inplace="fmin_")
 
 
-# ---- bitwise_and: ops.yaml:1304 ----
+# ---- bitwise_and: ops.yaml:1305 ----
 bitwise_and_spec = Spec(
-    "mpsgen::bitwise_and", "ops.yaml:1304", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_and", "ops.yaml:1305", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -1641,23 +1641,23 @@ bitwise_and_spec = Spec(
 )
 
 
-# ops.yaml:1304: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1305: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Tensor", lib=lib)
 def bitwise_and_Tensor_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
 register_variants(lib, "bitwise_and.Tensor", out="bitwise_and.Tensor_out", inplace="bitwise_and_.Tensor")
 
 
-# ops.yaml:1313: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1314: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Scalar", lib=lib)
 def bitwise_and_Scalar_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
 register_variants(lib, "bitwise_and.Scalar", out="bitwise_and.Scalar_out", inplace="bitwise_and_.Scalar")
 
 
-# ---- bitwise_or: ops.yaml:1315 ----
+# ---- bitwise_or: ops.yaml:1316 ----
 bitwise_or_spec = Spec(
-    "mpsgen::bitwise_or", "ops.yaml:1315", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_or", "ops.yaml:1316", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -1670,16 +1670,16 @@ bitwise_or_spec = Spec(
 )
 
 
-# ops.yaml:1315: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1316: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_or.Tensor", lib=lib)
 def bitwise_or_Tensor_fake(self, other):
     return fake_elementwise(bitwise_or_spec, [self, other])
 register_variants(lib, "bitwise_or.Tensor", out="bitwise_or.Tensor_out", inplace="bitwise_or_.Tensor")
 
 
-# ---- gt: ops.yaml:1325 ----
+# ---- gt: ops.yaml:1326 ----
 gt_spec = Spec(
-    "mpsgen::gt", "ops.yaml:1325", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::gt", "ops.yaml:1326", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1695,23 +1695,23 @@ gt_spec = Spec(
 )
 
 
-# ops.yaml:1325: gt.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1326: gt.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Tensor", lib=lib)
 def gt_Tensor_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
 register_variants(lib, "gt.Tensor", out="gt.Tensor_out", inplace="gt_.Tensor")
 
 
-# ops.yaml:1334: gt.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1335: gt.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Scalar", lib=lib)
 def gt_Scalar_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
 register_variants(lib, "gt.Scalar", out="gt.Scalar_out", inplace="gt_.Scalar")
 
 
-# ---- ge: ops.yaml:1336 ----
+# ---- ge: ops.yaml:1337 ----
 ge_spec = Spec(
-    "mpsgen::ge", "ops.yaml:1336", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::ge", "ops.yaml:1337", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1727,16 +1727,16 @@ ge_spec = Spec(
 )
 
 
-# ops.yaml:1336: ge.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1337: ge.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::ge.Tensor", lib=lib)
 def ge_Tensor_fake(self, other):
     return fake_elementwise(ge_spec, [self, other])
 register_variants(lib, "ge.Tensor", out="ge.Tensor_out", inplace="ge_.Tensor")
 
 
-# ---- le: ops.yaml:1345 ----
+# ---- le: ops.yaml:1346 ----
 le_spec = Spec(
-    "mpsgen::le", "ops.yaml:1345", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::le", "ops.yaml:1346", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1752,16 +1752,16 @@ le_spec = Spec(
 )
 
 
-# ops.yaml:1345: le.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1346: le.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::le.Tensor", lib=lib)
 def le_Tensor_fake(self, other):
     return fake_elementwise(le_spec, [self, other])
 register_variants(lib, "le.Tensor", out="le.Tensor_out", inplace="le_.Tensor")
 
 
-# ---- logical_or: ops.yaml:1354 ----
+# ---- logical_or: ops.yaml:1355 ----
 logical_or_spec = Spec(
-    "mpsgen::logical_or", "ops.yaml:1354", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_or", "ops.yaml:1355", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1778,16 +1778,16 @@ logical_or_spec = Spec(
 )
 
 
-# ops.yaml:1354: logical_or(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1355: logical_or(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_or", lib=lib)
 def logical_or_fake(self, other):
     return fake_elementwise(logical_or_spec, [self, other])
 register_variants(lib, "logical_or", out="logical_or.out", inplace="logical_or_")
 
 
-# ---- logical_xor: ops.yaml:1363 ----
+# ---- logical_xor: ops.yaml:1364 ----
 logical_xor_spec = Spec(
-    "mpsgen::logical_xor", "ops.yaml:1363", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_xor", "ops.yaml:1364", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1804,16 +1804,16 @@ logical_xor_spec = Spec(
 )
 
 
-# ops.yaml:1363: logical_xor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1364: logical_xor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_xor", lib=lib)
 def logical_xor_fake(self, other):
     return fake_elementwise(logical_xor_spec, [self, other])
 register_variants(lib, "logical_xor", out="logical_xor.out", inplace="logical_xor_")
 
 
-# ---- where: ops.yaml:1376 ----
+# ---- where: ops.yaml:1377 ----
 where_spec = Spec(
-    "mpsgen::where", "ops.yaml:1376", inputs=["condition", "self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::where", "ops.yaml:1377", inputs=["condition", "self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1832,41 +1832,41 @@ where_spec = Spec(
 )
 
 
-# ops.yaml:1376: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
+# ops.yaml:1377: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::where.self", lib=lib)
 def where_self_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1382
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1383
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other])
 register_variants(lib, "where.self", out="where.self_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1398: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor
+# ops.yaml:1399: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::where.ScalarSelf", lib=lib)
 def where_ScalarSelf_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1382
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1383
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other])
 register_variants(lib, "where.ScalarSelf", out="where.ScalarSelf_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1399: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor
+# ops.yaml:1400: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::where.ScalarOther", lib=lib)
 def where_ScalarOther_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1382
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1383
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other])
 register_variants(lib, "where.ScalarOther", out="where.ScalarOther_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1400: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor
+# ops.yaml:1401: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::where.Scalar", lib=lib)
 def where_Scalar_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1382
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1383
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other])
 register_variants(lib, "where.Scalar", out="where.Scalar_out", inplace=None, exact_out=True)

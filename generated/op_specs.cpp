@@ -1191,10 +1191,10 @@ extern const OpSpec expm1_spec{
     },
     };
 
-// ops.yaml:1151: the dtypes rsqrt.metal registers (input -> output)
+// ops.yaml:1152: the dtypes rsqrt.metal registers (input -> output)
 extern const OpSpec rsqrt_spec{
     "mpsgen::rsqrt",
-    "ops.yaml:1150",
+    "ops.yaml:1151",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1217,10 +1217,10 @@ extern const OpSpec rsqrt_spec{
     },
     };
 
-// ops.yaml:1169: the dtypes i0.metal registers (input -> output)
+// ops.yaml:1170: the dtypes i0.metal registers (input -> output)
 extern const OpSpec i0_spec{
     "mpsgen::i0",
-    "ops.yaml:1168",
+    "ops.yaml:1169",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1241,10 +1241,10 @@ extern const OpSpec i0_spec{
     },
     };
 
-// ops.yaml:1182: the dtypes reciprocal.metal registers (input -> output)
+// ops.yaml:1183: the dtypes reciprocal.metal registers (input -> output)
 extern const OpSpec reciprocal_spec{
     "mpsgen::reciprocal",
-    "ops.yaml:1181",
+    "ops.yaml:1182",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1267,10 +1267,10 @@ extern const OpSpec reciprocal_spec{
     },
     };
 
-// ops.yaml:1201: the dtypes floor.metal registers (input -> output)
+// ops.yaml:1202: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
     "mpsgen::floor",
-    "ops.yaml:1200",
+    "ops.yaml:1201",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1291,10 +1291,10 @@ extern const OpSpec floor_spec{
     },
     };
 
-// ops.yaml:1216: the dtypes ceil.metal registers (input -> output)
+// ops.yaml:1217: the dtypes ceil.metal registers (input -> output)
 extern const OpSpec ceil_spec{
     "mpsgen::ceil",
-    "ops.yaml:1215",
+    "ops.yaml:1216",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1315,10 +1315,10 @@ extern const OpSpec ceil_spec{
     },
     };
 
-// ops.yaml:1231: the dtypes trunc.metal registers (input -> output)
+// ops.yaml:1232: the dtypes trunc.metal registers (input -> output)
 extern const OpSpec trunc_spec{
     "mpsgen::trunc",
-    "ops.yaml:1230",
+    "ops.yaml:1231",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1339,10 +1339,10 @@ extern const OpSpec trunc_spec{
     },
     };
 
-// ops.yaml:1246: the dtypes sign.metal registers (input -> output)
+// ops.yaml:1247: the dtypes sign.metal registers (input -> output)
 extern const OpSpec sign_spec{
     "mpsgen::sign",
-    "ops.yaml:1245",
+    "ops.yaml:1246",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1363,10 +1363,10 @@ extern const OpSpec sign_spec{
     },
     };
 
-// ops.yaml:1259: the dtypes minimum.metal registers (input -> output)
+// ops.yaml:1260: the dtypes minimum.metal registers (input -> output)
 extern const OpSpec minimum_spec{
     "mpsgen::minimum",
-    "ops.yaml:1258",
+    "ops.yaml:1259",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1387,10 +1387,10 @@ extern const OpSpec minimum_spec{
     },
     };
 
-// ops.yaml:1272: the dtypes fmax.metal registers (input -> output)
+// ops.yaml:1273: the dtypes fmax.metal registers (input -> output)
 extern const OpSpec fmax_spec{
     "mpsgen::fmax",
-    "ops.yaml:1271",
+    "ops.yaml:1272",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1411,10 +1411,10 @@ extern const OpSpec fmax_spec{
     },
     };
 
-// ops.yaml:1289: the dtypes fmin.metal registers (input -> output)
+// ops.yaml:1290: the dtypes fmin.metal registers (input -> output)
 extern const OpSpec fmin_spec{
     "mpsgen::fmin",
-    "ops.yaml:1288",
+    "ops.yaml:1289",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1435,10 +1435,10 @@ extern const OpSpec fmin_spec{
     },
     };
 
-// ops.yaml:1305: the dtypes bitwise_and.metal registers (input -> output)
+// ops.yaml:1306: the dtypes bitwise_and.metal registers (input -> output)
 extern const OpSpec bitwise_and_spec{
     "mpsgen::bitwise_and",
-    "ops.yaml:1304",
+    "ops.yaml:1305",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1456,10 +1456,10 @@ extern const OpSpec bitwise_and_spec{
     },
     };
 
-// ops.yaml:1316: the dtypes bitwise_or.metal registers (input -> output)
+// ops.yaml:1317: the dtypes bitwise_or.metal registers (input -> output)
 extern const OpSpec bitwise_or_spec{
     "mpsgen::bitwise_or",
-    "ops.yaml:1315",
+    "ops.yaml:1316",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1477,10 +1477,10 @@ extern const OpSpec bitwise_or_spec{
     },
     };
 
-// ops.yaml:1326: the dtypes gt.metal registers (input -> output)
+// ops.yaml:1327: the dtypes gt.metal registers (input -> output)
 extern const OpSpec gt_spec{
     "mpsgen::gt",
-    "ops.yaml:1325",
+    "ops.yaml:1326",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1501,10 +1501,10 @@ extern const OpSpec gt_spec{
     },
     };
 
-// ops.yaml:1337: the dtypes ge.metal registers (input -> output)
+// ops.yaml:1338: the dtypes ge.metal registers (input -> output)
 extern const OpSpec ge_spec{
     "mpsgen::ge",
-    "ops.yaml:1336",
+    "ops.yaml:1337",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1525,10 +1525,10 @@ extern const OpSpec ge_spec{
     },
     };
 
-// ops.yaml:1346: the dtypes le.metal registers (input -> output)
+// ops.yaml:1347: the dtypes le.metal registers (input -> output)
 extern const OpSpec le_spec{
     "mpsgen::le",
-    "ops.yaml:1345",
+    "ops.yaml:1346",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1549,10 +1549,10 @@ extern const OpSpec le_spec{
     },
     };
 
-// ops.yaml:1355: the dtypes logical_or.metal registers (input -> output)
+// ops.yaml:1356: the dtypes logical_or.metal registers (input -> output)
 extern const OpSpec logical_or_spec{
     "mpsgen::logical_or",
-    "ops.yaml:1354",
+    "ops.yaml:1355",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1574,10 +1574,10 @@ extern const OpSpec logical_or_spec{
     },
     };
 
-// ops.yaml:1364: the dtypes logical_xor.metal registers (input -> output)
+// ops.yaml:1365: the dtypes logical_xor.metal registers (input -> output)
 extern const OpSpec logical_xor_spec{
     "mpsgen::logical_xor",
-    "ops.yaml:1363",
+    "ops.yaml:1364",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1599,10 +1599,10 @@ extern const OpSpec logical_xor_spec{
     },
     };
 
-// ops.yaml:1378: the dtypes where.metal registers (input -> output)
+// ops.yaml:1379: the dtypes where.metal registers (input -> output)
 extern const OpSpec where_spec{
     "mpsgen::where",
-    "ops.yaml:1376",
+    "ops.yaml:1377",
     {"condition", "self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1625,10 +1625,10 @@ extern const OpSpec where_spec{
     },
     };
 
-// ops.yaml:1414: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1415: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1412",
+    "ops.yaml:1413",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1649,10 +1649,10 @@ extern const OpSpec heaviside_spec{
     },
     };
 
-// ops.yaml:1428: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1429: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1426",
+    "ops.yaml:1427",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1673,10 +1673,10 @@ extern const OpSpec special_ndtri_spec{
     },
     };
 
-// ops.yaml:1505: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1506: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1503",
+    "ops.yaml:1504",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1697,10 +1697,10 @@ extern const OpSpec special_log_ndtr_spec{
     },
     };
 
-// ops.yaml:1533: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1534: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1531",
+    "ops.yaml:1532",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1721,10 +1721,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     },
     };
 
-// ops.yaml:1590: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1591: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1588",
+    "ops.yaml:1589",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1745,10 +1745,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     },
     };
 
-// ops.yaml:1637: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1638: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1635",
+    "ops.yaml:1636",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,

@@ -13,10 +13,10 @@
 // built for, and, on x86-64, for AVX2 + F16C, picked at run time when the CPU has them
 // (cpu_use_avx2), so a build for baseline x86-64 still runs anywhere. They are compiled a
 // third time, for AVX-512 (cpu_use_avx512; clang only): double arithmetic 8 lanes wide halves
-// the vectorised math's time, and 16-bit permutes separate the half and bfloat ILP tiles. `flatten` inlines the
-// kernel and what it calls into the AVX2 variant, so it converts half <-> float with F16C
-// instructions where the baseline calls libgcc's software conversions per value, twenty times
-// slower, and runs double arithmetic four lanes wide. Other kernels gain little from AVX2
+// the vectorised math's time, and 16-bit permutes separate the half and bfloat ILP tiles.
+// `flatten` inlines the kernel and what it calls into the AVX2 variant, so it converts half <->
+// float with F16C instructions where the baseline calls libgcc's software conversions per
+// value, twenty times slower, and runs double arithmetic four lanes wide. Other kernels gain little from AVX2
 // (their loops vectorise with SSE2) and are compiled once: the second variant of every kernel
 // made the kernels' build 40 % longer. All variants give the same
 // bits (NaN payloads aside: which NaN operand an operation returns follows the operand order,
