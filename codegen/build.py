@@ -50,14 +50,17 @@ CXX_FLAGS = ["-O2", "-g0", "-ffp-contract=off", "-fno-math-errno", "-Wno-attribu
 GCC_CXX_FLAGS = ["-fvect-cost-model=dynamic", "-fpeel-loops", "--param=max-inline-insns-auto=30", "-fopenmp"]
 GCC_LINK_FLAGS = ["-fopenmp"]
 MPS_CXX_FLAGS = ["-fobjc-arc"]
-# clang, for the CPU kernel units: an inline threshold of 500 (clang's -O2 default is 225), so
+# clang, for the CPU kernel units: an inline threshold of 1000 (clang's -O2 default is 225), so
 # functors that call the shim's inlined math (support/metal_shim/vector_math.h), such as
-# log1p_functor ("too costly to inline" at the default), are inlined into their kernels and
-# from there into the launcher's loop, instead of being called once per element: softplus
-# float16 44 -> 2.6 times torch's time, for about 4 % more compile time of the kernel units.
+# log1p_functor ("too costly to inline" at the default) or special_ndtri's two logs, are
+# inlined into their kernels and from there into the launcher's loop, instead of being called
+# once per element, compiled for the baseline ISA even from the AVX2/AVX-512 variants
+# (README, "Speed of the CPU backend": softplus float16 44 -> 2.6 times torch's time at 500;
+# special_ndtri float32, its functor written with selects, 4.1 -> 1.8 at 1000). Each step
+# added a few % to the kernel units' compile time.
 # The launcher asks for a vector width on the loop of ILP kernels (support/cpu/kernel_launch.h);
 # where a kernel's loop cannot be vectorised (a libm call in it), clang says so: -Wno-pass-failed.
-CLANG_KERNEL_FLAGS = ["-mllvm", "-inline-threshold=500", "-Wno-pass-failed"]
+CLANG_KERNEL_FLAGS = ["-mllvm", "-inline-threshold=1000", "-Wno-pass-failed"]
 
 
 @functools.cache

@@ -732,9 +732,9 @@ def nan_to_num_fake(self, nan=None, posinf=None, neginf=None):
 register_variants(lib, "nan_to_num", out="nan_to_num.out", inplace="nan_to_num_")
 
 
-# ---- threshold: ops.yaml:588 ----
+# ---- threshold: ops.yaml:583 ----
 threshold_spec = Spec(
-    "mpsgen::threshold", "ops.yaml:588", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::threshold", "ops.yaml:583", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -749,16 +749,16 @@ threshold_spec = Spec(
 )
 
 
-# ops.yaml:588: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor
+# ops.yaml:583: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor
 @torch.library.register_fake("mpsgen::threshold", lib=lib)
 def threshold_fake(self, threshold, value):
     return fake_elementwise(threshold_spec, [self])
 register_variants(lib, "threshold", out="threshold.out", inplace="threshold_")
 
 
-# ---- softplus: ops.yaml:606 ----
+# ---- softplus: ops.yaml:601 ----
 softplus_spec = Spec(
-    "mpsgen::softplus", "ops.yaml:606", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::softplus", "ops.yaml:601", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -768,16 +768,16 @@ softplus_spec = Spec(
 )
 
 
-# ops.yaml:606: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+# ops.yaml:601: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
 @torch.library.register_fake("mpsgen::softplus", lib=lib)
 def softplus_fake(self, beta=1, threshold=20):
     return fake_elementwise(softplus_spec, [self])
 register_variants(lib, "softplus", out="softplus.out", inplace="softplus_")
 
 
-# ---- hardtanh: ops.yaml:620 ----
+# ---- hardtanh: ops.yaml:615 ----
 hardtanh_spec = Spec(
-    "mpsgen::hardtanh", "ops.yaml:620", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::hardtanh", "ops.yaml:615", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -791,16 +791,16 @@ hardtanh_spec = Spec(
 )
 
 
-# ops.yaml:620: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor
+# ops.yaml:615: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor
 @torch.library.register_fake("mpsgen::hardtanh", lib=lib)
 def hardtanh_fake(self, min_val=-1, max_val=1):
     return fake_elementwise(hardtanh_spec, [self])
 register_variants(lib, "hardtanh", out="hardtanh.out", inplace="hardtanh_")
 
 
-# ---- round_decimals: ops.yaml:633 ----
+# ---- round_decimals: ops.yaml:628 ----
 round_decimals_spec = Spec(
-    "mpsgen::round", "ops.yaml:633", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::round", "ops.yaml:628", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -810,16 +810,16 @@ round_decimals_spec = Spec(
 )
 
 
-# ops.yaml:633: round.decimals(Tensor self, *, int decimals) -> Tensor
+# ops.yaml:628: round.decimals(Tensor self, *, int decimals) -> Tensor
 @torch.library.register_fake("mpsgen::round.decimals", lib=lib)
 def round_decimals_fake(self, *, decimals):
     return fake_elementwise(round_decimals_spec, [self])
 register_variants(lib, "round.decimals", out="round.decimals_out", inplace="round_.decimals")
 
 
-# ---- gelu: ops.yaml:652 ----
+# ---- gelu: ops.yaml:647 ----
 gelu_spec = Spec(
-    "mpsgen::gelu", "ops.yaml:652", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::gelu", "ops.yaml:647", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -829,16 +829,16 @@ gelu_spec = Spec(
 )
 
 
-# ops.yaml:652: gelu(Tensor self, *, str approximate='none') -> Tensor
+# ops.yaml:647: gelu(Tensor self, *, str approximate='none') -> Tensor
 @torch.library.register_fake("mpsgen::gelu", lib=lib)
 def gelu_fake(self, *, approximate='none'):
     return fake_elementwise(gelu_spec, [self], choice=("approximate", approximate, {'none': gelu_spec, 'tanh': gelu_spec}))
 register_variants(lib, "gelu", out="gelu.out", inplace="gelu_")
 
 
-# ---- leaky_relu_backward: ops.yaml:678 ----
+# ---- leaky_relu_backward: ops.yaml:673 ----
 leaky_relu_backward_spec = Spec(
-    "mpsgen::leaky_relu_backward", "ops.yaml:678", inputs=["grad_output", "self"], int_to_float=False, bool_output=False,
+    "mpsgen::leaky_relu_backward", "ops.yaml:673", inputs=["grad_output", "self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -848,19 +848,19 @@ leaky_relu_backward_spec = Spec(
 )
 
 
-# ops.yaml:678: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor
+# ops.yaml:673: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor
 @torch.library.register_fake("mpsgen::leaky_relu_backward", lib=lib)
 def leaky_relu_backward_fake(grad_output, self, negative_slope, self_is_result):
     check_defined(leaky_relu_backward_spec, [grad_output, self])
-    if not (not self_is_result or negative_slope >= 0):  # ops.yaml:686
+    if not (not self_is_result or negative_slope >= 0):  # ops.yaml:681
         raise RuntimeError(f'mpsgen::leaky_relu_backward: In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. This is caused by calling in-place forward function with a negative slope, please call out-of-place version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu backward calculation with negative slope')
     return fake_elementwise(leaky_relu_backward_spec, [grad_output, self])
 register_variants(lib, "leaky_relu_backward", out="leaky_relu_backward.grad_input", inplace="leaky_relu_backward_")
 
 
-# ---- eq: ops.yaml:697 ----
+# ---- eq: ops.yaml:692 ----
 eq_spec = Spec(
-    "mpsgen::eq", "ops.yaml:697", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::eq", "ops.yaml:692", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -878,23 +878,23 @@ eq_spec = Spec(
 )
 
 
-# ops.yaml:697: eq.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:692: eq.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::eq.Tensor", lib=lib)
 def eq_Tensor_fake(self, other):
     return fake_elementwise(eq_spec, [self, other])
 register_variants(lib, "eq.Tensor", out="eq.Tensor_out", inplace="eq_.Tensor")
 
 
-# ops.yaml:710: eq.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:705: eq.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::eq.Scalar", lib=lib)
 def eq_Scalar_fake(self, other):
     return fake_elementwise(eq_spec, [self, other])
 register_variants(lib, "eq.Scalar", out="eq.Scalar_out", inplace="eq_.Scalar")
 
 
-# ---- ne: ops.yaml:712 ----
+# ---- ne: ops.yaml:707 ----
 ne_spec = Spec(
-    "mpsgen::ne", "ops.yaml:712", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::ne", "ops.yaml:707", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -912,16 +912,16 @@ ne_spec = Spec(
 )
 
 
-# ops.yaml:712: ne.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:707: ne.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::ne.Tensor", lib=lib)
 def ne_Tensor_fake(self, other):
     return fake_elementwise(ne_spec, [self, other])
 register_variants(lib, "ne.Tensor", out="ne.Tensor_out", inplace="ne_.Tensor")
 
 
-# ---- lt: ops.yaml:725 ----
+# ---- lt: ops.yaml:720 ----
 lt_spec = Spec(
-    "mpsgen::lt", "ops.yaml:725", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::lt", "ops.yaml:720", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -937,23 +937,23 @@ lt_spec = Spec(
 )
 
 
-# ops.yaml:725: lt.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:720: lt.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::lt.Tensor", lib=lib)
 def lt_Tensor_fake(self, other):
     return fake_elementwise(lt_spec, [self, other])
 register_variants(lib, "lt.Tensor", out="lt.Tensor_out", inplace="lt_.Tensor")
 
 
-# ops.yaml:734: lt.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:729: lt.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::lt.Scalar", lib=lib)
 def lt_Scalar_fake(self, other):
     return fake_elementwise(lt_spec, [self, other])
 register_variants(lib, "lt.Scalar", out="lt.Scalar_out", inplace="lt_.Scalar")
 
 
-# ---- logical_and: ops.yaml:736 ----
+# ---- logical_and: ops.yaml:731 ----
 logical_and_spec = Spec(
-    "mpsgen::logical_and", "ops.yaml:736", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_and", "ops.yaml:731", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -970,16 +970,16 @@ logical_and_spec = Spec(
 )
 
 
-# ops.yaml:736: logical_and(Tensor self, Tensor other) -> Tensor
+# ops.yaml:731: logical_and(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_and", lib=lib)
 def logical_and_fake(self, other):
     return fake_elementwise(logical_and_spec, [self, other])
 register_variants(lib, "logical_and", out="logical_and.out", inplace="logical_and_")
 
 
-# ---- isnan: ops.yaml:746 ----
+# ---- isnan: ops.yaml:741 ----
 isnan_spec = Spec(
-    "mpsgen::isnan", "ops.yaml:746", inputs=["self"], int_to_float=False, bool_output=True,
+    "mpsgen::isnan", "ops.yaml:741", inputs=["self"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -997,16 +997,16 @@ isnan_spec = Spec(
 )
 
 
-# ops.yaml:746: isnan(Tensor self) -> Tensor
+# ops.yaml:741: isnan(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::isnan", lib=lib)
 def isnan_fake(self):
     return fake_elementwise(isnan_spec, [self])
 register_variants(lib, "isnan", out="isnan.out", inplace="isnan_")
 
 
-# ---- neg: ops.yaml:764 ----
+# ---- neg: ops.yaml:759 ----
 neg_spec = Spec(
-    "mpsgen::neg", "ops.yaml:764", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::neg", "ops.yaml:759", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1023,19 +1023,19 @@ neg_spec = Spec(
 )
 
 
-# ops.yaml:764: neg(Tensor self) -> Tensor
+# ops.yaml:759: neg(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::neg", lib=lib)
 def neg_fake(self):
     check_defined(neg_spec, [self])
-    if not (self.dtype != torch.bool):  # ops.yaml:767
+    if not (self.dtype != torch.bool):  # ops.yaml:762
         raise RuntimeError(f'mpsgen::neg: Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')
     return fake_elementwise(neg_spec, [self])
 register_variants(lib, "neg", out="neg.out", inplace="neg_")
 
 
-# ---- abs: ops.yaml:779 ----
+# ---- abs: ops.yaml:774 ----
 abs_spec = Spec(
-    "mpsgen::abs", "ops.yaml:779", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::abs", "ops.yaml:774", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1052,16 +1052,16 @@ abs_spec = Spec(
 )
 
 
-# ops.yaml:779: abs(Tensor self) -> Tensor
+# ops.yaml:774: abs(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::abs", lib=lib)
 def abs_fake(self):
     return fake_elementwise(abs_spec, [self])
 register_variants(lib, "abs", out="abs.out", inplace="abs_")
 
 
-# ---- polygamma: ops.yaml:811 ----
+# ---- polygamma: ops.yaml:806 ----
 polygamma_spec = Spec(
-    "mpsgen::polygamma", "ops.yaml:811", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::polygamma", "ops.yaml:806", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.bfloat16: torch.bfloat16,
@@ -1072,19 +1072,19 @@ polygamma_spec = Spec(
 )
 
 
-# ops.yaml:811: polygamma(int n, Tensor self) -> Tensor
+# ops.yaml:806: polygamma(int n, Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::polygamma", lib=lib)
 def polygamma_fake(n, self):
     check_defined(polygamma_spec, [self])
-    if not (n >= 0):  # ops.yaml:837
+    if not (n >= 0):  # ops.yaml:832
         raise RuntimeError(f'mpsgen::polygamma: polygamma(n, x) does not support negative n.')
     return fake_elementwise(polygamma_spec, [self])
 register_variants(lib, "polygamma", out="polygamma.out", inplace="polygamma_", self_index=1)
 
 
-# ---- div: ops.yaml:853 ----
+# ---- div: ops.yaml:848 ----
 div_spec = Spec(
-    "mpsgen::div", "ops.yaml:853", inputs=["self", "other"], int_to_float=True, bool_output=False,
+    "mpsgen::div", "ops.yaml:848", inputs=["self", "other"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1101,7 +1101,7 @@ div_spec = Spec(
     alpha_checks=False,
 )
 div_div_trunc_spec = Spec(
-    "mpsgen::div", "ops.yaml:860", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::div", "ops.yaml:855", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1117,7 +1117,7 @@ div_div_trunc_spec = Spec(
     choice="rounding_mode='trunc'",
 )
 div_div_floor_spec = Spec(
-    "mpsgen::div", "ops.yaml:861", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::div", "ops.yaml:856", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1134,16 +1134,16 @@ div_div_floor_spec = Spec(
 )
 
 
-# ops.yaml:853: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+# ops.yaml:848: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
 @torch.library.register_fake("mpsgen::div.Tensor_mode", lib=lib)
 def div_Tensor_mode_fake(self, other, *, rounding_mode):
     return fake_elementwise(div_spec, [self, other], choice=("rounding_mode", rounding_mode, {'None': div_spec, 'trunc': div_div_trunc_spec, 'floor': div_div_floor_spec}))
 register_variants(lib, "div.Tensor_mode", out="div.out_mode", inplace="div_.Tensor_mode")
 
 
-# ---- polar: ops.yaml:961 ----
+# ---- polar: ops.yaml:956 ----
 polar_spec = Spec(
-    "mpsgen::polar", "ops.yaml:961", inputs=["abs", "angle"], int_to_float=False, bool_output=False,
+    "mpsgen::polar", "ops.yaml:956", inputs=["abs", "angle"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
         torch.float16: torch.complex32,
@@ -1152,19 +1152,19 @@ polar_spec = Spec(
 )
 
 
-# ops.yaml:961: polar(Tensor abs, Tensor angle) -> Tensor
+# ops.yaml:956: polar(Tensor abs, Tensor angle) -> Tensor
 @torch.library.register_fake("mpsgen::polar", lib=lib)
 def polar_fake(abs, angle):
     check_defined(polar_spec, [abs, angle])
-    if not (abs.dtype == angle.dtype):  # ops.yaml:966
+    if not (abs.dtype == angle.dtype):  # ops.yaml:961
         raise RuntimeError(f'mpsgen::polar: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(polar_spec, [abs, angle])
 register_variants(lib, "polar", out="polar.out", inplace="polar_")
 
 
-# ---- complex: ops.yaml:978 ----
+# ---- complex: ops.yaml:973 ----
 complex_spec = Spec(
-    "mpsgen::complex", "ops.yaml:978", inputs=["real", "imag"], int_to_float=False, bool_output=False,
+    "mpsgen::complex", "ops.yaml:973", inputs=["real", "imag"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
         torch.float16: torch.complex32,
@@ -1173,19 +1173,19 @@ complex_spec = Spec(
 )
 
 
-# ops.yaml:978: complex(Tensor real, Tensor imag) -> Tensor
+# ops.yaml:973: complex(Tensor real, Tensor imag) -> Tensor
 @torch.library.register_fake("mpsgen::complex", lib=lib)
 def complex_fake(real, imag):
     check_defined(complex_spec, [real, imag])
-    if not (real.dtype == imag.dtype):  # ops.yaml:982
+    if not (real.dtype == imag.dtype):  # ops.yaml:977
         raise RuntimeError(f'mpsgen::complex: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(complex_spec, [real, imag])
 register_variants(lib, "complex", out="complex.out", inplace="complex_")
 
 
-# ---- angle: ops.yaml:993 ----
+# ---- angle: ops.yaml:988 ----
 angle_spec = Spec(
-    "mpsgen::angle", "ops.yaml:993", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::angle", "ops.yaml:988", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1203,16 +1203,16 @@ angle_spec = Spec(
 )
 
 
-# ops.yaml:993: angle(Tensor self) -> Tensor
+# ops.yaml:988: angle(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::angle", lib=lib)
 def angle_fake(self):
     return fake_elementwise(angle_spec, [self])
 register_variants(lib, "angle", out="angle.out", inplace="angle_")
 
 
-# ---- cos: ops.yaml:1017 ----
+# ---- cos: ops.yaml:1012 ----
 cos_spec = Spec(
-    "mpsgen::cos", "ops.yaml:1017", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::cos", "ops.yaml:1012", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1230,16 +1230,16 @@ cos_spec = Spec(
 )
 
 
-# ops.yaml:1017: cos(Tensor self) -> Tensor
+# ops.yaml:1012: cos(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::cos", lib=lib)
 def cos_fake(self):
     return fake_elementwise(cos_spec, [self])
 register_variants(lib, "cos", out="cos.out", inplace="cos_")
 
 
-# ---- tan: ops.yaml:1043 ----
+# ---- tan: ops.yaml:1038 ----
 tan_spec = Spec(
-    "mpsgen::tan", "ops.yaml:1043", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::tan", "ops.yaml:1038", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1257,16 +1257,16 @@ tan_spec = Spec(
 )
 
 
-# ops.yaml:1043: tan(Tensor self) -> Tensor
+# ops.yaml:1038: tan(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tan", lib=lib)
 def tan_fake(self):
     return fake_elementwise(tan_spec, [self])
 register_variants(lib, "tan", out="tan.out", inplace="tan_")
 
 
-# ---- tanh: ops.yaml:1062 ----
+# ---- tanh: ops.yaml:1057 ----
 tanh_spec = Spec(
-    "mpsgen::tanh", "ops.yaml:1062", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::tanh", "ops.yaml:1057", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1284,16 +1284,16 @@ tanh_spec = Spec(
 )
 
 
-# ops.yaml:1062: tanh(Tensor self) -> Tensor
+# ops.yaml:1057: tanh(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tanh", lib=lib)
 def tanh_fake(self):
     return fake_elementwise(tanh_spec, [self])
 register_variants(lib, "tanh", out="tanh.out", inplace="tanh_")
 
 
-# ---- log: ops.yaml:1080 ----
+# ---- log: ops.yaml:1075 ----
 log_spec = Spec(
-    "mpsgen::log", "ops.yaml:1080", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::log", "ops.yaml:1075", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1311,16 +1311,16 @@ log_spec = Spec(
 )
 
 
-# ops.yaml:1080: log(Tensor self) -> Tensor
+# ops.yaml:1075: log(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log", lib=lib)
 def log_fake(self):
     return fake_elementwise(log_spec, [self])
 register_variants(lib, "log", out="log.out", inplace="log_")
 
 
-# ---- log1p: ops.yaml:1098 ----
+# ---- log1p: ops.yaml:1093 ----
 log1p_spec = Spec(
-    "mpsgen::log1p", "ops.yaml:1098", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::log1p", "ops.yaml:1093", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1338,16 +1338,16 @@ log1p_spec = Spec(
 )
 
 
-# ops.yaml:1098: log1p(Tensor self) -> Tensor
+# ops.yaml:1093: log1p(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log1p", lib=lib)
 def log1p_fake(self):
     return fake_elementwise(log1p_spec, [self])
 register_variants(lib, "log1p", out="log1p.out", inplace="log1p_")
 
 
-# ---- expm1: ops.yaml:1122 ----
+# ---- expm1: ops.yaml:1117 ----
 expm1_spec = Spec(
-    "mpsgen::expm1", "ops.yaml:1122", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::expm1", "ops.yaml:1117", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1365,16 +1365,16 @@ expm1_spec = Spec(
 )
 
 
-# ops.yaml:1122: expm1(Tensor self) -> Tensor
+# ops.yaml:1117: expm1(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::expm1", lib=lib)
 def expm1_fake(self):
     return fake_elementwise(expm1_spec, [self])
 register_variants(lib, "expm1", out="expm1.out", inplace="expm1_")
 
 
-# ---- rsqrt: ops.yaml:1151 ----
+# ---- rsqrt: ops.yaml:1146 ----
 rsqrt_spec = Spec(
-    "mpsgen::rsqrt", "ops.yaml:1151", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::rsqrt", "ops.yaml:1146", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1392,16 +1392,16 @@ rsqrt_spec = Spec(
 )
 
 
-# ops.yaml:1151: rsqrt(Tensor self) -> Tensor
+# ops.yaml:1146: rsqrt(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::rsqrt", lib=lib)
 def rsqrt_fake(self):
     return fake_elementwise(rsqrt_spec, [self])
 register_variants(lib, "rsqrt", out="rsqrt.out", inplace="rsqrt_")
 
 
-# ---- i0: ops.yaml:1169 ----
+# ---- i0: ops.yaml:1164 ----
 i0_spec = Spec(
-    "mpsgen::i0", "ops.yaml:1169", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::i0", "ops.yaml:1164", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1417,16 +1417,16 @@ i0_spec = Spec(
 )
 
 
-# ops.yaml:1169: i0(Tensor self) -> Tensor
+# ops.yaml:1164: i0(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::i0", lib=lib)
 def i0_fake(self):
     return fake_elementwise(i0_spec, [self])
 register_variants(lib, "i0", out="i0.out", inplace="i0_")
 
 
-# ---- reciprocal: ops.yaml:1182 ----
+# ---- reciprocal: ops.yaml:1177 ----
 reciprocal_spec = Spec(
-    "mpsgen::reciprocal", "ops.yaml:1182", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::reciprocal", "ops.yaml:1177", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1444,16 +1444,16 @@ reciprocal_spec = Spec(
 )
 
 
-# ops.yaml:1182: reciprocal(Tensor self) -> Tensor
+# ops.yaml:1177: reciprocal(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::reciprocal", lib=lib)
 def reciprocal_fake(self):
     return fake_elementwise(reciprocal_spec, [self])
 register_variants(lib, "reciprocal", out="reciprocal.out", inplace="reciprocal_")
 
 
-# ---- floor: ops.yaml:1201 ----
+# ---- floor: ops.yaml:1196 ----
 floor_spec = Spec(
-    "mpsgen::floor", "ops.yaml:1201", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::floor", "ops.yaml:1196", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1469,16 +1469,16 @@ floor_spec = Spec(
 )
 
 
-# ops.yaml:1201: floor(Tensor self) -> Tensor
+# ops.yaml:1196: floor(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::floor", lib=lib)
 def floor_fake(self):
     return fake_elementwise(floor_spec, [self])
 register_variants(lib, "floor", out="floor.out", inplace="floor_")
 
 
-# ---- ceil: ops.yaml:1216 ----
+# ---- ceil: ops.yaml:1211 ----
 ceil_spec = Spec(
-    "mpsgen::ceil", "ops.yaml:1216", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::ceil", "ops.yaml:1211", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1494,16 +1494,16 @@ ceil_spec = Spec(
 )
 
 
-# ops.yaml:1216: ceil(Tensor self) -> Tensor
+# ops.yaml:1211: ceil(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::ceil", lib=lib)
 def ceil_fake(self):
     return fake_elementwise(ceil_spec, [self])
 register_variants(lib, "ceil", out="ceil.out", inplace="ceil_")
 
 
-# ---- trunc: ops.yaml:1231 ----
+# ---- trunc: ops.yaml:1226 ----
 trunc_spec = Spec(
-    "mpsgen::trunc", "ops.yaml:1231", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::trunc", "ops.yaml:1226", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1519,16 +1519,16 @@ trunc_spec = Spec(
 )
 
 
-# ops.yaml:1231: trunc(Tensor self) -> Tensor
+# ops.yaml:1226: trunc(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::trunc", lib=lib)
 def trunc_fake(self):
     return fake_elementwise(trunc_spec, [self])
 register_variants(lib, "trunc", out="trunc.out", inplace="trunc_")
 
 
-# ---- sign: ops.yaml:1246 ----
+# ---- sign: ops.yaml:1241 ----
 sign_spec = Spec(
-    "mpsgen::sign", "ops.yaml:1246", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::sign", "ops.yaml:1241", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1544,16 +1544,16 @@ sign_spec = Spec(
 )
 
 
-# ops.yaml:1246: sign(Tensor self) -> Tensor
+# ops.yaml:1241: sign(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::sign", lib=lib)
 def sign_fake(self):
     return fake_elementwise(sign_spec, [self])
 register_variants(lib, "sign", out="sign.out", inplace="sign_")
 
 
-# ---- minimum: ops.yaml:1259 ----
+# ---- minimum: ops.yaml:1254 ----
 minimum_spec = Spec(
-    "mpsgen::minimum", "ops.yaml:1259", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::minimum", "ops.yaml:1254", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1569,16 +1569,16 @@ minimum_spec = Spec(
 )
 
 
-# ops.yaml:1259: minimum(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1254: minimum(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::minimum", lib=lib)
 def minimum_fake(self, other):
     return fake_elementwise(minimum_spec, [self, other])
 register_variants(lib, "minimum", out="minimum.out", inplace="minimum_")
 
 
-# ---- fmax: ops.yaml:1272 ----
+# ---- fmax: ops.yaml:1267 ----
 fmax_spec = Spec(
-    "mpsgen::fmax", "ops.yaml:1272", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmax", "ops.yaml:1267", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1594,16 +1594,16 @@ fmax_spec = Spec(
 )
 
 
-# ops.yaml:1272: fmax(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1267: fmax(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmax", lib=lib)
 def fmax_fake(self, other):
     return fake_elementwise(fmax_spec, [self, other])
 register_variants(lib, "fmax", out="fmax.out", inplace="fmax_")
 
 
-# ---- fmin: ops.yaml:1289 ----
+# ---- fmin: ops.yaml:1284 ----
 fmin_spec = Spec(
-    "mpsgen::fmin", "ops.yaml:1289", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmin", "ops.yaml:1284", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1619,16 +1619,16 @@ fmin_spec = Spec(
 )
 
 
-# ops.yaml:1289: fmin(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1284: fmin(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmin", lib=lib)
 def fmin_fake(self, other):
     return fake_elementwise(fmin_spec, [self, other])
 register_variants(lib, "fmin", out="fmin.out", inplace="fmin_")
 
 
-# ---- bitwise_and: ops.yaml:1305 ----
+# ---- bitwise_and: ops.yaml:1300 ----
 bitwise_and_spec = Spec(
-    "mpsgen::bitwise_and", "ops.yaml:1305", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_and", "ops.yaml:1300", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -1641,23 +1641,23 @@ bitwise_and_spec = Spec(
 )
 
 
-# ops.yaml:1305: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1300: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Tensor", lib=lib)
 def bitwise_and_Tensor_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
 register_variants(lib, "bitwise_and.Tensor", out="bitwise_and.Tensor_out", inplace="bitwise_and_.Tensor")
 
 
-# ops.yaml:1314: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1309: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Scalar", lib=lib)
 def bitwise_and_Scalar_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
 register_variants(lib, "bitwise_and.Scalar", out="bitwise_and.Scalar_out", inplace="bitwise_and_.Scalar")
 
 
-# ---- bitwise_or: ops.yaml:1316 ----
+# ---- bitwise_or: ops.yaml:1311 ----
 bitwise_or_spec = Spec(
-    "mpsgen::bitwise_or", "ops.yaml:1316", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_or", "ops.yaml:1311", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -1670,16 +1670,16 @@ bitwise_or_spec = Spec(
 )
 
 
-# ops.yaml:1316: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1311: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_or.Tensor", lib=lib)
 def bitwise_or_Tensor_fake(self, other):
     return fake_elementwise(bitwise_or_spec, [self, other])
 register_variants(lib, "bitwise_or.Tensor", out="bitwise_or.Tensor_out", inplace="bitwise_or_.Tensor")
 
 
-# ---- gt: ops.yaml:1326 ----
+# ---- gt: ops.yaml:1321 ----
 gt_spec = Spec(
-    "mpsgen::gt", "ops.yaml:1326", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::gt", "ops.yaml:1321", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1695,23 +1695,23 @@ gt_spec = Spec(
 )
 
 
-# ops.yaml:1326: gt.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1321: gt.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Tensor", lib=lib)
 def gt_Tensor_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
 register_variants(lib, "gt.Tensor", out="gt.Tensor_out", inplace="gt_.Tensor")
 
 
-# ops.yaml:1335: gt.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1330: gt.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Scalar", lib=lib)
 def gt_Scalar_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
 register_variants(lib, "gt.Scalar", out="gt.Scalar_out", inplace="gt_.Scalar")
 
 
-# ---- ge: ops.yaml:1337 ----
+# ---- ge: ops.yaml:1332 ----
 ge_spec = Spec(
-    "mpsgen::ge", "ops.yaml:1337", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::ge", "ops.yaml:1332", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1727,16 +1727,16 @@ ge_spec = Spec(
 )
 
 
-# ops.yaml:1337: ge.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1332: ge.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::ge.Tensor", lib=lib)
 def ge_Tensor_fake(self, other):
     return fake_elementwise(ge_spec, [self, other])
 register_variants(lib, "ge.Tensor", out="ge.Tensor_out", inplace="ge_.Tensor")
 
 
-# ---- le: ops.yaml:1346 ----
+# ---- le: ops.yaml:1341 ----
 le_spec = Spec(
-    "mpsgen::le", "ops.yaml:1346", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::le", "ops.yaml:1341", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1752,16 +1752,16 @@ le_spec = Spec(
 )
 
 
-# ops.yaml:1346: le.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1341: le.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::le.Tensor", lib=lib)
 def le_Tensor_fake(self, other):
     return fake_elementwise(le_spec, [self, other])
 register_variants(lib, "le.Tensor", out="le.Tensor_out", inplace="le_.Tensor")
 
 
-# ---- logical_or: ops.yaml:1355 ----
+# ---- logical_or: ops.yaml:1350 ----
 logical_or_spec = Spec(
-    "mpsgen::logical_or", "ops.yaml:1355", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_or", "ops.yaml:1350", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1778,16 +1778,16 @@ logical_or_spec = Spec(
 )
 
 
-# ops.yaml:1355: logical_or(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1350: logical_or(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_or", lib=lib)
 def logical_or_fake(self, other):
     return fake_elementwise(logical_or_spec, [self, other])
 register_variants(lib, "logical_or", out="logical_or.out", inplace="logical_or_")
 
 
-# ---- logical_xor: ops.yaml:1364 ----
+# ---- logical_xor: ops.yaml:1359 ----
 logical_xor_spec = Spec(
-    "mpsgen::logical_xor", "ops.yaml:1364", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_xor", "ops.yaml:1359", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1804,16 +1804,16 @@ logical_xor_spec = Spec(
 )
 
 
-# ops.yaml:1364: logical_xor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1359: logical_xor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_xor", lib=lib)
 def logical_xor_fake(self, other):
     return fake_elementwise(logical_xor_spec, [self, other])
 register_variants(lib, "logical_xor", out="logical_xor.out", inplace="logical_xor_")
 
 
-# ---- where: ops.yaml:1377 ----
+# ---- where: ops.yaml:1372 ----
 where_spec = Spec(
-    "mpsgen::where", "ops.yaml:1377", inputs=["condition", "self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::where", "ops.yaml:1372", inputs=["condition", "self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1832,41 +1832,41 @@ where_spec = Spec(
 )
 
 
-# ops.yaml:1377: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
+# ops.yaml:1372: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::where.self", lib=lib)
 def where_self_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1383
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1378
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other])
 register_variants(lib, "where.self", out="where.self_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1399: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor
+# ops.yaml:1394: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::where.ScalarSelf", lib=lib)
 def where_ScalarSelf_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1383
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1378
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other])
 register_variants(lib, "where.ScalarSelf", out="where.ScalarSelf_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1400: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor
+# ops.yaml:1395: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::where.ScalarOther", lib=lib)
 def where_ScalarOther_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1383
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1378
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other])
 register_variants(lib, "where.ScalarOther", out="where.ScalarOther_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1401: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor
+# ops.yaml:1396: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::where.Scalar", lib=lib)
 def where_Scalar_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1383
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1378
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other])
 register_variants(lib, "where.Scalar", out="where.Scalar_out", inplace=None, exact_out=True)

@@ -37,19 +37,14 @@ struct nan_to_num_functor {
   }
   template <typename T, typename P, enable_if_t<is_scalar_floating_point_v<T>, bool> = true>
   inline T operator()(const T x, const P p) {
-    if (isnan(x)) {
-      return p.has_nan ? static_cast<T>(p.nan) : T(0);
-    }
-    if (isinf(x) && x > T(0)) {
-      return p.has_posinf ? static_cast<T>(p.posinf) : ::metal::numeric_limits<T>::max();
-    }
-    if (isinf(x)) {
-      return p.has_neginf ? static_cast<T>(p.neginf) : ::metal::numeric_limits<T>::lowest();
-    }
-    return x;
+    // The replacements depend on p alone, so a loop over x computes them once.
+    const T if_nan = p.has_nan ? static_cast<T>(p.nan) : T(0);
+    const T if_posinf = p.has_posinf ? static_cast<T>(p.posinf) : ::metal::numeric_limits<T>::max();
+    const T if_neginf = p.has_neginf ? static_cast<T>(p.neginf) : ::metal::numeric_limits<T>::lowest();
+    return isnan(x) ? if_nan : isinf(x) ? (x > T(0) ? if_posinf : if_neginf) : x;
   }
 };
-#line 53 "nan_to_num.metal"
+#line 48 "nan_to_num.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).
