@@ -13,7 +13,8 @@
 //
 // One table, for sin/cos/tan's argument reduction (a lookup in a vectorised loop is a gather);
 // divisions only where the formula has one (log, sinh, cosh, tanh, tan, atan, atan2).
-// Polynomial coefficients are Taylor coefficients, computed by the compiler from the constants.
+// Polynomial coefficients are Taylor coefficients, computed by the compiler from the constants,
+// except sin_quarter_turns' (a Chebyshev fit, two terms shorter than Taylor's for the same error).
 #pragma once
 #pragma GCC system_header
 
@@ -157,35 +158,44 @@ inline float atan(float x) { return atan2(x, 1.0f); }
 // ---- sin, cos, tan ----
 // x 2/pi = n + t with |t| <= 1/2, exactly for every float (Payne and Hanek's reduction): a float
 // is M 2^E with M an integer below 2^24, and the bits of 2/pi that weigh 2^(2 - E) or more only
-// add multiples of 4 to x 2/pi, which sin and cos ignore. So |x| times the next 29 bits of 2/pi
-// (exact: 24 bits by 29), the 29 after (exact) and the 53 after those gives n mod 4, and t to
-// about 2^-80: the closest a float comes to a multiple of pi/2 is t = 2^-29.9 (at 0x1.f37c8ap+95,
-// a sweep over every float outside the repo), so t keeps 50 bits where it is smallest. The
-// chunks are looked up by the exponent field: a table of 256 entries, a gather of three doubles.
+// add multiples of 4 to x 2/pi, which sin and cos ignore. So |x| times the next 24 bits of 2/pi
+// (exact: 24 bits by 24), the 24 after (exact) and the 53 after those gives n mod 4, and t to
+// about 2^-70: the closest a float comes to a multiple of pi/2 is t = 2^-29.9 (at 0x1.f37c8ap+95,
+// a sweep over every float outside the repo), so t keeps 40 bits where it is smallest. The
+// chunks are looked up by the exponent field: a table of 256 entries, two gathers (the first two
+// chunks as floats in one 64-bit word, the third a double), each about five cycles per eight
+// lanes on AMD Zen 4. A row's chunks are scaled by 2^k, k = max(field - 152, 0), so that they stay
+// normal floats; |x| is scaled by 2^-k to match (4 M for |x| >= 2^26).
 constexpr uint32_t TWO_OVER_PI[9] = {0xa2f9836e, 0x4e441529, 0xfc2757d1, 0xf534ddc0, 0xdb629599,
                                      0x3c439041, 0xfe5163ab, 0xdebbc561, 0xb7246e3a};  // after the point
 
-// Bits [p, p + n) of 2/pi after the binary point (bit 1 weighs 1/2), n <= 53, as a double.
-constexpr double two_over_pi_bits(int p, int n) {
+// Bits [p, p + n) of 2/pi after the binary point (bit 1 weighs 1/2), n <= 53, as a double
+// times 2^k.
+constexpr double two_over_pi_bits(int p, int n, int k) {
   const int b = p - 1, w = b / 32, o = b % 32;  // the bits start at bit o of word w
   const unsigned __int128 window = (unsigned __int128)TWO_OVER_PI[w] << 96 | (unsigned __int128)TWO_OVER_PI[w + 1] << 64 |
                                    (unsigned __int128)TWO_OVER_PI[w + 2] << 32 | TWO_OVER_PI[w + 3];
   const uint64_t v = uint64_t(window << o >> (128 - n));
-  return double(v) * as_double(uint64_t(1023 - (p + n - 1)) << 52);  // times 2^-(p + n - 1)
+  return double(v) * as_double(uint64_t(1023 + k - (p + n - 1)) << 52);  // times 2^(k - (p + n - 1))
 }
 
 struct ReductionChunks {
-  double c[4];  // three chunks of 2/pi, and padding to 32 bytes
+  uint64_t c01;  // chunks 0 and 1 (24 bits each) as floats, chunk 0 in the low half
+  double c2;     // chunk 2 (53 bits)
 };
 struct ReductionTable {
   ReductionChunks by_exponent[256];
 };
+constexpr uint32_t reduction_scale(uint32_t field) { return field > 152 ? field - 152 : 0; }
 constexpr ReductionTable make_reduction_table() {
   ReductionTable t{};
   for (int f = 0; f < 256; ++f) {
     const int e = (f == 0 ? 1 : f) - 150;  // the exponent of M's unit (subnormals share field 1's)
     const int p = e - 1 > 1 ? e - 1 : 1;   // the first bit of 2/pi that is not a multiple of 4 here
-    t.by_exponent[f] = {{two_over_pi_bits(p, 29), two_over_pi_bits(p + 29, 29), two_over_pi_bits(p + 58, 53), 0.0}};
+    const int k = int(reduction_scale(uint32_t(f)));
+    const uint64_t c0 = __builtin_bit_cast(uint32_t, float(two_over_pi_bits(p, 24, k)));
+    const uint64_t c1 = __builtin_bit_cast(uint32_t, float(two_over_pi_bits(p + 24, 24, k)));
+    t.by_exponent[f] = {c0 | c1 << 32, two_over_pi_bits(p + 48, 53, k)};
   }
   return t;
 }
@@ -211,8 +221,9 @@ inline void assume_not_a_table(P p) {
 inline double reduce_quarter_turns(float x, uint32_t& q) {
   const uint32_t bits = __builtin_bit_cast(uint32_t, x) & 0x7fffffffu;
   const ReductionChunks& c = REDUCTION_TABLE<>.by_exponent[bits >> 23];
-  const double a = __builtin_bit_cast(float, bits);
-  const double p0 = a * c.c[0], p1 = a * c.c[1], p2 = a * c.c[2];  // p0 < 2^26 and p1 exact
+  const double a = double(__builtin_bit_cast(float, bits)) * as_double(uint64_t(1023 - reduction_scale(bits >> 23)) << 52);
+  const double c0 = __builtin_bit_cast(float, uint32_t(c.c01)), c1 = __builtin_bit_cast(float, uint32_t(c.c01 >> 32));
+  const double p0 = a * c0, p1 = a * c1, p2 = a * c.c2;  // p0 < 2^26 and p1 exact
   constexpr double SHIFT = 0x1.8p52;  // v + SHIFT rounds v (below 2^51) to an integer in the low bits
   const double n0 = p0 + SHIFT;
   const double f0 = p0 - (n0 - SHIFT);   // exact, in [-1/2, 1/2]
@@ -223,20 +234,16 @@ inline double reduce_quarter_turns(float x, uint32_t& q) {
   return (s - (n1 - SHIFT)) + (e + p2);
 }
 
-// The Taylor coefficient of x^k in sin x, k odd.
-constexpr double sin_taylor(int k) {
-  double c = 1.0;
-  for (int i = 2; i <= k; ++i) c /= i;
-  return k % 4 == 3 ? -c : c;
-}
-
-// sin(u pi/2) for |u| <= 1, by its Taylor series to the x^17 term, x = u pi/2 (truncation below
-// 2^-44 relative).
+// sin(u pi/2) for |u| <= 1: u P(u^2), P the degree-6 Chebyshev fit (mpmath's chebyfit) of
+// sin(pi/2 sqrt(v)) / sqrt(v) on [0, 1], rounded to double: relative error below 2^-43.5.
 inline double sin_quarter_turns(double u) {
-  const double x = u * (PI / 2), x2 = x * x;
-  double p = sin_taylor(17);
-  for (int k = 15; k >= 3; k -= 2) p = sin_taylor(k) + x2 * p;  // unrolled: k is constant
-  return x + x * (x2 * p);
+  constexpr double P[7] = {0x1.d53abdeb199c1p-25, -0x1.e29b82ab98ea9p-19, 0x1.50770f6a5a66bp-13,
+                           -0x1.32d2c9b2d1df5p-8, 0x1.466bc66ed3d1cp-4,  -0x1.4abbce624ad99p-1,
+                           0x1.921fb54442bb4p+0};
+  const double v = u * u;
+  double p = P[0];
+  for (int k = 1; k < 7; ++k) p = p * v + P[k];  // unrolled: k is constant
+  return u * p;
 }
 
 // NaN where x is an infinity or NaN, r otherwise (-0 too): a product, not a select, so the
