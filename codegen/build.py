@@ -55,7 +55,7 @@ MPS_CXX_FLAGS = ["-fobjc-arc"]
 # log1p_functor ("too costly to inline" at the default) or special_ndtri's two logs, are
 # inlined into their kernels and from there into the launcher's loop, instead of being called
 # once per element, compiled for the baseline ISA even from the AVX2/AVX-512 variants
-# (README, "Speed of the CPU backend": softplus float16 44 -> 2.6 times torch's time at 500;
+# (benchmarks/HISTORY.md and README, "Speed of the CPU backend": softplus float16 44 -> 2.6 times torch's time at 500;
 # special_ndtri float32, its functor written with selects, 4.1 -> 1.8 at 1000). Each step
 # added a few % to the kernel units' compile time.
 # The launcher asks for a vector width on the loop of ILP kernels (support/cpu/kernel_launch.h);
