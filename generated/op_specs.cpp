@@ -1673,10 +1673,10 @@ extern const OpSpec special_ndtri_spec{
     },
     };
 
-// ops.yaml:1500: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1492: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1498",
+    "ops.yaml:1490",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1697,10 +1697,10 @@ extern const OpSpec special_log_ndtr_spec{
     },
     };
 
-// ops.yaml:1528: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1520: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1526",
+    "ops.yaml:1518",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1721,10 +1721,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     },
     };
 
-// ops.yaml:1585: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1577: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1583",
+    "ops.yaml:1575",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1745,10 +1745,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     },
     };
 
-// ops.yaml:1632: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1624: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1630",
+    "ops.yaml:1622",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,

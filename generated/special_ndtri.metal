@@ -18,9 +18,16 @@ inline float ndtri_polevl(const float x, const thread float* a, const int len) {
   return result;
 }
 
-// Cephes' two tail ratios P1/Q1 (z = 1/x, x in [2, 8)) and P2/Q2 (x in [8, 64)), one
-// evaluation with each element's coefficients: the same operations as evaluating its own.
-inline float ndtri_tail_ratio(const float z, const bool near) {
+// Both of Cephes' branches are computed and one is chosen, so a loop over elements
+// vectorises; each element gets the bits of the branch it would have taken.
+inline float ndtri(const float y0) {
+  const float s2pi = 2.50662827463100050242e0f;  // sqrt(2 pi)
+  // 0 <= |y - 0.5| <= 3/8
+  const float P0[5] = {-5.99633501014107895267e1f, 9.80010754185999661536e1f, -5.66762857469070293439e1f,
+                       1.39312609387279679503e1f, -1.23916583867381258016e0f};
+  const float Q0[9] = {1.0f, 1.95448858338141759834e0f, 4.67627912898881538453e0f, 8.63602421390890590575e1f,
+                       -2.25462687854119370527e2f, 2.00260212380060660359e2f, -8.20372256168333339912e1f,
+                       1.59056225126211695515e1f, -1.18331621121330003142e0f};
   const float P1[9] = {4.05544892305962419923e0f, 3.15251094599893866154e1f, 5.71628192246421288162e1f,
                        4.40805073893200834700e1f, 1.46849561928858024014e1f, 2.18663306850790267539e0f,
                        -1.40256079171354495875e-1f, -3.50424626827848203418e-2f, -8.57456785154685413611e-4f};
@@ -33,24 +40,6 @@ inline float ndtri_tail_ratio(const float z, const bool near) {
   const float Q2[9] = {1.0f, 6.02427039364742014255e0f, 3.67983563856160859403e0f, 1.37702099489081330271e0f,
                        2.16236993594496635890e-1f, 1.34204006088543189037e-2f, 3.28014464682127739104e-4f,
                        2.89247864745380683936e-6f, 6.79019408009981274425e-9f};
-  float p = 0.0f, q = 0.0f;
-  for (int i = 0; i < 9; i++) {
-    p = p * z + (near ? P1[i] : P2[i]);
-    q = q * z + (near ? Q1[i] : Q2[i]);
-  }
-  return z * p / q;
-}
-
-// Both of Cephes' branches are computed and one is chosen, so a loop over elements
-// vectorises; each element gets the bits of the branch it would have taken.
-inline float ndtri(const float y0) {
-  const float s2pi = 2.50662827463100050242e0f;  // sqrt(2 pi)
-  // 0 <= |y - 0.5| <= 3/8
-  const float P0[5] = {-5.99633501014107895267e1f, 9.80010754185999661536e1f, -5.66762857469070293439e1f,
-                       1.39312609387279679503e1f, -1.23916583867381258016e0f};
-  const float Q0[9] = {1.0f, 1.95448858338141759834e0f, 4.67627912898881538453e0f, 8.63602421390890590575e1f,
-                       -2.25462687854119370527e2f, 2.00260212380060660359e2f, -8.20372256168333339912e1f,
-                       1.59056225126211695515e1f, -1.18331621121330003142e0f};
   const bool upper = y0 > 1.0f - 0.13533528323661269189f;  // exp(-2)
   const float y = upper ? 1.0f - y0 : y0;
   // the middle: y - 0.5
@@ -60,7 +49,10 @@ inline float ndtri(const float y0) {
   // the tails: z = sqrt(-2 log y) between 2 and 64
   const float x = precise::sqrt(-2.0f * precise::log(y));
   const float x0 = x - precise::log(x) / x;
-  const float x1 = ndtri_tail_ratio(1.0f / x, x < 8.0f);
+  // z = 1/x: P1/Q1 for x in [2, 8), P2/Q2 for x in [8, 64), each element's own pair
+  const float z = 1.0f / x;
+  const bool near = x < 8.0f;
+  const float x1 = z * ndtri_polevl(z, near ? P1 : P2, 8) / ndtri_polevl(z, near ? Q1 : Q2, 8);
   const float tail = upper ? x0 - x1 : x1 - x0;
   const float r = y > 0.13533528323661269189f ? middle : tail;
   const float inf = numeric_limits<float>::infinity();
@@ -77,7 +69,7 @@ struct special_ndtri_functor {
     return ndtri(static_cast<float>(x));
   }
 };
-#line 81 "special_ndtri.metal"
+#line 73 "special_ndtri.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).
