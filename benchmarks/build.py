@@ -29,10 +29,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
-from codegen.loader import load  # noqa: E402
+from mpsgen.codegen.loader import load  # noqa: E402
 from generate import synthetic_registry  # noqa: E402
 
-COPIED = ["codegen", "support", "templates", "mpsgen", "setup.py", "ops.yaml"]
+COPIED = ["codegen", "support", "templates", "mpsgen", "setup.py", "pyproject.toml", "ops.yaml"]
 STEP = re.compile(r"\[\d+/\d+\] \S+ (\S+)")
 
 

@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from codegen.loader import load  # noqa: E402
+from mpsgen.codegen.loader import load  # noqa: E402
 from mpsgen.aten_overrides import ENV as ATEN_ENV  # noqa: E402
 from mpsgen.samples import TORCH_DTYPES, entry_params, fill, op_overload, reference  # noqa: E402
 
@@ -155,7 +155,7 @@ def aten_worker(argv) -> None:
     global CLOCK
     torch.set_num_threads(job["threads"])
     CLOCK = time.thread_time if job["threads"] == 1 else time.perf_counter
-    import mpsgen  # noqa: F401  (with MPSGEN_ATEN_CPU_OVERRIDES=1: torch's operators run mpsgen's kernels)
+    import mpsgen.ops  # noqa: F401  (with MPSGEN_ATEN_CPU_OVERRIDES=1: torch's operators run mpsgen's kernels)
 
     registry = load(job["ops"])
     by_name = {e.qualified_name: (op, e) for op, e in entries(registry)}
@@ -199,7 +199,7 @@ def run(registry, selected: list[Case], numel: int, threads: int, repeat: int, b
     global CLOCK
     torch.set_num_threads(threads)
     CLOCK = time.thread_time if threads == 1 else time.perf_counter
-    import mpsgen  # noqa: F401
+    import mpsgen.ops  # noqa: F401
 
     ns = registry.namespace
     by_name = {e.qualified_name: (op, e) for op, e in entries(registry)}

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-import mpsgen  # noqa: E402,F401
+import mpsgen.ops  # loads mpsgen's own ops (the extension and generated/library.py)
 
 OPS = torch.ops.mpsgen
 N = 16

@@ -688,7 +688,11 @@ def _tables(name, kernels, registrations, line, own_dtypes, family, opmath_ok, l
 
 
 def _check_functor(source, kernels, label, line, errors) -> str | None:
-    if not isinstance(source, str) or not source.strip():
+    if source is None or (isinstance(source, str) and not source.strip()):
+        errors.add(line, label, "functor", "is empty: write the op's Metal math, its operator() templates, "
+                   f"or the whole 'struct {kernels[0]}_functor' (`mpsgen new` leaves it empty for you)")
+        return None
+    if not isinstance(source, str):
         errors.add(line, label, "functor", "expected Metal source: an operator() body or a whole struct")
         return None
     structs = _structs(source)

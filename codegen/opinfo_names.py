@@ -76,7 +76,7 @@ def _torch_key() -> str | None:
 def _cache_dirs() -> list[Path]:
     if os.environ.get("MPSGEN_CACHE_DIR"):  # that folder only
         return [Path(os.environ["MPSGEN_CACHE_DIR"])]
-    dirs = [ROOT / "build"]
+    dirs = [ROOT / "build"] if (ROOT / "ops.yaml").is_file() else []  # a checkout's build/, not site-packages
     dirs.append(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mpsgen")
     dirs.append(Path(tempfile.gettempdir()) / "mpsgen-cache")
     return dirs

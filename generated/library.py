@@ -9,9 +9,10 @@ import torch
 
 from mpsgen.torch_library import Spec, check_defined, dtype_max, dtype_of, fake_elementwise, register_variants  # noqa: F401
 
-lib = torch.library.Library("mpsgen", "FRAGMENT")
+NAMESPACE = "mpsgen"  # read by mpsgen.runtime.load_ops before the extension loads
+lib = torch.library.Library(NAMESPACE, "FRAGMENT")
 
-# the ops' Python functions in mpsgen._C (generated/bindings.cpp), as mpsgen.<op> exports them
+# the ops' Python functions in the extension (bindings.cpp), which its package exports
 BINDINGS = [
     "exp", "exp_",
     "sin", "sin_",

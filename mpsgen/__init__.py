@@ -1,53 +1,46 @@
-"""Loads the mpsgen extension: its ops appear as torch.ops.<namespace>.<op>, and as
-mpsgen.<op> / mpsgen.<op>_ (functional with out=, and in-place), bound the way torch
-binds torch.<op>: torch's argument parser in C++, then straight to the dispatcher, so an
-eager call costs what torch's own op costs. Under torch.compile they trace as the
-torch.ops op they call.
+"""mpsgen: a declarative code generator for PyTorch MPS elementwise operators.
 
-Importing it also runs generated/library.py, which gives every op its fake
-kernel and out=/in-place decompositions (torch.compile and torch.export); the
-autograd kernels are C++.
+The package holds the generator (`mpsgen.codegen`, its templates and support sources), the
+build API for projects of one's own (`mpsgen.codegen.package`), the `mpsgen` command
+(`mpsgen.cli`), the test harness (`mpsgen.harness`, `mpsgen.samples`), the loader every
+generated package uses (`mpsgen.runtime`), and this repository's own ops.
 
-Entries of ops.yaml with `implements: aten` register torch's own aten ops for MPS when
-the library loads. Their CPU kernels replace torch's CPU kernels only when the
-environment variable MPSGEN_ATEN_CPU_OVERRIDES=1 is set (tests/test_aten_overrides.py
-runs torch's ops through them on Linux); never by default.
+`import mpsgen` loads no extension, so the generator and the command work before anything
+is built. `import mpsgen.ops` loads mpsgen's own ops (torch.ops.mpsgen.*); `mpsgen.<op>`
+does it on first use:
+
+    import torch, mpsgen.ops
+    torch.ops.mpsgen.hypot(x, y)
+    mpsgen.hypot(x, y, out=torch.empty(4, 5))
 """
-import importlib.util
-import os
-from pathlib import Path
 
-import torch  # noqa: F401  (the extension links against torch's libraries)
+from pathlib import Path as _Path
 
-from . import _C  # noqa: F401  (static initializers register the ops)
+__version__ = "0.2.0"
 
-_LIBRARY = Path(__file__).resolve().parent.parent / "generated" / "library.py"
-
-
-def _load_library():
-    spec = importlib.util.spec_from_file_location("mpsgen.library", _LIBRARY)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+# Installed, the generator, its templates and support sources are inside this package
+# (mpsgen/codegen/, mpsgen/templates/, mpsgen/support/, mpsgen/generated/library.py). In a
+# checkout they are the repository's top-level folders beside it, which this makes
+# mpsgen.codegen and so on: the same names, so code never asks which layout it runs from.
+_CHECKOUT = _Path(__file__).resolve().parent.parent
+if not (_Path(__file__).resolve().parent / "codegen").is_dir() and (_CHECKOUT / "codegen" / "__init__.py").is_file():
+    __path__.append(str(_CHECKOUT))
 
 
-library = _load_library()
+def __getattr__(name: str):
+    """mpsgen.<op> and mpsgen.library: from mpsgen.ops, loaded on first use."""
+    import importlib.util
+    import sys
 
+    # a submodule (`from . import runtime`) is the import system's to load, and so is
+    # anything asked while mpsgen.ops itself is loading
+    if name.startswith("__") or "mpsgen.ops" in sys.modules and not hasattr(sys.modules["mpsgen.ops"], "library") \
+            or importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        raise AttributeError(f"module 'mpsgen' has no attribute {name!r}")
+    from . import ops
 
-def _export(name: str):
-    """mpsgen.<name>: the C++ binding, which torch.compile replaces by the torch.ops op."""
-    fast, packet = getattr(_C, name), getattr(getattr(torch.ops, library.lib.ns), name)
-
-    def traced(*args, **kwargs):
-        return packet(*args, **kwargs)
-
-    torch.compiler.substitute_in_graph(fast, skip_signature_check=True)(traced)
-    globals()[name] = fast
-
-
-for _name in library.BINDINGS:
-    _export(_name)
-
-ATEN_CPU_OVERRIDES = "MPSGEN_ATEN_CPU_OVERRIDES"
-if os.environ.get(ATEN_CPU_OVERRIDES) == "1":
-    _C.register_aten_cpu_overrides()
+    try:
+        return getattr(ops, name)
+    except AttributeError:
+        raise AttributeError(f"module 'mpsgen' has no attribute {name!r} (not an op of mpsgen's own ops.yaml)") \
+            from None

@@ -31,10 +31,10 @@ from pathlib import Path
 
 import torch
 
+from . import runtime
 from .samples import TORCH_DTYPES, LaunchLog, Sample, entry_params, op_overload, registered_dtypes, samples
 
 ENV = "MPSGEN_ATEN_CPU_OVERRIDES"
-ROOT = Path(__file__).resolve().parent.parent
 OPCHECK_SAMPLES = 1  # OpInfo samples per (entry, dtype) that opcheck runs on
 
 
@@ -94,7 +94,9 @@ def plan(registry, large: bool = False) -> dict[tuple[str, str], Case]:
 
 
 def run(registry, large: bool = False, opcheck: bool = True) -> dict[tuple[str, str], Case]:
-    """plan(), then one subprocess with the overrides that runs every case."""
+    """plan(), then one subprocess with the overrides that runs every case: it imports the
+    package that loaded the registry's namespace here, from this process's sys.path."""
+    package = runtime.package_of(registry.namespace)
     cases = plan(registry, large)
     # {entry: {variant: aten's operator name}}: `heaviside`, `heaviside.out`, `heaviside_`
     variants = {op.qualified_name: {v: op.schema_names[v] for v in op.variants} for op in registry.aten_ops}
@@ -102,10 +104,9 @@ def run(registry, large: bool = False, opcheck: bool = True) -> dict[tuple[str, 
         inputs, outputs = Path(tmp) / "inputs.pt", Path(tmp) / "outputs.pt"
         torch.save({"variants": variants, "opcheck": opcheck,
                     "cases": {k: [(s.name, s.args, s.kwargs) for s in c.samples] for k, c in cases.items()}}, inputs)
-        env = {**os.environ, ENV: "1", "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get(
-            "PYTHONPATH")]))}
-        proc = subprocess.run([sys.executable, "-m", "mpsgen.aten_overrides", str(inputs), str(outputs)],
-                              cwd=ROOT, env=env, capture_output=True, text=True)
+        env = {**os.environ, ENV: "1", "PYTHONPATH": os.pathsep.join(p or os.getcwd() for p in sys.path)}
+        proc = subprocess.run([sys.executable, "-m", "mpsgen.aten_overrides", str(inputs), str(outputs), package],
+                              env=env, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"the aten-override subprocess failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
         done = torch.load(outputs, weights_only=False)
@@ -120,7 +121,7 @@ def run_cached(ops_yaml: str, large: bool = False) -> dict[tuple[str, str], Case
     """run() once per process and registry. The workers of one pytest-xdist run share it:
     the first writes it to a temporary file (under a lock), the others read it; the file
     goes when its writer's process ends (a worker that comes later runs its own)."""
-    from codegen.loader import load
+    from .codegen.loader import load
 
     run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
     if not run_id:
@@ -158,7 +159,8 @@ def row(registry, op, entry, metal_dtype: str, device: str, large: bool = True,
         return case.samples, case.replay()
     found = samples(entry.opinfo, entry_params(entry), device, dtype, registered_dtypes(op), large=large,
                     dropped=dropped)
-    return found, LaunchLog(op_overload(op.impl_namespace or registry.namespace, entry.qualified_name))
+    return found, LaunchLog(op_overload(op.impl_namespace or registry.namespace, entry.qualified_name),
+                            runtime.extension(registry.namespace))
 
 
 def opcheck_failure(fn, sample: Sample) -> str | None:
@@ -208,13 +210,14 @@ def _variants(C, names, args, kwargs, functional) -> dict:
     return done
 
 
-def _child(inputs: str, outputs: str) -> int:
+def _child(inputs: str, outputs: str, package: str) -> int:
     """The subprocess: every saved sample through torch's aten ops, with our CPU kernels."""
     assert os.environ.get(ENV) == "1"
-    import mpsgen
-    from mpsgen import _C as C
+    import importlib
 
-    assert mpsgen._C.register_aten_cpu_overrides() is False  # import mpsgen registered them
+    library = importlib.import_module(package).library
+    C = runtime.extension(library.NAMESPACE)
+    assert C.register_aten_cpu_overrides() is False  # loading the package registered them
     data = torch.load(inputs, weights_only=False)
     outcomes, opchecks = {}, {}
     for (entry, dtype), found in data["cases"].items():
@@ -235,4 +238,4 @@ def _child(inputs: str, outputs: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(_child(*sys.argv[1:3]))
+    sys.exit(_child(*sys.argv[1:4]))

@@ -1,6 +1,6 @@
 """The main job: run every op of ops.yaml on sample tensors against its torch reference.
 
-    python -m mpsgen.report [--quick]
+    python -m mpsgen.report [--quick] [OP ...]      (mpsgen test [OP ...] in a project)
 
 Prints one row per (op, registered dtype, device): how many samples matched the
 torch reference within dtype tolerances, the largest absolute error, how many
@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
-import mpsgen  # noqa: F401  (loads the extension)
-from codegen.loader import load
+import importlib
+
+from mpsgen.codegen.loader import load
 from mpsgen.aten_overrides import ENV as ATEN_ENV, row
 from mpsgen.samples import (MATCH, MISMATCH, NO_REFERENCE, TORCH_DTYPES, UNSUPPORTED, compare, devices,
                             entry_registrations, kernel_input_type, reference, registered_outputs, tolerance)
@@ -115,10 +116,23 @@ def run_row(registry, ref, op, entry, r, device, large, xfail, t: Totals) -> tup
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mpsgen.report", description=__doc__.splitlines()[0])
+    parser.add_argument("only", nargs="*", metavar="OP", help="these ops only (default: every op)")
     parser.add_argument("--ops", type=Path, default=ROOT / "ops.yaml")
+    parser.add_argument("--loads", default="mpsgen.ops", help="the module whose import loads the ops "
+                        "(default: mpsgen.ops, mpsgen's own)")
     parser.add_argument("--quick", action="store_true", help="skip the large (1M-element) samples")
     args = parser.parse_args(argv)
     registry = load(args.ops)
+    known = {op.name for op in registry.ops} | {e.qualified_name for op in registry.ops for e in op.entries}
+    unknown = [name for name in args.only if name not in known]
+    if unknown:
+        import difflib
+
+        for name in unknown:
+            close = difflib.get_close_matches(name, sorted(known), n=3)
+            print(f"{args.ops}: no op {name!r}" + (f" (close: {', '.join(close)})" if close else ""), file=sys.stderr)
+        return 2
+    importlib.import_module(args.loads)
     start = time.perf_counter()
     header = (f"{'op':<18}{'dtype':<11}{'device':<8}{'matched':>10}{'max error':>12}{'widened':>9}{'no-ref':>8}"
               f"{'opinfo':>9}  where it differs")
@@ -127,6 +141,8 @@ def main(argv=None) -> int:
     per_op: dict[str, Totals] = {}
     for op in registry.ops:
         for entry in op.entries:
+            if args.only and op.name not in args.only and entry.qualified_name not in args.only:
+                continue
             t = per_op.setdefault(entry.qualified_name, Totals())
             try:
                 ref = reference(entry.reference)
@@ -192,7 +208,8 @@ def main(argv=None) -> int:
     total = sum(t.compared for t in per_op.values())
     bad = total - sum(t.matched for t in per_op.values())
     errors = sum(t.errors for t in per_op.values())
-    print(f"\n{len(registry.ops)} ops ({len(per_op)} entries with overloads), {total} (op, dtype, sample) cases: "
+    n_ops = len({name.split(".")[0] for name in per_op}) if args.only else len(registry.ops)
+    print(f"\n{n_ops} ops ({len(per_op)} entries with overloads), {total} (op, dtype, sample) cases: "
           f"{total - bad} matched, {bad} differ, {sum(t.xfailed for t in per_op.values())} xfailed as ops.yaml says, "
           f"{sum(t.widened for t in per_op.values())} against a widened oracle, "
           f"{sum(t.no_reference for t in per_op.values())} with no torch result, "

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import torch
 
-from codegen.opinfo_names import parse as parse_opinfo
+from mpsgen.codegen.opinfo_names import parse as parse_opinfo
 
 TORCH_DTYPES = {
     "float": torch.float32, "half": torch.float16, "bfloat": torch.bfloat16,
@@ -594,10 +594,8 @@ def kernel_input_type(host_name: str, op_name: str) -> str | None:
 class LaunchLog:
     """op_fn wrapped to record the host_names each call launched on the CPU executor."""
 
-    def __init__(self, fn):
-        from . import _C
-
-        self.fn, self._C, self.last = fn, _C, []
+    def __init__(self, fn, extension):
+        self.fn, self._C, self.last = fn, extension, []
 
     def __call__(self, *args, **kwargs):
         self._C.cpu_take_launches()

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 import torch
 
-import mpsgen
-from codegen.loader import load
+import mpsgen.ops  # loads mpsgen's own ops (the extension and generated/library.py)
+from mpsgen.codegen.loader import load
 from mpsgen.aten_overrides import ENV, opcheck_failure, run_cached
 from mpsgen.mps_support import mps_supported_dtypes
 from mpsgen.samples import TORCH_DTYPES, op_overload, reference, widened_reference
@@ -56,7 +56,7 @@ def test_a_normal_import_leaves_torch_cpu_ops_alone():
 
 
 def test_the_overrides_register_once_per_process():
-    code = ("import mpsgen, torch; "
+    code = ("import mpsgen.ops, torch; "
             "print(mpsgen._C.register_aten_cpu_overrides(), mpsgen._C.register_aten_cpu_overrides())")
     env = {k: v for k, v in os.environ.items() if k != ENV}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)

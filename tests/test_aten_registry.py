@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from codegen import loader, render
+from mpsgen.codegen import loader, render
 
 FUNCTOR = ("    functor: |\n"
            "      template <typename T>\n"
@@ -120,7 +120,7 @@ def test_generated_code_for_an_aten_entry(tmp_path):
 
 
 def test_the_readme_lists_what_ops_yaml_fills():
-    from codegen import aten_table
+    from mpsgen.codegen import aten_table
 
     root = Path(__file__).resolve().parent.parent
     readme = (root / "README.md").read_text()

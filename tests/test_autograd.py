@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
-import mpsgen  # loads the extension and generated/library.py
-from codegen import render
-from codegen.loader import load
+import mpsgen.ops  # loads mpsgen's own ops (the extension and generated/library.py)
+from mpsgen.codegen import render
+from mpsgen.codegen.loader import load
 from mpsgen.samples import (TORCH_DTYPES, edge_samples, entry_params, op_overload, opinfo_samples, reference,
                             registered_dtypes, registered_outputs, require_grad, value_tensors)
 

@@ -12,8 +12,8 @@ import pytest
 import torch
 from torch.utils import cpp_extension
 
-from codegen import build, render
-from codegen.loader import load
+from mpsgen.codegen import build, render
+from mpsgen.codegen.loader import load
 
 REGISTRY_YAML = """\
 namespace: mpsgen_cppgrad

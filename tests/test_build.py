@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from codegen import build
+from mpsgen.codegen import build
 from test_codegen import generate_ok, registry, unary_op, write_ops
 
 UNARY = "      template <typename T>\n      inline T operator()(const T x) {\n        return x;\n      }\n"

@@ -740,8 +740,8 @@ def test_functor_result_type_contradicting_dtypes_fails_compile_at_the_yaml_line
     text = registry(unary_op("ok"), unary_op("foo", dtypes="\n      - float\n      - {in: int, out: float}"))
     out = tmp_path / "out"
     generate_ok(write_ops(tmp_path, text), out)
-    from codegen.build import CPU_SUPPORT, SHIM_INCLUDE, torch_include
-    from codegen.host_names import preprocess
+    from mpsgen.codegen.build import CPU_SUPPORT, SHIM_INCLUDE, torch_include
+    from mpsgen.codegen.host_names import preprocess
 
     # the CPU build's route: preprocess through the shim, then compile
     text_cpp = preprocess("c++", out / "foo.metal", [SHIM_INCLUDE, CPU_SUPPORT, torch_include()])
@@ -952,7 +952,7 @@ def test_gaps_name_dtypes_or_groups(tmp_path):
     path = write_ops(tmp_path, registry(unary_op("foo", extra="    gaps: [{dtype: integer, reason: not yet}, "
                                                                 "{dtype: float2, reason: later}]\n")))
     sys.path.insert(0, str(ROOT))
-    from codegen.loader import load
+    from mpsgen.codegen.loader import load
 
     op = load(path).ops[0]
     assert [(g.dtype, g.reason) for g in op.gaps] == [(d, "not yet") for d in ("long", "int", "short", "uchar",
@@ -1103,7 +1103,7 @@ CHECK_KINDS = {"self": ("Tensor", False), "other": ("Tensor", False), "lambd": (
     ("self.dtype == other.dtype", "(self.scalar_type() == other.scalar_type())"),
 ])
 def test_check_conditions_translate_to_cpp(condition, cpp):
-    from codegen.checks import to_cpp
+    from mpsgen.codegen.checks import to_cpp
     assert to_cpp(condition, CHECK_KINDS) == cpp
 
 
@@ -1114,13 +1114,13 @@ def test_check_conditions_translate_to_cpp(condition, cpp):
     ("torch.is_floating_point(self)", "is not supported"),
 ])
 def test_check_conditions_outside_the_language_are_refused(condition, says):
-    from codegen.checks import CheckError, to_cpp
+    from mpsgen.codegen.checks import CheckError, to_cpp
     with pytest.raises(CheckError, match=says):
         to_cpp(condition, CHECK_KINDS)
 
 
 def test_check_messages_are_f_strings_printed_as_torch_prints_them():
-    from codegen.checks import CheckError, message_to_cpp
+    from mpsgen.codegen.checks import CheckError, message_to_cpp
     assert message_to_cpp("range [0, {dtype_max(self)}] for {self.dtype}, found {lambd} {{x}}", CHECK_KINDS) == (
         '"range [0, ", mpsgen::dtype_max(self), "] for ", self.scalar_type(), ", found ", lambd.to<double>(), " {x}"')
     for bad, says in [("{min}", "non-optional"), ("{lambd!r}", "no conversions"), ("{lambd:.3}", "no conversions"),

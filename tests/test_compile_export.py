@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import torch
 
-import mpsgen  # noqa: F401  (loads the extension and generated/library.py)
-from codegen.loader import load
+import mpsgen.ops  # loads mpsgen's own ops (the extension and generated/library.py)
+from mpsgen.codegen.loader import load
 from mpsgen.samples import TORCH_DTYPES, as_inplace, edge_samples, entry_params, op_overload, value_tensors
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-import mpsgen  # noqa: F401  (loads the extension)
+import mpsgen.ops  # loads mpsgen's own ops (the extension and generated/library.py)
 import mpsgen._C as ext
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -173,7 +173,7 @@ def test_broadcast_launches_by_repetition_give_the_bits_of_the_dense_kernels(dty
 _ISA_SCRIPT = """
 import sys, torch
 sys.path.insert(0, sys.argv[1])
-import mpsgen
+import mpsgen.ops  # loads mpsgen's own ops (the extension and generated/library.py)
 from tests.test_cpu_launcher import isa_cases
 torch.save(isa_cases(), sys.argv[2])
 """

@@ -15,8 +15,8 @@ import pytest
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-import mpsgen  # noqa: F401  (loads the extension and generated/library.py)
-from codegen.loader import load
+import mpsgen.ops  # loads mpsgen's own ops (the extension and generated/library.py)
+from mpsgen.codegen.loader import load
 from mpsgen.samples import (TORCH_DTYPES, as_inplace, edge_samples, entry_params, op_overload, opinfo_samples,
                             reference, registered_dtypes, require_grad)
 

@@ -30,7 +30,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from codegen import __main__ as cli  # noqa: E402
+from mpsgen.codegen import __main__ as cli  # noqa: E402
 
 SHIPPED = (ROOT / "ops.yaml").read_text()
 FUZZ_SECONDS = float(os.environ.get("FUZZ_SECONDS", "35"))
@@ -307,7 +307,7 @@ def test_shipped_registry_is_accepted(tmp_path, monkeypatch):
 def test_reads_yaml_as_pyyaml_does():
     """Differential: wherever PyYAML's own safe loader reads a mutant (and it has no
     duplicate keys), codegen/yaml_source.py reads the same values."""
-    from codegen import yaml_source
+    from mpsgen.codegen import yaml_source
 
     # a minute at most, on a loaded machine: the count, not the clock, is what is asserted
     rng, compared, deadline = random.Random(FUZZ_SEED), 0, time.monotonic() + 60

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import mpsgen._C as ext
-from codegen.loader import load
+import mpsgen.ops  # noqa: F401  (loads the ops: torch.ops.mpsgen.*, the fake kernels)
+from mpsgen.codegen.loader import load
 
 REGISTRY = load(Path(__file__).resolve().parent.parent / "ops.yaml")
 
@@ -63,7 +64,7 @@ def test_the_avx_variants_go_to_narrow_float_kernels_and_to_ops_calling_vector_m
     variants by their host_name; every kernel of a unit whose ops.yaml code (after an ops.yaml
     line marker) calls exp, log, tanh, fma, erf... gets them too. Calls in the shim or c10
     headers do not count; other kernels get the baseline variant only."""
-    from codegen.host_names import KernelInstantiation, calls_vector_math, registration_lines
+    from mpsgen.codegen.host_names import KernelInstantiation, calls_vector_math, registration_lines
 
     shim = '# 480 "support/metal_shim/metal_stdlib"\ninline float exp(float x) { return x; }\n'
     plain = shim + '# 12 "ops.yaml"\nstruct add_functor { float operator()(float a, float b) { return a + b; } };\n'

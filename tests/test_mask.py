@@ -20,11 +20,11 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from codegen import loader  # noqa: E402
+from mpsgen.codegen import loader  # noqa: E402
 from test_registry_errors import errors_of, lineno, one_op, single  # noqa: E402
 from test_runtime_robustness import assert_refused_like_torch  # noqa: E402
 
-import mpsgen  # noqa: E402  (loads the extension)
+import mpsgen.ops  # loads mpsgen's own ops (the extension and generated/library.py)
 from mpsgen.samples import edge_samples, entry_params, opinfo_samples  # noqa: E402
 
 OPS = torch.ops.mpsgen
@@ -136,7 +136,7 @@ def test_a_uint8_mask_warns_once_as_torchs():
     r = subprocess.run([sys.executable, "-c", torchs], capture_output=True, text=True, cwd=ROOT, timeout=300)
     count, message = r.stdout.splitlines()
     assert count == "1" and "uint8 condition" in message, r.stdout
-    ours = ("import torch, mpsgen\n"
+    ours = ("import torch, mpsgen.ops\n"
             "c, a = torch.tensor([0, 1, 2], dtype=torch.uint8), torch.randn(3)\n"
             "torch.ops.mpsgen.where.self(c, a, a); torch.ops.mpsgen.where.self(c, a, a)\n")
     r = subprocess.run([sys.executable, "-c", ours], capture_output=True, text=True, cwd=ROOT, timeout=300)

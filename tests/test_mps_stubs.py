@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from codegen import build
-from codegen.loader import load
+from mpsgen.codegen import build
+from mpsgen.codegen.loader import load
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPILER = shutil.which("c++") or shutil.which("g++")

@@ -19,10 +19,10 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from codegen import loader  # noqa: E402
+from mpsgen.codegen import loader  # noqa: E402
 from test_registry_errors import errors_of, lineno, one_op, single  # noqa: E402
 
-import mpsgen  # noqa: E402,F401  (loads the extension)
+import mpsgen.ops  # loads mpsgen's own ops (the extension and generated/library.py)
 
 OPS = torch.ops.mpsgen
 CLAMP_FUNCTORS = ("    functor: |\n"

@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from codegen import loader, names, yaml_source  # noqa: E402
+from mpsgen.codegen import loader, names, yaml_source  # noqa: E402
 
 BODY = ("    functor: |\n"
         "      template <typename T>\n"

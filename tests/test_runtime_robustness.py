@@ -19,7 +19,7 @@ import pytest
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from codegen.loader import load
+from mpsgen.codegen.loader import load
 from mpsgen.samples import TORCH_DTYPES, entry_params, fill, op_overload
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,7 +17,9 @@ import torch
 import yaml
 
 import mpsgen._C as ext
-from codegen.loader import load
+import mpsgen.ops  # noqa: F401  (loads the ops: torch.ops.mpsgen.*, the fake kernels)
+from mpsgen.codegen.loader import load
+from mpsgen import harness
 from mpsgen import samples as S
 from mpsgen.samples import (MATCH, MISMATCH, NO_REFERENCE, Comparison, Sample, SchemaParam, compare, kernel_input_type,
                             opinfo_samples)
@@ -69,7 +71,7 @@ def drops_aten_would_bind(qualified_name: str, opinfo: str, params, dtype: torch
     """The OpInfo samples our binding drops although torch's own aten overload of the same
     name binds them (called as the OpInfo sample is, input first): those are samples the
     schema ought to accept. A bound call that fails on its values still counts as bound."""
-    from codegen.aten_schemas import aten_ops
+    from mpsgen.codegen.aten_schemas import aten_ops
 
     if qualified_name not in aten_ops():
         return []
@@ -215,12 +217,11 @@ def _entry(qualified):
 
 
 def _run_output_match(monkeypatch, qualified, metal_dtype, make_samples, reference=None):
-    import test_ops as T
     from mpsgen import aten_overrides
     op, entry = _entry(qualified)
-    monkeypatch.setattr(aten_overrides, "samples", lambda *a, **k: make_samples())  # what test_ops' row() calls
-    monkeypatch.setattr(T, "reference", S.reference if reference is None else lambda path: reference)
-    T.test_output_match(op, entry, metal_dtype, (), record_property=lambda *a: None)
+    monkeypatch.setattr(aten_overrides, "samples", lambda *a, **k: make_samples())  # what harness.output_match's row() calls
+    monkeypatch.setattr(harness, "reference", S.reference if reference is None else lambda path: reference)
+    harness.output_match(REGISTRY, op, entry, metal_dtype, (), record_property=lambda *a: None)
 
 
 def test_mismatches_are_reported_before_the_sample_floor(monkeypatch):
@@ -266,10 +267,9 @@ def test_output_match_passes_a_dtype_only_a_widened_oracle_can_judge(monkeypatch
     # neg's complex32 kernels, against a torch.neg whose CPU kernel lacks complex32, as
     # torch's does for exp, div or sqrt: every sample is compared with the widened oracle
     op, entry = _entry("neg")
-    import test_ops as T
     recorded = {}
-    monkeypatch.setattr(T, "reference", lambda path: _refusing(torch.neg, torch.complex32, "ComplexHalf"))
-    T.test_output_match(op, entry, "half2", (), record_property=lambda k, v: recorded.setdefault(k, v))
+    monkeypatch.setattr(harness, "reference", lambda path: _refusing(torch.neg, torch.complex32, "ComplexHalf"))
+    harness.output_match(REGISTRY, op, entry, "half2", (), record_property=lambda k, v: recorded.setdefault(k, v))
     widened = recorded["widened_oracle"]
     assert len(widened) >= 10 and all(w.endswith("(complex32->complex64)") for w in widened)
 

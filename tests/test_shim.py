@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 import torch
 
-from codegen.build import CPU_SUPPORT, SHIM_INCLUDE, kernel_include_dirs, torch_include
-from codegen.host_names import preprocess
+from mpsgen.codegen.build import CPU_SUPPORT, SHIM_INCLUDE, kernel_include_dirs, torch_include
+from mpsgen.codegen.host_names import preprocess
 
 F32 = np.float32
 INF = float("inf")
@@ -376,8 +376,8 @@ def test_vectors_swizzles_literals_as_type_limits(tmp_path):
 def test_build_route_finds_every_kernel_and_compiles_quietly(tmp_path):
     """The build's preprocess keeps the REGISTER_* expansions parseable (host_names) while
     torch's headers count as system headers: -Wall -Wextra print nothing."""
-    from codegen.build import GENERATED
-    from codegen.host_names import parse_instantiations, registration_lines, strip_host_name_attributes
+    from mpsgen.codegen.build import GENERATED
+    from mpsgen.codegen.host_names import parse_instantiations, registration_lines, strip_host_name_attributes
 
     text = preprocess("c++", GENERATED / "lerp.metal", kernel_include_dirs())
     kernels = parse_instantiations(text)
@@ -389,7 +389,7 @@ def test_build_route_finds_every_kernel_and_compiles_quietly(tmp_path):
 
 
 def test_swizzle_rewrite_leaves_other_syntax_alone():
-    from codegen.metal_syntax import to_cpp
+    from mpsgen.codegen.metal_syntax import to_cpp
 
     assert to_cpp("a = v.yx + w.xyzw;") == "a = v.template swizzle<1, 0>() + w.template swizzle<0, 1, 2, 3>();"
     assert to_cpp("f(v).zy * a[1].ww") == "f(v).template swizzle<2, 1>() * a[1].template swizzle<3, 3>()"

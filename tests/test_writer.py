@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from codegen import render, stamp, writer  # noqa: E402
+from mpsgen.codegen import render, stamp, writer  # noqa: E402
 
 BANNER = "// " + render.BANNER.format(origin="ops.yaml:7 (op 'exp')") + "\n"
 OPS = """\
@@ -269,7 +269,7 @@ def test_unchanged_registry_uses_the_stamp_and_check_stays_truthful(tmp_path, en
 
 @pytest.mark.parametrize("per_worker", [250, 1], ids=["in-process", "forked-workers"])
 def test_first_generate_whose_write_fails_leaves_nothing(tmp_path, monkeypatch, capsys, per_worker):
-    from codegen import __main__ as main
+    from mpsgen.codegen import __main__ as main
 
     ops, out = tmp_path / "ops.yaml", tmp_path / "new" / "out"
     ops.write_text(OPS)
@@ -290,7 +290,7 @@ def test_first_generate_whose_write_fails_leaves_nothing(tmp_path, monkeypatch, 
 
 
 def test_first_generate_by_forked_workers_writes_what_one_process_writes(tmp_path, monkeypatch):
-    from codegen import __main__ as main
+    from mpsgen.codegen import __main__ as main
 
     ops = tmp_path / "ops.yaml"
     ops.write_text(OPS)

@@ -7,7 +7,7 @@
 #   SANITIZE_OPS="exp hypot" bash tools/sanitize.sh -k exp
 #
 # The separate tree (build/sanitize/, or $SANITIZE_DIR) is a copy of codegen/, templates/,
-# support/, mpsgen/ (no .so), tests/ and setup.py with a registry of the selected ops of
+# support/, mpsgen/ (no .so), tests/, setup.py and pyproject.toml with a registry of the selected ops of
 # ops.yaml: everything the build and the tests read is relative to the checkout, so the
 # copy generates, builds and tests its own registry and never touches the in-place
 # extension or generated/. A second run rebuilds only what changed (ninja).
@@ -38,7 +38,7 @@ for d in codegen templates support mpsgen tests; do
     rm -rf "${WORK:?}/$d" && mv "$WORK/$d.new" "$WORK/$d"
   fi
 done
-cmp -s "$ROOT/setup.py" "$WORK/setup.py" || cp "$ROOT/setup.py" "$WORK/setup.py"
+for f in setup.py pyproject.toml; do cmp -s "$ROOT/$f" "$WORK/$f" || cp "$ROOT/$f" "$WORK/$f"; done
 
 # the registry: ops.yaml's header and the entries whose base name is selected
 "$PY" - "$ROOT/ops.yaml" "$WORK/ops.yaml.new" $OPS <<'EOF'

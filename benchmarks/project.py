@@ -1,0 +1,90 @@
+"""Time from `mpsgen init` to a green `mpsgen test` for one new op (issue 30's target: at most
+60 s on 2 cores, torch installed), as a user adding an aten operator to a new project does:
+
+    .venv/bin/python benchmarks/project.py [--repeat 3]
+
+Each run, in a new temporary folder: `mpsgen init`, `mpsgen new frac`, the functor written
+into ops.yaml, `mpsgen build` (generate, then every unit compiled: the project's and mpsgen's
+support sources), `mpsgen test frac`. It runs the command from this checkout (`python -m
+mpsgen`); the clean build of the first run fills no cache the later ones could use (each run
+is a new folder), so every run pays the whole build. Prints each step's median over the runs,
+the total, and its ratio to the 60 s target, with the CPU it ran on.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET = 60.0
+FRAC = """\
+      template <typename T>
+      inline T operator()(const T x) {
+        const float v = static_cast<float>(x);
+        return static_cast<T>(v - ::metal::trunc(v));
+      }
+"""
+
+
+def cpu() -> str:
+    """The CPU model, and whether it has AVX-512 (the build's kernel variants depend on it)."""
+    model = platform.processor() or "unknown CPU"
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+        model = next(l.split(":", 1)[1].strip() for l in info.splitlines() if l.startswith("model name"))
+        flags = next(l for l in info.splitlines() if l.startswith("flags")).split()
+        model += f", {os.cpu_count()} cores, " + ("AVX-512" if "avx512f" in flags else "no AVX-512") \
+                 + (", AVX2" if "avx2" in flags else "")
+    except (OSError, StopIteration):
+        pass
+    return model
+
+
+def one_run(folder: Path) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    mpsgen = [sys.executable, "-m", "mpsgen"]
+    project = folder / "bench_ops"
+    times = {}
+
+    def step(name, args, cwd):
+        start = time.perf_counter()
+        r = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True)
+        times[name] = time.perf_counter() - start
+        if r.returncode != 0:
+            sys.exit(f"{name} failed:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
+
+    step("init", [*mpsgen, "init", project.name, "--namespace", "bench_ops"], folder)
+    step("new frac", [*mpsgen, "new", "frac"], project)
+    ops = project / "ops.yaml"
+    ops.write_text(ops.read_text().replace('    functor: ""\n', "    functor: |\n" + FRAC))
+    step("build", [*mpsgen, "build"], project)
+    step("test frac", [*mpsgen, "test", "frac"], project)
+    times["total"] = sum(times.values())
+    return times
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=1)
+    args = parser.parse_args()
+    runs = []
+    for _ in range(args.repeat):
+        with tempfile.TemporaryDirectory(prefix="mpsgen-bench-project-") as folder:
+            runs.append(one_run(Path(folder)))
+    print(f"mpsgen init -> green mpsgen test, one new op; {args.repeat} run(s), medians; {cpu()}")
+    for name in runs[0]:
+        print(f"  {name:<10} {statistics.median(r[name] for r in runs):7.1f} s")
+    total = statistics.median(r["total"] for r in runs)
+    print(f"total / target ({TARGET:.0f} s): {total / TARGET:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""The build API: a registry compiled into a Python package with its own torch extension.
+
+A project made by `mpsgen init` has a two-line setup.py,
+
+    from mpsgen.codegen.package import setup
+    setup()
+
+and its settings in pyproject.toml:
+
+    [tool.mpsgen]
+    package = "myops"               # the Python package: myops._C, `import myops`
+    ops = "ops.yaml"                # the registry (default)
+    generated = "myops/generated"   # where generate writes (default: <package>/generated)
+
+`setup()` generates (a registry error prints the same file:line messages as `mpsgen
+generate` and exits 1, before setuptools runs), then builds `<package>._C` from the
+generated sources and mpsgen's installed support sources with torch.utils.cpp_extension and
+ninja, and ships the generated `library.py` inside the package. `pip install` and `pip
+wheel` run it as they run any setup.py; build without isolation (`--no-build-isolation`),
+so the extension is compiled against the installed torch. This repository's own setup.py
+is the same call, with the generator's own packages added.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Project:
+    """Where a project's registry, generated code and package are."""
+
+    root: Path
+    package: str  # the Python package that holds the extension, `<package>._C`
+    ops: Path  # the registry
+    generated: Path  # generate's output folder
+    loads: str  # the module whose import loads the ops (the package, or mpsgen.ops for mpsgen's own)
+
+    @property
+    def build_dir(self) -> Path:
+        return self.root / "build" / self.package
+
+    def use_in_place_build(self) -> None:
+        """Put the project's folder first on sys.path when it holds an in-place build (`mpsgen
+        build`), so that build is what imports; else the installed package (`pip install`) does."""
+        import importlib.machinery
+
+        folder = self.root / self.package.replace(".", "/")
+        if any((folder / f"_C{suffix}").is_file() for suffix in importlib.machinery.EXTENSION_SUFFIXES) \
+                and str(self.root) not in sys.path:
+            sys.path.insert(0, str(self.root))
+
+
+def find_project(start: Path | None = None) -> Project:
+    """The project whose pyproject.toml (with a [tool.mpsgen] table) is in `start` or above."""
+    here = Path(start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "pyproject.toml").is_file():
+            project = read_project(folder)
+            if project is not None:
+                return project
+    raise LookupError(f"no mpsgen project in {here} or above: no pyproject.toml with a [tool.mpsgen] table "
+                      f"(start one with `mpsgen init DIR --namespace NAME`)")
+
+
+def read_project(root: Path) -> Project | None:
+    """The project of `root`/pyproject.toml, or None when it has no [tool.mpsgen] table."""
+    root = Path(root).resolve()
+    path = root / "pyproject.toml"
+    with open(path, "rb") as f:
+        try:
+            table = tomllib.load(f).get("tool", {}).get("mpsgen")
+        except tomllib.TOMLDecodeError as e:
+            raise ValueError(f"{path}: {e}") from None
+    if table is None:
+        return None
+    unknown = set(table) - {"package", "ops", "generated", "loads"}
+    if unknown or not isinstance(table.get("package"), str):
+        raise ValueError(f"{path}: [tool.mpsgen] takes `package` (required, a string), `ops`, `generated` and "
+                         f"`loads`" + (f"; unknown: {', '.join(sorted(unknown))}" if unknown else ""))
+    package = table["package"]
+    return Project(root, package, root / table.get("ops", "ops.yaml"),
+                   root / table.get("generated", f"{package.replace('.', '/')}/generated"),
+                   table.get("loads", package))
+
+
+def generate(project: Project, command: str = "generate") -> int:
+    """`mpsgen generate` (or `check`) for the project; 0 when generated/ is fresh."""
+    from .__main__ import main
+
+    return main([command, "--ops", str(project.ops), "--out", str(project.generated)])
+
+
+def extension(project: Project):
+    """The CppExtension `<package>._C` of the project's generated code (after generate)."""
+    from torch.utils import cpp_extension
+    from torch.utils.cpp_extension import CppExtension
+
+    from . import build
+
+    # one short line per compiled unit, and the compiler's own messages (build.run_ninja)
+    cpp_extension._run_ninja_build = build.run_ninja
+    build_dir = project.build_dir
+    build_dir.mkdir(parents=True, exist_ok=True)
+    mps = sys.platform == "darwin"
+    if mps:
+        build.mps_metal_sources_header(build_dir, generated=project.generated)
+    sources = build.host_sources(build_dir, mps, project.generated)
+    sources += build.cpu_kernel_sources(build_dir, build.kernel_compiler(), project.generated)
+    flags = list(build.CXX_FLAGS) + (build.MPS_CXX_FLAGS if mps else build.GCC_CXX_FLAGS)
+    link = ["-framework", "Metal", "-framework", "Foundation"] if mps else list(build.GCC_LINK_FLAGS)
+    include_dirs = build.host_include_dirs(build_dir) + ([build.MPS_INCLUDE] if mps else [])
+    return CppExtension(f"{project.package}._C", [_relative(p, project.root) for p in sources],
+                        include_dirs=[str(d) for d in include_dirs], extra_compile_args={"cxx": flags},
+                        extra_link_args=link)
+
+
+def _relative(path: Path, root: Path) -> str:
+    """setuptools wants sources relative to setup.py; mpsgen's own (site-packages) stay absolute."""
+    path = Path(path).resolve()
+    return os.path.relpath(path, root) if path.is_relative_to(root) else str(path)
+
+
+def setup(root: Path | str | None = None, **kwargs):
+    """setuptools.setup for the project in `root` (default: the calling setup.py's folder, the
+    current directory under pip): generate, then build `<package>._C`. `kwargs` go to
+    setuptools (packages, package_data, ...); the package and its generated library.py are
+    added."""
+    import setuptools
+    from torch.utils.cpp_extension import BuildExtension
+
+    project = read_project(Path(root or Path.cwd()))
+    if project is None:
+        sys.exit(f"{Path(root or Path.cwd()) / 'pyproject.toml'}: no [tool.mpsgen] table")
+    os.chdir(project.root)
+    if generate(project):
+        sys.exit(f"mpsgen: {project.ops.name} has errors (above); nothing was built")
+    packages = list(kwargs.pop("packages", [project.package]))
+    package_data = dict(kwargs.pop("package_data", {}))
+    library = project.generated / "library.py"
+    if library.is_relative_to(project.root / project.package.replace(".", "/")):
+        inside = library.relative_to(project.root / project.package.replace(".", "/"))
+        package_data.setdefault(project.package, []).append(str(inside))
+    return setuptools.setup(
+        packages=packages,
+        package_data=package_data,
+        ext_modules=[extension(project), *kwargs.pop("ext_modules", [])],
+        cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True), **kwargs.pop("cmdclass", {})},
+        **kwargs,
+    )

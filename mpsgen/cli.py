@@ -1,0 +1,99 @@
+"""The `mpsgen` command (also `python -m mpsgen`), run inside a project: the folder with a
+pyproject.toml whose [tool.mpsgen] table names the package (or below it).
+
+    mpsgen init DIR --namespace NAME   start a project: ops.yaml, setup.py, package, tests
+    mpsgen new OP [--aten]             add aten's operator OP to ops.yaml (functor left to write)
+    mpsgen generate | check            write generated/ / fail if it is stale
+    mpsgen check-metal [OP ...]        reject what Metal does not allow; clang over what macOS builds
+    mpsgen show OP                     print OP's generated .metal and host stubs
+    mpsgen build                       generate, then build the extension in place (ninja)
+    mpsgen test [OP ...] [--quick]     op-output-match of those ops (default: all) against torch
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+COMMANDS = ("init", "new", "generate", "check", "check-metal", "show", "build", "test")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mpsgen", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=__doc__.split("\n\n", 1)[1])
+    parser.add_argument("command", choices=COMMANDS)
+    parser.add_argument("names", nargs="*", metavar="ARG", help="init: DIR; new, show: OP; test, check-metal: OPs")
+    parser.add_argument("--namespace", help="init: the project's namespace, which names its package too")
+    parser.add_argument("--aten", action="store_true", help="new: implement torch's own aten operator "
+                        "(`implements: aten`) instead of defining <namespace>::OP")
+    parser.add_argument("--quick", action="store_true", help="test: skip the large (1M-element) samples")
+    parser.add_argument("--project", type=Path, default=None, help="the project folder (default: found from "
+                        "the current directory up)")
+    args = parser.parse_args(argv)
+    from .scaffold import ScaffoldError
+
+    try:
+        return _run(parser, args)
+    except (ScaffoldError, LookupError, ValueError) as e:
+        print(f"mpsgen {args.command}: {e}", file=sys.stderr)
+        return 1
+
+
+def _one(parser, args, what: str) -> str:
+    if len(args.names) != 1:
+        parser.error(f"{args.command} takes one {what}")
+    return args.names[0]
+
+
+def _run(parser, args) -> int:
+    from . import scaffold
+    from .codegen.package import find_project, generate
+
+    if args.command == "init":
+        folder = Path(_one(parser, args, "folder"))
+        if not args.namespace:
+            parser.error("init needs --namespace NAME")
+        written = scaffold.init(folder, args.namespace)
+        print(f"wrote {folder}: {', '.join(map(str, written))}\n"
+              f"next: cd {folder}; mpsgen new OP (or edit ops.yaml); mpsgen build; mpsgen test")
+        return 0
+
+    project = find_project(args.project)
+    if args.command == "new":
+        print(scaffold.new(project, _one(parser, args, "aten operator"), aten=args.aten), end="")
+        print(f"added to {project.ops}: write its functor, then `mpsgen build` and `mpsgen test`")
+        return 0
+    if args.command in ("generate", "check"):
+        if args.names:
+            parser.error(f"{args.command} takes no op names")
+        return generate(project, args.command)
+    if args.command == "check-metal":
+        from .codegen import check_metal
+
+        return check_metal.main(project.generated, args.names)
+    if args.command == "show":
+        for path in scaffold.show(project, _one(parser, args, "op")):
+            print(f"// ===== {path} =====\n{path.read_text()}")
+        return 0
+    if args.command == "build":
+        return build(project.root)
+    # test: the main job's op-output-match, on the in-place build when there is one
+    from . import report
+
+    project.use_in_place_build()
+    return report.main([*args.names, "--ops", str(project.ops), "--loads", project.loads,
+                        *(["--quick"] if args.quick else [])])
+
+
+def build(root: Path) -> int:
+    """`python setup.py build_ext --inplace` in the project: generate, then ninja on every core."""
+    env = {**os.environ, "MAX_JOBS": os.environ.get("MAX_JOBS") or str(os.cpu_count() or 1)}
+    return subprocess.run([sys.executable, "setup.py", "--quiet", "build_ext", "--inplace"], cwd=root,
+                          env=env).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
