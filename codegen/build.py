@@ -11,6 +11,7 @@ import functools
 import hashlib
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -344,6 +345,8 @@ _NINJA_STEP = re.compile(r"\[(\d+)/(\d+)\] (.*)")
 def _step_summary(command: str) -> str:
     """`c++ ... -c -c src -o obj ...` → `c++ src`: what the step builds, not how."""
     args = command.split()
+    if len(args) > 2 and args[1].endswith("objcache.py"):  # compile_through_cache's launcher
+        args = args[2:]
     compiler = "clang" if "clang" in args[:2] else args[0].rsplit("/", 1)[-1]  # `zig clang ...`
     for flag, verb in (("-c", compiler), ("-o", "link")):
         if flag in args:
@@ -388,6 +391,21 @@ def compile_kernels_with(build_ninja: Path, compiler: Sequence[str]) -> None:
     _write_if_changed(build_ninja, text)
 
 
+OBJCACHE = Path(__file__).resolve().parent / "objcache.py"
+
+
+def compile_through_cache(build_ninja: Path) -> None:
+    """Run every compile step of torch's build.ninja through the object cache (objcache.py),
+    which compiles a unit only when no build on this machine compiled the same code with the
+    same compiler and flags before. Always in the command, so that turning the cache off
+    (MPSGEN_OBJECT_CACHE=0, read when a step runs) does not make ninja compile everything again."""
+    text = build_ninja.read_text()
+    launcher = f"{shlex.quote(sys.executable)} {shlex.quote(str(OBJCACHE))} "
+    text = re.sub(r"(?m)^(rule compile\w*\n  command = )(?!" + re.escape(launcher) + ")", lambda m: m[1] + launcher,
+                  text)
+    _write_if_changed(build_ninja, text)
+
+
 def order_longest_first(build_ninja: Path) -> None:
     """Reorder the compile steps of torch's build.ninja, longest first. ninja 1.11 starts ready
     steps in the file's order, and torch writes them sorted by path, so the host units
@@ -419,6 +437,7 @@ def run_ninja(build_directory: str, verbose: bool, error_prefix: str) -> None:
     if os.environ.get("MAX_JOBS"):
         command += ["-j", os.environ["MAX_JOBS"]]
     compile_kernels_with(Path(build_directory) / "build.ninja", kernel_compiler())
+    compile_through_cache(Path(build_directory) / "build.ninja")
     order_longest_first(Path(build_directory) / "build.ninja")
     proc = subprocess.Popen(command, cwd=build_directory, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)

@@ -113,15 +113,25 @@ def extension(project: Project):
     flags = list(build.CXX_FLAGS) + (build.MPS_CXX_FLAGS if mps else build.GCC_CXX_FLAGS)
     link = ["-framework", "Metal", "-framework", "Foundation"] if mps else list(build.GCC_LINK_FLAGS)
     include_dirs = build.host_include_dirs(build_dir) + ([build.MPS_INCLUDE] if mps else [])
-    return CppExtension(f"{project.package}._C", [_relative(p, project.root) for p in sources],
+    return CppExtension(f"{project.package}._C", [_relative(p, project.root, build_dir) for p in sources],
                         include_dirs=[str(d) for d in include_dirs], extra_compile_args={"cxx": flags},
                         extra_link_args=link)
 
 
-def _relative(path: Path, root: Path) -> str:
-    """setuptools wants sources relative to setup.py; mpsgen's own (site-packages) stay absolute."""
+def _relative(path: Path, root: Path, build_dir: Path) -> str:
+    """`path` relative to the project, as setuptools wants sources. mpsgen's own support
+    sources (installed, outside the project) are compiled through a one-line unit in the build
+    folder that includes them, so their objects stay in the project's build folder."""
     path = Path(path).resolve()
-    return os.path.relpath(path, root) if path.is_relative_to(root) else str(path)
+    if not path.is_relative_to(root):
+        from .build import SUPPORT, _write_if_changed
+
+        name = "_".join(path.relative_to(SUPPORT).parts) if path.is_relative_to(SUPPORT) else path.name
+        unit = build_dir / "support" / name
+        _write_if_changed(unit, f"// mpsgen's {path.name}, compiled into this project (written by the build)\n"
+                                f'#include "{path}"\n')
+        path = unit
+    return os.path.relpath(path, root)
 
 
 def setup(root: Path | str | None = None, **kwargs):

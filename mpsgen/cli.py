@@ -6,7 +6,8 @@ pyproject.toml whose [tool.mpsgen] table names the package (or below it).
     mpsgen generate | check            write generated/ / fail if it is stale
     mpsgen check-metal [OP ...]        reject what Metal does not allow; clang over what macOS builds
     mpsgen show OP                     print OP's generated .metal and host stubs
-    mpsgen build                       generate, then build the extension in place (ninja)
+    mpsgen build [--no-cache]          generate, then build the extension in place (ninja; compiled
+                                       units come from the machine's object cache when they can)
     mpsgen test [OP ...] [--quick]     op-output-match of those ops (default: all) against torch
 """
 from __future__ import annotations
@@ -30,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--aten", action="store_true", help="new: implement torch's own aten operator "
                         "(`implements: aten`) instead of defining <namespace>::OP")
     parser.add_argument("--quick", action="store_true", help="test: skip the large (1M-element) samples")
+    parser.add_argument("--no-cache", action="store_true", help="build: compile every unit that changed, without "
+                        "reading or writing the object cache (codegen/objcache.py)")
     parser.add_argument("--project", type=Path, default=None, help="the project folder (default: found from "
                         "the current directory up)")
     args = parser.parse_args(argv)
@@ -79,7 +82,7 @@ def _run(parser, args) -> int:
             print(f"// ===== {path} =====\n{path.read_text()}")
         return 0
     if args.command == "build":
-        return build(project.root)
+        return build(project.root, cache=not args.no_cache)
     # test: the main job's op-output-match, on the in-place build when there is one
     from . import report
 
@@ -88,9 +91,11 @@ def _run(parser, args) -> int:
                         *(["--quick"] if args.quick else [])])
 
 
-def build(root: Path) -> int:
+def build(root: Path, cache: bool = True) -> int:
     """`python setup.py build_ext --inplace` in the project: generate, then ninja on every core."""
     env = {**os.environ, "MAX_JOBS": os.environ.get("MAX_JOBS") or str(os.cpu_count() or 1)}
+    if not cache:
+        env["MPSGEN_OBJECT_CACHE"] = "0"
     return subprocess.run([sys.executable, "setup.py", "--quiet", "build_ext", "--inplace"], cwd=root,
                           env=env).returncode
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 import textwrap
 
 import pytest
@@ -108,7 +109,19 @@ def test_ninja_compiles_the_longest_units_first(tmp_path, capsys, monkeypatch):
     build.run_ninja(str(tmp_path), verbose=False, error_prefix="Error compiling objects")
     steps = [line.split("/")[-1] for line in capsys.readouterr().out.splitlines() if line.startswith("[")]
     assert steps == ["module.cpp", "b_kernels.cpp", "c_kernels.cpp", "a_kernels.cpp"]
-    assert "rule compile\n  command = c++ -c $in -o $out\n" in (tmp_path / "build.ninja").read_text()
+    # only the order changed, and each step runs through the object cache (codegen/objcache.py)
+    assert (f"rule compile\n  command = {sys.executable} {build.OBJCACHE} c++ -c $in -o $out\n"
+            in (tmp_path / "build.ninja").read_text())
+
+
+def test_every_compile_step_runs_through_the_object_cache_once(tmp_path):
+    ninja = tmp_path / "build.ninja"
+    ninja.write_text("rule compile\n  command = c++ -c $in -o $out\n\nrule compile_kernels\n  command = zig clang -c $in\n")
+    build.compile_through_cache(ninja)
+    build.compile_through_cache(ninja)  # a second pass changes nothing
+    text = ninja.read_text()
+    assert text.count(str(build.OBJCACHE)) == 2
+    assert f"command = {sys.executable} {build.OBJCACHE} zig clang -c $in\n" in text
 
 
 def test_kernel_units_compile_with_their_own_rule(tmp_path):

@@ -1,0 +1,217 @@
+"""A content-keyed cache of compiled objects, shared by every build on the machine: a clean
+build, a second clone, a scratch copy (the tests' small registries, tools/sanitize.sh) and
+every project made with `mpsgen init` compile a unit once.
+
+ninja runs each compile step through it (codegen/build.py, `cached_compile_rules`):
+
+    python .../objcache.py <compiler> <flags> -c <unit> -o <object> -MMD -MF <depfile>
+
+The key is the SHA-256 of the compiler's identity (its `--version`), its arguments (the
+unit's, object's and depfile's own paths left out) and the preprocessed source with its line
+markers left out. A kernel unit is preprocessed already (the build writes it so); any other
+unit is preprocessed with the same command and `-E`. Line markers only name files for
+diagnostics and debug information, which the build has none of (-g0), and every `__FILE__` is
+a string in the preprocessed text: so the same code at another path, in another clone, has the
+same key, and a different one never does.
+
+On a hit the object is copied out of the cache and the depfile written from the markers (the
+files the unit includes), as the compiler would have. Each entry carries the SHA-256 and
+size of its object: a corrupt or partial entry is deleted and compiled again, never linked.
+Entries are written to a temporary file and renamed into place, so concurrent builds that
+compile the same unit each write a whole entry and readers never see half of one.
+
+Where: $MPSGEN_OBJECT_CACHE_DIR, else $XDG_CACHE_HOME/mpsgen/objects, else
+~/.cache/mpsgen/objects. Bounded by $MPSGEN_OBJECT_CACHE_SIZE (megabytes, default 2048): after
+each store the least recently used entries go. MPSGEN_OBJECT_CACHE=0 (`mpsgen build
+--no-cache`) compiles everything. Failing to read or write the cache never fails a build.
+This file is run as a script and uses the standard library only (no torch: one start per unit).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+MAGIC = b"mpsgen-object-1"
+_MARKER = re.compile(rb"^#(?:line)? \d+ \"([^\"\n]*)\"[^\n]*$", re.M)
+
+
+def cache_dir() -> Path:
+    """Its own variable, apart from MPSGEN_CACHE_DIR (the generator's stamps, which the test
+    suite points at a temporary folder): the suite's builds share the machine's objects."""
+    if os.environ.get("MPSGEN_OBJECT_CACHE_DIR"):
+        return Path(os.environ["MPSGEN_OBJECT_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "mpsgen" / "objects"
+
+
+def enabled() -> bool:
+    return os.environ.get("MPSGEN_OBJECT_CACHE", "1") != "0"
+
+
+def size_bound() -> int:
+    try:
+        return int(float(os.environ.get("MPSGEN_OBJECT_CACHE_SIZE", "2048")) * 1024 * 1024)
+    except ValueError:
+        return 2048 * 1024 * 1024
+
+
+class Command:
+    """A compile command's parts: the unit (the argument after the last `-c`: torch's build.ninja
+    writes `$cflags -c $in`, its cflags ending in `-c` too), the object (`-o`), the depfile
+    (`-MF`) and the rest: the compiler and its flags, without this unit's own paths."""
+
+    def __init__(self, argv: list[str]):
+        self.argv = argv
+        self.source = self.output = self.depfile = None
+        rest, i = [], 0
+        last_c = max((j for j, a in enumerate(argv) if a == "-c"), default=None)
+        while i < len(argv):
+            a = argv[i]
+            if a in ("-o", "-MF") and i + 1 < len(argv):
+                setattr(self, "output" if a == "-o" else "depfile", argv[i + 1])
+                i += 2
+                continue
+            if last_c is not None and i == last_c + 1:
+                self.source = a
+            elif a not in ("-c", "-MMD", "-MD"):
+                rest.append(a)
+            i += 1
+        self.rest = rest
+
+    def preprocess(self) -> bytes:
+        """The unit preprocessed, as this command would see it."""
+        src = Path(self.source)
+        if src.name.endswith("_kernels.cpp"):  # written preprocessed by the build
+            return src.read_bytes()
+        r = subprocess.run([*self.rest, "-E", self.source], capture_output=True)
+        if r.returncode != 0:
+            raise OSError(r.stderr.decode(errors="replace"))
+        return r.stdout
+
+
+def _compiler_identity(rest: list[str]) -> bytes:
+    """The compiler's --version: a new compiler at the same path is another key."""
+    compiler = rest[:2] if len(rest) > 1 and rest[1] == "clang" else rest[:1]  # `c++`, or `zig clang`
+    r = subprocess.run([*compiler, "--version"], capture_output=True)
+    return r.stdout + r.stderr
+
+
+_PREPROCESSOR_ONLY = ("-I", "-D", "-U", "-isystem", "-iquote", "-idirafter", "-resource-dir")
+
+
+def _code_flags(rest: list[str]) -> list[str]:
+    """The flags that shape the object: include paths and macros shaped the preprocessed text,
+    which the key holds, so they are left out (another clone's paths give the same key)."""
+    kept, skip = [], False
+    for a in rest[1:]:
+        if skip:
+            skip = False
+        elif a in _PREPROCESSOR_ONLY:
+            skip = True
+        elif not a.startswith(_PREPROCESSOR_ONLY):
+            kept.append(a)
+    return kept
+
+
+def key(command: Command, text: bytes) -> str:
+    h = hashlib.sha256()
+    h.update(MAGIC + b"\n" + _compiler_identity(command.rest))
+    h.update("\0".join(_code_flags(command.rest)).encode() + b"\n")
+    h.update(_MARKER.sub(b"#", text))
+    return h.hexdigest()
+
+
+def _entry(k: str) -> Path:
+    return cache_dir() / k[:2] / f"{k}.o"
+
+
+def read(k: str) -> bytes | None:
+    """The cached object, or None: missing, or corrupt (then removed)."""
+    path = _entry(k)
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    header, _, payload = data.partition(b"\n")
+    parts = header.split(b" ")
+    if (len(parts) != 3 or parts[0] != MAGIC or parts[2] != str(len(payload)).encode()
+            or hashlib.sha256(payload).hexdigest().encode() != parts[1]):
+        print(f"mpsgen: a corrupt entry of the object cache, compiled again: {path}", file=sys.stderr)
+        path.unlink(missing_ok=True)
+        return None
+    try:
+        os.utime(path)  # recently used
+    except OSError:
+        pass
+    return payload
+
+
+def write(k: str, payload: bytes) -> None:
+    path = _entry(k)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        header = b" ".join([MAGIC, hashlib.sha256(payload).hexdigest().encode(), str(len(payload)).encode()])
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(header + b"\n" + payload)
+        os.replace(tmp, path)
+        trim(size_bound())
+    except OSError as e:
+        print(f"mpsgen: cannot write the object cache ({e}); the build goes on", file=sys.stderr)
+
+
+def trim(bound: int) -> None:
+    """Remove the least recently used entries until the cache holds at most `bound` bytes."""
+    entries = []
+    for p in cache_dir().glob("*/*.o"):
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        entries.append((st.st_mtime, st.st_size, p))
+    total = sum(size for _, size, _ in entries)
+    for _, size, p in sorted(entries):
+        if total <= bound:
+            break
+        p.unlink(missing_ok=True)
+        total -= size
+
+
+def _depfile(command: Command, text: bytes) -> None:
+    """What -MMD would have written: the object, then the unit and the files it includes."""
+    if not command.depfile:
+        return
+    deps = dict.fromkeys(m.decode(errors="replace") for m in _MARKER.findall(text))
+    deps = [d for d in deps if not d.startswith("<") and os.path.isfile(d)]
+    escape = lambda p: p.replace(" ", "\\ ")  # noqa: E731
+    Path(command.depfile).write_text(f"{escape(command.output)}: " + " \\\n  ".join(
+        escape(p) for p in [command.source, *deps]) + "\n")
+
+
+def main(argv: list[str]) -> int:
+    command = Command(argv)
+    if not enabled() or not command.source or not command.output:
+        return subprocess.run(argv).returncode
+    try:
+        text = command.preprocess()
+        k = key(command, text)
+    except OSError:
+        return subprocess.run(argv).returncode  # the compiler says what is wrong
+    cached = read(k)
+    if cached is not None:
+        Path(command.output).write_bytes(cached)
+        _depfile(command, text)
+        return 0
+    code = subprocess.run(argv).returncode
+    if code == 0:
+        write(k, Path(command.output).read_bytes())
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,160 @@
+"""mpsgen installed and used from other projects, as a new user would (issue 30):
+
+- `pip wheel` of this checkout gives a wheel whose install, in a fresh virtual environment
+  (torch and the rest reused from this one through a .pth file: nothing is downloaded),
+  imports and runs mpsgen's own ops with nothing read from the checkout;
+- from another folder, the installed `mpsgen` command starts a project (`init`), adds an
+  aten operator (`new`), which `generate` refuses until its functor is written; the
+  project's wheel builds through the installed build API, installs, and `mpsgen test` runs
+  its op-output-match green;
+- mpsgen's own ops, that project and a second one (whose op has the same name in another
+  namespace) import and run side by side in one process, each on its own kernels; a second
+  package defining a loaded namespace is refused with both named.
+
+One build of each project, shared by the tests of this module (a module-scoped fixture).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+FRAC = """\
+      // frac(x) = x - trunc(x), in float for half and bfloat (exact: the result is representable)
+      template <typename T>
+      inline T operator()(const T x) {
+        const float v = static_cast<float>(x);
+        return static_cast<T>(v - ::metal::trunc(v));
+      }
+"""
+
+
+def _run(args, cwd, env, check=True, timeout=1800) -> subprocess.CompletedProcess:
+    r = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    if check and r.returncode != 0:
+        raise AssertionError(f"{' '.join(map(str, args))} failed ({r.returncode}) in {cwd}:\n"
+                             f"{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    return r
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """A fresh venv with mpsgen's wheel installed, and two projects' wheels built with it."""
+    tmp = tmp_path_factory.mktemp("install")
+    venv = tmp / "venv"
+    # without its own pip and setuptools: those of this environment (setuptools>=70.1 has bdist_wheel)
+    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip", str(venv)],
+                   check=True)
+    python = venv / "bin" / "python"
+    purelib = Path(_run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], tmp,
+                        os.environ).stdout.strip())
+    # this environment's packages (torch, jinja2, ...), not the checkout
+    (purelib / "reuse-test-environment.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env['PATH']}"
+    pip = [python, "-m", "pip", "--disable-pip-version-check", "--no-input"]
+    wheels = tmp / "wheels"
+    _run([*pip, "wheel", "--no-build-isolation", "--no-deps", "--no-index", "-w", wheels, ROOT], ROOT, env)
+    _run([*pip, "install", "--no-build-isolation", "--no-index", *wheels.glob("mpsgen-*.whl")], tmp, env)
+
+    work = tmp / "elsewhere"
+    work.mkdir()
+    mpsgen = venv / "bin" / "mpsgen"
+    _run([mpsgen, "init", "fracops", "--namespace", "fracops"], work, env)
+    _run([mpsgen, "init", "softops", "--namespace", "softops"], work, env)
+    project = work / "fracops"
+    new = _run([mpsgen, "new", "frac"], project, env)
+    refused = _run([mpsgen, "generate"], project, env, check=False)
+    ops = project / "ops.yaml"
+    ops.write_text(ops.read_text().replace('    functor: ""\n', "    functor: |\n" + FRAC))
+    for name in ("fracops", "softops"):
+        _run([*pip, "wheel", "--no-build-isolation", "--no-deps", "--no-index", "-w", wheels, work / name], work, env)
+    _run([*pip, "install", "--no-build-isolation", "--no-index", *wheels.glob("fracops-*.whl"),
+          *wheels.glob("softops-*.whl")], tmp, env)
+    return {"python": python, "mpsgen": mpsgen, "env": env, "work": work, "new": new, "refused": refused,
+            "purelib": purelib}
+
+
+def test_new_writes_aten_schema_and_generate_refuses_the_empty_functor(installed):
+    assert "  - func: frac(Tensor self) -> Tensor\n" in installed["new"].stdout  # aten's schema
+    assert "    reference: torch.frac\n" in installed["new"].stdout
+    assert installed["refused"].returncode == 1
+    assert "key 'functor': is empty" in installed["refused"].stderr
+    assert "ops.yaml:" in installed["refused"].stderr
+
+
+def test_installed_mpsgen_and_two_projects_run_together_from_elsewhere(installed):
+    script = textwrap.dedent("""
+        import sys, torch
+        import mpsgen.ops, fracops, softops
+        x = torch.tensor([-2.75, -0.5, 0.0, 1.25, 3.5])
+        assert torch.equal(mpsgen.hypot(x, x), torch.hypot(x, x))
+        assert torch.equal(fracops.frac(x), torch.frac(x))
+        assert torch.equal(torch.ops.fracops.softsign(x), torch.nn.functional.softsign(x))
+        assert torch.equal(softops.softsign(x), torch.nn.functional.softsign(x))
+        # each package's own kernels ran (its own CPU executor's launch log)
+        fracops._C.cpu_take_launches(); softops._C.cpu_take_launches()
+        softops.softsign(x)
+        assert fracops._C.cpu_take_launches() == [] and softops._C.cpu_take_launches() != []
+        # nothing was read from the checkout (but from the environment reused, which may be in it)
+        root, reused = sys.argv[1:3]
+        files = [getattr(m, "__file__", None) or "" for m in list(sys.modules.values())]
+        read = [f for f in files if f.startswith(root) and not f.startswith(reused)]
+        assert not read, read
+        print(mpsgen.__file__)
+    """)
+    r = _run([installed["python"], "-c", script, str(ROOT) + os.sep, sysconfig.get_paths()["purelib"] + os.sep],
+             installed["work"], installed["env"])
+    assert r.stdout.strip().startswith(str(installed["purelib"]))
+
+
+def test_a_second_package_with_a_loaded_namespace_is_refused_naming_both(installed):
+    purelib = installed["purelib"]
+    copy = purelib / "fracops_again"
+    if not copy.exists():
+        import shutil
+
+        shutil.copytree(purelib / "fracops", copy)
+    r = _run([installed["python"], "-c", "import fracops, fracops_again"], installed["work"], installed["env"],
+             check=False)
+    assert r.returncode == 1
+    assert "NamespaceConflict" in r.stderr and "fracops_again" in r.stderr and "package fracops" in r.stderr
+
+
+def test_mpsgen_test_runs_the_new_op_green(installed):
+    r = _run([installed["mpsgen"], "test", "frac"], installed["work"] / "fracops", installed["env"], check=False)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "1 ops (1 entries with overloads)" in r.stdout and " 0 differ" in r.stdout
+    assert "frac              float16    cpu" in r.stdout
+
+
+def test_init_refuses_a_folder_that_is_not_empty(installed):
+    r = _run([installed["mpsgen"], "init", "fracops", "--namespace", "other"], installed["work"], installed["env"],
+             check=False)
+    assert r.returncode == 1 and "not an empty folder; nothing was written" in r.stderr
+    assert "namespace: fracops" in (installed["work"] / "fracops" / "ops.yaml").read_text()
+
+
+def test_pip_refuses_a_broken_registry_with_its_line(installed, tmp_path):
+    import shutil
+
+    project = tmp_path / "broken"
+    shutil.copytree(installed["work"] / "softops", project,
+                    ignore=shutil.ignore_patterns("build", "*.egg-info", "*.so", "generated"))
+    ops = project / "ops.yaml"
+    ops.write_text(ops.read_text().replace("dtypes: [float]", "dtypes: [floaty]"))
+    r = _run([installed["python"], "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index",
+              "-w", tmp_path / "wheels", project], tmp_path, installed["env"], check=False)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0
+    line = ops.read_text().splitlines().index("    dtypes: [floaty]") + 1
+    assert f"ops.yaml:{line}: op 'softsign', key 'dtypes'" in out and "floaty" in out, out[-3000:]
+    assert "Traceback" not in out
+    assert not (project / "softops" / "generated").exists()  # nothing was written

@@ -1,0 +1,143 @@
+"""The object cache (codegen/objcache.py): a unit compiled once is linked from the cache by
+every later build, at any path; a different unit, compiler or flag is another entry; a
+corrupt or partial entry is compiled again, never linked; concurrent builds of one unit each
+get a whole object; the cache stays within its bound.
+
+The compiler is `c++` behind a script that logs each compile, so a hit is seen as no compile.
+"""
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+OBJCACHE = Path(__file__).resolve().parent.parent / "codegen" / "objcache.py"
+
+UNIT = """\
+#include "answer.h"
+int answer() { return ANSWER + 1; }
+"""
+
+
+@pytest.fixture
+def toolchain(tmp_path, monkeypatch):
+    """A compiler that logs its compiles, a cache folder, and a unit that includes a header."""
+    log = tmp_path / "compiles.log"
+    cc = tmp_path / "cc"
+    cc.write_text(f'#!/bin/sh\ncase " $* " in *" -c "*) echo "$*" >> "{log}";; esac\nexec c++ "$@"\n')
+    cc.chmod(cc.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("MPSGEN_OBJECT_CACHE_DIR", str(tmp_path / "cache" / "objects"))
+    monkeypatch.delenv("MPSGEN_OBJECT_CACHE", raising=False)
+    monkeypatch.delenv("MPSGEN_OBJECT_CACHE_SIZE", raising=False)
+    return cc, log
+
+
+def _source(folder: Path, unit: str = UNIT, answer: int = 41) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "answer.h").write_text(f"#define ANSWER {answer}\n")
+    (folder / "unit.cpp").write_text(unit)
+    return folder / "unit.cpp"
+
+
+def _compile(cc: Path, source: Path, flags=("-O2",), env=None) -> subprocess.CompletedProcess:
+    obj = source.with_suffix(".o")
+    # as torch's build.ninja writes it: its cflags end in -c, then `-c $in -o $out`
+    return subprocess.run([sys.executable, str(OBJCACHE), str(cc), "-MMD", "-MF", f"{obj}.d", *flags,
+                           f"-I{source.parent}", "-c", "-c", str(source), "-o", str(obj)],
+                          capture_output=True, text=True, env={**os.environ, **(env or {})})
+
+
+def _compiles(log: Path) -> int:
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def _entries(tmp_path: Path) -> list[Path]:
+    return sorted((tmp_path / "cache" / "objects").glob("*/*.o"))
+
+
+def test_a_unit_compiled_once_is_linked_from_the_cache_at_any_path(tmp_path, toolchain):
+    cc, log = toolchain
+    first = _source(tmp_path / "clone1")
+    assert _compile(cc, first).returncode == 0
+    assert _compiles(log) == 1 and len(_entries(tmp_path)) == 1
+    second = _source(tmp_path / "elsewhere" / "clone2")  # the same code in another folder
+    assert _compile(cc, second).returncode == 0
+    assert _compiles(log) == 1  # a hit: nothing compiled
+    assert second.with_suffix(".o").read_bytes() == first.with_suffix(".o").read_bytes()
+    # the depfile names the unit and the header it includes, as -MMD does
+    dep = Path(f"{second.with_suffix('.o')}.d").read_text()
+    assert dep.startswith(f"{second.with_suffix('.o')}: {second}") and str(second.parent / "answer.h") in dep
+
+
+def test_other_code_or_flags_are_other_entries(tmp_path, toolchain):
+    cc, log = toolchain
+    assert _compile(cc, _source(tmp_path / "a")).returncode == 0
+    assert _compile(cc, _source(tmp_path / "b", answer=42)).returncode == 0  # a header changed
+    assert _compile(cc, _source(tmp_path / "c"), flags=("-O1",)).returncode == 0  # a flag changed
+    assert _compiles(log) == 3 and len(_entries(tmp_path)) == 3
+
+
+@pytest.mark.parametrize("damage", ["flipped byte", "truncated"])
+def test_a_corrupt_or_partial_entry_is_compiled_again(tmp_path, toolchain, damage):
+    cc, log = toolchain
+    source = _source(tmp_path / "a")
+    assert _compile(cc, source).returncode == 0
+    good = source.with_suffix(".o").read_bytes()
+    [entry] = _entries(tmp_path)
+    data = bytearray(entry.read_bytes())
+    if damage == "truncated":
+        data = data[: len(data) // 2]
+    else:
+        data[-10] ^= 0xFF
+    entry.write_bytes(bytes(data))
+    source.with_suffix(".o").unlink()
+    r = _compile(cc, source)
+    assert r.returncode == 0 and "corrupt entry" in r.stderr
+    assert _compiles(log) == 2  # compiled again, not linked from the damaged entry
+    assert source.with_suffix(".o").read_bytes() == good
+    assert _compile(cc, _source(tmp_path / "b")).returncode == 0 and _compiles(log) == 2  # rewritten whole
+
+
+def test_concurrent_builds_of_one_unit_each_get_a_whole_object(tmp_path, toolchain):
+    cc, log = toolchain
+    sources = [_source(tmp_path / f"clone{i}") for i in range(6)]
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        results = list(pool.map(lambda s: _compile(cc, s), sources))
+    assert all(r.returncode == 0 for r in results), [r.stderr for r in results]
+    objects = {s.with_suffix(".o").read_bytes() for s in sources}
+    assert len(objects) == 1
+    [entry] = _entries(tmp_path)  # one entry, whole: a later build links it
+    before = _compiles(log)
+    assert _compile(cc, _source(tmp_path / "later")).returncode == 0 and _compiles(log) == before
+    assert not list((tmp_path / "cache" / "objects").glob("*/.tmp-*"))
+
+
+def test_a_failed_compile_stores_nothing(tmp_path, toolchain):
+    cc, _ = toolchain
+    r = _compile(cc, _source(tmp_path / "a", unit="int broken( {\n"))
+    assert r.returncode != 0 and "error" in r.stderr
+    assert _entries(tmp_path) == []
+
+
+def test_no_cache_compiles_and_stores_nothing(tmp_path, toolchain):
+    cc, log = toolchain
+    for folder in ("a", "b"):
+        assert _compile(cc, _source(tmp_path / folder), env={"MPSGEN_OBJECT_CACHE": "0"}).returncode == 0
+    assert _compiles(log) == 2 and _entries(tmp_path) == []
+
+
+def test_the_cache_stays_within_its_bound(tmp_path, toolchain):
+    cc, _ = toolchain
+    for i in range(4):
+        assert _compile(cc, _source(tmp_path / f"u{i}", answer=i)).returncode == 0
+    sizes = [p.stat().st_size for p in _entries(tmp_path)]
+    assert len(sizes) == 4
+    bound = (max(sizes) * 2.5) / (1024 * 1024)  # room for two entries
+    assert _compile(cc, _source(tmp_path / "u4", answer=4), env={"MPSGEN_OBJECT_CACHE_SIZE": str(bound)}).returncode == 0
+    kept = _entries(tmp_path)
+    assert len(kept) == 2 and sum(p.stat().st_size for p in kept) <= bound * 1024 * 1024
