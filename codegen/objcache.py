@@ -101,12 +101,14 @@ def _compiler_identity(rest: list[str]) -> bytes:
     return r.stdout + r.stderr
 
 
-_PREPROCESSOR_ONLY = ("-I", "-D", "-U", "-isystem", "-iquote", "-idirafter", "-resource-dir")
+_PREPROCESSOR_ONLY = ("-I", "-D", "-U", "-isystem", "-iquote", "-idirafter", "-resource-dir", "-ffile-prefix-map=",
+                      "-fmacro-prefix-map=", "-fdebug-prefix-map=")
 
 
 def _code_flags(rest: list[str]) -> list[str]:
-    """The flags that shape the object: include paths and macros shaped the preprocessed text,
-    which the key holds, so they are left out (another clone's paths give the same key)."""
+    """The flags that shape the object: include paths, macros and path prefix maps shaped the
+    preprocessed text (`__FILE__`), which the key holds, so they are left out (another clone's
+    paths give the same key; -g0, so no debug information names a path)."""
     kept, skip = [], False
     for a in rest[1:]:
         if skip:

@@ -110,7 +110,10 @@ def extension(project: Project):
         build.mps_metal_sources_header(build_dir, generated=project.generated)
     sources = build.host_sources(build_dir, mps, project.generated)
     sources += build.cpu_kernel_sources(build_dir, build.kernel_compiler(), project.generated)
-    flags = list(build.CXX_FLAGS) + (build.MPS_CXX_FLAGS if mps else build.GCC_CXX_FLAGS)
+    # __FILE__ (in torch's TORCH_CHECK, for one) names files relative to the project: the same
+    # code in another clone or copy is the same object, which the object cache can share
+    flags = list(build.CXX_FLAGS) + (build.MPS_CXX_FLAGS if mps else build.GCC_CXX_FLAGS) \
+        + [f"-ffile-prefix-map={project.root}{os.sep}="]
     link = ["-framework", "Metal", "-framework", "Foundation"] if mps else list(build.GCC_LINK_FLAGS)
     include_dirs = build.host_include_dirs(build_dir) + ([build.MPS_INCLUDE] if mps else [])
     return CppExtension(f"{project.package}._C", [_relative(p, project.root, build_dir) for p in sources],

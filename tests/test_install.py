@@ -15,11 +15,16 @@ One build of each project, shared by the tests of this module (a module-scoped f
 """
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import subprocess
 import sys
 import sysconfig
+import shutil
+import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -46,8 +51,25 @@ def _run(args, cwd, env, check=True, timeout=1800) -> subprocess.CompletedProces
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-    """A fresh venv with mpsgen's wheel installed, and two projects' wheels built with it."""
-    tmp = tmp_path_factory.mktemp("install")
+    """A fresh venv with mpsgen's wheel installed, and two projects' wheels built with it: made
+    once per test run. pytest-xdist's workers share it (the first makes it under a lock, the
+    others wait and read it): two builds of this checkout's wheel at once would share its
+    build folder."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    for old in Path(tempfile.gettempdir()).glob("mpsgen-install-*"):  # earlier runs' (kept for their workers)
+        if time.time() - old.stat().st_mtime > 6 * 3600:
+            shutil.rmtree(old, ignore_errors=True)
+    tmp = Path(tempfile.gettempdir()) / f"mpsgen-install-{run}" if run else tmp_path_factory.mktemp("install")
+    tmp.mkdir(exist_ok=True)
+    with open(tmp / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (tmp / "made.json").exists():
+            (tmp / "made.json").write_text(json.dumps(_make(tmp)))
+        made = json.loads((tmp / "made.json").read_text())
+    return {k: Path(v) if k in ("python", "mpsgen", "work", "purelib") else v for k, v in made.items()}
+
+
+def _make(tmp: Path) -> dict:
     venv = tmp / "venv"
     # without its own pip and setuptools: those of this environment (setuptools>=70.1 has bdist_wheel)
     subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip", str(venv)],
@@ -78,16 +100,15 @@ def installed(tmp_path_factory):
         _run([*pip, "wheel", "--no-build-isolation", "--no-deps", "--no-index", "-w", wheels, work / name], work, env)
     _run([*pip, "install", "--no-build-isolation", "--no-index", *wheels.glob("fracops-*.whl"),
           *wheels.glob("softops-*.whl")], tmp, env)
-    return {"python": python, "mpsgen": mpsgen, "env": env, "work": work, "new": new, "refused": refused,
-            "purelib": purelib}
+    return {"python": str(python), "mpsgen": str(mpsgen), "env": env, "work": str(work), "purelib": str(purelib),
+            "new": new.stdout, "refused": [refused.returncode, refused.stderr]}
 
 
 def test_new_writes_aten_schema_and_generate_refuses_the_empty_functor(installed):
-    assert "  - func: frac(Tensor self) -> Tensor\n" in installed["new"].stdout  # aten's schema
-    assert "    reference: torch.frac\n" in installed["new"].stdout
-    assert installed["refused"].returncode == 1
-    assert "key 'functor': is empty" in installed["refused"].stderr
-    assert "ops.yaml:" in installed["refused"].stderr
+    assert "  - func: frac(Tensor self) -> Tensor\n" in installed["new"]  # aten's schema
+    assert "    reference: torch.frac\n" in installed["new"]
+    code, stderr = installed["refused"]
+    assert code == 1 and "key 'functor': is empty" in stderr and "ops.yaml:" in stderr
 
 
 def test_installed_mpsgen_and_two_projects_run_together_from_elsewhere(installed):
@@ -119,8 +140,6 @@ def test_a_second_package_with_a_loaded_namespace_is_refused_naming_both(install
     purelib = installed["purelib"]
     copy = purelib / "fracops_again"
     if not copy.exists():
-        import shutil
-
         shutil.copytree(purelib / "fracops", copy)
     r = _run([installed["python"], "-c", "import fracops, fracops_again"], installed["work"], installed["env"],
              check=False)
@@ -143,8 +162,6 @@ def test_init_refuses_a_folder_that_is_not_empty(installed):
 
 
 def test_pip_refuses_a_broken_registry_with_its_line(installed, tmp_path):
-    import shutil
-
     project = tmp_path / "broken"
     shutil.copytree(installed["work"] / "softops", project,
                     ignore=shutil.ignore_patterns("build", "*.egg-info", "*.so", "generated"))
