@@ -37,6 +37,7 @@ import tempfile
 from pathlib import Path
 
 MAGIC = b"mpsgen-object-1"
+_COMMENT_LINE = re.compile(rb"^[ \t]*//[^\n]*\n", re.M)
 _MARKER = re.compile(rb"^#(?:line)? \d+ \"([^\"\n]*)\"[^\n]*$", re.M)
 
 
@@ -86,8 +87,8 @@ class Command:
     def preprocess(self) -> bytes:
         """The unit preprocessed, as this command would see it."""
         src = Path(self.source)
-        if src.name.endswith("_kernels.cpp"):  # written preprocessed by the build
-            return src.read_bytes()
+        if src.name.endswith("_kernels.cpp"):  # written preprocessed by the build, under comment lines
+            return _COMMENT_LINE.sub(b"", src.read_bytes())  # (the build's key names torch's folder)
         r = subprocess.run([*self.rest, "-E", self.source], capture_output=True)
         if r.returncode != 0:
             raise OSError(r.stderr.decode(errors="replace"))

@@ -141,3 +141,17 @@ def test_the_cache_stays_within_its_bound(tmp_path, toolchain):
     assert _compile(cc, _source(tmp_path / "u4", answer=4), env={"MPSGEN_OBJECT_CACHE_SIZE": str(bound)}).returncode == 0
     kept = _entries(tmp_path)
     assert len(kept) == 2 and sum(p.stat().st_size for p in kept) <= bound * 1024 * 1024
+
+
+def test_a_kernel_unit_is_keyed_without_its_comment_lines(tmp_path, toolchain):
+    """A kernel unit is written preprocessed, under comment lines (the build's own key, which
+    names torch's folder): another clone's unit differs only there, and is a hit."""
+    cc, log = toolchain
+    for clone in ("clone1", "clone2"):
+        folder = tmp_path / clone
+        folder.mkdir()
+        unit = folder / "hypot_kernels.cpp"
+        unit.write_text(f"// mpsgen build key: made in {clone}\n# 1 \"{folder}/hypot.metal\"\n"
+                        "int hypot_kernel() { return 3; }\n")
+        assert _compile(cc, unit).returncode == 0
+    assert _compiles(log) == 1
