@@ -99,7 +99,8 @@ def _compiler_identity(rest: list[str]) -> bytes:
     """The compiler's --version: a new compiler at the same path is another key."""
     compiler = rest[:2] if len(rest) > 1 and rest[1] == "clang" else rest[:1]  # `c++`, or `zig clang`
     r = subprocess.run([*compiler, "--version"], capture_output=True)
-    return r.stdout + r.stderr
+    # clang names the folder it runs from (`InstalledDir:`): the same clang in another venv is the same
+    return re.sub(rb"(?m)^InstalledDir:[^\n]*\n?", b"", r.stdout + r.stderr)
 
 
 _PREPROCESSOR_ONLY = ("-I", "-D", "-U", "-isystem", "-iquote", "-idirafter", "-resource-dir", "-ffile-prefix-map=",

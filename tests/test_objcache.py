@@ -155,3 +155,18 @@ def test_a_kernel_unit_is_keyed_without_its_comment_lines(tmp_path, toolchain):
                         "int hypot_kernel() { return 3; }\n")
         assert _compile(cc, unit).returncode == 0
     assert _compiles(log) == 1
+
+
+def test_the_same_clang_in_another_folder_is_the_same_compiler(tmp_path, toolchain):
+    """clang's --version names the folder it runs from (InstalledDir): each clone's venv has
+    its own copy of ziglang's clang, which compiles the same objects."""
+    _, log = toolchain
+    for venv in ("venv1", "venv2"):
+        cc = tmp_path / venv / "cc"
+        cc.parent.mkdir()
+        cc.write_text('#!/bin/sh\ncase " $* " in *" --version "*) echo "clang version 22"; '
+                      f'echo "InstalledDir: {cc.parent}"; exit 0;; *" -c "*) echo "$*" >> "{log}";; esac\n'
+                      'exec c++ "$@"\n')
+        cc.chmod(cc.stat().st_mode | stat.S_IEXEC)
+        assert _compile(cc, _source(tmp_path / f"clone-{venv}")).returncode == 0
+    assert _compiles(log) == 1
