@@ -4,6 +4,7 @@
 Installed, the generated library.py is inside the package (mpsgen/generated/); in a
 checkout it is the repository's generated/ folder beside the package.
 """
+import sys
 from pathlib import Path
 
 from .runtime import load_ops
@@ -15,7 +16,7 @@ LIBRARY = next((p for p in (_HERE / "generated" / "library.py", _HERE.parent / "
 library = load_ops(globals(), LIBRARY, extension_name="mpsgen._C")
 
 # mpsgen.<op> too, as plain attributes: a call never passes through mpsgen.__getattr__ (Python)
-_package = __import__("mpsgen")
+_package = sys.modules[__package__]
 for _name in library.BINDINGS:
     setattr(_package, _name, globals()[_name])
 setattr(_package, "library", library)

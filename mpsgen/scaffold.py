@@ -176,9 +176,12 @@ def _dtype_items(pairs: dict, n_tensors: int) -> list[str]:
 
 def new(project: Project, op: str, aten: bool = False) -> str:
     """Append an entry for aten's operator `op` to the project's ops.yaml; returns its text."""
+    import torch
     from torchgen.model import FunctionSchema, SchemaKind
 
     from .codegen import aten_schemas
+    from .mps_support import mps_supported_dtypes
+    from .samples import _opinfo
 
     table = aten_schemas.aten_ops()
     if op not in table and f"{op}.default" not in table:
@@ -201,13 +204,8 @@ def new(project: Project, op: str, aten: bool = False) -> str:
     if taken:
         raise ScaffoldError(f"{project.ops} already has {op}: `func: {taken[0]}`; nothing was changed")
 
-    from .mps_support import mps_supported_dtypes
-    from .samples import _opinfo
-
     opinfo_name = _opinfo_name(base)
     info = _opinfo(opinfo_name) if opinfo_name else None
-    import torch
-
     wanted = mps_supported_dtypes(opinfo_name) if info else set()
     if info and not wanted:  # torch has no MPS kernel (common_mps.py): what its CPU kernel takes
         wanted = set(info.supported_dtypes("cpu")) - {torch.float64, torch.complex128}
