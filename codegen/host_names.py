@@ -166,6 +166,8 @@ def _split_template_args(args: str) -> list[str]:
 # contiguous 3.07 -> 1.03 of torch's time, mul bfloat16 2.24 -> 0.85: benchmarks/HISTORY.md, 2026-11-25).
 # Other kernels (add, compare, select...) gain nothing from AVX2 and are compiled once: a
 # variant of every kernel made the kernel units take about 40 % longer to compile.
+# A build compiles the variants up to `max_isa` (codegen/build.py cpu_variants: by default the
+# level of the machine that builds), since a variant its CPU cannot run only costs compile time.
 NARROW_FLOAT = re.compile(r"_(?:half2?|bfloat)(?:_|$)")
 VECTOR_MATH_CALL = re.compile(
     r"\b(?:exp2?|exp10|log|log2|log10|log1p|expm1|ldexp|sin|cos|tan|sinh|cosh|tanh|atan2?|fma|erf|erfc|"
@@ -181,15 +183,16 @@ def calls_vector_math(preprocessed: str) -> bool:
                if name.endswith((".yaml", ".yml")))
 
 
-def registration_lines(instantiations: list[KernelInstantiation], vector_math: bool = False) -> str:
+def registration_lines(instantiations: list[KernelInstantiation], vector_math: bool = False, max_isa: int = 2) -> str:
     """C++ that registers each instantiated kernel with the CPU backend by host_name;
-    `vector_math`: the unit's ops.yaml code calls vectorised math (calls_vector_math)."""
+    `vector_math`: the unit's ops.yaml code calls vectorised math (calls_vector_math);
+    `max_isa`: the highest variant compiled (0 baseline, 1 AVX2, 2 AVX-512)."""
     lines = []
     for i, k in enumerate(instantiations):
         template = k.function.split("<", 1)[0]
         ilp = 4 if template in ILP_KERNELS else 0
         broadcast = BROADCAST_KERNELS.get(template, 0)
-        isa = 2 if vector_math or NARROW_FLOAT.search(k.host_name) else 0
+        isa = min(max_isa, 2) if vector_math or NARROW_FLOAT.search(k.host_name) else 0
         form = f", {ilp}, {broadcast}" if broadcast else f", {ilp}" if ilp else ""
         if template in ROW_OPERANDS:
             operands = ROW_OPERANDS[template](*_split_template_args(k.function[len(template) + 1 : -1]))

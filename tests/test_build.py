@@ -124,22 +124,58 @@ def test_every_compile_step_runs_through_the_object_cache_once(tmp_path):
     assert f"command = {sys.executable} {build.OBJCACHE} zig clang -c $in\n" in text
 
 
-def test_kernel_units_compile_with_their_own_rule(tmp_path):
-    """Kernel units get clang's rule (build.kernel_compiler); host units keep torch's."""
+def test_units_compile_with_their_own_rules(tmp_path):
+    """Kernel and host units get clang's rules (build.kernel_compiler), without the flags for g++
+    alone; the executor keeps torch's rule (g++), with -fopenmp, which no other unit gets."""
     ninja = tmp_path / "build.ninja"
-    text = ("cflags = -Ifoo\npost_cflags = -fopenmp -fpeel-loops\n\nrule compile\n  command = c++ $cflags -c $in -o $out $post_cflags\n\n"
+    text = ("cflags = -Ifoo\npost_cflags = -O2 -fpeel-loops -DTORCH_EXTENSION_NAME=_C\n\n"
+            "rule compile\n  command = c++ $cflags -c $in -o $out $post_cflags\n\n"
             f"build {tmp_path}/add_kernels.o: compile {tmp_path}/add_kernels.cpp\n"
-            f"build {tmp_path}/module.o: compile {tmp_path}/module.cpp\n")
+            f"build {tmp_path}/module.o: compile {tmp_path}/module.cpp\n"
+            f"build {tmp_path}/executor.o: compile {tmp_path}/executor.cpp\n"
+            f"build {tmp_path}/stubs.o: compile {tmp_path}/stubs.mm\n")
     ninja.write_text(text)
-    build.compile_kernels_with(ninja, ["zig", "clang"])
-    build.compile_kernels_with(ninja, ["zig", "clang"])  # a second pass changes nothing
+    build.assign_compilers(ninja, ["zig", "clang"], ["-fopenmp"])
+    build.assign_compilers(ninja, ["zig", "clang"], ["-fopenmp"])  # a second pass changes nothing
     out = ninja.read_text()
-    assert out.count("rule compile_kernels\n") == 1
-    rule = re.search(r"rule compile_kernels\n  command = ([^\n]*)\n", out)[1]
-    assert rule.startswith("zig clang ") and "$cflags" in rule and "-fopenmp" not in rule and "-O2" in rule
+    rules = dict(re.findall(r"rule (\w+)\n  command = ([^\n]*)\n", out))
+    assert sorted(rules) == ["compile", "compile_host", "compile_kernels", "compile_openmp"]
+    assert rules["compile_kernels"].startswith("zig clang ") and "$cflags" in rules["compile_kernels"]
+    assert "-O2" in rules["compile_kernels"] and "post_cflags" not in rules["compile_kernels"]
+    assert rules["compile_host"].startswith("zig clang ") and rules["compile_host"].endswith(" $clang_post_cflags")
+    assert "\nclang_post_cflags = -O2 -DTORCH_EXTENSION_NAME=_C\n" in out  # g++'s -fpeel-loops left out
+    assert rules["compile_openmp"] == "c++ $cflags -c $in -o $out $post_cflags -fopenmp"
     assert f"build {tmp_path}/add_kernels.o: compile_kernels {tmp_path}/add_kernels.cpp\n" in out
-    assert f"build {tmp_path}/module.o: compile {tmp_path}/module.cpp\n" in out
-    build.compile_kernels_with(ninja, ["c++"])  # without clang: torch's rule for all
+    assert f"build {tmp_path}/module.o: compile_host {tmp_path}/module.cpp\n" in out
+    assert f"build {tmp_path}/executor.o: compile_openmp {tmp_path}/executor.cpp\n" in out
+    assert f"build {tmp_path}/stubs.o: compile {tmp_path}/stubs.mm\n" in out  # Objective-C++: torch's
     ninja.write_text(text)
-    build.compile_kernels_with(ninja, ["c++"])
+    build.assign_compilers(ninja, ["c++"])  # without clang (nor OpenMP): torch's rule for all
     assert ninja.read_text() == text
+
+
+@pytest.mark.parametrize("setting, flags, level", [
+    ("all", None, 2), ("avx2", None, 1), ("baseline", None, 0), (" AVX512 ", None, 2),
+    ("native", {"avx2", "f16c", "fma", "avx512f", "avx512vl", "avx512bw", "avx512dq"}, 2),
+    ("native", {"avx2", "f16c", "fma", "avx512f"}, 1),  # AVX-512 without BW, DQ, VL: the AVX2 level
+    ("native", {"avx2", "f16c", "sse4_2"}, 0),  # AVX2 without FMA: baseline only
+    ("", None, 2),  # native, on a machine whose features are unknown (not x86-64): every variant
+])
+def test_cpu_variants_follow_the_setting_or_the_building_machine(monkeypatch, setting, flags, level):
+    monkeypatch.setenv("MPSGEN_CPU_VARIANTS", setting)
+    monkeypatch.setattr(build, "_machine_cpu_flags", lambda: flags)
+    build.cpu_variants.cache_clear()
+    try:
+        assert build.cpu_variants() == level
+    finally:
+        build.cpu_variants.cache_clear()
+
+
+def test_cpu_variants_refuse_an_unknown_setting(monkeypatch):
+    monkeypatch.setenv("MPSGEN_CPU_VARIANTS", "avx3")
+    build.cpu_variants.cache_clear()
+    try:
+        with pytest.raises(SystemExit, match="MPSGEN_CPU_VARIANTS='avx3': expected native, all, baseline, avx2, avx512"):
+            build.cpu_variants()
+    finally:
+        build.cpu_variants.cache_clear()

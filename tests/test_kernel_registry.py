@@ -84,3 +84,6 @@ def test_the_avx_variants_go_to_narrow_float_kernels_and_to_ops_calling_vector_m
 
     assert isa(registration_lines(kernels)) == ["0", "2", "2"]  # AVX2 and AVX-512 for half and bfloat
     assert isa(registration_lines(kernels, vector_math=True)) == ["2"] * 3  # and for vector math
+    # a build for a machine without AVX-512 (or without AVX2) compiles no variant above it
+    assert isa(registration_lines(kernels, vector_math=True, max_isa=1)) == ["1"] * 3
+    assert isa(registration_lines(kernels, max_isa=0)) == ["0"] * 3
