@@ -8,10 +8,13 @@ made again.
 """
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import sys
 import textwrap
+import time
+from pathlib import Path
 
 import pytest
 
@@ -179,3 +182,32 @@ def test_cpu_variants_refuse_an_unknown_setting(monkeypatch):
             build.cpu_variants()
     finally:
         build.cpu_variants.cache_clear()
+
+
+def test_the_link_runs_only_when_an_object_or_the_link_changed(tmp_path):
+    from mpsgen.codegen.package import link_when_stale
+
+    calls = []
+
+    def link(target_desc, objects, output_filename, output_dir=None, *args, **kwargs):
+        calls.append(list(objects))
+        Path(output_dir, output_filename).write_text("linked")
+
+    a, b = tmp_path / "a.o", tmp_path / "b.o"
+    a.write_text("a")
+    b.write_text("b")
+    out = tmp_path / "lib"
+    out.mkdir()
+    linker = link_when_stale(link, tmp_path / "temp")
+    linker("shared_object", [str(a), str(b)], "_C.so", str(out), ["-lfoo"])
+    linker("shared_object", [str(a), str(b)], "_C.so", str(out), ["-lfoo"])  # nothing changed
+    assert len(calls) == 1
+    os.utime(a, (time.time() + 5, time.time() + 5))  # an object compiled again
+    linker("shared_object", [str(a), str(b)], "_C.so", str(out), ["-lfoo"])
+    assert len(calls) == 2
+    linker("shared_object", [str(a)], "_C.so", str(out), ["-lfoo"])  # one object less
+    linker("shared_object", [str(a)], "_C.so", str(out), ["-lbar"])  # another library
+    assert len(calls) == 4
+    (out / "_C.so").unlink()  # the output removed
+    linker("shared_object", [str(a)], "_C.so", str(out), ["-lbar"])
+    assert len(calls) == 5
