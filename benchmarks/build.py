@@ -17,7 +17,9 @@ copy of this checkout, so the checkout's own build is left alone:
   ≤ 2 s).
 
 Each build's object cache is a folder of this run's own (MPSGEN_OBJECT_CACHE_DIR), so the
-machine's cache neither helps nor changes. The first line names the CPU.
+machine's cache neither helps nor changes. The first line names the CPU and the CPU kernel
+variants the builds compile (MPSGEN_CPU_VARIANTS; `avx2` on a machine with AVX-512 compiles
+what a machine without it compiles by default).
 
 The machine is shared and noisy: run it on an idle machine, and quote the figures with
 the command.
@@ -36,6 +38,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+from mpsgen.codegen.build import cpu_variants  # noqa: E402
 from mpsgen.codegen.loader import load  # noqa: E402
 from generate import synthetic_registry  # noqa: E402
 from project import cpu  # noqa: E402
@@ -85,8 +88,11 @@ def main() -> None:
     parser.add_argument("--extra-ops", type=int, default=40, help="ops the larger registry adds")
     args = parser.parse_args()
     ok = True
-    print(f"{cpu()}; command: MAX_JOBS={os.cpu_count()} {sys.executable} setup.py --quiet "
-          "build_ext --inplace, in a temporary copy of the checkout", flush=True)
+    variants = os.environ.get("MPSGEN_CPU_VARIANTS", "native")
+    level = ["baseline", "AVX2", "AVX-512"][cpu_variants()]
+    print(f"{cpu()}; CPU kernel variants up to {level} (MPSGEN_CPU_VARIANTS={variants}); command: "
+          f"MAX_JOBS={os.cpu_count()} {sys.executable} setup.py --quiet build_ext --inplace, in a temporary "
+          "copy of the checkout", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         shipped = Path(tmp) / "shipped"
         copy_checkout(shipped)

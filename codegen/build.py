@@ -62,7 +62,11 @@ MPS_CXX_FLAGS = ["-fobjc-arc"]
 # once per element, compiled for the baseline ISA even from the AVX2/AVX-512 variants
 # (benchmarks/HISTORY.md and README, "Speed of the CPU backend": softplus float16 44 -> 2.6 times torch's time at 500;
 # special_ndtri float32, its functor written with selects, 4.1 -> 1.8 at 1000). Each step
-# added a few % to the kernel units' compile time.
+# added a few % to the kernel units' compile time. The cost of 1000: a functor shaped like
+# torch's mish_backward, tanh(log1p(exp(x))) with a sigmoid, took 270 s to compile its
+# float-only unit on an AMD EPYC (2.1 s at 500, 2.4 s at 225), but at 500 special_ndtri
+# float32 ran at 17 times torch's time instead of about 2 (benchmarks/cpu_backend.py --ops
+# special_ndtri --threads 1). Not settled yet (issue 34): a unit must not take minutes.
 # The launcher asks for a vector width on the loop of ILP kernels (support/cpu/kernel_launch.h);
 # where a kernel's loop cannot be vectorised (a libm call in it), clang says so: -Wno-pass-failed.
 CLANG_KERNEL_FLAGS = ["-mllvm", "-inline-threshold=1000", "-Wno-pass-failed"]
