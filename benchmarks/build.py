@@ -12,6 +12,8 @@ copy of this checkout, so the checkout's own build is left alone:
 - one functor edited: a line added to a functor in the middle of ops.yaml, which moves
   every op after it to other lines (target ≤ 10 s, compiling only that op's kernels and
   the small table of op specs that holds each op's line);
+- slowest unit: the shipped ops plus a functor shaped like torch's mish_backward, whose unit
+  once took 270 s alone; the longest compile step of that build (target ≤ 60 s);
 - clean, larger: the shipped ops plus M clones of them (benchmarks/generate.py's synthetic
   registry), with an empty object cache; seconds per added op = (larger - clean) / M (target
   ≤ 2 s).
@@ -68,6 +70,33 @@ def build(where: Path, objects: Path) -> tuple[float, str]:
     return elapsed, r.stdout
 
 
+# A functor shaped like torch's mish_backward (tanh(log1p(exp(x))) and a sigmoid): at clang's
+# inline threshold 1000 its unit took 270 s to compile (codegen/objcache.py bounds it).
+STEEP_OP = """
+  - func: mish_backward(Tensor grad_output, Tensor self) -> Tensor
+    dtypes: [float]
+    reference: torch.ops.aten.mish_backward
+    functor: |
+      template <typename T>
+      inline T operator()(const T grad_output, const T x) {
+        const auto v = static_cast<opmath_t<T>>(x);
+        const auto t = precise::tanh(c10::metal::log1p(precise::exp(v)));
+        const auto s = 1 / (1 + precise::exp(-v));
+        return static_cast<T>(static_cast<opmath_t<T>>(grad_output) * (t + v * s * (1 - t * t)));
+      }
+"""
+
+
+def slowest_unit(where: Path) -> tuple[str, float]:
+    """The unit whose compile step took longest in the last build (ninja's log)."""
+    steps = {}
+    for log in where.glob("build/temp.*/.ninja_log"):
+        for line in log.read_text().splitlines()[1:]:
+            start, end, _, output, _ = line.split("\t")
+            steps[Path(output).name] = (int(end) - int(start)) / 1000
+    return max(steps.items(), key=lambda kv: kv[1])
+
+
 def add_a_line_to_a_functor(ops_yaml: Path) -> str:
     """Add a comment line inside the functor of the op in the middle of the file; returns its name."""
     text = ops_yaml.read_text()
@@ -117,6 +146,15 @@ def main() -> None:
         expected = sorted([f"build/mpsgen/{edited}_kernels.cpp", "generated/op_specs.cpp"])
         ok &= report("one functor edited", seconds, 10, f"  (compiled: {', '.join(units)})")
         ok &= sorted(units) == expected
+
+        steep = Path(tmp) / "steep"
+        copy_checkout(steep)
+        with (steep / "ops.yaml").open("a") as f:
+            f.write(STEEP_OP)
+        build(steep, objects)
+        unit, seconds = slowest_unit(steep)
+        ok &= report("slowest unit", seconds, 60, f"  ({unit}; the shipped ops plus a functor shaped like mish_backward's)")
+        shutil.rmtree(steep)
 
         larger = Path(tmp) / "larger"
         copy_checkout(larger)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -197,10 +198,46 @@ def _depfile(command: Command, text: bytes) -> None:
         escape(p) for p in [command.source, *deps]) + "\n")
 
 
+_INLINE_THRESHOLD = re.compile(r"^-inline-threshold=(\d+)$")
+FALLBACK_INLINE_THRESHOLD = 500
+
+
+def unit_budget() -> float:
+    """MPSGEN_UNIT_BUDGET: seconds a unit compiled at a raised inline threshold may take (45)."""
+    try:
+        return float(os.environ.get("MPSGEN_UNIT_BUDGET", "45"))
+    except ValueError:
+        return 45.0
+
+
+def compile_within_budget(argv: list[str]) -> int:
+    """Run the compile `argv`. One that raises clang's inline threshold above
+    FALLBACK_INLINE_THRESHOLD (the kernel units: codegen/build.py CLANG_KERNEL_FLAGS) and runs
+    past unit_budget() is stopped and run again at that threshold. Some functors blow up
+    clang's optimiser there (one shaped like torch's mish_backward: 270 s at 1000, 2 s at
+    500); the other threshold inlines less, so that op's kernels may be slower, with the same
+    results. The object is cached under the command's own key, so later builds reuse it."""
+    thresholds = [i for i, a in enumerate(argv) if (m := _INLINE_THRESHOLD.match(a))
+                  and int(m[1]) > FALLBACK_INLINE_THRESHOLD]
+    if not thresholds:
+        return subprocess.run(argv).returncode
+    proc = subprocess.Popen(argv, start_new_session=True)  # its own group: the driver's children too
+    try:
+        return proc.wait(timeout=unit_budget())
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    unit = Command(argv).source
+    print(f"mpsgen: {unit} took over {unit_budget():.0f} s to compile; compiled again at clang's inline "
+          f"threshold {FALLBACK_INLINE_THRESHOLD} (its kernels may be slower; same results)", file=sys.stderr)
+    fallback = [f"-inline-threshold={FALLBACK_INLINE_THRESHOLD}" if i in thresholds else a for i, a in enumerate(argv)]
+    return subprocess.run(fallback).returncode
+
+
 def main(argv: list[str]) -> int:
     command = Command(argv)
     if not enabled() or not command.source or not command.output:
-        return subprocess.run(argv).returncode
+        return compile_within_budget(argv)
     try:
         text = command.preprocess()
         k = key(command, text)
@@ -211,7 +248,7 @@ def main(argv: list[str]) -> int:
         Path(command.output).write_bytes(cached)
         _depfile(command, text)
         return 0
-    code = subprocess.run(argv).returncode
+    code = compile_within_budget(argv)
     if code == 0:
         write(k, Path(command.output).read_bytes())
     return code

@@ -11,6 +11,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -170,3 +171,32 @@ def test_the_same_clang_in_another_folder_is_the_same_compiler(tmp_path, toolcha
         cc.chmod(cc.stat().st_mode | stat.S_IEXEC)
         assert _compile(cc, _source(tmp_path / f"clone-{venv}")).returncode == 0
     assert _compiles(log) == 1
+
+
+def test_a_unit_past_its_budget_is_compiled_again_at_the_lower_inline_threshold(tmp_path, toolchain):
+    """A compile at a raised inline threshold that runs past MPSGEN_UNIT_BUDGET is stopped (the
+    compiler's whole process group) and run again at objcache.FALLBACK_INLINE_THRESHOLD; the
+    object is cached under the original command, so the next build reuses it."""
+    log = tmp_path / "thresholds.log"
+    cc = tmp_path / "slowcc"
+    cc.write_text(f"#!{sys.executable}\nimport os, sys, time\nargs = sys.argv[1:]\n"
+                  "t = next((a.split('=')[1] for a in args if a.startswith('-inline-threshold=')), '')\n"
+                  "if '-E' not in args:  # a compile, not the cache's preprocessing\n"
+                  f"    open({str(log)!r}, 'a').write(t + '\\n')\n"
+                  "    if t == '1000':\n        time.sleep(60)\n"
+                  "os.execvp('c++', ['c++'] + [a for a in args if a != '-mllvm' and not a.startswith('-inline')])\n")
+    cc.chmod(cc.stat().st_mode | stat.S_IEXEC)
+    flags = ("-O2", "-mllvm", "-inline-threshold=1000")
+    started = time.monotonic()
+    r = _compile(cc, _source(tmp_path / "a"), flags, env={"MPSGEN_UNIT_BUDGET": "2"})
+    assert r.returncode == 0, r.stderr
+    assert time.monotonic() - started < 30  # the sleeping compile was stopped, not waited for
+    assert "compiled again at clang's inline threshold 500" in r.stderr
+    assert log.read_text().split() == ["1000", "500"]
+    assert (tmp_path / "a" / "unit.o").stat().st_size > 0
+    assert _compile(cc, _source(tmp_path / "b"), flags, env={"MPSGEN_UNIT_BUDGET": "2"}).returncode == 0
+    assert log.read_text().split() == ["1000", "500"]  # a hit: not compiled again
+    # at the fallback threshold or below, no budget applies
+    assert _compile(cc, _source(tmp_path / "c", answer=7), ("-O2", "-mllvm", "-inline-threshold=500"),
+                    env={"MPSGEN_UNIT_BUDGET": "0"}).returncode == 0
+    assert log.read_text().split() == ["1000", "500", "500"]
