@@ -198,7 +198,7 @@ def _depfile(command: Command, text: bytes) -> None:
         escape(p) for p in [command.source, *deps]) + "\n")
 
 
-_INLINE_THRESHOLD = re.compile(r"^-inline-threshold=(\d+)$")
+_INLINE_THRESHOLD = re.compile(r"-inline-threshold=(\d+)")
 FALLBACK_INLINE_THRESHOLD = 500
 
 
@@ -217,7 +217,7 @@ def compile_within_budget(argv: list[str]) -> int:
     clang's optimiser there (one shaped like torch's mish_backward: 270 s at 1000, 2 s at
     500); the other threshold inlines less, so that op's kernels may be slower, with the same
     results. The object is cached under the command's own key, so later builds reuse it."""
-    thresholds = [i for i, a in enumerate(argv) if (m := _INLINE_THRESHOLD.match(a))
+    thresholds = [i for i, a in enumerate(argv) if (m := _INLINE_THRESHOLD.fullmatch(a))
                   and int(m[1]) > FALLBACK_INLINE_THRESHOLD]
     if not thresholds:
         return subprocess.run(argv).returncode
