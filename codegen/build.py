@@ -426,8 +426,8 @@ def _cost_estimate(source: Path) -> float:
 _KERNEL_RULE, _HOST_RULE, _OPENMP_RULE = "compile_kernels", "compile_host", "compile_openmp"
 
 
-def _rule(name: str, command: str) -> str:
-    return f"rule {name}\n  command = {command}\n  depfile = $out.d\n  deps = gcc\n\n"
+def _rule(name: str, command: str) -> tuple[str, str]:
+    return f"rule {name}\n", f"  command = {command}\n  depfile = $out.d\n  deps = gcc\n\n"
 
 
 def assign_compilers(build_ninja: Path, clang: Sequence[str], openmp_flags: Sequence[str] = ()) -> None:
@@ -443,25 +443,25 @@ def assign_compilers(build_ninja: Path, clang: Sequence[str], openmp_flags: Sequ
     text = build_ninja.read_text()
     if "rule compile\n" not in text:
         return
-    rules = ""
+    rules = []
     openmp = "|".join(re.escape(Path(s).stem) for s in OPENMP_SOURCES)
     if openmp_flags:
         torch_rule = re.search(r"(?m)^rule compile\n  command = ([^\n]*)\n", text)[1]
-        rules += _rule(_OPENMP_RULE, f"{torch_rule} {' '.join(openmp_flags)}")
+        rules.append(_rule(_OPENMP_RULE, f"{torch_rule} {' '.join(openmp_flags)}"))
         text = re.sub(rf"(?m)^(build [^:\n]*/(?:{openmp})\.o): compile ", rf"\1: {_OPENMP_RULE} ", text)
     if list(clang) != ["c++"]:
         compiler = " ".join(clang)
         flags = " ".join(["-std=c++20", *CXX_FLAGS, *CLANG_KERNEL_FLAGS])
-        rules += _rule(_KERNEL_RULE, f"{compiler} -MMD -MF $out.d $cflags -c $in -o $out {flags}")
-        rules += _rule(_HOST_RULE, f"{compiler} -MMD -MF $out.d $cflags -c $in -o $out $clang_post_cflags")
+        rules.append(_rule(_KERNEL_RULE, f"{compiler} -MMD -MF $out.d $cflags -c $in -o $out {flags}"))
+        rules.append(_rule(_HOST_RULE, f"{compiler} -MMD -MF $out.d $cflags -c $in -o $out $clang_post_cflags"))
         post = re.search(r"(?m)^post_cflags = ([^\n]*)$", text)
         clang_post = [f for f in (post[1].split() if post else []) if f not in GCC_CXX_FLAGS]
         if "\nclang_post_cflags = " not in text and post:
             text = text.replace(post[0], f"{post[0]}\nclang_post_cflags = {' '.join(clang_post)}", 1)
         text = re.sub(r"(?m)^(build [^:\n]+_kernels\.o): compile ", rf"\1: {_KERNEL_RULE} ", text)
         text = re.sub(r"(?m)^(build [^:\n]+\.o): compile ([^\n]+\.cpp)$", rf"\1: {_HOST_RULE} \2", text)
-    if rules and "\nrule compile_" not in text and not text.startswith("rule compile_"):
-        text = text.replace("rule compile\n", rules + "rule compile\n", 1)
+    missing = "".join(head + body for head, body in rules if head not in text)  # a second pass adds none
+    text = text.replace("rule compile\n", missing + "rule compile\n", 1)
     _write_if_changed(build_ninja, text)
 
 

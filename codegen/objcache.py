@@ -2,7 +2,7 @@
 build, a second clone, a scratch copy (the tests' small registries, tools/sanitize.sh) and
 every project made with `mpsgen init` compile a unit once.
 
-ninja runs each compile step through it (codegen/build.py, `cached_compile_rules`):
+ninja runs each compile step through it (codegen/build.py, `compile_through_cache`):
 
     python .../objcache.py <compiler> <flags> -c <unit> -o <object> -MMD -MF <depfile>
 
@@ -24,6 +24,8 @@ Where: $MPSGEN_OBJECT_CACHE_DIR, else $XDG_CACHE_HOME/mpsgen/objects, else
 ~/.cache/mpsgen/objects. Bounded by $MPSGEN_OBJECT_CACHE_SIZE (megabytes, default 2048): after
 each store the least recently used entries go. MPSGEN_OBJECT_CACHE=0 (`mpsgen build
 --no-cache`) compiles everything. Failing to read or write the cache never fails a build.
+A compile at a raised clang inline threshold (the kernel units) that runs past
+$MPSGEN_UNIT_BUDGET seconds (45) is stopped and run again at 500 (compile_within_budget).
 This file is run as a script and uses the standard library only (no torch: one start per unit).
 """
 from __future__ import annotations
