@@ -102,6 +102,7 @@ def load(path: str | Path, data: bytes | None = None) -> Registry:
     overloads: list[_PendingOverload] = []
     first_seen: dict[str, int] = {}
     file_names: dict[str, tuple[str, int]] = {}  # lower-case op name -> (qualified name, line)
+    rejected: set[str | None] = set()  # base names of ops with errors
     for entry, entry_line in zip(entries, entry_lines):
         if not isinstance(entry, _Mapping):
             errors.add(entry_line, None, "ops", "each entry of 'ops' must be a mapping such as "
@@ -109,6 +110,8 @@ def load(path: str | Path, data: bytes | None = None) -> Registry:
             continue
         loaded = _load_entry(entry, errors)
         if loaded is None:
+            if "functor" in entry or "dtypes" in entry:  # an op with errors: its overloads wait for it
+                rejected.add(_base_name(entry.get("func")))
             continue
         problem = names.check_op_name(loaded.name) if isinstance(loaded, Op) else None
         if problem:  # it names the generated files, kernels and C++ functions
@@ -142,7 +145,7 @@ def load(path: str | Path, data: bytes | None = None) -> Registry:
                            f"kernel name '{k}' is already used by the op at {display}:{kernel_lines[k]} "
                            "(kernel and file names must be unique: set 'kernel:' to another name)")
             kernel_lines.setdefault(k, op.loc.line)
-    ops = _attach_overloads(ops, overloads, errors)
+    ops = _attach_overloads(ops, [ov for ov in overloads if str(ov.schema.name.name.base) not in rejected], errors)
     if errors.messages:
         raise RegistryError(errors.messages)
     return Registry(namespace=namespace, ops=tuple(ops), path=str(path))
@@ -199,8 +202,9 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
         if family is not None and not is_overload else ()
     given_ok = len(errors.messages) == n_given_errors  # else the functors' names cannot be known
     kernels = selector.kernels if selector else list(dict.fromkeys(k for _, k in given)) if given else [kernel]
+    # no kernels: every `str` choice was refused above, so the functors' names are unknown
     functor = _check_functor(entry.get("functor"), kernels, label, line_of("functor"), errors) \
-        if "functor" in entry and kernel and given_ok else None
+        if "functor" in entry and kernel and given_ok and kernels else None
     opmath_ok = family in OPMATH_FAMILIES and (family == "ternary" or not params)
     registrations = _check_dtypes(entry.get("dtypes"), family, opmath_ok, label, line_of("dtypes"), errors) \
         if "dtypes" in entry else ()
@@ -364,6 +368,12 @@ def _check_implements(entry, schema, family, label, line_of, errors) -> tuple[st
     return implements, replaces, tuple(found)
 
 
+def _base_name(func: object) -> str | None:
+    """The op name a `func:` starts with, read even where the schema has errors."""
+    m = re.match(r"\s*([A-Za-z_][A-Za-z0-9_]*)", func) if isinstance(func, str) else None
+    return m.group(1) if m else None
+
+
 def _match_overload(ov: _PendingOverload, op: Op, errors: _Errors) -> tuple[str, ...] | None:
     """The op's Tensor arguments that this overload takes as Scalars."""
     mine, theirs = schema_args(ov.schema), op.args
@@ -375,14 +385,14 @@ def _match_overload(ov: _PendingOverload, op: Op, errors: _Errors) -> tuple[str,
         return None
     scalars = []
     for m, t in zip(mine, theirs):
-        if m.kind == t.kind:
+        if m.kind == t.kind and m.optional == t.optional:
             continue
         if m.kind == "Scalar" and t.kind == "Tensor" and m is not mine[0]:
             scalars.append(m.name)
         else:
             errors.add(ov.loc.line, ov.qualified_name, "func",
-                       f"argument '{m.name}' is {m.kind} here but {t.kind} in {op.qualified_name}; "
-                       "only Tensor arguments other than the first may become Scalar")
+                       f"argument '{m.name}' is {m.decl.split()[0]} here but {t.decl.split()[0]} in "
+                       f"{op.qualified_name}; only Tensor arguments other than the first may become Scalar")
             return None
     if not scalars:
         errors.add(ov.loc.line, ov.qualified_name, "func",
@@ -405,6 +415,10 @@ def _check_schema(schema: FunctionSchema, name: str, line: int, errors: _Errors,
                   is_overload: bool = False) -> str | None:
     if not _IDENT.fullmatch(name) or name.startswith("_") or name.endswith("_"):
         errors.add(line, name, "func", "op name must be a C++ identifier without leading/trailing '_'")
+    overload = schema.name.overload_name
+    if overload and not _IDENT.fullmatch(overload):  # torch's schema parser reads an identifier
+        errors.add(line, name, "func", f"overload name {overload!r} must be an identifier (letters, digits "
+                   "and '_', not starting with a digit), as torch's schema parser reads it")
     if schema.kind() != SchemaKind.functional or schema.name.name.inplace:
         errors.add(line, name, "func",
                    "expected the functional schema; out= and in-place variants are generated")

@@ -720,6 +720,8 @@ def test_scalar_overload_reuses_kernels_and_registers_all_variants(tmp_path):
     ("plus.Scalar(Tensor self, Scalar b) -> Tensor", "by the same names"),
     ("plus.Scalar(Scalar self, Tensor other) -> Tensor", "other than the first"),
     ("plus.Same(Tensor self, Tensor other) -> Tensor", "at least one Tensor by a Scalar"),
+    # the generated C++ would pass an optional first Tensor where the kernels take a Tensor
+    ("plus.Scalar(Tensor? self, Scalar other) -> Tensor", "'self' is Tensor? here but Tensor in plus"),
 ])
 def test_rejects_bad_scalar_overload(tmp_path, overload, says):
     text = registry(binary_op("plus"), f"  - func: {overload}\n")

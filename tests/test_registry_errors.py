@@ -221,6 +221,28 @@ def test_two_ops_with_functors_cannot_share_files(tmp_path, second):
     assert f"{second.split('.')[0]}.metal" in message
 
 
+@pytest.mark.parametrize("overload", ["bar-baz", "1x"])
+def test_rejects_overload_name_torch_cannot_parse(tmp_path, overload):
+    # torch's schema parser reads an identifier after the '.' ("expected eof but found '-'")
+    text = registry(op(func=f"exp.{overload}(Tensor self) -> Tensor"))
+    message = single(errors_of(tmp_path, text), lineno(text, "func:"), "func", "exp")
+    assert f"overload name {overload!r} must be an identifier" in message
+
+
+def test_str_choice_that_is_no_identifier_is_one_error_not_a_traceback(tmp_path):
+    # its only choice refused, the op has no kernel to name its functor after
+    text = registry(op(func="foo(Tensor self, *, str mode) -> Tensor", extra="    args:\n      mode: {choices: {a-b: foo}}\n"))
+    message = single(errors_of(tmp_path, text), lineno(text, "choices:"), "args", "foo")
+    assert "choice 'a-b' is not an identifier" in message
+
+
+def test_scalar_overload_of_an_op_with_errors_is_not_called_orphaned(tmp_path):
+    text = registry(op(func="foo.Tensor(Tensor self, Tensor other) -> Tensor", dtypes="[nosuch]"),
+                    "  - func: foo.Scalar(Tensor self, Scalar other) -> Tensor\n")
+    message = single(errors_of(tmp_path, text), lineno(text, "dtypes:"), "dtypes", "foo.Tensor")
+    assert "unknown dtype group 'nosuch'" in message
+
+
 def test_op_name_of_64_characters_is_fine(tmp_path):
     path = tmp_path / "ops.yaml"
     path.write_text(registry(op("z" * 64)))
