@@ -22,13 +22,15 @@ typedef elu_params<bfloat> elu_params_bfloat;
 // functor from ops.yaml:480
 #line 487 "ops.yaml"
 struct elu_functor {
+  // torch's branches: x < 0 (not x <= 0) takes the exponential, so 0 * scale for x = 0
+  // whatever alpha and input_scale are (elu(0, alpha=nan) is 0)
   template <typename T, typename P>
   inline T operator()(const T x, const P p) {
     const auto v = static_cast<opmath_t<T>>(x);
-    return static_cast<T>(v > 0 ? v * p.scale : p.scale * p.alpha * (precise::exp(v * p.input_scale) - 1));
+    return static_cast<T>(v < 0 ? (precise::exp(v * p.input_scale) - 1) * (p.alpha * p.scale) : v * p.scale);
   }
 };
-#line 32 "elu.metal"
+#line 34 "elu.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).

@@ -516,10 +516,10 @@ extern const OpSpec elu_spec{
     },
     };
 
-// ops.yaml:503: the dtypes clamp.metal registers (input -> output)
+// ops.yaml:505: the dtypes clamp.metal registers (input -> output)
 extern const OpSpec clamp_spec{
     "mpsgen::clamp",
-    "ops.yaml:496",
+    "ops.yaml:498",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -539,10 +539,10 @@ extern const OpSpec clamp_spec{
     },
     };
 
-// ops.yaml:535: the dtypes clamp_tensor.metal registers (input -> output)
+// ops.yaml:530: the dtypes clamp_tensor.metal registers (input -> output)
 extern const OpSpec clamp_tensor_spec{
     "mpsgen::clamp",
-    "ops.yaml:526",
+    "ops.yaml:521",
     {"self", "min", "max"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -562,10 +562,10 @@ extern const OpSpec clamp_tensor_spec{
     },
     };
 
-// ops.yaml:565: the dtypes nan_to_num.metal registers (input -> output)
+// ops.yaml:560: the dtypes nan_to_num.metal registers (input -> output)
 extern const OpSpec nan_to_num_spec{
     "mpsgen::nan_to_num",
-    "ops.yaml:564",
+    "ops.yaml:559",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -586,10 +586,10 @@ extern const OpSpec nan_to_num_spec{
     },
     };
 
-// ops.yaml:584: the dtypes threshold.metal registers (input -> output)
+// ops.yaml:579: the dtypes threshold.metal registers (input -> output)
 extern const OpSpec threshold_spec{
     "mpsgen::threshold",
-    "ops.yaml:583",
+    "ops.yaml:578",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -609,10 +609,10 @@ extern const OpSpec threshold_spec{
     },
     };
 
-// ops.yaml:603: the dtypes softplus.metal registers (input -> output)
+// ops.yaml:598: the dtypes softplus.metal registers (input -> output)
 extern const OpSpec softplus_spec{
     "mpsgen::softplus",
-    "ops.yaml:601",
+    "ops.yaml:596",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -627,10 +627,10 @@ extern const OpSpec softplus_spec{
     },
     };
 
-// ops.yaml:616: the dtypes hardtanh.metal registers (input -> output)
+// ops.yaml:611: the dtypes hardtanh.metal registers (input -> output)
 extern const OpSpec hardtanh_spec{
     "mpsgen::hardtanh",
-    "ops.yaml:615",
+    "ops.yaml:610",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -649,10 +649,10 @@ extern const OpSpec hardtanh_spec{
     },
     };
 
-// ops.yaml:630: the dtypes round_decimals.metal registers (input -> output)
+// ops.yaml:626: the dtypes round_decimals.metal registers (input -> output)
 extern const OpSpec round_decimals_spec{
     "mpsgen::round",
-    "ops.yaml:628",
+    "ops.yaml:624",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -667,10 +667,10 @@ extern const OpSpec round_decimals_spec{
     },
     };
 
-// ops.yaml:650: the dtypes gelu.metal registers (input -> output)
+// ops.yaml:646: the dtypes gelu.metal registers (input -> output)
 extern const OpSpec gelu_spec{
     "mpsgen::gelu",
-    "ops.yaml:647",
+    "ops.yaml:643",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -685,10 +685,10 @@ extern const OpSpec gelu_spec{
     },
     };
 
-// ops.yaml:674: the dtypes leaky_relu_backward.metal registers (input -> output)
+// ops.yaml:670: the dtypes leaky_relu_backward.metal registers (input -> output)
 extern const OpSpec leaky_relu_backward_spec{
     "mpsgen::leaky_relu_backward",
-    "ops.yaml:673",
+    "ops.yaml:669",
     {"grad_output", "self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -703,10 +703,10 @@ extern const OpSpec leaky_relu_backward_spec{
     },
     };
 
-// ops.yaml:693: the dtypes eq.metal registers (input -> output)
+// ops.yaml:689: the dtypes eq.metal registers (input -> output)
 extern const OpSpec eq_spec{
     "mpsgen::eq",
-    "ops.yaml:692",
+    "ops.yaml:688",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -729,10 +729,10 @@ extern const OpSpec eq_spec{
     },
     };
 
-// ops.yaml:708: the dtypes ne.metal registers (input -> output)
+// ops.yaml:704: the dtypes ne.metal registers (input -> output)
 extern const OpSpec ne_spec{
     "mpsgen::ne",
-    "ops.yaml:707",
+    "ops.yaml:703",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -755,10 +755,10 @@ extern const OpSpec ne_spec{
     },
     };
 
-// ops.yaml:721: the dtypes lt.metal registers (input -> output)
+// ops.yaml:717: the dtypes lt.metal registers (input -> output)
 extern const OpSpec lt_spec{
     "mpsgen::lt",
-    "ops.yaml:720",
+    "ops.yaml:716",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -779,10 +779,10 @@ extern const OpSpec lt_spec{
     },
     };
 
-// ops.yaml:732: the dtypes logical_and.metal registers (input -> output)
+// ops.yaml:728: the dtypes logical_and.metal registers (input -> output)
 extern const OpSpec logical_and_spec{
     "mpsgen::logical_and",
-    "ops.yaml:731",
+    "ops.yaml:727",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -804,10 +804,10 @@ extern const OpSpec logical_and_spec{
     },
     };
 
-// ops.yaml:742: the dtypes isnan.metal registers (input -> output)
+// ops.yaml:738: the dtypes isnan.metal registers (input -> output)
 extern const OpSpec isnan_spec{
     "mpsgen::isnan",
-    "ops.yaml:741",
+    "ops.yaml:737",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -830,10 +830,10 @@ extern const OpSpec isnan_spec{
     },
     };
 
-// ops.yaml:760: the dtypes neg.metal registers (input -> output)
+// ops.yaml:756: the dtypes neg.metal registers (input -> output)
 extern const OpSpec neg_spec{
     "mpsgen::neg",
-    "ops.yaml:759",
+    "ops.yaml:755",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -855,10 +855,10 @@ extern const OpSpec neg_spec{
     },
     };
 
-// ops.yaml:775: the dtypes abs.metal registers (input -> output)
+// ops.yaml:771: the dtypes abs.metal registers (input -> output)
 extern const OpSpec abs_spec{
     "mpsgen::abs",
-    "ops.yaml:774",
+    "ops.yaml:770",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -880,10 +880,10 @@ extern const OpSpec abs_spec{
     },
     };
 
-// ops.yaml:807: the dtypes polygamma.metal registers (input -> output)
+// ops.yaml:803: the dtypes polygamma.metal registers (input -> output)
 extern const OpSpec polygamma_spec{
     "mpsgen::polygamma",
-    "ops.yaml:806",
+    "ops.yaml:802",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -899,10 +899,10 @@ extern const OpSpec polygamma_spec{
     },
     };
 
-// ops.yaml:857: the dtypes div.metal registers (input -> output)
+// ops.yaml:853: the dtypes div.metal registers (input -> output)
 extern const OpSpec div_spec{
     "mpsgen::div",
-    "ops.yaml:848",
+    "ops.yaml:844",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -925,10 +925,10 @@ extern const OpSpec div_spec{
     },
     };
 
-// ops.yaml:855: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
+// ops.yaml:851: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
 extern const OpSpec div_div_trunc_spec{
     "mpsgen::div",
-    "ops.yaml:855",
+    "ops.yaml:851",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -950,10 +950,10 @@ extern const OpSpec div_div_trunc_spec{
     /*choice=*/"rounding_mode='trunc'",
     };
 
-// ops.yaml:856: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
+// ops.yaml:852: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
 extern const OpSpec div_div_floor_spec{
     "mpsgen::div",
-    "ops.yaml:856",
+    "ops.yaml:852",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -975,10 +975,10 @@ extern const OpSpec div_div_floor_spec{
     /*choice=*/"rounding_mode='floor'",
     };
 
-// ops.yaml:958: the dtypes polar.metal registers (input -> output)
+// ops.yaml:954: the dtypes polar.metal registers (input -> output)
 extern const OpSpec polar_spec{
     "mpsgen::polar",
-    "ops.yaml:956",
+    "ops.yaml:952",
     {"abs", "angle"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -992,10 +992,10 @@ extern const OpSpec polar_spec{
     },
     };
 
-// ops.yaml:974: the dtypes complex.metal registers (input -> output)
+// ops.yaml:970: the dtypes complex.metal registers (input -> output)
 extern const OpSpec complex_spec{
     "mpsgen::complex",
-    "ops.yaml:973",
+    "ops.yaml:969",
     {"real", "imag"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1009,10 +1009,10 @@ extern const OpSpec complex_spec{
     },
     };
 
-// ops.yaml:989: the dtypes angle.metal registers (input -> output)
+// ops.yaml:985: the dtypes angle.metal registers (input -> output)
 extern const OpSpec angle_spec{
     "mpsgen::angle",
-    "ops.yaml:988",
+    "ops.yaml:984",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1035,10 +1035,10 @@ extern const OpSpec angle_spec{
     },
     };
 
-// ops.yaml:1013: the dtypes cos.metal registers (input -> output)
+// ops.yaml:1009: the dtypes cos.metal registers (input -> output)
 extern const OpSpec cos_spec{
     "mpsgen::cos",
-    "ops.yaml:1012",
+    "ops.yaml:1008",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1061,10 +1061,10 @@ extern const OpSpec cos_spec{
     },
     };
 
-// ops.yaml:1039: the dtypes tan.metal registers (input -> output)
+// ops.yaml:1035: the dtypes tan.metal registers (input -> output)
 extern const OpSpec tan_spec{
     "mpsgen::tan",
-    "ops.yaml:1038",
+    "ops.yaml:1034",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1087,10 +1087,10 @@ extern const OpSpec tan_spec{
     },
     };
 
-// ops.yaml:1058: the dtypes tanh.metal registers (input -> output)
+// ops.yaml:1054: the dtypes tanh.metal registers (input -> output)
 extern const OpSpec tanh_spec{
     "mpsgen::tanh",
-    "ops.yaml:1057",
+    "ops.yaml:1053",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1113,10 +1113,10 @@ extern const OpSpec tanh_spec{
     },
     };
 
-// ops.yaml:1076: the dtypes log.metal registers (input -> output)
+// ops.yaml:1072: the dtypes log.metal registers (input -> output)
 extern const OpSpec log_spec{
     "mpsgen::log",
-    "ops.yaml:1075",
+    "ops.yaml:1071",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1139,10 +1139,10 @@ extern const OpSpec log_spec{
     },
     };
 
-// ops.yaml:1094: the dtypes log1p.metal registers (input -> output)
+// ops.yaml:1090: the dtypes log1p.metal registers (input -> output)
 extern const OpSpec log1p_spec{
     "mpsgen::log1p",
-    "ops.yaml:1093",
+    "ops.yaml:1089",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1165,10 +1165,10 @@ extern const OpSpec log1p_spec{
     },
     };
 
-// ops.yaml:1118: the dtypes expm1.metal registers (input -> output)
+// ops.yaml:1114: the dtypes expm1.metal registers (input -> output)
 extern const OpSpec expm1_spec{
     "mpsgen::expm1",
-    "ops.yaml:1117",
+    "ops.yaml:1113",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1191,10 +1191,10 @@ extern const OpSpec expm1_spec{
     },
     };
 
-// ops.yaml:1147: the dtypes rsqrt.metal registers (input -> output)
+// ops.yaml:1143: the dtypes rsqrt.metal registers (input -> output)
 extern const OpSpec rsqrt_spec{
     "mpsgen::rsqrt",
-    "ops.yaml:1146",
+    "ops.yaml:1142",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1217,10 +1217,10 @@ extern const OpSpec rsqrt_spec{
     },
     };
 
-// ops.yaml:1165: the dtypes i0.metal registers (input -> output)
+// ops.yaml:1161: the dtypes i0.metal registers (input -> output)
 extern const OpSpec i0_spec{
     "mpsgen::i0",
-    "ops.yaml:1164",
+    "ops.yaml:1160",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1241,10 +1241,10 @@ extern const OpSpec i0_spec{
     },
     };
 
-// ops.yaml:1178: the dtypes reciprocal.metal registers (input -> output)
+// ops.yaml:1174: the dtypes reciprocal.metal registers (input -> output)
 extern const OpSpec reciprocal_spec{
     "mpsgen::reciprocal",
-    "ops.yaml:1177",
+    "ops.yaml:1173",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1267,10 +1267,10 @@ extern const OpSpec reciprocal_spec{
     },
     };
 
-// ops.yaml:1197: the dtypes floor.metal registers (input -> output)
+// ops.yaml:1193: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
     "mpsgen::floor",
-    "ops.yaml:1196",
+    "ops.yaml:1192",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1291,10 +1291,10 @@ extern const OpSpec floor_spec{
     },
     };
 
-// ops.yaml:1212: the dtypes ceil.metal registers (input -> output)
+// ops.yaml:1208: the dtypes ceil.metal registers (input -> output)
 extern const OpSpec ceil_spec{
     "mpsgen::ceil",
-    "ops.yaml:1211",
+    "ops.yaml:1207",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1315,10 +1315,10 @@ extern const OpSpec ceil_spec{
     },
     };
 
-// ops.yaml:1227: the dtypes trunc.metal registers (input -> output)
+// ops.yaml:1223: the dtypes trunc.metal registers (input -> output)
 extern const OpSpec trunc_spec{
     "mpsgen::trunc",
-    "ops.yaml:1226",
+    "ops.yaml:1222",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1339,10 +1339,10 @@ extern const OpSpec trunc_spec{
     },
     };
 
-// ops.yaml:1242: the dtypes sign.metal registers (input -> output)
+// ops.yaml:1238: the dtypes sign.metal registers (input -> output)
 extern const OpSpec sign_spec{
     "mpsgen::sign",
-    "ops.yaml:1241",
+    "ops.yaml:1237",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1363,10 +1363,10 @@ extern const OpSpec sign_spec{
     },
     };
 
-// ops.yaml:1255: the dtypes minimum.metal registers (input -> output)
+// ops.yaml:1251: the dtypes minimum.metal registers (input -> output)
 extern const OpSpec minimum_spec{
     "mpsgen::minimum",
-    "ops.yaml:1254",
+    "ops.yaml:1250",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1387,10 +1387,10 @@ extern const OpSpec minimum_spec{
     },
     };
 
-// ops.yaml:1268: the dtypes fmax.metal registers (input -> output)
+// ops.yaml:1264: the dtypes fmax.metal registers (input -> output)
 extern const OpSpec fmax_spec{
     "mpsgen::fmax",
-    "ops.yaml:1267",
+    "ops.yaml:1263",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1411,10 +1411,10 @@ extern const OpSpec fmax_spec{
     },
     };
 
-// ops.yaml:1285: the dtypes fmin.metal registers (input -> output)
+// ops.yaml:1281: the dtypes fmin.metal registers (input -> output)
 extern const OpSpec fmin_spec{
     "mpsgen::fmin",
-    "ops.yaml:1284",
+    "ops.yaml:1280",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1435,10 +1435,10 @@ extern const OpSpec fmin_spec{
     },
     };
 
-// ops.yaml:1301: the dtypes bitwise_and.metal registers (input -> output)
+// ops.yaml:1297: the dtypes bitwise_and.metal registers (input -> output)
 extern const OpSpec bitwise_and_spec{
     "mpsgen::bitwise_and",
-    "ops.yaml:1300",
+    "ops.yaml:1296",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1456,10 +1456,10 @@ extern const OpSpec bitwise_and_spec{
     },
     };
 
-// ops.yaml:1312: the dtypes bitwise_or.metal registers (input -> output)
+// ops.yaml:1308: the dtypes bitwise_or.metal registers (input -> output)
 extern const OpSpec bitwise_or_spec{
     "mpsgen::bitwise_or",
-    "ops.yaml:1311",
+    "ops.yaml:1307",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1477,10 +1477,10 @@ extern const OpSpec bitwise_or_spec{
     },
     };
 
-// ops.yaml:1322: the dtypes gt.metal registers (input -> output)
+// ops.yaml:1318: the dtypes gt.metal registers (input -> output)
 extern const OpSpec gt_spec{
     "mpsgen::gt",
-    "ops.yaml:1321",
+    "ops.yaml:1317",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1501,10 +1501,10 @@ extern const OpSpec gt_spec{
     },
     };
 
-// ops.yaml:1333: the dtypes ge.metal registers (input -> output)
+// ops.yaml:1329: the dtypes ge.metal registers (input -> output)
 extern const OpSpec ge_spec{
     "mpsgen::ge",
-    "ops.yaml:1332",
+    "ops.yaml:1328",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1525,10 +1525,10 @@ extern const OpSpec ge_spec{
     },
     };
 
-// ops.yaml:1342: the dtypes le.metal registers (input -> output)
+// ops.yaml:1338: the dtypes le.metal registers (input -> output)
 extern const OpSpec le_spec{
     "mpsgen::le",
-    "ops.yaml:1341",
+    "ops.yaml:1337",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1549,10 +1549,10 @@ extern const OpSpec le_spec{
     },
     };
 
-// ops.yaml:1351: the dtypes logical_or.metal registers (input -> output)
+// ops.yaml:1347: the dtypes logical_or.metal registers (input -> output)
 extern const OpSpec logical_or_spec{
     "mpsgen::logical_or",
-    "ops.yaml:1350",
+    "ops.yaml:1346",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1574,10 +1574,10 @@ extern const OpSpec logical_or_spec{
     },
     };
 
-// ops.yaml:1360: the dtypes logical_xor.metal registers (input -> output)
+// ops.yaml:1356: the dtypes logical_xor.metal registers (input -> output)
 extern const OpSpec logical_xor_spec{
     "mpsgen::logical_xor",
-    "ops.yaml:1359",
+    "ops.yaml:1355",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1599,10 +1599,10 @@ extern const OpSpec logical_xor_spec{
     },
     };
 
-// ops.yaml:1374: the dtypes where.metal registers (input -> output)
+// ops.yaml:1370: the dtypes where.metal registers (input -> output)
 extern const OpSpec where_spec{
     "mpsgen::where",
-    "ops.yaml:1372",
+    "ops.yaml:1368",
     {"condition", "self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1625,10 +1625,10 @@ extern const OpSpec where_spec{
     },
     };
 
-// ops.yaml:1410: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1406: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1408",
+    "ops.yaml:1404",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1649,10 +1649,10 @@ extern const OpSpec heaviside_spec{
     },
     };
 
-// ops.yaml:1424: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1420: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1422",
+    "ops.yaml:1418",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1673,10 +1673,10 @@ extern const OpSpec special_ndtri_spec{
     },
     };
 
-// ops.yaml:1492: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1488: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1490",
+    "ops.yaml:1486",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1697,10 +1697,10 @@ extern const OpSpec special_log_ndtr_spec{
     },
     };
 
-// ops.yaml:1520: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1516: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1518",
+    "ops.yaml:1514",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1721,10 +1721,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     },
     };
 
-// ops.yaml:1577: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1573: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1575",
+    "ops.yaml:1571",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1745,10 +1745,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     },
     };
 
-// ops.yaml:1624: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1620: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1622",
+    "ops.yaml:1618",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,

@@ -24,6 +24,7 @@ import importlib
 import importlib.util
 import os
 import re
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -83,7 +84,8 @@ def load_ops(package_globals: dict, library: Path, extension_name: str | None = 
             f"cannot load {package}: the torch namespace {namespace!r} of its ops ({library}) is already "
             f"defined by the package {_LOADED[namespace][0]}; two packages cannot define one namespace: give one "
             f"of them another `namespace:` in its ops.yaml")
-    if _defined_elsewhere(namespace):
+    # the package's own extension, imported before it (`import mpsgen._C`), defined them itself
+    if extension_name not in sys.modules and _defined_elsewhere(namespace):
         raise NamespaceConflict(
             f"cannot load {package}: the torch namespace {namespace!r} of its ops ({library}) is already defined "
             f"in this process by another library (torch.ops.{namespace}); give {package}'s ops.yaml another "

@@ -361,3 +361,57 @@ def test_selects_the_kernel_exec_kernel_would(name, make, kwargs, expected):
     ext.cpu_take_launches()
     fn(*args, **kwargs)
     assert ext.cpu_take_launches() == expected
+
+
+# ---- non-finite Scalar and float arguments (issue 33) ------------------------------
+# torch's kernels give NaN bounds, slopes and replacement values their IEEE meaning
+# (clamp(x, min=nan) is all NaN); each such argument of every entry is NaN, inf and -inf
+# in turn, on inputs that cross every branch, against torch on the same call.
+
+_NONFINITE_VALUES = (float("nan"), float("inf"), float("-inf"))
+_GRID = (-3.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 3.0, 25.0, float("nan"), float("inf"), float("-inf"))
+
+
+def _nonfinite_cases():
+    for op in REGISTRY.own_ops:
+        for entry in op.entries:
+            for p in entry_params(entry):
+                if p.kind not in ("Scalar", "float") or p.mask:
+                    continue
+                for r in op.registrations:
+                    dtype = TORCH_DTYPES[r.input]
+                    if dtype.is_floating_point:
+                        for value in _NONFINITE_VALUES:
+                            yield pytest.param(entry, p.name, dtype, value,
+                                               id=f"{entry.qualified_name}-{p.name}={value}-{str(dtype)[6:]}")
+
+
+def _aten_oracle(entry):
+    """aten's op of the entry's own schema where torch has one (aten::hardtanh, not
+    F.hardtanh, whose Python check refuses min_val > max_val before aten runs), else the
+    entry's `reference:`."""
+    name, _, overload_name = entry.qualified_name.partition(".")
+    packet = getattr(torch.ops.aten, name, None)
+    aten = getattr(packet, overload_name or "default", None) if packet is not None else None
+    if aten is not None and str(aten._schema).removeprefix("aten::") == str(entry.schema):
+        return aten
+    return reference(entry.reference)
+
+
+@pytest.mark.parametrize("entry,name,dtype,value", list(_nonfinite_cases()))
+def test_non_finite_arguments_match_torch(entry, name, dtype, value):
+    params = entry_params(entry)
+    n = sum(p.kind == "Tensor" for p in params)
+    grid = torch.tensor(_GRID, dtype=dtype)
+    # every combination of grid values, by broadcasting, as edge_samples' nan-inf sample
+    tensors = [grid.reshape([-1] + [1] * i) for i in range(n)]
+    args, kwargs = fill(params, tensors, dtype, {name: value})
+    ours = overload(entry.qualified_name)
+    try:
+        expected = _aten_oracle(entry)(*args, **kwargs)
+    except RuntimeError:  # torch refuses the value: so must we
+        with pytest.raises(RuntimeError):
+            ours(*args, **kwargs)
+        return
+    actual = ours(*args, **kwargs)
+    torch.testing.assert_close(actual, expected, equal_nan=True, atol=0, rtol=0, check_dtype=True)
