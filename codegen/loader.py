@@ -23,8 +23,15 @@ from .model import (DEFAULT_PARAM_TYPE, Check, Tolerance, PARAM_TYPES, Derivativ
 
 TOP_KEYS = {"namespace", "ops"}
 OP_KEYS = {"func", "functor", "dtypes", "reference", "opinfo", "xfail", "derivatives", "args", "kernel",
-           "alpha_check", "checks", "tolerances", "implements", "replaces", "given", "mask", "gaps"}
-OVERLOAD_KEYS = {"func", "reference", "opinfo", "xfail", "derivatives"}
+           "alpha_check", "checks", "tolerances", "implements", "replaces", "given", "mask", "gaps", "out_dtype"}
+OVERLOAD_KEYS = {"func", "reference", "opinfo", "xfail", "derivatives", "out_dtype"}
+# `out_dtype:` how out= relates to the result dtype: cast to it (TensorIterator's binary and
+# *_float ops), or exact, as torch's unary-op iterators (check_all_same_dtype) and its
+# generated out= of composite ops (add.Scalar_out) require; {exact: [dtypes]}: exact for
+# those input dtypes only (torch's abs computes complex inputs into a temporary, then casts)
+OUT_DTYPES = ("cast", "exact")
+_OUT_DTYPE_HELP = ("expected 'exact' (out= must have the result dtype, as torch's neg.out refuses another), "
+                   "'cast' (the default), or {exact: [input dtypes or groups]}")
 _NOT_DIFFERENTIABLE = ("{op} kernels produce only bool or integer results, which autograd does not "
                        "differentiate; remove 'derivatives'")
 # what a derivative formula may read besides the entry's arguments (generated/autograd.cpp)
@@ -212,6 +219,7 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
                      errors) if kernel and given_ok else ()
     checks = _check_checks(entry["checks"], args, label, line_of("checks"), errors) \
         if "checks" in entry and schema is not None and not is_overload else ()
+    out_dtype = _check_out_dtype(entry, label, line_of("out_dtype"), errors)
     alpha_check = entry.get("alpha_check", False)
     if not isinstance(alpha_check, bool) or (alpha_check and not (
             len(params) == 1 and params[0].kind == "Scalar" and family == "binary")):
@@ -242,7 +250,7 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
     if is_overload:
         # reference, opinfo, xfails and derivatives default to, and are checked against, the op
         return _PendingOverload(schema, reference, entry.get("opinfo", False), entry.get("xfail", []),
-                                line_of("xfail"), loc, derivatives)
+                                line_of("xfail"), loc, derivatives, out_dtype)
     every = [r for t in tables for r in t.registrations]
     xfails = _check_xfails(entry.get("xfail", []), every, label, line_of("xfail"), errors)
     tolerances = _check_tolerances(entry.get("tolerances", []), every, label, line_of("tolerances"), errors)
@@ -252,6 +260,7 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
     op = Op(schema=schema, reference=reference, opinfo=opinfo, xfails=xfails, loc=loc,
             derivatives=derivatives or (), name=kernel, family=family, functor=functor,
             tables=tables, params=params, selector=selector, given=given, alpha_check=alpha_check,
+            exact_out=_exact_inputs(out_dtype, [r for t in tables for r in t.registrations]),
             checks=checks, mask=mask,
             tolerances=tolerances, gaps=gaps, implements=implements, replaces=replaces, aten_variants=aten_variants,
             functor_line=_functor_line(entry["functor"], line_of("functor")))
@@ -270,6 +279,7 @@ class _PendingOverload:
     xfail_line: int
     loc: Location
     derivatives: tuple[Derivative, ...] | None  # None: not given
+    out_dtype: str | tuple[str, ...] | None  # None: not given, the op's (_check_out_dtype)
 
     @property
     def qualified_name(self) -> str:
@@ -309,7 +319,8 @@ def _attach_overloads(ops: list[Op], overloads: list[_PendingOverload], errors: 
             d for d in op.derivatives if d.arg not in scalars)
         attached[op.name].append(Overload(
             schema=ov.schema, reference=ov.reference or op.reference, opinfo=opinfo, xfails=xfails,
-            loc=ov.loc, derivatives=derivatives, mask=op.mask, scalar_args=scalars))
+            loc=ov.loc, derivatives=derivatives, mask=op.mask, scalar_args=scalars,
+            exact_out=op.exact_out if ov.out_dtype is None else _exact_inputs(ov.out_dtype, op.all_registrations)))
     return [dataclasses.replace(op, overloads=tuple(attached[op.name])) if attached[op.name] else op for op in ops]
 
 
@@ -366,6 +377,34 @@ def _check_implements(entry, schema, family, label, line_of, errors) -> tuple[st
         errors.add(line_of("replaces"), label, "replaces",
                    f"torch has no MPS kernel for aten::{schema.name} to replace; remove 'replaces'")
     return implements, replaces, tuple(found)
+
+
+def _check_out_dtype(entry, label, line, errors) -> str | tuple[str, ...] | None:
+    """`out_dtype:` as 'cast', 'exact' or the input dtypes it is exact for; None if not given."""
+    spec = entry.get("out_dtype")
+    if "out_dtype" not in entry or spec in OUT_DTYPES:
+        return spec
+    if not (isinstance(spec, dict) and set(spec) == {"exact"} and isinstance(spec["exact"], list) and spec["exact"]):
+        errors.add(line, label, "out_dtype", f"{_OUT_DTYPE_HELP}, got {yaml_source.short(spec)}")
+        return None
+    found: list[str] = []
+    for name in spec["exact"]:
+        if isinstance(name, str) and name in GROUPS:
+            found += [i for i, _ in GROUPS[name].pairs]
+        elif isinstance(name, str) and name in DTYPES:
+            found.append(name)
+        else:
+            errors.add(line, label, "out_dtype", f"unknown dtype {yaml_source.short(name)} in 'exact'; expected "
+                       f"one of {sorted(DTYPES)} or a group of {sorted(GROUPS)}")
+    return tuple(dict.fromkeys(found))
+
+
+def _exact_inputs(out_dtype, registrations) -> tuple[str, ...]:
+    """The input dtypes (of the registrations) whose out= must have the result dtype."""
+    inputs = [r.input for r in registrations]
+    if out_dtype == "exact":
+        return tuple(dict.fromkeys(inputs))
+    return tuple(i for i in dict.fromkeys(inputs) if i in (out_dtype or ()) and out_dtype != "cast")
 
 
 def _base_name(func: object) -> str | None:

@@ -216,6 +216,9 @@ class Entry:
     # `mask:`: the first Tensor, a bool mask outside type promotion (where's condition); such an
     # op has no in-place variant (aten has no where_: writing into the mask makes no sense)
     mask: str = ""
+    # `out_dtype:` the input dtypes (Metal names) whose out= must have the result dtype (torch's
+    # neg.out, add.Scalar_out); empty: out= casts. A `mask:` op's always must (torch's where)
+    exact_out: tuple[str, ...] = ()
 
     @cached_property
     def qualified_name(self) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 import jinja2
 
 from . import stamp
+from .dtypes import DTYPES
 from .model import Entry, Op, Overload, Registration, Registry
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -53,6 +54,8 @@ def _environment() -> jinja2.Environment:
     )
     env.filters["cpp_string"] = lambda t: '"' + t.replace("\\", "\\\\").replace('"', '\\"') + '"'
     env.filters["py_string"] = repr
+    env.filters["scalar_type"] = lambda metal: f"c10::ScalarType::{DTYPES[metal].scalar_type}"
+    env.filters["torch_dtype"] = lambda metal: f"torch.{DTYPES[metal].torch}"
     env.globals.update(cpp_params=cpp_params, kernel_inputs=kernel_inputs, py_params=py_params,
                        grad_inputs=grad_inputs, saved_args=saved_args, saves_result=saves_result,
                        kept_type=kept_type, op_signature=op_signature, node_name=node_name, param_fields=param_fields,

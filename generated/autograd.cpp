@@ -506,7 +506,7 @@ at::Tensor& bitwise_not_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:129: hypot(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:130: hypot(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& hypot_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -556,12 +556,12 @@ variable_list HypotBackward::apply(variable_list&& grads) {
   const auto other = other_.unpack();
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 133 "ops.yaml"
+#line 134 "ops.yaml"
     grad_inputs[0] = grad * self / result;
 #line 562 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 134 "ops.yaml"
+#line 135 "ops.yaml"
     grad_inputs[1] = grad * other / result;
 #line 567 "autograd.cpp"
   }
@@ -610,7 +610,7 @@ at::Tensor& hypot_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, c
   return out;
 }
 
-// ---- ops.yaml:147: logaddexp(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:148: logaddexp(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logaddexp_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -657,12 +657,12 @@ variable_list LogaddexpBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 151 "ops.yaml"
+#line 152 "ops.yaml"
     grad_inputs[0] = grad / (1 + (other - self).exp()).conj();
 #line 663 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 152 "ops.yaml"
+#line 153 "ops.yaml"
     grad_inputs[1] = grad / (1 + (self - other).exp()).conj();
 #line 668 "autograd.cpp"
   }
@@ -709,7 +709,7 @@ at::Tensor& logaddexp_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:178: atan2(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:179: atan2(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& atan2_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -756,12 +756,12 @@ variable_list Atan2Backward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 183 "ops.yaml"
+#line 184 "ops.yaml"
     grad_inputs[0] = where(self * self + other * other == 0, 0, grad * other * (self * self + other * other).reciprocal());
 #line 762 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 184 "ops.yaml"
+#line 185 "ops.yaml"
     grad_inputs[1] = where(self * self + other * other == 0, 0, grad * -self * (self * self + other * other).reciprocal());
 #line 767 "autograd.cpp"
   }
@@ -808,7 +808,7 @@ at::Tensor& atan2_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, c
   return out;
 }
 
-// ---- ops.yaml:195: copysign(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:196: copysign(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& copysign_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -858,12 +858,12 @@ variable_list CopysignBackward::apply(variable_list&& grads) {
   const auto other = other_.unpack();
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 199 "ops.yaml"
+#line 200 "ops.yaml"
     grad_inputs[0] = grad * (result / self).masked_fill(self == 0, 0);
 #line 864 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 200 "ops.yaml"
+#line 201 "ops.yaml"
     grad_inputs[1] = zeros_like(other);
 #line 869 "autograd.cpp"
   }
@@ -912,7 +912,7 @@ at::Tensor& copysign_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self
   return out;
 }
 
-// ---- ops.yaml:212: maximum(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:213: maximum(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& maximum_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -959,12 +959,12 @@ variable_list MaximumBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 216 "ops.yaml"
+#line 217 "ops.yaml"
     grad_inputs[0] = where(self == other, grad / 2, grad).masked_fill(self < other, 0);
 #line 965 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 217 "ops.yaml"
+#line 218 "ops.yaml"
     grad_inputs[1] = where(self == other, grad / 2, grad).masked_fill(self > other, 0);
 #line 970 "autograd.cpp"
   }
@@ -1011,7 +1011,7 @@ at::Tensor& maximum_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self,
   return out;
 }
 
-// ---- ops.yaml:226: mul.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:227: mul.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& mul_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -1058,12 +1058,12 @@ variable_list MulTensorBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 230 "ops.yaml"
+#line 231 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, grad * other.conj());
 #line 1064 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 231 "ops.yaml"
+#line 232 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(other, grad * self.conj());
 #line 1069 "autograd.cpp"
   }
@@ -1110,7 +1110,7 @@ at::Tensor& mul_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:246: mul.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:247: mul.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& mul_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -1155,7 +1155,7 @@ variable_list MulScalarBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 230 "ops.yaml"
+#line 231 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, grad * other.conj());
 #line 1161 "autograd.cpp"
   }
@@ -1202,7 +1202,7 @@ at::Tensor& mul_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:249: bitwise_xor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:251: bitwise_xor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& bitwise_xor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -1250,7 +1250,7 @@ at::Tensor& bitwise_xor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:260: hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor ----
+// ---- ops.yaml:262: hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& hardshrink_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -1295,7 +1295,7 @@ variable_list HardshrinkBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 265 "ops.yaml"
+#line 268 "ops.yaml"
     grad_inputs[0] = where((self < -lambd.toDouble()) | (self > lambd.toDouble()), grad, 0);
 #line 1301 "autograd.cpp"
   }
@@ -1342,7 +1342,7 @@ at::Tensor& hardshrink_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:272: softshrink(Tensor self, Scalar lambd=0.5) -> Tensor ----
+// ---- ops.yaml:275: softshrink(Tensor self, Scalar lambd=0.5) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& softshrink_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -1387,7 +1387,7 @@ variable_list SoftshrinkBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 280 "ops.yaml"
+#line 284 "ops.yaml"
     grad_inputs[0] = where((self < -lambd.toDouble()) | (self > lambd.toDouble()), grad, 0);
 #line 1393 "autograd.cpp"
   }
@@ -1434,7 +1434,7 @@ at::Tensor& softshrink_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:291: leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor ----
+// ---- ops.yaml:295: leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& leaky_relu_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -1479,7 +1479,7 @@ variable_list LeakyReluBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 296 "ops.yaml"
+#line 301 "ops.yaml"
     grad_inputs[0] = leaky_relu_backward(grad, self, negative_slope, false);
 #line 1485 "autograd.cpp"
   }
@@ -1526,7 +1526,7 @@ at::Tensor& leaky_relu_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:305: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor ----
+// ---- ops.yaml:310: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&)>& add_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -1574,12 +1574,12 @@ variable_list AddTensorBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 310 "ops.yaml"
+#line 315 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, grad);
 #line 1580 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 311 "ops.yaml"
+#line 316 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(other, grad * alpha.conj());
 #line 1585 "autograd.cpp"
   }
@@ -1628,7 +1628,7 @@ at::Tensor& add_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:325: add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor ----
+// ---- ops.yaml:330: add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& add_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -1672,7 +1672,7 @@ variable_list AddScalarBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 310 "ops.yaml"
+#line 315 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, grad);
 #line 1678 "autograd.cpp"
   }
@@ -1717,7 +1717,7 @@ at::Tensor& add_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:327: sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor ----
+// ---- ops.yaml:333: sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&)>& sub_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -1765,12 +1765,12 @@ variable_list SubTensorBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 337 "ops.yaml"
+#line 343 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, grad);
 #line 1771 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 338 "ops.yaml"
+#line 344 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(other, -grad * alpha.conj());
 #line 1776 "autograd.cpp"
   }
@@ -1819,7 +1819,7 @@ at::Tensor& sub_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:352: sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor ----
+// ---- ops.yaml:358: sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& sub_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -1863,7 +1863,7 @@ variable_list SubScalarBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 337 "ops.yaml"
+#line 343 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, grad);
 #line 1869 "autograd.cpp"
   }
@@ -1908,7 +1908,7 @@ at::Tensor& sub_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:355: lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor ----
+// ---- ops.yaml:362: lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&)>& lerp_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -1958,17 +1958,17 @@ variable_list LerpTensorBackward::apply(variable_list&& grads) {
   const auto end = end_.unpack();
   const auto weight = weight_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 366 "ops.yaml"
+#line 374 "ops.yaml"
     grad_inputs[0] = grad * (1 - weight).conj();
 #line 1964 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // end
-#line 367 "ops.yaml"
+#line 375 "ops.yaml"
     grad_inputs[1] = grad * weight.conj();
 #line 1969 "autograd.cpp"
   }
   if (task_should_compute_output(2)) {  // weight
-#line 368 "ops.yaml"
+#line 376 "ops.yaml"
     grad_inputs[2] = grad * (end - self).conj();
 #line 1974 "autograd.cpp"
   }
@@ -2017,7 +2017,7 @@ at::Tensor& lerp_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:387: lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor ----
+// ---- ops.yaml:395: lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&)>& lerp_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2059,12 +2059,12 @@ variable_list LerpScalarBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 402 "ops.yaml"
+#line 410 "ops.yaml"
     grad_inputs[0] = weight.isComplex() ? grad * (1 - weight.conj().toComplexDouble()) : grad * (1 - weight.toDouble());
 #line 2065 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // end
-#line 403 "ops.yaml"
+#line 411 "ops.yaml"
     grad_inputs[1] = grad * weight.conj();
 #line 2070 "autograd.cpp"
   }
@@ -2109,7 +2109,7 @@ at::Tensor& lerp_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:415: addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor ----
+// ---- ops.yaml:423: addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Scalar&)>& addcmul_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2160,17 +2160,17 @@ variable_list AddcmulBackward::apply(variable_list&& grads) {
   const auto tensor1 = tensor1_.unpack();
   const auto tensor2 = tensor2_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 420 "ops.yaml"
+#line 428 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, grad);
 #line 2166 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // tensor1
-#line 421 "ops.yaml"
+#line 429 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(tensor1, grad * (tensor2 * value).conj());
 #line 2171 "autograd.cpp"
   }
   if (task_should_compute_output(2)) {  // tensor2
-#line 422 "ops.yaml"
+#line 430 "ops.yaml"
     grad_inputs[2] = handle_r_to_c(tensor2, grad * (tensor1 * value).conj());
 #line 2176 "autograd.cpp"
   }
@@ -2221,7 +2221,7 @@ at::Tensor& addcmul_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self,
   return out;
 }
 
-// ---- ops.yaml:442: addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor ----
+// ---- ops.yaml:450: addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Scalar&)>& addcdiv_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2272,17 +2272,17 @@ variable_list AddcdivBackward::apply(variable_list&& grads) {
   const auto tensor1 = tensor1_.unpack();
   const auto tensor2 = tensor2_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 447 "ops.yaml"
+#line 455 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, grad);
 #line 2278 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // tensor1
-#line 449 "ops.yaml"
+#line 457 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(tensor1, grad * (value / tensor2).conj());
 #line 2283 "autograd.cpp"
   }
   if (task_should_compute_output(2)) {  // tensor2
-#line 450 "ops.yaml"
+#line 458 "ops.yaml"
     grad_inputs[2] = handle_r_to_c(tensor2, -grad * (value * tensor1 / (tensor2 * tensor2)).conj());
 #line 2288 "autograd.cpp"
   }
@@ -2333,7 +2333,7 @@ at::Tensor& addcdiv_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self,
   return out;
 }
 
-// ---- ops.yaml:480: elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor ----
+// ---- ops.yaml:488: elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&, const at::Scalar&)>& elu_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2380,7 +2380,7 @@ variable_list EluBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 486 "ops.yaml"
+#line 495 "ops.yaml"
     grad_inputs[0] = elu_backward(grad, alpha, scale, input_scale, false, self);
 #line 2386 "autograd.cpp"
   }
@@ -2431,7 +2431,7 @@ at::Tensor& elu_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, con
   return out;
 }
 
-// ---- ops.yaml:498: clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor ----
+// ---- ops.yaml:507: clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const std::optional<at::Scalar>&, const std::optional<at::Scalar>&)>& clamp_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2477,7 +2477,7 @@ variable_list ClampBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 508 "ops.yaml"
+#line 518 "ops.yaml"
     grad_inputs[0] = grad * ((min.has_value() ? self >= *min : self >= self) & (max.has_value() ? self <= *max : self <= self));
 #line 2483 "autograd.cpp"
   }
@@ -2526,7 +2526,7 @@ at::Tensor& clamp_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, c
   return out;
 }
 
-// ---- ops.yaml:521: clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor ----
+// ---- ops.yaml:531: clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&)>& clamp_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2576,17 +2576,17 @@ variable_list ClampTensorBackward::apply(variable_list&& grads) {
   const auto min = unpack_optional(min_);
   const auto max = unpack_optional(max_);
   if (task_should_compute_output(0)) {  // self
-#line 534 "ops.yaml"
+#line 544 "ops.yaml"
     grad_inputs[0] = where((min.has_value() ? self >= *min : ones_like(self, kBool)) & (max.has_value() ? self <= *max : ones_like(self, kBool)), grad, 0);
 #line 2582 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // min
-#line 535 "ops.yaml"
+#line 545 "ops.yaml"
     grad_inputs[1] = max.has_value() ? where((self < *min) & (*min < *max), grad, 0) : where(self < *min, grad, 0);
 #line 2587 "autograd.cpp"
   }
   if (task_should_compute_output(2)) {  // max
-#line 536 "ops.yaml"
+#line 546 "ops.yaml"
     grad_inputs[2] = min.has_value() ? where((self > *max) | (*max < *min), grad, 0) : where(self > *max, grad, 0);
 #line 2592 "autograd.cpp"
   }
@@ -2635,7 +2635,7 @@ at::Tensor& clamp_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& 
   return out;
 }
 
-// ---- ops.yaml:559: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor ----
+// ---- ops.yaml:569: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, std::optional<double>, std::optional<double>, std::optional<double>)>& nan_to_num_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2679,7 +2679,7 @@ variable_list NanToNumBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 563 "ops.yaml"
+#line 574 "ops.yaml"
     grad_inputs[0] = grad * self.isfinite();
 #line 2685 "autograd.cpp"
   }
@@ -2724,7 +2724,7 @@ at::Tensor& nan_to_num_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:578: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor ----
+// ---- ops.yaml:589: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& threshold_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2769,7 +2769,7 @@ variable_list ThresholdBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 589 "ops.yaml"
+#line 600 "ops.yaml"
     grad_inputs[0] = grad * (self > threshold);
 #line 2775 "autograd.cpp"
   }
@@ -2816,7 +2816,7 @@ at::Tensor& threshold_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:596: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor ----
+// ---- ops.yaml:607: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& softplus_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2862,7 +2862,7 @@ variable_list SoftplusBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 602 "ops.yaml"
+#line 614 "ops.yaml"
     grad_inputs[0] = softplus_backward(grad, self, beta, threshold);
 #line 2868 "autograd.cpp"
   }
@@ -2911,7 +2911,7 @@ at::Tensor& softplus_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self
   return out;
 }
 
-// ---- ops.yaml:610: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor ----
+// ---- ops.yaml:622: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& hardtanh_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2957,7 +2957,7 @@ variable_list HardtanhBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 615 "ops.yaml"
+#line 628 "ops.yaml"
     grad_inputs[0] = grad * ((self > min_val) & (self < max_val));
 #line 2963 "autograd.cpp"
   }
@@ -3006,7 +3006,7 @@ at::Tensor& hardtanh_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self
   return out;
 }
 
-// ---- ops.yaml:624: round.decimals(Tensor self, *, int decimals) -> Tensor ----
+// ---- ops.yaml:637: round.decimals(Tensor self, *, int decimals) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, int64_t)>& round_decimals_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3047,7 +3047,7 @@ variable_list RoundDecimalsBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 630 "ops.yaml"
+#line 644 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 3053 "autograd.cpp"
   }
@@ -3090,7 +3090,7 @@ at::Tensor& round_decimals_out_autograd(c10::DispatchKeySet ks, const at::Tensor
   return out;
 }
 
-// ---- ops.yaml:643: gelu(Tensor self, *, str approximate='none') -> Tensor ----
+// ---- ops.yaml:657: gelu(Tensor self, *, str approximate='none') -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, c10::string_view)>& gelu_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3135,7 +3135,7 @@ variable_list GeluBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 650 "ops.yaml"
+#line 665 "ops.yaml"
     grad_inputs[0] = gelu_backward(grad, self, approximate);
 #line 3141 "autograd.cpp"
   }
@@ -3182,7 +3182,7 @@ at::Tensor& gelu_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, c1
   return out;
 }
 
-// ---- ops.yaml:669: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor ----
+// ---- ops.yaml:684: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&, bool)>& leaky_relu_backward_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3227,12 +3227,12 @@ variable_list LeakyReluBackwardBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // grad_output
-#line 674 "ops.yaml"
+#line 689 "ops.yaml"
     grad_inputs[0] = leaky_relu_backward(grad, self, negative_slope, false);
 #line 3233 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // self
-#line 675 "ops.yaml"
+#line 690 "ops.yaml"
     grad_inputs[1] = zeros_like(self);
 #line 3238 "autograd.cpp"
   }
@@ -3279,7 +3279,7 @@ at::Tensor& leaky_relu_backward_out_autograd(c10::DispatchKeySet ks, const at::T
   return out;
 }
 
-// ---- ops.yaml:688: eq.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:703: eq.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& eq_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3327,7 +3327,7 @@ at::Tensor& eq_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:701: eq.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:716: eq.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& eq_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3375,7 +3375,7 @@ at::Tensor& eq_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:703: ne.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:718: ne.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& ne_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3423,7 +3423,7 @@ at::Tensor& ne_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:716: lt.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:731: lt.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& lt_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3471,7 +3471,7 @@ at::Tensor& lt_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:725: lt.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:740: lt.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& lt_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3519,7 +3519,7 @@ at::Tensor& lt_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:727: logical_and(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:742: logical_and(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_and_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3567,7 +3567,7 @@ at::Tensor& logical_and_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:737: isnan(Tensor self) -> Tensor ----
+// ---- ops.yaml:752: isnan(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& isnan_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3615,7 +3615,7 @@ at::Tensor& isnan_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:755: neg(Tensor self) -> Tensor ----
+// ---- ops.yaml:771: neg(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& neg_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3656,7 +3656,7 @@ variable_list NegBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 762 "ops.yaml"
+#line 779 "ops.yaml"
     grad_inputs[0] = -grad;
 #line 3662 "autograd.cpp"
   }
@@ -3699,7 +3699,7 @@ at::Tensor& neg_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:770: abs(Tensor self) -> Tensor ----
+// ---- ops.yaml:787: abs(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& abs_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3743,7 +3743,7 @@ variable_list AbsBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 774 "ops.yaml"
+#line 793 "ops.yaml"
     grad_inputs[0] = grad * self.sgn();
 #line 3749 "autograd.cpp"
   }
@@ -3788,7 +3788,7 @@ at::Tensor& abs_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:802: polygamma(int n, Tensor self) -> Tensor ----
+// ---- ops.yaml:821: polygamma(int n, Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(int64_t, const at::Tensor&)>& polygamma_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3833,7 +3833,7 @@ variable_list PolygammaBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 831 "ops.yaml"
+#line 850 "ops.yaml"
     grad_inputs[0] = grad * polygamma(n + 1, self);
 #line 3839 "autograd.cpp"
   }
@@ -3880,7 +3880,7 @@ at::Tensor& polygamma_out_autograd(c10::DispatchKeySet ks, int64_t n, const at::
   return out;
 }
 
-// ---- ops.yaml:844: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor ----
+// ---- ops.yaml:863: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, std::optional<c10::string_view>)>& div_Tensor_mode_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3928,12 +3928,12 @@ variable_list DivTensorModeBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 864 "ops.yaml"
+#line 883 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, rounding_mode.has_value() ? zeros_like(grad) : grad / other.conj());
 #line 3934 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 865 "ops.yaml"
+#line 884 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(other, rounding_mode.has_value() ? zeros_like(grad) : -grad * ((self / other) / other).conj());
 #line 3939 "autograd.cpp"
   }
@@ -3982,7 +3982,7 @@ at::Tensor& div_Tensor_mode_out_autograd(c10::DispatchKeySet ks, const at::Tenso
   return out;
 }
 
-// ---- ops.yaml:952: polar(Tensor abs, Tensor angle) -> Tensor ----
+// ---- ops.yaml:971: polar(Tensor abs, Tensor angle) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& polar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4026,12 +4026,12 @@ variable_list PolarBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // abs
-#line 960 "ops.yaml"
+#line 979 "ops.yaml"
     grad_inputs[0] = at::real(grad.conj() * result.sgn());
 #line 4032 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // angle
-#line 961 "ops.yaml"
+#line 980 "ops.yaml"
     grad_inputs[1] = at::real(grad.conj() * result * c10::Scalar(c10::complex<double>(0, 1)));
 #line 4037 "autograd.cpp"
   }
@@ -4076,7 +4076,7 @@ at::Tensor& polar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& abs, co
   return out;
 }
 
-// ---- ops.yaml:969: complex(Tensor real, Tensor imag) -> Tensor ----
+// ---- ops.yaml:988: complex(Tensor real, Tensor imag) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& complex_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4117,12 +4117,12 @@ variable_list ComplexBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // real
-#line 976 "ops.yaml"
+#line 995 "ops.yaml"
     grad_inputs[0] = at::real(grad);
 #line 4123 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // imag
-#line 977 "ops.yaml"
+#line 996 "ops.yaml"
     grad_inputs[1] = at::imag(grad);
 #line 4128 "autograd.cpp"
   }
@@ -4165,7 +4165,7 @@ at::Tensor& complex_out_autograd(c10::DispatchKeySet ks, const at::Tensor& real,
   return out;
 }
 
-// ---- ops.yaml:984: angle(Tensor self) -> Tensor ----
+// ---- ops.yaml:1003: angle(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& angle_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4209,7 +4209,7 @@ variable_list AngleBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 988 "ops.yaml"
+#line 1007 "ops.yaml"
     grad_inputs[0] = self.is_complex() ? where(self == 0, 0, grad * self / self.abs().pow(2) * c10::Scalar(c10::complex<double>(0, 1))) : zeros_like(self);
 #line 4215 "autograd.cpp"
   }
@@ -4254,7 +4254,7 @@ at::Tensor& angle_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1008: cos(Tensor self) -> Tensor ----
+// ---- ops.yaml:1027: cos(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& cos_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4298,7 +4298,7 @@ variable_list CosBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1012 "ops.yaml"
+#line 1031 "ops.yaml"
     grad_inputs[0] = grad * -self.sin().conj();
 #line 4304 "autograd.cpp"
   }
@@ -4343,7 +4343,7 @@ at::Tensor& cos_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1034: tan(Tensor self) -> Tensor ----
+// ---- ops.yaml:1053: tan(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& tan_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4387,7 +4387,7 @@ variable_list TanBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1038 "ops.yaml"
+#line 1057 "ops.yaml"
     grad_inputs[0] = grad * (1 + result.pow(2)).conj();
 #line 4393 "autograd.cpp"
   }
@@ -4432,7 +4432,7 @@ at::Tensor& tan_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1053: tanh(Tensor self) -> Tensor ----
+// ---- ops.yaml:1072: tanh(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& tanh_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4476,7 +4476,7 @@ variable_list TanhBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1057 "ops.yaml"
+#line 1076 "ops.yaml"
     grad_inputs[0] = tanh_backward(grad, result);
 #line 4482 "autograd.cpp"
   }
@@ -4521,7 +4521,7 @@ at::Tensor& tanh_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1071: log(Tensor self) -> Tensor ----
+// ---- ops.yaml:1090: log(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& log_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4565,7 +4565,7 @@ variable_list LogBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1075 "ops.yaml"
+#line 1094 "ops.yaml"
     grad_inputs[0] = grad / self.conj();
 #line 4571 "autograd.cpp"
   }
@@ -4610,7 +4610,7 @@ at::Tensor& log_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1089: log1p(Tensor self) -> Tensor ----
+// ---- ops.yaml:1108: log1p(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& log1p_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4654,7 +4654,7 @@ variable_list Log1pBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1093 "ops.yaml"
+#line 1112 "ops.yaml"
     grad_inputs[0] = grad / (self + 1).conj();
 #line 4660 "autograd.cpp"
   }
@@ -4699,7 +4699,7 @@ at::Tensor& log1p_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1113: expm1(Tensor self) -> Tensor ----
+// ---- ops.yaml:1132: expm1(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& expm1_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4743,7 +4743,7 @@ variable_list Expm1Backward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1117 "ops.yaml"
+#line 1136 "ops.yaml"
     grad_inputs[0] = grad * (result.conj() + 1);
 #line 4749 "autograd.cpp"
   }
@@ -4788,7 +4788,7 @@ at::Tensor& expm1_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1142: rsqrt(Tensor self) -> Tensor ----
+// ---- ops.yaml:1161: rsqrt(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& rsqrt_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4832,7 +4832,7 @@ variable_list RsqrtBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1146 "ops.yaml"
+#line 1165 "ops.yaml"
     grad_inputs[0] = -0.5 * grad * self.rsqrt().pow(3).conj();
 #line 4838 "autograd.cpp"
   }
@@ -4877,7 +4877,7 @@ at::Tensor& rsqrt_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1160: i0(Tensor self) -> Tensor ----
+// ---- ops.yaml:1179: i0(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& i0_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4921,7 +4921,7 @@ variable_list I0Backward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1164 "ops.yaml"
+#line 1183 "ops.yaml"
     grad_inputs[0] = grad * special_i1(self);
 #line 4927 "autograd.cpp"
   }
@@ -4966,7 +4966,7 @@ at::Tensor& i0_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at::
   return out;
 }
 
-// ---- ops.yaml:1173: reciprocal(Tensor self) -> Tensor ----
+// ---- ops.yaml:1192: reciprocal(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& reciprocal_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5010,7 +5010,7 @@ variable_list ReciprocalBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1177 "ops.yaml"
+#line 1196 "ops.yaml"
     grad_inputs[0] = -grad * (result * result).conj();
 #line 5016 "autograd.cpp"
   }
@@ -5055,7 +5055,7 @@ at::Tensor& reciprocal_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:1192: floor(Tensor self) -> Tensor ----
+// ---- ops.yaml:1211: floor(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& floor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5096,7 +5096,7 @@ variable_list FloorBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1196 "ops.yaml"
+#line 1216 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5102 "autograd.cpp"
   }
@@ -5139,7 +5139,7 @@ at::Tensor& floor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1207: ceil(Tensor self) -> Tensor ----
+// ---- ops.yaml:1227: ceil(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& ceil_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5180,7 +5180,7 @@ variable_list CeilBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1211 "ops.yaml"
+#line 1232 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5186 "autograd.cpp"
   }
@@ -5223,7 +5223,7 @@ at::Tensor& ceil_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1222: trunc(Tensor self) -> Tensor ----
+// ---- ops.yaml:1243: trunc(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& trunc_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5264,7 +5264,7 @@ variable_list TruncBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1226 "ops.yaml"
+#line 1248 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5270 "autograd.cpp"
   }
@@ -5307,7 +5307,7 @@ at::Tensor& trunc_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1237: sign(Tensor self) -> Tensor ----
+// ---- ops.yaml:1259: sign(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& sign_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5348,7 +5348,7 @@ variable_list SignBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1241 "ops.yaml"
+#line 1264 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5354 "autograd.cpp"
   }
@@ -5391,7 +5391,7 @@ at::Tensor& sign_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1250: minimum(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1273: minimum(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& minimum_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5438,12 +5438,12 @@ variable_list MinimumBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1254 "ops.yaml"
+#line 1277 "ops.yaml"
     grad_inputs[0] = where(self == other, grad / 2, grad).masked_fill(self > other, 0);
 #line 5444 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1255 "ops.yaml"
+#line 1278 "ops.yaml"
     grad_inputs[1] = where(self == other, grad / 2, grad).masked_fill(self < other, 0);
 #line 5449 "autograd.cpp"
   }
@@ -5490,7 +5490,7 @@ at::Tensor& minimum_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self,
   return out;
 }
 
-// ---- ops.yaml:1263: fmax(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1286: fmax(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& fmax_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5537,12 +5537,12 @@ variable_list FmaxBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1267 "ops.yaml"
+#line 1290 "ops.yaml"
     grad_inputs[0] = grad.masked_fill((self >= other).logical_or(other.isnan()).logical_not(), 0);
 #line 5543 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1268 "ops.yaml"
+#line 1291 "ops.yaml"
     grad_inputs[1] = grad.masked_fill((self >= other).logical_or(other.isnan()), 0);
 #line 5548 "autograd.cpp"
   }
@@ -5589,7 +5589,7 @@ at::Tensor& fmax_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, co
   return out;
 }
 
-// ---- ops.yaml:1280: fmin(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1303: fmin(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& fmin_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5636,12 +5636,12 @@ variable_list FminBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1284 "ops.yaml"
+#line 1307 "ops.yaml"
     grad_inputs[0] = grad.masked_fill((self <= other).logical_or(other.isnan()).logical_not(), 0);
 #line 5642 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1285 "ops.yaml"
+#line 1308 "ops.yaml"
     grad_inputs[1] = grad.masked_fill((self <= other).logical_or(other.isnan()), 0);
 #line 5647 "autograd.cpp"
   }
@@ -5688,7 +5688,7 @@ at::Tensor& fmin_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, co
   return out;
 }
 
-// ---- ops.yaml:1296: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1319: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& bitwise_and_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5736,7 +5736,7 @@ at::Tensor& bitwise_and_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Te
   return out;
 }
 
-// ---- ops.yaml:1305: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1328: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& bitwise_and_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5784,7 +5784,7 @@ at::Tensor& bitwise_and_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Te
   return out;
 }
 
-// ---- ops.yaml:1307: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1330: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& bitwise_or_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5832,7 +5832,7 @@ at::Tensor& bitwise_or_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Ten
   return out;
 }
 
-// ---- ops.yaml:1317: gt.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1340: gt.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& gt_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5880,7 +5880,7 @@ at::Tensor& gt_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1326: gt.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1349: gt.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& gt_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5928,7 +5928,7 @@ at::Tensor& gt_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1328: ge.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1351: ge.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& ge_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5976,7 +5976,7 @@ at::Tensor& ge_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1337: le.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1360: le.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& le_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6024,7 +6024,7 @@ at::Tensor& le_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1346: logical_or(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1369: logical_or(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_or_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6072,7 +6072,7 @@ at::Tensor& logical_or_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:1355: logical_xor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1378: logical_xor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_xor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6120,7 +6120,7 @@ at::Tensor& logical_xor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:1368: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1391: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&)>& where_self_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6163,12 +6163,12 @@ variable_list WhereSelfBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1377 "ops.yaml"
+#line 1400 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, where(condition, grad, 0));
 #line 6169 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1378 "ops.yaml"
+#line 1401 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(other, where(condition, 0, grad));
 #line 6174 "autograd.cpp"
   }
@@ -6198,7 +6198,7 @@ at::Tensor& where_self_out_autograd(c10::DispatchKeySet ks, const at::Tensor& co
   return out;
 }
 
-// ---- ops.yaml:1390: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1413: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Tensor&)>& where_ScalarSelf_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6238,7 +6238,7 @@ variable_list WhereScalarSelfBackward::apply(variable_list&& grads) {
   const auto condition = condition_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // other
-#line 1378 "ops.yaml"
+#line 1401 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(other, where(condition, 0, grad));
 #line 6244 "autograd.cpp"
   }
@@ -6267,7 +6267,7 @@ at::Tensor& where_ScalarSelf_out_autograd(c10::DispatchKeySet ks, const at::Tens
   return out;
 }
 
-// ---- ops.yaml:1391: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1414: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&)>& where_ScalarOther_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6307,7 +6307,7 @@ variable_list WhereScalarOtherBackward::apply(variable_list&& grads) {
   const auto condition = condition_.unpack();
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1377 "ops.yaml"
+#line 1400 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, where(condition, grad, 0));
 #line 6313 "autograd.cpp"
   }
@@ -6336,7 +6336,7 @@ at::Tensor& where_ScalarOther_out_autograd(c10::DispatchKeySet ks, const at::Ten
   return out;
 }
 
-// ---- ops.yaml:1392: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1415: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& where_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()

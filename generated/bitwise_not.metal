@@ -8,7 +8,7 @@ using namespace metal;
 using namespace c10::metal;
 
 // functor from ops.yaml:115
-#line 118 "ops.yaml"
+#line 119 "ops.yaml"
 struct bitwise_not_functor {
   template <typename T, enable_if_t<!is_same_v<T, bool>, bool> = true>
   inline T operator()(const T x) {
@@ -23,15 +23,15 @@ struct bitwise_not_functor {
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).
-#line 116 "ops.yaml"
+#line 117 "ops.yaml"
 REGISTER_UNARY_OP(bitwise_not, long, long);
-#line 116 "ops.yaml"
+#line 117 "ops.yaml"
 REGISTER_UNARY_OP(bitwise_not, int, int);
-#line 116 "ops.yaml"
+#line 117 "ops.yaml"
 REGISTER_UNARY_OP(bitwise_not, short, short);
-#line 116 "ops.yaml"
+#line 117 "ops.yaml"
 REGISTER_UNARY_OP(bitwise_not, uchar, uchar);
-#line 116 "ops.yaml"
+#line 117 "ops.yaml"
 REGISTER_UNARY_OP(bitwise_not, char, char);
-#line 116 "ops.yaml"
+#line 117 "ops.yaml"
 REGISTER_UNARY_OP(bitwise_not, bool, bool);

@@ -133,7 +133,7 @@ extern const OpSpec erf_spec{
     },
     };
 
-// ops.yaml:116: the dtypes bitwise_not.metal registers (input -> output)
+// ops.yaml:117: the dtypes bitwise_not.metal registers (input -> output)
 extern const OpSpec bitwise_not_spec{
     "mpsgen::bitwise_not",
     "ops.yaml:115",
@@ -154,10 +154,10 @@ extern const OpSpec bitwise_not_spec{
     },
     };
 
-// ops.yaml:130: the dtypes hypot.metal registers (input -> output)
+// ops.yaml:131: the dtypes hypot.metal registers (input -> output)
 extern const OpSpec hypot_spec{
     "mpsgen::hypot",
-    "ops.yaml:129",
+    "ops.yaml:130",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -172,10 +172,10 @@ extern const OpSpec hypot_spec{
     },
     };
 
-// ops.yaml:148: the dtypes logaddexp.metal registers (input -> output)
+// ops.yaml:149: the dtypes logaddexp.metal registers (input -> output)
 extern const OpSpec logaddexp_spec{
     "mpsgen::logaddexp",
-    "ops.yaml:147",
+    "ops.yaml:148",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -192,10 +192,10 @@ extern const OpSpec logaddexp_spec{
     },
     };
 
-// ops.yaml:179: the dtypes atan2.metal registers (input -> output)
+// ops.yaml:180: the dtypes atan2.metal registers (input -> output)
 extern const OpSpec atan2_spec{
     "mpsgen::atan2",
-    "ops.yaml:178",
+    "ops.yaml:179",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -216,10 +216,10 @@ extern const OpSpec atan2_spec{
     },
     };
 
-// ops.yaml:196: the dtypes copysign.metal registers (input -> output)
+// ops.yaml:197: the dtypes copysign.metal registers (input -> output)
 extern const OpSpec copysign_spec{
     "mpsgen::copysign",
-    "ops.yaml:195",
+    "ops.yaml:196",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -240,10 +240,10 @@ extern const OpSpec copysign_spec{
     },
     };
 
-// ops.yaml:213: the dtypes maximum.metal registers (input -> output)
+// ops.yaml:214: the dtypes maximum.metal registers (input -> output)
 extern const OpSpec maximum_spec{
     "mpsgen::maximum",
-    "ops.yaml:212",
+    "ops.yaml:213",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -264,10 +264,10 @@ extern const OpSpec maximum_spec{
     },
     };
 
-// ops.yaml:227: the dtypes mul.metal registers (input -> output)
+// ops.yaml:228: the dtypes mul.metal registers (input -> output)
 extern const OpSpec mul_spec{
     "mpsgen::mul",
-    "ops.yaml:226",
+    "ops.yaml:227",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -290,10 +290,10 @@ extern const OpSpec mul_spec{
     },
     };
 
-// ops.yaml:250: the dtypes bitwise_xor.metal registers (input -> output)
+// ops.yaml:252: the dtypes bitwise_xor.metal registers (input -> output)
 extern const OpSpec bitwise_xor_spec{
     "mpsgen::bitwise_xor",
-    "ops.yaml:249",
+    "ops.yaml:251",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -311,10 +311,10 @@ extern const OpSpec bitwise_xor_spec{
     },
     };
 
-// ops.yaml:261: the dtypes hardshrink.metal registers (input -> output)
+// ops.yaml:264: the dtypes hardshrink.metal registers (input -> output)
 extern const OpSpec hardshrink_spec{
     "mpsgen::hardshrink",
-    "ops.yaml:260",
+    "ops.yaml:262",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -329,10 +329,10 @@ extern const OpSpec hardshrink_spec{
     },
     };
 
-// ops.yaml:273: the dtypes softshrink.metal registers (input -> output)
+// ops.yaml:277: the dtypes softshrink.metal registers (input -> output)
 extern const OpSpec softshrink_spec{
     "mpsgen::softshrink",
-    "ops.yaml:272",
+    "ops.yaml:275",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -347,10 +347,10 @@ extern const OpSpec softshrink_spec{
     },
     };
 
-// ops.yaml:292: the dtypes leaky_relu.metal registers (input -> output)
+// ops.yaml:297: the dtypes leaky_relu.metal registers (input -> output)
 extern const OpSpec leaky_relu_spec{
     "mpsgen::leaky_relu",
-    "ops.yaml:291",
+    "ops.yaml:295",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -365,10 +365,10 @@ extern const OpSpec leaky_relu_spec{
     },
     };
 
-// ops.yaml:307: the dtypes add.metal registers (input -> output)
+// ops.yaml:312: the dtypes add.metal registers (input -> output)
 extern const OpSpec add_spec{
     "mpsgen::add",
-    "ops.yaml:305",
+    "ops.yaml:310",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -391,10 +391,10 @@ extern const OpSpec add_spec{
     },
     };
 
-// ops.yaml:334: the dtypes sub.metal registers (input -> output)
+// ops.yaml:340: the dtypes sub.metal registers (input -> output)
 extern const OpSpec sub_spec{
     "mpsgen::sub",
-    "ops.yaml:327",
+    "ops.yaml:333",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -416,10 +416,10 @@ extern const OpSpec sub_spec{
     },
     };
 
-// ops.yaml:356: the dtypes lerp.metal registers (input -> output)
+// ops.yaml:364: the dtypes lerp.metal registers (input -> output)
 extern const OpSpec lerp_spec{
     "mpsgen::lerp",
-    "ops.yaml:355",
+    "ops.yaml:362",
     {"self", "end", "weight"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -435,10 +435,10 @@ extern const OpSpec lerp_spec{
     },
     };
 
-// ops.yaml:390: the dtypes lerp_scalar.metal registers (input -> output)
+// ops.yaml:398: the dtypes lerp_scalar.metal registers (input -> output)
 extern const OpSpec lerp_scalar_spec{
     "mpsgen::lerp",
-    "ops.yaml:387",
+    "ops.yaml:395",
     {"self", "end"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -453,10 +453,10 @@ extern const OpSpec lerp_scalar_spec{
     },
     };
 
-// ops.yaml:417: the dtypes addcmul.metal registers (input -> output)
+// ops.yaml:425: the dtypes addcmul.metal registers (input -> output)
 extern const OpSpec addcmul_spec{
     "mpsgen::addcmul",
-    "ops.yaml:415",
+    "ops.yaml:423",
     {"self", "tensor1", "tensor2"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -478,10 +478,10 @@ extern const OpSpec addcmul_spec{
     },
     };
 
-// ops.yaml:444: the dtypes addcdiv.metal registers (input -> output)
+// ops.yaml:452: the dtypes addcdiv.metal registers (input -> output)
 extern const OpSpec addcdiv_spec{
     "mpsgen::addcdiv",
-    "ops.yaml:442",
+    "ops.yaml:450",
     {"self", "tensor1", "tensor2"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -498,10 +498,10 @@ extern const OpSpec addcdiv_spec{
     },
     };
 
-// ops.yaml:482: the dtypes elu.metal registers (input -> output)
+// ops.yaml:491: the dtypes elu.metal registers (input -> output)
 extern const OpSpec elu_spec{
     "mpsgen::elu",
-    "ops.yaml:480",
+    "ops.yaml:488",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -516,10 +516,10 @@ extern const OpSpec elu_spec{
     },
     };
 
-// ops.yaml:505: the dtypes clamp.metal registers (input -> output)
+// ops.yaml:515: the dtypes clamp.metal registers (input -> output)
 extern const OpSpec clamp_spec{
     "mpsgen::clamp",
-    "ops.yaml:498",
+    "ops.yaml:507",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -539,10 +539,10 @@ extern const OpSpec clamp_spec{
     },
     };
 
-// ops.yaml:530: the dtypes clamp_tensor.metal registers (input -> output)
+// ops.yaml:540: the dtypes clamp_tensor.metal registers (input -> output)
 extern const OpSpec clamp_tensor_spec{
     "mpsgen::clamp",
-    "ops.yaml:521",
+    "ops.yaml:531",
     {"self", "min", "max"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -562,10 +562,10 @@ extern const OpSpec clamp_tensor_spec{
     },
     };
 
-// ops.yaml:560: the dtypes nan_to_num.metal registers (input -> output)
+// ops.yaml:571: the dtypes nan_to_num.metal registers (input -> output)
 extern const OpSpec nan_to_num_spec{
     "mpsgen::nan_to_num",
-    "ops.yaml:559",
+    "ops.yaml:569",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -586,10 +586,10 @@ extern const OpSpec nan_to_num_spec{
     },
     };
 
-// ops.yaml:579: the dtypes threshold.metal registers (input -> output)
+// ops.yaml:590: the dtypes threshold.metal registers (input -> output)
 extern const OpSpec threshold_spec{
     "mpsgen::threshold",
-    "ops.yaml:578",
+    "ops.yaml:589",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -609,10 +609,10 @@ extern const OpSpec threshold_spec{
     },
     };
 
-// ops.yaml:598: the dtypes softplus.metal registers (input -> output)
+// ops.yaml:610: the dtypes softplus.metal registers (input -> output)
 extern const OpSpec softplus_spec{
     "mpsgen::softplus",
-    "ops.yaml:596",
+    "ops.yaml:607",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -627,10 +627,10 @@ extern const OpSpec softplus_spec{
     },
     };
 
-// ops.yaml:611: the dtypes hardtanh.metal registers (input -> output)
+// ops.yaml:624: the dtypes hardtanh.metal registers (input -> output)
 extern const OpSpec hardtanh_spec{
     "mpsgen::hardtanh",
-    "ops.yaml:610",
+    "ops.yaml:622",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -649,10 +649,10 @@ extern const OpSpec hardtanh_spec{
     },
     };
 
-// ops.yaml:626: the dtypes round_decimals.metal registers (input -> output)
+// ops.yaml:640: the dtypes round_decimals.metal registers (input -> output)
 extern const OpSpec round_decimals_spec{
     "mpsgen::round",
-    "ops.yaml:624",
+    "ops.yaml:637",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -667,10 +667,10 @@ extern const OpSpec round_decimals_spec{
     },
     };
 
-// ops.yaml:646: the dtypes gelu.metal registers (input -> output)
+// ops.yaml:661: the dtypes gelu.metal registers (input -> output)
 extern const OpSpec gelu_spec{
     "mpsgen::gelu",
-    "ops.yaml:643",
+    "ops.yaml:657",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -685,10 +685,10 @@ extern const OpSpec gelu_spec{
     },
     };
 
-// ops.yaml:670: the dtypes leaky_relu_backward.metal registers (input -> output)
+// ops.yaml:685: the dtypes leaky_relu_backward.metal registers (input -> output)
 extern const OpSpec leaky_relu_backward_spec{
     "mpsgen::leaky_relu_backward",
-    "ops.yaml:669",
+    "ops.yaml:684",
     {"grad_output", "self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -703,35 +703,9 @@ extern const OpSpec leaky_relu_backward_spec{
     },
     };
 
-// ops.yaml:689: the dtypes eq.metal registers (input -> output)
+// ops.yaml:704: the dtypes eq.metal registers (input -> output)
 extern const OpSpec eq_spec{
     "mpsgen::eq",
-    "ops.yaml:688",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/true,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Bool},
-        {c10::ScalarType::Half, c10::ScalarType::Bool},
-        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
-        {c10::ScalarType::Long, c10::ScalarType::Bool},
-        {c10::ScalarType::Int, c10::ScalarType::Bool},
-        {c10::ScalarType::Short, c10::ScalarType::Bool},
-        {c10::ScalarType::Byte, c10::ScalarType::Bool},
-        {c10::ScalarType::Char, c10::ScalarType::Bool},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-        {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
-        {c10::ScalarType::ComplexHalf, c10::ScalarType::Bool},
-    },
-    };
-
-// ops.yaml:704: the dtypes ne.metal registers (input -> output)
-extern const OpSpec ne_spec{
-    "mpsgen::ne",
     "ops.yaml:703",
     {"self", "other"},
     /*int_to_float=*/false,
@@ -755,10 +729,36 @@ extern const OpSpec ne_spec{
     },
     };
 
-// ops.yaml:717: the dtypes lt.metal registers (input -> output)
+// ops.yaml:719: the dtypes ne.metal registers (input -> output)
+extern const OpSpec ne_spec{
+    "mpsgen::ne",
+    "ops.yaml:718",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/true,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Bool},
+        {c10::ScalarType::Half, c10::ScalarType::Bool},
+        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
+        {c10::ScalarType::Long, c10::ScalarType::Bool},
+        {c10::ScalarType::Int, c10::ScalarType::Bool},
+        {c10::ScalarType::Short, c10::ScalarType::Bool},
+        {c10::ScalarType::Byte, c10::ScalarType::Bool},
+        {c10::ScalarType::Char, c10::ScalarType::Bool},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::Bool},
+    },
+    };
+
+// ops.yaml:732: the dtypes lt.metal registers (input -> output)
 extern const OpSpec lt_spec{
     "mpsgen::lt",
-    "ops.yaml:716",
+    "ops.yaml:731",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -779,10 +779,10 @@ extern const OpSpec lt_spec{
     },
     };
 
-// ops.yaml:728: the dtypes logical_and.metal registers (input -> output)
+// ops.yaml:743: the dtypes logical_and.metal registers (input -> output)
 extern const OpSpec logical_and_spec{
     "mpsgen::logical_and",
-    "ops.yaml:727",
+    "ops.yaml:742",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -804,10 +804,10 @@ extern const OpSpec logical_and_spec{
     },
     };
 
-// ops.yaml:738: the dtypes isnan.metal registers (input -> output)
+// ops.yaml:754: the dtypes isnan.metal registers (input -> output)
 extern const OpSpec isnan_spec{
     "mpsgen::isnan",
-    "ops.yaml:737",
+    "ops.yaml:752",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -830,10 +830,10 @@ extern const OpSpec isnan_spec{
     },
     };
 
-// ops.yaml:756: the dtypes neg.metal registers (input -> output)
+// ops.yaml:773: the dtypes neg.metal registers (input -> output)
 extern const OpSpec neg_spec{
     "mpsgen::neg",
-    "ops.yaml:755",
+    "ops.yaml:771",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -855,10 +855,10 @@ extern const OpSpec neg_spec{
     },
     };
 
-// ops.yaml:771: the dtypes abs.metal registers (input -> output)
+// ops.yaml:790: the dtypes abs.metal registers (input -> output)
 extern const OpSpec abs_spec{
     "mpsgen::abs",
-    "ops.yaml:770",
+    "ops.yaml:787",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -880,10 +880,10 @@ extern const OpSpec abs_spec{
     },
     };
 
-// ops.yaml:803: the dtypes polygamma.metal registers (input -> output)
+// ops.yaml:822: the dtypes polygamma.metal registers (input -> output)
 extern const OpSpec polygamma_spec{
     "mpsgen::polygamma",
-    "ops.yaml:802",
+    "ops.yaml:821",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -899,10 +899,10 @@ extern const OpSpec polygamma_spec{
     },
     };
 
-// ops.yaml:853: the dtypes div.metal registers (input -> output)
+// ops.yaml:872: the dtypes div.metal registers (input -> output)
 extern const OpSpec div_spec{
     "mpsgen::div",
-    "ops.yaml:844",
+    "ops.yaml:863",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -925,10 +925,10 @@ extern const OpSpec div_spec{
     },
     };
 
-// ops.yaml:851: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
+// ops.yaml:870: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
 extern const OpSpec div_div_trunc_spec{
     "mpsgen::div",
-    "ops.yaml:851",
+    "ops.yaml:870",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -950,10 +950,10 @@ extern const OpSpec div_div_trunc_spec{
     /*choice=*/"rounding_mode='trunc'",
     };
 
-// ops.yaml:852: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
+// ops.yaml:871: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
 extern const OpSpec div_div_floor_spec{
     "mpsgen::div",
-    "ops.yaml:852",
+    "ops.yaml:871",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -975,10 +975,10 @@ extern const OpSpec div_div_floor_spec{
     /*choice=*/"rounding_mode='floor'",
     };
 
-// ops.yaml:954: the dtypes polar.metal registers (input -> output)
+// ops.yaml:973: the dtypes polar.metal registers (input -> output)
 extern const OpSpec polar_spec{
     "mpsgen::polar",
-    "ops.yaml:952",
+    "ops.yaml:971",
     {"abs", "angle"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -992,10 +992,10 @@ extern const OpSpec polar_spec{
     },
     };
 
-// ops.yaml:970: the dtypes complex.metal registers (input -> output)
+// ops.yaml:989: the dtypes complex.metal registers (input -> output)
 extern const OpSpec complex_spec{
     "mpsgen::complex",
-    "ops.yaml:969",
+    "ops.yaml:988",
     {"real", "imag"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1009,10 +1009,10 @@ extern const OpSpec complex_spec{
     },
     };
 
-// ops.yaml:985: the dtypes angle.metal registers (input -> output)
+// ops.yaml:1004: the dtypes angle.metal registers (input -> output)
 extern const OpSpec angle_spec{
     "mpsgen::angle",
-    "ops.yaml:984",
+    "ops.yaml:1003",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1035,10 +1035,10 @@ extern const OpSpec angle_spec{
     },
     };
 
-// ops.yaml:1009: the dtypes cos.metal registers (input -> output)
+// ops.yaml:1028: the dtypes cos.metal registers (input -> output)
 extern const OpSpec cos_spec{
     "mpsgen::cos",
-    "ops.yaml:1008",
+    "ops.yaml:1027",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1061,35 +1061,9 @@ extern const OpSpec cos_spec{
     },
     };
 
-// ops.yaml:1035: the dtypes tan.metal registers (input -> output)
+// ops.yaml:1054: the dtypes tan.metal registers (input -> output)
 extern const OpSpec tan_spec{
     "mpsgen::tan",
-    "ops.yaml:1034",
-    {"self"},
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
-        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
-    },
-    };
-
-// ops.yaml:1054: the dtypes tanh.metal registers (input -> output)
-extern const OpSpec tanh_spec{
-    "mpsgen::tanh",
     "ops.yaml:1053",
     {"self"},
     /*int_to_float=*/true,
@@ -1113,10 +1087,36 @@ extern const OpSpec tanh_spec{
     },
     };
 
-// ops.yaml:1072: the dtypes log.metal registers (input -> output)
+// ops.yaml:1073: the dtypes tanh.metal registers (input -> output)
+extern const OpSpec tanh_spec{
+    "mpsgen::tanh",
+    "ops.yaml:1072",
+    {"self"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
+    },
+    };
+
+// ops.yaml:1091: the dtypes log.metal registers (input -> output)
 extern const OpSpec log_spec{
     "mpsgen::log",
-    "ops.yaml:1071",
+    "ops.yaml:1090",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1139,10 +1139,10 @@ extern const OpSpec log_spec{
     },
     };
 
-// ops.yaml:1090: the dtypes log1p.metal registers (input -> output)
+// ops.yaml:1109: the dtypes log1p.metal registers (input -> output)
 extern const OpSpec log1p_spec{
     "mpsgen::log1p",
-    "ops.yaml:1089",
+    "ops.yaml:1108",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1165,10 +1165,10 @@ extern const OpSpec log1p_spec{
     },
     };
 
-// ops.yaml:1114: the dtypes expm1.metal registers (input -> output)
+// ops.yaml:1133: the dtypes expm1.metal registers (input -> output)
 extern const OpSpec expm1_spec{
     "mpsgen::expm1",
-    "ops.yaml:1113",
+    "ops.yaml:1132",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1191,10 +1191,10 @@ extern const OpSpec expm1_spec{
     },
     };
 
-// ops.yaml:1143: the dtypes rsqrt.metal registers (input -> output)
+// ops.yaml:1162: the dtypes rsqrt.metal registers (input -> output)
 extern const OpSpec rsqrt_spec{
     "mpsgen::rsqrt",
-    "ops.yaml:1142",
+    "ops.yaml:1161",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1217,10 +1217,10 @@ extern const OpSpec rsqrt_spec{
     },
     };
 
-// ops.yaml:1161: the dtypes i0.metal registers (input -> output)
+// ops.yaml:1180: the dtypes i0.metal registers (input -> output)
 extern const OpSpec i0_spec{
     "mpsgen::i0",
-    "ops.yaml:1160",
+    "ops.yaml:1179",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1241,10 +1241,10 @@ extern const OpSpec i0_spec{
     },
     };
 
-// ops.yaml:1174: the dtypes reciprocal.metal registers (input -> output)
+// ops.yaml:1193: the dtypes reciprocal.metal registers (input -> output)
 extern const OpSpec reciprocal_spec{
     "mpsgen::reciprocal",
-    "ops.yaml:1173",
+    "ops.yaml:1192",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1267,10 +1267,10 @@ extern const OpSpec reciprocal_spec{
     },
     };
 
-// ops.yaml:1193: the dtypes floor.metal registers (input -> output)
+// ops.yaml:1213: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
     "mpsgen::floor",
-    "ops.yaml:1192",
+    "ops.yaml:1211",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1291,10 +1291,10 @@ extern const OpSpec floor_spec{
     },
     };
 
-// ops.yaml:1208: the dtypes ceil.metal registers (input -> output)
+// ops.yaml:1229: the dtypes ceil.metal registers (input -> output)
 extern const OpSpec ceil_spec{
     "mpsgen::ceil",
-    "ops.yaml:1207",
+    "ops.yaml:1227",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1315,10 +1315,10 @@ extern const OpSpec ceil_spec{
     },
     };
 
-// ops.yaml:1223: the dtypes trunc.metal registers (input -> output)
+// ops.yaml:1245: the dtypes trunc.metal registers (input -> output)
 extern const OpSpec trunc_spec{
     "mpsgen::trunc",
-    "ops.yaml:1222",
+    "ops.yaml:1243",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1339,10 +1339,10 @@ extern const OpSpec trunc_spec{
     },
     };
 
-// ops.yaml:1238: the dtypes sign.metal registers (input -> output)
+// ops.yaml:1261: the dtypes sign.metal registers (input -> output)
 extern const OpSpec sign_spec{
     "mpsgen::sign",
-    "ops.yaml:1237",
+    "ops.yaml:1259",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1363,10 +1363,10 @@ extern const OpSpec sign_spec{
     },
     };
 
-// ops.yaml:1251: the dtypes minimum.metal registers (input -> output)
+// ops.yaml:1274: the dtypes minimum.metal registers (input -> output)
 extern const OpSpec minimum_spec{
     "mpsgen::minimum",
-    "ops.yaml:1250",
+    "ops.yaml:1273",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1387,10 +1387,10 @@ extern const OpSpec minimum_spec{
     },
     };
 
-// ops.yaml:1264: the dtypes fmax.metal registers (input -> output)
+// ops.yaml:1287: the dtypes fmax.metal registers (input -> output)
 extern const OpSpec fmax_spec{
     "mpsgen::fmax",
-    "ops.yaml:1263",
+    "ops.yaml:1286",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1411,10 +1411,10 @@ extern const OpSpec fmax_spec{
     },
     };
 
-// ops.yaml:1281: the dtypes fmin.metal registers (input -> output)
+// ops.yaml:1304: the dtypes fmin.metal registers (input -> output)
 extern const OpSpec fmin_spec{
     "mpsgen::fmin",
-    "ops.yaml:1280",
+    "ops.yaml:1303",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1435,10 +1435,10 @@ extern const OpSpec fmin_spec{
     },
     };
 
-// ops.yaml:1297: the dtypes bitwise_and.metal registers (input -> output)
+// ops.yaml:1320: the dtypes bitwise_and.metal registers (input -> output)
 extern const OpSpec bitwise_and_spec{
     "mpsgen::bitwise_and",
-    "ops.yaml:1296",
+    "ops.yaml:1319",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1456,10 +1456,10 @@ extern const OpSpec bitwise_and_spec{
     },
     };
 
-// ops.yaml:1308: the dtypes bitwise_or.metal registers (input -> output)
+// ops.yaml:1331: the dtypes bitwise_or.metal registers (input -> output)
 extern const OpSpec bitwise_or_spec{
     "mpsgen::bitwise_or",
-    "ops.yaml:1307",
+    "ops.yaml:1330",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1477,10 +1477,10 @@ extern const OpSpec bitwise_or_spec{
     },
     };
 
-// ops.yaml:1318: the dtypes gt.metal registers (input -> output)
+// ops.yaml:1341: the dtypes gt.metal registers (input -> output)
 extern const OpSpec gt_spec{
     "mpsgen::gt",
-    "ops.yaml:1317",
+    "ops.yaml:1340",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1501,10 +1501,10 @@ extern const OpSpec gt_spec{
     },
     };
 
-// ops.yaml:1329: the dtypes ge.metal registers (input -> output)
+// ops.yaml:1352: the dtypes ge.metal registers (input -> output)
 extern const OpSpec ge_spec{
     "mpsgen::ge",
-    "ops.yaml:1328",
+    "ops.yaml:1351",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1525,10 +1525,10 @@ extern const OpSpec ge_spec{
     },
     };
 
-// ops.yaml:1338: the dtypes le.metal registers (input -> output)
+// ops.yaml:1361: the dtypes le.metal registers (input -> output)
 extern const OpSpec le_spec{
     "mpsgen::le",
-    "ops.yaml:1337",
+    "ops.yaml:1360",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1549,10 +1549,10 @@ extern const OpSpec le_spec{
     },
     };
 
-// ops.yaml:1347: the dtypes logical_or.metal registers (input -> output)
+// ops.yaml:1370: the dtypes logical_or.metal registers (input -> output)
 extern const OpSpec logical_or_spec{
     "mpsgen::logical_or",
-    "ops.yaml:1346",
+    "ops.yaml:1369",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1574,10 +1574,10 @@ extern const OpSpec logical_or_spec{
     },
     };
 
-// ops.yaml:1356: the dtypes logical_xor.metal registers (input -> output)
+// ops.yaml:1379: the dtypes logical_xor.metal registers (input -> output)
 extern const OpSpec logical_xor_spec{
     "mpsgen::logical_xor",
-    "ops.yaml:1355",
+    "ops.yaml:1378",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1599,10 +1599,10 @@ extern const OpSpec logical_xor_spec{
     },
     };
 
-// ops.yaml:1370: the dtypes where.metal registers (input -> output)
+// ops.yaml:1393: the dtypes where.metal registers (input -> output)
 extern const OpSpec where_spec{
     "mpsgen::where",
-    "ops.yaml:1368",
+    "ops.yaml:1391",
     {"condition", "self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1625,10 +1625,10 @@ extern const OpSpec where_spec{
     },
     };
 
-// ops.yaml:1406: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1430: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1404",
+    "ops.yaml:1427",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1649,10 +1649,10 @@ extern const OpSpec heaviside_spec{
     },
     };
 
-// ops.yaml:1420: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1444: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1418",
+    "ops.yaml:1442",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1673,10 +1673,10 @@ extern const OpSpec special_ndtri_spec{
     },
     };
 
-// ops.yaml:1488: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1512: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1486",
+    "ops.yaml:1510",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1697,10 +1697,10 @@ extern const OpSpec special_log_ndtr_spec{
     },
     };
 
-// ops.yaml:1516: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1540: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1514",
+    "ops.yaml:1538",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1721,10 +1721,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     },
     };
 
-// ops.yaml:1573: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1597: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1571",
+    "ops.yaml:1595",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1745,10 +1745,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     },
     };
 
-// ops.yaml:1620: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1644: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1618",
+    "ops.yaml:1642",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,

@@ -163,13 +163,15 @@ def _check_castable(name: str, result: torch.Tensor, out: torch.Tensor) -> None:
 
 
 def register_variants(lib: torch.library.Library, name: str, out: str, inplace: str | None,
-                      self_index: int = 0, exact_out: bool = False) -> None:
+                      self_index: int = 0, exact_out: bool | set = False) -> None:
     """Decompositions of the out= and in-place variants of op `name`
     (inplace None: the op has none, as a `mask:` op).
 
     self_index: where the in-place variant's first argument (the Tensor it writes) stands
     among the functional op's positional arguments: polygamma_(self, n) is polygamma(n, self).
-    exact_out: out= must have the result's dtype, no cast (a `mask:` op, as torch's where).
+    exact_out: out= must have the result's dtype, no cast (a `mask:` op, as torch's where; ops.yaml
+    `out_dtype: exact`, as torch's neg.out); a set: only when the first Tensor has one of those
+    dtypes (`out_dtype: {exact: [...]}`: torch's abs casts into out= for complex inputs only).
 
     The decompositions sit at CompositeImplicitAutograd: eager CPU/MPS calls keep
     running the C++ kernels (a backend kernel wins over it); functionalization,
@@ -194,7 +196,9 @@ def register_variants(lib: torch.library.Library, name: str, out: str, inplace: 
             # TensorIterator's check; a meta out= would otherwise take a CPU result's copy_ silently
             raise RuntimeError(f"{out_name}: Attempting to copy from device {result.device} to device "
                                f"{out.device}, but cross-device copies are not allowed!")
-        if exact_out and out.dtype != result.dtype:
+        first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+        exact = exact_out is True or (bool(exact_out) and first is not None and first.dtype in exact_out)
+        if exact and out.dtype != result.dtype:
             raise RuntimeError(f"{out_name}: Expected out type to be {result.dtype} but got {out.dtype}")
         _check_castable(out_name, result, out)
         if out.shape != result.shape:

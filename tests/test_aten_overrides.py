@@ -151,3 +151,30 @@ def test_a_replacement_must_cover_torchs_mps_dtypes():
     """The check above fails for a replacement that drops a dtype torch's MPS kernel has."""
     supported = mps_supported_dtypes("nn.functional.silu")
     assert not supported <= {torch.float32, torch.float16}
+
+
+_OUT_DTYPES = (torch.float64, torch.float16, torch.int64)
+
+
+def test_out_of_another_dtype_is_refused_where_torch_refuses():
+    """aten's out= of another dtype than the result's, overridden (in a subprocess) and
+    torch's own (here): both raise or both compute (heaviside's kernel refuses any other)."""
+    code = ("import torch, mpsgen.ops\n"
+            f"for name in {[op.qualified_name for op in ATEN]!r}:\n"
+            "    fn = mpsgen.samples.op_overload('aten', name + '.out' if '.' not in name else name + '_out')\n"
+            f"    for dtype in {[str(d) for d in _OUT_DTYPES]!r}:\n"
+            "        x = torch.tensor([0.5, -1.0, 0.0])\n"
+            "        try:\n"
+            "            fn(*[x] * len(fn._schema.arguments[:-1]), out=torch.empty(3, dtype=eval(dtype)))\n"
+            "            print(name, dtype, 'computes')\n"
+            "        except RuntimeError:\n"
+            "            print(name, dtype, 'refuses')\n")
+    env = {**os.environ, ENV: "1"}
+    ours = subprocess.run([sys.executable, "-c", "import mpsgen.samples\n" + code], cwd=ROOT, env=env,
+                          capture_output=True, text=True, check=True).stdout.splitlines()
+    theirs = subprocess.run([sys.executable, "-c", "import mpsgen.samples\n" + code.replace(", mpsgen.ops", "")],
+                            cwd=ROOT, env={k: v for k, v in os.environ.items() if k != ENV},
+                            capture_output=True, text=True, check=True).stdout.splitlines()
+    assert len(ours) == len(ATEN) * len(_OUT_DTYPES)
+    assert "heaviside torch.float64 refuses" in theirs  # the case the check is for
+    assert ours == theirs

@@ -312,3 +312,30 @@ def test_endless_input_is_refused_not_read_forever():
     r = subprocess.run([sys.executable, "-m", "codegen", "check", "--ops", "/dev/zero", "--out", "/nonexistent"],
                        cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and "larger than 64 MiB" in r.stderr and "Traceback" not in r.stderr
+
+
+# ---- out_dtype ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value,says", [
+    ("strict", "expected 'exact'"),
+    ("{exact: []}", "expected 'exact'"),
+    ("{exact: [floaty]}", "unknown dtype 'floaty' in 'exact'"),
+    ("{cast: [float]}", "expected 'exact'"),
+])
+def test_bad_out_dtype_is_located(tmp_path, value, says):
+    text = registry(op(extra=f"    out_dtype: {value}\n"))
+    assert says in single(errors_of(tmp_path, text), lineno(text, "out_dtype:"), "out_dtype", "foo")
+
+
+def test_out_dtype_names_the_input_dtypes_it_is_exact_for(tmp_path):
+    text = registry(op(dtypes="[float, complex2real]", extra="    out_dtype: {exact: [float]}\n"),
+                    op(func="bar(Tensor self) -> Tensor", dtypes="[float]", extra="    out_dtype: exact\n"),
+                    op(func="baz.Tensor(Tensor self, Tensor other) -> Tensor", dtypes="[float]"),
+                    "  - func: baz.Scalar(Tensor self, Scalar other) -> Tensor\n    out_dtype: exact\n")
+    path = tmp_path / "ops.yaml"
+    path.write_text(text)
+    foo, bar, baz = loader.load(path).ops
+    assert foo.exact_out == ("float", "half", "bfloat")  # not the complex inputs
+    assert bar.exact_out == ("float", "half", "bfloat")
+    assert baz.exact_out == () and baz.overloads[0].exact_out == ("float", "half", "bfloat")

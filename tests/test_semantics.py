@@ -83,12 +83,22 @@ def test_out_variant_matches_reference(op, entry, dtype):
     torch.testing.assert_close(wrong, expected, equal_nan=True)
 
     # another dtype: what torch allows is computed, then cast (castout kernels for
-    # unary ops and comparisons); what it refuses raises its error
+    # unary ops and comparisons); what it refuses raises its error. Where aten has the
+    # entry's out= (same schema) and runs it for the result dtype, it is the oracle of what
+    # is refused: its unary-op iterators and composite out= take no other dtype at all
+    aten_out = _aten_op(entry.schemas["out"])
+    if aten_out is not None and not _runs(aten_out, args, kwargs, torch.empty(0, dtype=expected.dtype)):
+        aten_out = None  # torch's CPU lacks the kernel (float16 of some ops): no oracle
     for other in METAL_DTYPES:
         if other == expected.dtype:
             continue
         target = torch.empty(expected.shape, dtype=other)
-        if op.mask:  # torch's where casts no result: tests/test_mask.py compares the errors
+        exact = bool(op.mask) or dtype in {TORCH_DTYPES[d] for d in entry.exact_out}
+        refused = not _runs(aten_out, args, kwargs, torch.empty(expected.shape, dtype=other)) if aten_out else \
+            exact or not torch.can_cast(expected.dtype, other)
+        assert refused == (exact or not torch.can_cast(expected.dtype, other)), \
+            f"ops.yaml's out_dtype of {entry.qualified_name} disagrees with torch for an out= of {other}"
+        if exact:  # torch's where casts no result: tests/test_mask.py compares the errors
             with pytest.raises(RuntimeError, match="Expected out type to be"):
                 out_fn(*args, **kwargs, out=target)
         elif torch.can_cast(expected.dtype, other):
@@ -97,6 +107,23 @@ def test_out_variant_matches_reference(op, entry, dtype):
         else:
             with pytest.raises(RuntimeError, match=f"can't be cast to the desired output type"):
                 out_fn(*args, **kwargs, out=target)
+
+
+def _aten_op(schema: str):
+    """aten's operator of exactly this schema (our names and types), or None."""
+    qualified = schema.split("(", 1)[0]
+    name, _, overload_name = qualified.partition(".")
+    packet = getattr(torch.ops.aten, name, None)
+    aten = getattr(packet, overload_name or "default", None) if packet is not None else None
+    return aten if aten is not None and aten._schema == torch._C.parse_schema(f"aten::{schema}") else None
+
+
+def _runs(fn, args, kwargs, out) -> bool:
+    try:
+        fn(*args, **kwargs, out=out)
+    except RuntimeError:
+        return False
+    return True
 
 
 def _close_after_cast(actual, expected):
@@ -390,12 +417,7 @@ def _aten_oracle(entry):
     """aten's op of the entry's own schema where torch has one (aten::hardtanh, not
     F.hardtanh, whose Python check refuses min_val > max_val before aten runs), else the
     entry's `reference:`."""
-    name, _, overload_name = entry.qualified_name.partition(".")
-    packet = getattr(torch.ops.aten, name, None)
-    aten = getattr(packet, overload_name or "default", None) if packet is not None else None
-    if aten is not None and str(aten._schema).removeprefix("aten::") == str(entry.schema):
-        return aten
-    return reference(entry.reference)
+    return _aten_op(str(entry.schema)) or reference(entry.reference)
 
 
 @pytest.mark.parametrize("entry,name,dtype,value", list(_nonfinite_cases()))

@@ -8,6 +8,7 @@
 #include <c10/util/Exception.h>
 #include <c10/util/SmallVector.h>
 
+#include <algorithm>
 #include <limits>
 #include <sstream>
 
@@ -254,7 +255,8 @@ at::Tensor elementwise(const OpSpec& op, Backend backend, at::TensorList inputs,
 }
 
 at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList inputs, const ScalarArgs& scalars,
-                            const ChecksFn& checks, at::Tensor& out, const KernelFn& kernel) {
+                            const ChecksFn& checks, at::Tensor& out, const KernelFn& kernel,
+                            std::initializer_list<c10::ScalarType> exact_out) {
   check_defined(op, inputs, &out);
   if (checks) checks();
   const auto common = compute_dtype(op, inputs, scalars.promoting);
@@ -264,8 +266,10 @@ at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList in
   check_alpha(op, common, scalars.alpha);
   warn_uint8_mask(op, inputs);
   check_writable(op, out);
-  // torch's where (a `mask:` op) takes no cast at all: out= must have the result dtype
-  TORCH_CHECK(op.mask < 0 || out.scalar_type() == reg.output, op.name, ": Expected out type to be ", reg.output,
+  // torch's where (a `mask:` op) takes no cast at all, nor do the ops of `out_dtype: exact`:
+  // out= must have the result dtype
+  const bool exact = op.mask >= 0 || std::find(exact_out.begin(), exact_out.end(), reg.input) != exact_out.end();
+  TORCH_CHECK(!exact || out.scalar_type() == reg.output, op.name, ": Expected out type to be ", reg.output,
               " but got ", out.scalar_type());
   // torch's structured ops refuse an unsafe cast of the result (bool results
   // of comparisons cast to anything; abs of complex is real).

@@ -44,11 +44,15 @@ using ChecksFn = std::function<void()>;
 // common dtype of torch's TensorIterator, integers promoted for *_float ops).
 using KernelFn = std::function<void(at::TensorIteratorBase&, c10::ScalarType compute_dtype)>;
 
-// Functional, out= and in-place entry points for 1, 2 or 3 tensor inputs.
+// Functional, out= and in-place entry points for 1, 2 or 3 tensor inputs. exact_out: the
+// input dtypes whose out= must have the result dtype (ops.yaml `out_dtype:`, as torch's
+// neg.out); out= of the others is cast into within torch's can_cast rule. A `mask:` op's
+// out= always must have it, as torch's where's.
 at::Tensor elementwise(const OpSpec& op, Backend backend, at::TensorList inputs, const ScalarArgs& scalars,
                        const ChecksFn& checks, const KernelFn& kernel);
 at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList inputs, const ScalarArgs& scalars,
-                            const ChecksFn& checks, at::Tensor& out, const KernelFn& kernel);
+                            const ChecksFn& checks, at::Tensor& out, const KernelFn& kernel,
+                            std::initializer_list<c10::ScalarType> exact_out = {});
 
 // A `Tensor?` argument is given: present and defined (torch.ops passes None as nullopt).
 inline bool given(const std::optional<at::Tensor>& t) { return t.has_value() && t->defined(); }
