@@ -1849,7 +1849,7 @@ def where_ScalarSelf_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
     if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1397
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
-    return fake_elementwise(where_spec, [condition, self, other])
+    return fake_elementwise(where_spec, [condition, self, other], converted=[self])
 register_variants(lib, "where.ScalarSelf", out="where.ScalarSelf_out", inplace=None, exact_out=True)
 
 
@@ -1859,7 +1859,7 @@ def where_ScalarOther_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
     if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1397
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
-    return fake_elementwise(where_spec, [condition, self, other])
+    return fake_elementwise(where_spec, [condition, self, other], converted=[other])
 register_variants(lib, "where.ScalarOther", out="where.ScalarOther_out", inplace=None, exact_out=True)
 
 
@@ -1869,5 +1869,5 @@ def where_Scalar_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
     if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1397
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
-    return fake_elementwise(where_spec, [condition, self, other])
+    return fake_elementwise(where_spec, [condition, self, other], converted=[self, other])
 register_variants(lib, "where.Scalar", out="where.Scalar_out", inplace=None, exact_out=True)

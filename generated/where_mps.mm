@@ -41,7 +41,7 @@ at::Tensor& where_self_out_mps(const at::Tensor& condition, const at::Tensor& se
 
 // ops.yaml:1413: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor
 at::Tensor where_ScalarSelf_mps(const at::Tensor& condition, const at::Scalar& self, const at::Tensor& other) {
-  return mpsgen::elementwise(where_spec, mpsgen::Backend::MPS, {condition, at::native::wrapped_scalar_tensor(self), other}, {std::nullopt, {}}, [&] {
+  return mpsgen::elementwise(where_spec, mpsgen::Backend::MPS, {condition, at::native::wrapped_scalar_tensor(self), other}, {std::nullopt, {}, {self}}, [&] {
     TORCH_CHECK(((condition.scalar_type() == c10::ScalarType::Bool) || (condition.scalar_type() == c10::ScalarType::Byte)), "mpsgen::where: ", "where expected condition to be a boolean tensor, but got a tensor with dtype ", condition.scalar_type());  // ops.yaml:1397
   }, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     where_mps_kernel(iter, common);
@@ -49,7 +49,7 @@ at::Tensor where_ScalarSelf_mps(const at::Tensor& condition, const at::Scalar& s
 }
 
 at::Tensor& where_ScalarSelf_out_mps(const at::Tensor& condition, const at::Scalar& self, const at::Tensor& other, at::Tensor& out) {
-  return mpsgen::elementwise_out(where_spec, mpsgen::Backend::MPS, {condition, at::native::wrapped_scalar_tensor(self), other}, {std::nullopt, {}}, [&] {
+  return mpsgen::elementwise_out(where_spec, mpsgen::Backend::MPS, {condition, at::native::wrapped_scalar_tensor(self), other}, {std::nullopt, {}, {self}}, [&] {
     TORCH_CHECK(((condition.scalar_type() == c10::ScalarType::Bool) || (condition.scalar_type() == c10::ScalarType::Byte)), "mpsgen::where: ", "where expected condition to be a boolean tensor, but got a tensor with dtype ", condition.scalar_type());  // ops.yaml:1397
   }, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     where_mps_kernel(iter, common);
@@ -58,7 +58,7 @@ at::Tensor& where_ScalarSelf_out_mps(const at::Tensor& condition, const at::Scal
 
 // ops.yaml:1414: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor
 at::Tensor where_ScalarOther_mps(const at::Tensor& condition, const at::Tensor& self, const at::Scalar& other) {
-  return mpsgen::elementwise(where_spec, mpsgen::Backend::MPS, {condition, self, at::native::wrapped_scalar_tensor(other)}, {std::nullopt, {}}, [&] {
+  return mpsgen::elementwise(where_spec, mpsgen::Backend::MPS, {condition, self, at::native::wrapped_scalar_tensor(other)}, {std::nullopt, {}, {other}}, [&] {
     TORCH_CHECK(((condition.scalar_type() == c10::ScalarType::Bool) || (condition.scalar_type() == c10::ScalarType::Byte)), "mpsgen::where: ", "where expected condition to be a boolean tensor, but got a tensor with dtype ", condition.scalar_type());  // ops.yaml:1397
   }, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     where_mps_kernel(iter, common);
@@ -66,7 +66,7 @@ at::Tensor where_ScalarOther_mps(const at::Tensor& condition, const at::Tensor& 
 }
 
 at::Tensor& where_ScalarOther_out_mps(const at::Tensor& condition, const at::Tensor& self, const at::Scalar& other, at::Tensor& out) {
-  return mpsgen::elementwise_out(where_spec, mpsgen::Backend::MPS, {condition, self, at::native::wrapped_scalar_tensor(other)}, {std::nullopt, {}}, [&] {
+  return mpsgen::elementwise_out(where_spec, mpsgen::Backend::MPS, {condition, self, at::native::wrapped_scalar_tensor(other)}, {std::nullopt, {}, {other}}, [&] {
     TORCH_CHECK(((condition.scalar_type() == c10::ScalarType::Bool) || (condition.scalar_type() == c10::ScalarType::Byte)), "mpsgen::where: ", "where expected condition to be a boolean tensor, but got a tensor with dtype ", condition.scalar_type());  // ops.yaml:1397
   }, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     where_mps_kernel(iter, common);
@@ -75,7 +75,7 @@ at::Tensor& where_ScalarOther_out_mps(const at::Tensor& condition, const at::Ten
 
 // ops.yaml:1415: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor
 at::Tensor where_Scalar_mps(const at::Tensor& condition, const at::Scalar& self, const at::Scalar& other) {
-  return mpsgen::elementwise(where_spec, mpsgen::Backend::MPS, {condition, at::native::wrapped_scalar_tensor(self), at::native::wrapped_scalar_tensor(other)}, {std::nullopt, {}}, [&] {
+  return mpsgen::elementwise(where_spec, mpsgen::Backend::MPS, {condition, at::native::wrapped_scalar_tensor(self), at::native::wrapped_scalar_tensor(other)}, {std::nullopt, {}, {self, other}}, [&] {
     TORCH_CHECK(((condition.scalar_type() == c10::ScalarType::Bool) || (condition.scalar_type() == c10::ScalarType::Byte)), "mpsgen::where: ", "where expected condition to be a boolean tensor, but got a tensor with dtype ", condition.scalar_type());  // ops.yaml:1397
   }, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     where_mps_kernel(iter, common);
@@ -83,7 +83,7 @@ at::Tensor where_Scalar_mps(const at::Tensor& condition, const at::Scalar& self,
 }
 
 at::Tensor& where_Scalar_out_mps(const at::Tensor& condition, const at::Scalar& self, const at::Scalar& other, at::Tensor& out) {
-  return mpsgen::elementwise_out(where_spec, mpsgen::Backend::MPS, {condition, at::native::wrapped_scalar_tensor(self), at::native::wrapped_scalar_tensor(other)}, {std::nullopt, {}}, [&] {
+  return mpsgen::elementwise_out(where_spec, mpsgen::Backend::MPS, {condition, at::native::wrapped_scalar_tensor(self), at::native::wrapped_scalar_tensor(other)}, {std::nullopt, {}, {self, other}}, [&] {
     TORCH_CHECK(((condition.scalar_type() == c10::ScalarType::Bool) || (condition.scalar_type() == c10::ScalarType::Byte)), "mpsgen::where: ", "where expected condition to be a boolean tensor, but got a tensor with dtype ", condition.scalar_type());  // ops.yaml:1397
   }, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     where_mps_kernel(iter, common);

@@ -10,6 +10,7 @@ runs only on fake or meta tensors, never on an eager call.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -131,11 +132,40 @@ def _check_alpha(spec: Spec, common: torch.dtype, alpha) -> None:
                            "complex number.")
 
 
-def fake_elementwise(spec: Spec, operands: list, alpha=None, promoting=(), choice=None) -> torch.Tensor:
+def _check_converts(spec: Spec, value, dtype: torch.dtype) -> None:
+    """at::scalar_tensor's conversion of a Scalar to `dtype` in torch's where: c10's checked_convert
+    (negative integers wrap into unsigned ones); half, bfloat16 and complex32 are filled through a
+    wider type, unchecked (where(mask, 1e5, half_tensor) is inf)."""
+    if dtype in (torch.bool, torch.float16, torch.bfloat16, torch.complex32):
+        return
+    parts = [value.real, value.imag] if isinstance(value, complex) else [value]
+    if not dtype.is_complex and len(parts) == 2 and parts[1] != 0:
+        overflow = True  # a complex value with an imaginary part has no real dtype's value
+    elif dtype.is_floating_point or dtype.is_complex:
+        top = torch.finfo(dtype.to_real() if dtype.is_complex else dtype).max
+        overflow = any(math.isfinite(p) and abs(p) > top for p in parts)
+    else:
+        info = torch.iinfo(dtype)
+        overflow = parts[0] > info.max or parts[0] < (-info.max if info.min == 0 else info.min)
+    if overflow:
+        raise RuntimeError(f"{spec.name}: value cannot be converted to type {_C_TYPE_NAMES.get(dtype, dtype)} "
+                           "without overflow")
+
+
+# the C++ type names c10's overflow message gives
+_C_TYPE_NAMES = {torch.float32: "float", torch.float64: "double", torch.float16: "at::Half",
+                 torch.bfloat16: "at::BFloat16", torch.int64: "int64_t", torch.int32: "int",
+                 torch.int16: "int16_t", torch.int8: "int8_t", torch.uint8: "uint8_t",
+                 torch.complex64: "c10::complex<float>", torch.complex32: "c10::complex<c10::Half>"}
+
+
+def fake_elementwise(spec: Spec, operands: list, alpha=None, promoting=(), choice=None,
+                     converted=()) -> torch.Tensor:
     """A new output as the C++ host makes it: broadcast shape, TensorIterator's
     stride order, the registered result dtype, on the first non-CPU-scalar's device.
     choice: (argument, value, {allowed value: the Spec of the dtypes its kernel registers}) of a
-    `str` argument that selects the kernel."""
+    `str` argument that selects the kernel. converted: a `mask:` op's Scalars, which must fit
+    the result dtype (as torch's where converts them)."""
     check_defined(spec, operands)
     operands = given_operands(spec, operands)
     if choice is not None:
@@ -143,6 +173,8 @@ def fake_elementwise(spec: Spec, operands: list, alpha=None, promoting=(), choic
         check_choice(spec, arg, value, list(specs))
         spec = specs["None" if value is None else value]
     dtype = result_dtype(spec, operands, alpha, promoting)
+    for value in converted:
+        _check_converts(spec, value, dtype)
     tensors = [x for x in operands if isinstance(x, torch.Tensor)]
     device = next((t.device for t in tensors if not _is_cpu_scalar(t)), tensors[0].device)
     for i, t in enumerate(tensors):

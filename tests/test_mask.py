@@ -106,6 +106,43 @@ def test_where_scalar_overloads_promote_as_torchs(name, value, dtype):
     assert (traced.shape, traced.dtype) == (expected.shape, expected.dtype)
 
 
+@pytest.mark.parametrize("name", SCALAR_OVERLOADS)
+@pytest.mark.parametrize("value,dtype", [
+    (1e308, torch.float32), (-1e39, torch.float32), (1e5, torch.float16), (1e39, torch.bfloat16),
+    (2**63, torch.int64), (-2**63 - 1, torch.int64), (300, torch.int8), (2**31, torch.int32), (-1, torch.uint8),
+    (300, torch.uint8), (-256, torch.uint8),
+    (1e308 + 1j, torch.complex64), (float("inf"), torch.float16), (3.0e38, torch.float32), (127, torch.int8),
+])
+def test_where_scalars_convert_with_torchs_range_check(name, value, dtype):
+    """torch's where makes its Scalars tensors of the result dtype (at::scalar_tensor): one beyond
+    that dtype's range raises ("value cannot be converted to type float without overflow"), where a
+    wrapped number of other ops would become inf or wrap; eager and traced alike."""
+    scalar_self, scalar_other = SCALAR_OVERLOADS[name]
+    c = torch.tensor([True, False, True])
+    t = torch.zeros(3, dtype=dtype)
+    self_, other = (value if scalar_self else t), (value if scalar_other else t)
+    if not isinstance(self_, torch.Tensor) and not isinstance(other, torch.Tensor):
+        other = t  # where.Scalar of two numbers computes in the default dtype: the value meets dtype here
+        name = "where.ScalarSelf"
+    fn = getattr(OPS.where, name.split(".")[1])
+    try:
+        expected = torch.where(c, self_, other)
+    except OverflowError:  # beyond every Scalar (-2**63 - 1): the argument parser refuses it, for both
+        with pytest.raises(OverflowError):
+            fn(c, self_, other)
+        return
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError) as ours:
+            fn(c, self_, other)
+        assert str(ours.value).splitlines()[0] == "mpsgen::where: " + str(e).splitlines()[0]
+        with torch._subclasses.FakeTensorMode() as mode, pytest.raises(RuntimeError, match="without overflow"):
+            fn(mode.from_tensor(c), *(mode.from_tensor(x) if isinstance(x, torch.Tensor) else x for x in (self_, other)))
+        return
+    torch.testing.assert_close(fn(c, self_, other), expected, equal_nan=True)
+    with torch._subclasses.FakeTensorMode() as mode:
+        fn(mode.from_tensor(c), *(mode.from_tensor(x) if isinstance(x, torch.Tensor) else x for x in (self_, other)))
+
+
 @pytest.mark.parametrize("out_dtype", [torch.float64, torch.float16, torch.int64, torch.complex64])
 def test_where_out_takes_only_the_result_dtype_as_torchs(out_dtype):
     """torch's where casts no result into out= (unlike structured ops): another dtype raises,

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <limits>
 #include <sstream>
+#include <stdexcept>
 
 namespace mpsgen {
 namespace {
@@ -131,6 +132,19 @@ void check_devices(const OpSpec& op, Backend backend, at::TensorList inputs, con
   }
 }
 
+// The Scalars a `mask:` op converts to the result dtype as torch's where does, through
+// at::scalar_tensor: where(mask, 1e308, float32 tensor) refuses ("value cannot be converted
+// to type float without overflow"), 300 for uint8 too, while -1 wraps and half takes 1e5 as inf.
+void check_converted(const OpSpec& op, c10::ScalarType common, const std::vector<c10::Scalar>& converted) {
+  for (const auto& s : converted) {
+    try {
+      (void)at::scalar_tensor(s, at::TensorOptions().dtype(common));
+    } catch (const std::runtime_error& e) {  // c10's report_overflow throws std::runtime_error
+      TORCH_CHECK(false, op.name, ": ", e.what());
+    }
+  }
+}
+
 // torch's alpha_check for add/sub-style ops.
 // torch's where still takes a uint8 condition (nonzero bytes select), with this warning once
 // per process (TensorCompare.cpp's TORCH_WARN_ONCE); a `mask:` op does the same
@@ -245,6 +259,7 @@ at::Tensor elementwise(const OpSpec& op, Backend backend, at::TensorList inputs,
   const auto& reg = check_registered(op, args, common);
   check_devices(op, backend, inputs, nullptr);
   check_alpha(op, common, scalars.alpha);
+  check_converted(op, common, scalars.converted);
   warn_uint8_mask(op, inputs);
   const auto device = op_device(inputs);
   if (backend == Backend::CPU) {
@@ -264,6 +279,7 @@ at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList in
   const auto& reg = check_registered(op, args, common);
   check_devices(op, backend, inputs, &out);
   check_alpha(op, common, scalars.alpha);
+  check_converted(op, common, scalars.converted);
   warn_uint8_mask(op, inputs);
   check_writable(op, out);
   // torch's where (a `mask:` op) takes no cast at all, nor do the ops of `out_dtype: exact`:

@@ -34,6 +34,9 @@ enum class Backend { MPS, CPU };
 struct ScalarArgs {
   std::optional<c10::Scalar> alpha;                   // checked by torch's alpha_check if op.alpha_check
   std::vector<std::optional<c10::Scalar>> promoting;  // take part in type promotion as wrapped numbers
+  // a `mask:` op's Scalar overloads: torch's where makes them tensors of the result dtype
+  // (at::scalar_tensor), whose conversion refuses a value beyond that dtype's range
+  std::vector<c10::Scalar> converted = {};
 };
 
 // The entry's `checks:` (ops.yaml): the conditions torch enforces on the arguments,
