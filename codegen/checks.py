@@ -6,7 +6,8 @@ dtypes of its Tensors, `real.dtype == imag.dtype`), e.g.
 (leaky_relu_backward). Two helpers reach the operands' dtypes: `dtype_of(<arg>)` (a
 Tensor's dtype, or a Scalar overload's Scalar as a wrapped number: `dtype_of(other) !=
 torch.bool`, sub) and `dtype_max(<tensor>)` (the largest finite value of its dtype:
-`lambd <= dtype_max(self)`, softshrink). The fake kernel evaluates a condition as written
+`lambd <= dtype_max(self)`, softshrink); `<tensor>.dim()` compares as a number (`weight.dim()
+== 0`, lerp). The fake kernel evaluates a condition as written
 (mpsgen/torch_library.py defines the helpers); the C++ host evaluates its translation,
 made here (support/host/elementwise.h defines them). Only what both can say the same way
 is accepted.
@@ -72,7 +73,7 @@ def _cpp(node: ast.AST, kinds) -> str:
 
 def _unsupported(node: ast.AST) -> CheckError:
     return CheckError(f"{ast.unparse(node)!r} is not supported: use and/or/not, `<arg> is [not] None`, "
-                      "comparisons of arguments, numbers and `dtype_max(<tensor>)`, `<tensor>.dtype` or "
+                      "comparisons of arguments, numbers, `<tensor>.dim()` and `dtype_max(<tensor>)`, `<tensor>.dtype` or "
                       "`dtype_of(<tensor>)` compared (==, !=) with another or with torch.<dtype> (one of "
                       f"{', '.join(_TORCH_DTYPES)}), and bool arguments")
 
@@ -153,6 +154,9 @@ def _operand(node: ast.AST, kinds) -> str:
         return f"-{_operand(node.operand, kinds)}"
     if _call(node, "dtype_max", kinds):
         return f"mpsgen::dtype_max({node.args[0].id})"
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "dim"
+            and _is_tensor(node.func.value, kinds) and not node.args and not node.keywords):
+        return f"static_cast<double>({node.func.value.id}.dim())"  # lerp's 0-dim weight
     name = _name(node, kinds)
     kind, optional = kinds[name]
     if kind not in ("Scalar", "int", "float"):

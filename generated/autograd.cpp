@@ -1958,17 +1958,17 @@ variable_list LerpTensorBackward::apply(variable_list&& grads) {
   const auto end = end_.unpack();
   const auto weight = weight_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 374 "ops.yaml"
+#line 379 "ops.yaml"
     grad_inputs[0] = grad * (1 - weight).conj();
 #line 1964 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // end
-#line 375 "ops.yaml"
+#line 380 "ops.yaml"
     grad_inputs[1] = grad * weight.conj();
 #line 1969 "autograd.cpp"
   }
   if (task_should_compute_output(2)) {  // weight
-#line 376 "ops.yaml"
+#line 381 "ops.yaml"
     grad_inputs[2] = grad * (end - self).conj();
 #line 1974 "autograd.cpp"
   }
@@ -2017,7 +2017,7 @@ at::Tensor& lerp_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:395: lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor ----
+// ---- ops.yaml:400: lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&)>& lerp_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2059,12 +2059,12 @@ variable_list LerpScalarBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 410 "ops.yaml"
+#line 418 "ops.yaml"
     grad_inputs[0] = weight.isComplex() ? grad * (1 - weight.conj().toComplexDouble()) : grad * (1 - weight.toDouble());
 #line 2065 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // end
-#line 411 "ops.yaml"
+#line 419 "ops.yaml"
     grad_inputs[1] = grad * weight.conj();
 #line 2070 "autograd.cpp"
   }
@@ -2109,7 +2109,7 @@ at::Tensor& lerp_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:423: addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor ----
+// ---- ops.yaml:431: addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Scalar&)>& addcmul_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2160,17 +2160,17 @@ variable_list AddcmulBackward::apply(variable_list&& grads) {
   const auto tensor1 = tensor1_.unpack();
   const auto tensor2 = tensor2_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 428 "ops.yaml"
+#line 436 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, grad);
 #line 2166 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // tensor1
-#line 429 "ops.yaml"
+#line 437 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(tensor1, grad * (tensor2 * value).conj());
 #line 2171 "autograd.cpp"
   }
   if (task_should_compute_output(2)) {  // tensor2
-#line 430 "ops.yaml"
+#line 438 "ops.yaml"
     grad_inputs[2] = handle_r_to_c(tensor2, grad * (tensor1 * value).conj());
 #line 2176 "autograd.cpp"
   }
@@ -2221,7 +2221,7 @@ at::Tensor& addcmul_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self,
   return out;
 }
 
-// ---- ops.yaml:450: addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor ----
+// ---- ops.yaml:458: addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Scalar&)>& addcdiv_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2272,17 +2272,17 @@ variable_list AddcdivBackward::apply(variable_list&& grads) {
   const auto tensor1 = tensor1_.unpack();
   const auto tensor2 = tensor2_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 455 "ops.yaml"
+#line 463 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, grad);
 #line 2278 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // tensor1
-#line 457 "ops.yaml"
+#line 465 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(tensor1, grad * (value / tensor2).conj());
 #line 2283 "autograd.cpp"
   }
   if (task_should_compute_output(2)) {  // tensor2
-#line 458 "ops.yaml"
+#line 466 "ops.yaml"
     grad_inputs[2] = handle_r_to_c(tensor2, -grad * (value * tensor1 / (tensor2 * tensor2)).conj());
 #line 2288 "autograd.cpp"
   }
@@ -2333,7 +2333,7 @@ at::Tensor& addcdiv_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self,
   return out;
 }
 
-// ---- ops.yaml:488: elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor ----
+// ---- ops.yaml:496: elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&, const at::Scalar&)>& elu_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2380,7 +2380,7 @@ variable_list EluBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 495 "ops.yaml"
+#line 503 "ops.yaml"
     grad_inputs[0] = elu_backward(grad, alpha, scale, input_scale, false, self);
 #line 2386 "autograd.cpp"
   }
@@ -2431,7 +2431,7 @@ at::Tensor& elu_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, con
   return out;
 }
 
-// ---- ops.yaml:507: clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor ----
+// ---- ops.yaml:515: clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const std::optional<at::Scalar>&, const std::optional<at::Scalar>&)>& clamp_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2477,7 +2477,7 @@ variable_list ClampBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 518 "ops.yaml"
+#line 526 "ops.yaml"
     grad_inputs[0] = grad * ((min.has_value() ? self >= *min : self >= self) & (max.has_value() ? self <= *max : self <= self));
 #line 2483 "autograd.cpp"
   }
@@ -2526,7 +2526,7 @@ at::Tensor& clamp_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, c
   return out;
 }
 
-// ---- ops.yaml:531: clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor ----
+// ---- ops.yaml:539: clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&)>& clamp_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2576,17 +2576,17 @@ variable_list ClampTensorBackward::apply(variable_list&& grads) {
   const auto min = unpack_optional(min_);
   const auto max = unpack_optional(max_);
   if (task_should_compute_output(0)) {  // self
-#line 544 "ops.yaml"
+#line 552 "ops.yaml"
     grad_inputs[0] = where((min.has_value() ? self >= *min : ones_like(self, kBool)) & (max.has_value() ? self <= *max : ones_like(self, kBool)), grad, 0);
 #line 2582 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // min
-#line 545 "ops.yaml"
+#line 553 "ops.yaml"
     grad_inputs[1] = max.has_value() ? where((self < *min) & (*min < *max), grad, 0) : where(self < *min, grad, 0);
 #line 2587 "autograd.cpp"
   }
   if (task_should_compute_output(2)) {  // max
-#line 546 "ops.yaml"
+#line 554 "ops.yaml"
     grad_inputs[2] = min.has_value() ? where((self > *max) | (*max < *min), grad, 0) : where(self > *max, grad, 0);
 #line 2592 "autograd.cpp"
   }
@@ -2635,7 +2635,7 @@ at::Tensor& clamp_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& 
   return out;
 }
 
-// ---- ops.yaml:569: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor ----
+// ---- ops.yaml:577: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, std::optional<double>, std::optional<double>, std::optional<double>)>& nan_to_num_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2679,7 +2679,7 @@ variable_list NanToNumBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 574 "ops.yaml"
+#line 582 "ops.yaml"
     grad_inputs[0] = grad * self.isfinite();
 #line 2685 "autograd.cpp"
   }
@@ -2724,7 +2724,7 @@ at::Tensor& nan_to_num_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:589: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor ----
+// ---- ops.yaml:597: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& threshold_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2769,7 +2769,7 @@ variable_list ThresholdBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 600 "ops.yaml"
+#line 608 "ops.yaml"
     grad_inputs[0] = grad * (self > threshold);
 #line 2775 "autograd.cpp"
   }
@@ -2816,7 +2816,7 @@ at::Tensor& threshold_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:607: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor ----
+// ---- ops.yaml:615: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& softplus_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2862,7 +2862,7 @@ variable_list SoftplusBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 614 "ops.yaml"
+#line 622 "ops.yaml"
     grad_inputs[0] = softplus_backward(grad, self, beta, threshold);
 #line 2868 "autograd.cpp"
   }
@@ -2911,7 +2911,7 @@ at::Tensor& softplus_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self
   return out;
 }
 
-// ---- ops.yaml:622: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor ----
+// ---- ops.yaml:630: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& hardtanh_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2957,7 +2957,7 @@ variable_list HardtanhBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 628 "ops.yaml"
+#line 636 "ops.yaml"
     grad_inputs[0] = grad * ((self > min_val) & (self < max_val));
 #line 2963 "autograd.cpp"
   }
@@ -3006,7 +3006,7 @@ at::Tensor& hardtanh_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self
   return out;
 }
 
-// ---- ops.yaml:637: round.decimals(Tensor self, *, int decimals) -> Tensor ----
+// ---- ops.yaml:645: round.decimals(Tensor self, *, int decimals) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, int64_t)>& round_decimals_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3047,7 +3047,7 @@ variable_list RoundDecimalsBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 644 "ops.yaml"
+#line 652 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 3053 "autograd.cpp"
   }
@@ -3090,7 +3090,7 @@ at::Tensor& round_decimals_out_autograd(c10::DispatchKeySet ks, const at::Tensor
   return out;
 }
 
-// ---- ops.yaml:657: gelu(Tensor self, *, str approximate='none') -> Tensor ----
+// ---- ops.yaml:665: gelu(Tensor self, *, str approximate='none') -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, c10::string_view)>& gelu_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3135,7 +3135,7 @@ variable_list GeluBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 665 "ops.yaml"
+#line 673 "ops.yaml"
     grad_inputs[0] = gelu_backward(grad, self, approximate);
 #line 3141 "autograd.cpp"
   }
@@ -3182,7 +3182,7 @@ at::Tensor& gelu_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, c1
   return out;
 }
 
-// ---- ops.yaml:684: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor ----
+// ---- ops.yaml:692: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&, bool)>& leaky_relu_backward_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3227,12 +3227,12 @@ variable_list LeakyReluBackwardBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // grad_output
-#line 689 "ops.yaml"
+#line 697 "ops.yaml"
     grad_inputs[0] = leaky_relu_backward(grad, self, negative_slope, false);
 #line 3233 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // self
-#line 690 "ops.yaml"
+#line 698 "ops.yaml"
     grad_inputs[1] = zeros_like(self);
 #line 3238 "autograd.cpp"
   }
@@ -3279,7 +3279,7 @@ at::Tensor& leaky_relu_backward_out_autograd(c10::DispatchKeySet ks, const at::T
   return out;
 }
 
-// ---- ops.yaml:703: eq.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:711: eq.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& eq_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3327,7 +3327,7 @@ at::Tensor& eq_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:716: eq.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:724: eq.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& eq_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3375,7 +3375,7 @@ at::Tensor& eq_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:718: ne.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:726: ne.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& ne_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3423,7 +3423,7 @@ at::Tensor& ne_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:731: lt.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:739: lt.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& lt_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3471,7 +3471,7 @@ at::Tensor& lt_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:740: lt.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:748: lt.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& lt_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3519,7 +3519,7 @@ at::Tensor& lt_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:742: logical_and(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:750: logical_and(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_and_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3567,7 +3567,7 @@ at::Tensor& logical_and_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:752: isnan(Tensor self) -> Tensor ----
+// ---- ops.yaml:760: isnan(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& isnan_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3615,7 +3615,7 @@ at::Tensor& isnan_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:771: neg(Tensor self) -> Tensor ----
+// ---- ops.yaml:779: neg(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& neg_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3656,7 +3656,7 @@ variable_list NegBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 779 "ops.yaml"
+#line 787 "ops.yaml"
     grad_inputs[0] = -grad;
 #line 3662 "autograd.cpp"
   }
@@ -3699,7 +3699,7 @@ at::Tensor& neg_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:787: abs(Tensor self) -> Tensor ----
+// ---- ops.yaml:795: abs(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& abs_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3743,7 +3743,7 @@ variable_list AbsBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 793 "ops.yaml"
+#line 801 "ops.yaml"
     grad_inputs[0] = grad * self.sgn();
 #line 3749 "autograd.cpp"
   }
@@ -3788,7 +3788,7 @@ at::Tensor& abs_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:821: polygamma(int n, Tensor self) -> Tensor ----
+// ---- ops.yaml:829: polygamma(int n, Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(int64_t, const at::Tensor&)>& polygamma_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3833,7 +3833,7 @@ variable_list PolygammaBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 850 "ops.yaml"
+#line 858 "ops.yaml"
     grad_inputs[0] = grad * polygamma(n + 1, self);
 #line 3839 "autograd.cpp"
   }
@@ -3880,7 +3880,7 @@ at::Tensor& polygamma_out_autograd(c10::DispatchKeySet ks, int64_t n, const at::
   return out;
 }
 
-// ---- ops.yaml:863: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor ----
+// ---- ops.yaml:871: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, std::optional<c10::string_view>)>& div_Tensor_mode_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3928,12 +3928,12 @@ variable_list DivTensorModeBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 883 "ops.yaml"
+#line 891 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, rounding_mode.has_value() ? zeros_like(grad) : grad / other.conj());
 #line 3934 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 884 "ops.yaml"
+#line 892 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(other, rounding_mode.has_value() ? zeros_like(grad) : -grad * ((self / other) / other).conj());
 #line 3939 "autograd.cpp"
   }
@@ -3982,7 +3982,7 @@ at::Tensor& div_Tensor_mode_out_autograd(c10::DispatchKeySet ks, const at::Tenso
   return out;
 }
 
-// ---- ops.yaml:971: polar(Tensor abs, Tensor angle) -> Tensor ----
+// ---- ops.yaml:979: polar(Tensor abs, Tensor angle) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& polar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4026,12 +4026,12 @@ variable_list PolarBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // abs
-#line 979 "ops.yaml"
+#line 987 "ops.yaml"
     grad_inputs[0] = at::real(grad.conj() * result.sgn());
 #line 4032 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // angle
-#line 980 "ops.yaml"
+#line 988 "ops.yaml"
     grad_inputs[1] = at::real(grad.conj() * result * c10::Scalar(c10::complex<double>(0, 1)));
 #line 4037 "autograd.cpp"
   }
@@ -4076,7 +4076,7 @@ at::Tensor& polar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& abs, co
   return out;
 }
 
-// ---- ops.yaml:988: complex(Tensor real, Tensor imag) -> Tensor ----
+// ---- ops.yaml:996: complex(Tensor real, Tensor imag) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& complex_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4117,12 +4117,12 @@ variable_list ComplexBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // real
-#line 995 "ops.yaml"
+#line 1003 "ops.yaml"
     grad_inputs[0] = at::real(grad);
 #line 4123 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // imag
-#line 996 "ops.yaml"
+#line 1004 "ops.yaml"
     grad_inputs[1] = at::imag(grad);
 #line 4128 "autograd.cpp"
   }
@@ -4165,7 +4165,7 @@ at::Tensor& complex_out_autograd(c10::DispatchKeySet ks, const at::Tensor& real,
   return out;
 }
 
-// ---- ops.yaml:1003: angle(Tensor self) -> Tensor ----
+// ---- ops.yaml:1011: angle(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& angle_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4209,7 +4209,7 @@ variable_list AngleBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1007 "ops.yaml"
+#line 1015 "ops.yaml"
     grad_inputs[0] = self.is_complex() ? where(self == 0, 0, grad * self / self.abs().pow(2) * c10::Scalar(c10::complex<double>(0, 1))) : zeros_like(self);
 #line 4215 "autograd.cpp"
   }
@@ -4254,7 +4254,7 @@ at::Tensor& angle_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1027: cos(Tensor self) -> Tensor ----
+// ---- ops.yaml:1035: cos(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& cos_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4298,7 +4298,7 @@ variable_list CosBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1031 "ops.yaml"
+#line 1039 "ops.yaml"
     grad_inputs[0] = grad * -self.sin().conj();
 #line 4304 "autograd.cpp"
   }
@@ -4343,7 +4343,7 @@ at::Tensor& cos_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1053: tan(Tensor self) -> Tensor ----
+// ---- ops.yaml:1061: tan(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& tan_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4387,7 +4387,7 @@ variable_list TanBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1057 "ops.yaml"
+#line 1065 "ops.yaml"
     grad_inputs[0] = grad * (1 + result.pow(2)).conj();
 #line 4393 "autograd.cpp"
   }
@@ -4432,7 +4432,7 @@ at::Tensor& tan_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1072: tanh(Tensor self) -> Tensor ----
+// ---- ops.yaml:1080: tanh(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& tanh_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4476,7 +4476,7 @@ variable_list TanhBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1076 "ops.yaml"
+#line 1084 "ops.yaml"
     grad_inputs[0] = tanh_backward(grad, result);
 #line 4482 "autograd.cpp"
   }
@@ -4521,7 +4521,7 @@ at::Tensor& tanh_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1090: log(Tensor self) -> Tensor ----
+// ---- ops.yaml:1098: log(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& log_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4565,7 +4565,7 @@ variable_list LogBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1094 "ops.yaml"
+#line 1102 "ops.yaml"
     grad_inputs[0] = grad / self.conj();
 #line 4571 "autograd.cpp"
   }
@@ -4610,7 +4610,7 @@ at::Tensor& log_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1108: log1p(Tensor self) -> Tensor ----
+// ---- ops.yaml:1116: log1p(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& log1p_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4654,7 +4654,7 @@ variable_list Log1pBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1112 "ops.yaml"
+#line 1120 "ops.yaml"
     grad_inputs[0] = grad / (self + 1).conj();
 #line 4660 "autograd.cpp"
   }
@@ -4699,7 +4699,7 @@ at::Tensor& log1p_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1132: expm1(Tensor self) -> Tensor ----
+// ---- ops.yaml:1140: expm1(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& expm1_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4743,7 +4743,7 @@ variable_list Expm1Backward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1136 "ops.yaml"
+#line 1144 "ops.yaml"
     grad_inputs[0] = grad * (result.conj() + 1);
 #line 4749 "autograd.cpp"
   }
@@ -4788,7 +4788,7 @@ at::Tensor& expm1_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1161: rsqrt(Tensor self) -> Tensor ----
+// ---- ops.yaml:1169: rsqrt(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& rsqrt_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4832,7 +4832,7 @@ variable_list RsqrtBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1165 "ops.yaml"
+#line 1173 "ops.yaml"
     grad_inputs[0] = -0.5 * grad * self.rsqrt().pow(3).conj();
 #line 4838 "autograd.cpp"
   }
@@ -4877,7 +4877,7 @@ at::Tensor& rsqrt_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1179: i0(Tensor self) -> Tensor ----
+// ---- ops.yaml:1187: i0(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& i0_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4921,7 +4921,7 @@ variable_list I0Backward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1183 "ops.yaml"
+#line 1191 "ops.yaml"
     grad_inputs[0] = grad * special_i1(self);
 #line 4927 "autograd.cpp"
   }
@@ -4966,7 +4966,7 @@ at::Tensor& i0_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at::
   return out;
 }
 
-// ---- ops.yaml:1192: reciprocal(Tensor self) -> Tensor ----
+// ---- ops.yaml:1200: reciprocal(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& reciprocal_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5010,7 +5010,7 @@ variable_list ReciprocalBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1196 "ops.yaml"
+#line 1204 "ops.yaml"
     grad_inputs[0] = -grad * (result * result).conj();
 #line 5016 "autograd.cpp"
   }
@@ -5055,7 +5055,7 @@ at::Tensor& reciprocal_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:1211: floor(Tensor self) -> Tensor ----
+// ---- ops.yaml:1219: floor(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& floor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5096,7 +5096,7 @@ variable_list FloorBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1216 "ops.yaml"
+#line 1224 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5102 "autograd.cpp"
   }
@@ -5139,7 +5139,7 @@ at::Tensor& floor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1227: ceil(Tensor self) -> Tensor ----
+// ---- ops.yaml:1235: ceil(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& ceil_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5180,7 +5180,7 @@ variable_list CeilBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1232 "ops.yaml"
+#line 1240 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5186 "autograd.cpp"
   }
@@ -5223,7 +5223,7 @@ at::Tensor& ceil_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1243: trunc(Tensor self) -> Tensor ----
+// ---- ops.yaml:1251: trunc(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& trunc_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5264,7 +5264,7 @@ variable_list TruncBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1248 "ops.yaml"
+#line 1256 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5270 "autograd.cpp"
   }
@@ -5307,7 +5307,7 @@ at::Tensor& trunc_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1259: sign(Tensor self) -> Tensor ----
+// ---- ops.yaml:1267: sign(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& sign_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5348,7 +5348,7 @@ variable_list SignBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1264 "ops.yaml"
+#line 1272 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5354 "autograd.cpp"
   }
@@ -5391,7 +5391,7 @@ at::Tensor& sign_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1273: minimum(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1281: minimum(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& minimum_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5438,12 +5438,12 @@ variable_list MinimumBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1277 "ops.yaml"
+#line 1285 "ops.yaml"
     grad_inputs[0] = where(self == other, grad / 2, grad).masked_fill(self > other, 0);
 #line 5444 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1278 "ops.yaml"
+#line 1286 "ops.yaml"
     grad_inputs[1] = where(self == other, grad / 2, grad).masked_fill(self < other, 0);
 #line 5449 "autograd.cpp"
   }
@@ -5490,7 +5490,7 @@ at::Tensor& minimum_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self,
   return out;
 }
 
-// ---- ops.yaml:1286: fmax(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1294: fmax(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& fmax_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5537,12 +5537,12 @@ variable_list FmaxBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1290 "ops.yaml"
+#line 1298 "ops.yaml"
     grad_inputs[0] = grad.masked_fill((self >= other).logical_or(other.isnan()).logical_not(), 0);
 #line 5543 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1291 "ops.yaml"
+#line 1299 "ops.yaml"
     grad_inputs[1] = grad.masked_fill((self >= other).logical_or(other.isnan()), 0);
 #line 5548 "autograd.cpp"
   }
@@ -5589,7 +5589,7 @@ at::Tensor& fmax_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, co
   return out;
 }
 
-// ---- ops.yaml:1303: fmin(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1311: fmin(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& fmin_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5636,12 +5636,12 @@ variable_list FminBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1307 "ops.yaml"
+#line 1315 "ops.yaml"
     grad_inputs[0] = grad.masked_fill((self <= other).logical_or(other.isnan()).logical_not(), 0);
 #line 5642 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1308 "ops.yaml"
+#line 1316 "ops.yaml"
     grad_inputs[1] = grad.masked_fill((self <= other).logical_or(other.isnan()), 0);
 #line 5647 "autograd.cpp"
   }
@@ -5688,7 +5688,7 @@ at::Tensor& fmin_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, co
   return out;
 }
 
-// ---- ops.yaml:1319: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1327: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& bitwise_and_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5736,7 +5736,7 @@ at::Tensor& bitwise_and_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Te
   return out;
 }
 
-// ---- ops.yaml:1328: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1336: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& bitwise_and_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5784,7 +5784,7 @@ at::Tensor& bitwise_and_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Te
   return out;
 }
 
-// ---- ops.yaml:1330: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1338: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& bitwise_or_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5832,7 +5832,7 @@ at::Tensor& bitwise_or_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Ten
   return out;
 }
 
-// ---- ops.yaml:1340: gt.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1348: gt.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& gt_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5880,7 +5880,7 @@ at::Tensor& gt_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1349: gt.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1357: gt.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& gt_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5928,7 +5928,7 @@ at::Tensor& gt_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1351: ge.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1359: ge.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& ge_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5976,7 +5976,7 @@ at::Tensor& ge_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1360: le.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1368: le.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& le_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6024,7 +6024,7 @@ at::Tensor& le_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1369: logical_or(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1377: logical_or(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_or_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6072,7 +6072,7 @@ at::Tensor& logical_or_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:1378: logical_xor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1386: logical_xor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_xor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6120,7 +6120,7 @@ at::Tensor& logical_xor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:1391: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1399: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&)>& where_self_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6163,12 +6163,12 @@ variable_list WhereSelfBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1400 "ops.yaml"
+#line 1408 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, where(condition, grad, 0));
 #line 6169 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1401 "ops.yaml"
+#line 1409 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(other, where(condition, 0, grad));
 #line 6174 "autograd.cpp"
   }
@@ -6198,7 +6198,7 @@ at::Tensor& where_self_out_autograd(c10::DispatchKeySet ks, const at::Tensor& co
   return out;
 }
 
-// ---- ops.yaml:1413: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1421: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Tensor&)>& where_ScalarSelf_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6238,7 +6238,7 @@ variable_list WhereScalarSelfBackward::apply(variable_list&& grads) {
   const auto condition = condition_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // other
-#line 1401 "ops.yaml"
+#line 1409 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(other, where(condition, 0, grad));
 #line 6244 "autograd.cpp"
   }
@@ -6267,7 +6267,7 @@ at::Tensor& where_ScalarSelf_out_autograd(c10::DispatchKeySet ks, const at::Tens
   return out;
 }
 
-// ---- ops.yaml:1414: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1422: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&)>& where_ScalarOther_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6307,7 +6307,7 @@ variable_list WhereScalarOtherBackward::apply(variable_list&& grads) {
   const auto condition = condition_.unpack();
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1400 "ops.yaml"
+#line 1408 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, where(condition, grad, 0));
 #line 6313 "autograd.cpp"
   }
@@ -6336,7 +6336,7 @@ at::Tensor& where_ScalarOther_out_autograd(c10::DispatchKeySet ks, const at::Ten
   return out;
 }
 
-// ---- ops.yaml:1415: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1423: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& where_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()

@@ -9,7 +9,7 @@ using namespace metal;
 using namespace c10::metal;
 
 // functor from ops.yaml:362
-#line 377 "ops.yaml"
+#line 382 "ops.yaml"
 struct lerp_functor {
   // torch's lerp: exact at both ends, |weight| < 0.5 from self, else from end; fused as
   // torch's CPU kernel fuses it, so lerp(0, FLT_MAX, -0.5) is -FLT_MAX / 2, not -inf
@@ -30,11 +30,11 @@ struct lerp_functor {
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).
-#line 364 "ops.yaml"
+#line 369 "ops.yaml"
 REGISTER_OPMATH_TERNARY_OP(lerp, float, float);
-#line 364 "ops.yaml"
+#line 369 "ops.yaml"
 REGISTER_OPMATH_TERNARY_OP(lerp, half, half);
-#line 364 "ops.yaml"
+#line 369 "ops.yaml"
 REGISTER_OPMATH_TERNARY_OP(lerp, bfloat, bfloat);
-#line 364 "ops.yaml"
+#line 369 "ops.yaml"
 REGISTER_TERNARY_OP(lerp, float2, float2);

@@ -24,20 +24,29 @@ void lerp_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
 
 // ops.yaml:362: lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
 at::Tensor lerp_Tensor_mps(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight) {
-  return mpsgen::elementwise(lerp_spec, mpsgen::Backend::MPS, {self, end, weight}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise(lerp_spec, mpsgen::Backend::MPS, {self, end, weight}, {std::nullopt, {}}, [&] {
+    TORCH_CHECK((end.scalar_type() == self.scalar_type()), "mpsgen::lerp: ", "expected dtype ", self.scalar_type(), " for `end` but got dtype ", end.scalar_type());  // ops.yaml:365
+    TORCH_CHECK(((static_cast<double>(weight.dim()) == 0.0) || (weight.scalar_type() == self.scalar_type())), "mpsgen::lerp: ", "expected dtype ", self.scalar_type(), " for `weight` but got dtype ", weight.scalar_type());  // ops.yaml:367
+  }, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     lerp_mps_kernel(iter, common);
   });
 }
 
 at::Tensor& lerp_Tensor_out_mps(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight, at::Tensor& out) {
-  return mpsgen::elementwise_out(lerp_spec, mpsgen::Backend::MPS, {self, end, weight}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(lerp_spec, mpsgen::Backend::MPS, {self, end, weight}, {std::nullopt, {}}, [&] {
+    TORCH_CHECK((end.scalar_type() == self.scalar_type()), "mpsgen::lerp: ", "expected dtype ", self.scalar_type(), " for `end` but got dtype ", end.scalar_type());  // ops.yaml:365
+    TORCH_CHECK(((static_cast<double>(weight.dim()) == 0.0) || (weight.scalar_type() == self.scalar_type())), "mpsgen::lerp: ", "expected dtype ", self.scalar_type(), " for `weight` but got dtype ", weight.scalar_type());  // ops.yaml:367
+  }, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     lerp_mps_kernel(iter, common);
   },
                                 {c10::ScalarType::Float, c10::ScalarType::Half, c10::ScalarType::BFloat16, c10::ScalarType::ComplexFloat});
 }
 
 at::Tensor& lerp_Tensor_inplace_mps(at::Tensor& self, const at::Tensor& end, const at::Tensor& weight) {
-  return mpsgen::elementwise_out(lerp_spec, mpsgen::Backend::MPS, {self, end, weight}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
+  return mpsgen::elementwise_out(lerp_spec, mpsgen::Backend::MPS, {self, end, weight}, {std::nullopt, {}}, [&] {
+    TORCH_CHECK((end.scalar_type() == self.scalar_type()), "mpsgen::lerp: ", "expected dtype ", self.scalar_type(), " for `end` but got dtype ", end.scalar_type());  // ops.yaml:365
+    TORCH_CHECK(((static_cast<double>(weight.dim()) == 0.0) || (weight.scalar_type() == self.scalar_type())), "mpsgen::lerp: ", "expected dtype ", self.scalar_type(), " for `weight` but got dtype ", weight.scalar_type());  // ops.yaml:367
+  }, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     lerp_mps_kernel(iter, common);
   });
 }

@@ -562,13 +562,18 @@ lerp_spec = Spec(
 # ops.yaml:362: lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
 @torch.library.register_fake("mpsgen::lerp.Tensor", lib=lib)
 def lerp_Tensor_fake(self, end, weight):
+    check_defined(lerp_spec, [self, end, weight])
+    if not (end.dtype == self.dtype):  # ops.yaml:365
+        raise RuntimeError(f'mpsgen::lerp: expected dtype {self.dtype} for `end` but got dtype {end.dtype}')
+    if not (weight.dim() == 0 or weight.dtype == self.dtype):  # ops.yaml:367
+        raise RuntimeError(f'mpsgen::lerp: expected dtype {self.dtype} for `weight` but got dtype {weight.dtype}')
     return fake_elementwise(lerp_spec, [self, end, weight])
 register_variants(lib, "lerp.Tensor", out="lerp.Tensor_out", inplace="lerp_.Tensor", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.complex64})
 
 
-# ---- lerp_scalar: ops.yaml:395 ----
+# ---- lerp_scalar: ops.yaml:400 ----
 lerp_scalar_spec = Spec(
-    "mpsgen::lerp", "ops.yaml:395", inputs=["self", "end"], int_to_float=False, bool_output=False,
+    "mpsgen::lerp", "ops.yaml:400", inputs=["self", "end"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -578,16 +583,19 @@ lerp_scalar_spec = Spec(
 )
 
 
-# ops.yaml:395: lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
+# ops.yaml:400: lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
 @torch.library.register_fake("mpsgen::lerp.Scalar", lib=lib)
 def lerp_Scalar_fake(self, end, weight):
+    check_defined(lerp_scalar_spec, [self, end])
+    if not (end.dtype == self.dtype):  # ops.yaml:403
+        raise RuntimeError(f'mpsgen::lerp: expected dtype {self.dtype} for `end` but got dtype {end.dtype}')
     return fake_elementwise(lerp_scalar_spec, [self, end])
 register_variants(lib, "lerp.Scalar", out="lerp.Scalar_out", inplace="lerp_.Scalar")
 
 
-# ---- addcmul: ops.yaml:423 ----
+# ---- addcmul: ops.yaml:431 ----
 addcmul_spec = Spec(
-    "mpsgen::addcmul", "ops.yaml:423", inputs=["self", "tensor1", "tensor2"], int_to_float=False, bool_output=False,
+    "mpsgen::addcmul", "ops.yaml:431", inputs=["self", "tensor1", "tensor2"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -604,16 +612,16 @@ addcmul_spec = Spec(
 )
 
 
-# ops.yaml:423: addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+# ops.yaml:431: addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
 @torch.library.register_fake("mpsgen::addcmul", lib=lib)
 def addcmul_fake(self, tensor1, tensor2, *, value=1):
     return fake_elementwise(addcmul_spec, [self, tensor1, tensor2])
 register_variants(lib, "addcmul", out="addcmul.out", inplace="addcmul_")
 
 
-# ---- addcdiv: ops.yaml:450 ----
+# ---- addcdiv: ops.yaml:458 ----
 addcdiv_spec = Spec(
-    "mpsgen::addcdiv", "ops.yaml:450", inputs=["self", "tensor1", "tensor2"], int_to_float=False, bool_output=False,
+    "mpsgen::addcdiv", "ops.yaml:458", inputs=["self", "tensor1", "tensor2"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -625,16 +633,16 @@ addcdiv_spec = Spec(
 )
 
 
-# ops.yaml:450: addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+# ops.yaml:458: addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
 @torch.library.register_fake("mpsgen::addcdiv", lib=lib)
 def addcdiv_fake(self, tensor1, tensor2, *, value=1):
     return fake_elementwise(addcdiv_spec, [self, tensor1, tensor2])
 register_variants(lib, "addcdiv", out="addcdiv.out", inplace="addcdiv_")
 
 
-# ---- elu: ops.yaml:488 ----
+# ---- elu: ops.yaml:496 ----
 elu_spec = Spec(
-    "mpsgen::elu", "ops.yaml:488", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::elu", "ops.yaml:496", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -644,16 +652,16 @@ elu_spec = Spec(
 )
 
 
-# ops.yaml:488: elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+# ops.yaml:496: elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
 @torch.library.register_fake("mpsgen::elu", lib=lib)
 def elu_fake(self, alpha=1, scale=1, input_scale=1):
     return fake_elementwise(elu_spec, [self])
 register_variants(lib, "elu", out="elu.out", inplace="elu_", exact_out={torch.float32, torch.float16, torch.bfloat16})
 
 
-# ---- clamp: ops.yaml:507 ----
+# ---- clamp: ops.yaml:515 ----
 clamp_spec = Spec(
-    "mpsgen::clamp", "ops.yaml:507", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::clamp", "ops.yaml:515", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -668,19 +676,19 @@ clamp_spec = Spec(
 )
 
 
-# ops.yaml:507: clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+# ops.yaml:515: clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
 @torch.library.register_fake("mpsgen::clamp", lib=lib)
 def clamp_fake(self, min=None, max=None):
     check_defined(clamp_spec, [self])
-    if not (min is not None or max is not None):  # ops.yaml:513
+    if not (min is not None or max is not None):  # ops.yaml:521
         raise RuntimeError(f"mpsgen::clamp: torch.clamp: At least one of 'min' or 'max' must not be None")
     return fake_elementwise(clamp_spec, [self], promoting=[min, max])
 register_variants(lib, "clamp", out="clamp.out", inplace="clamp_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8})
 
 
-# ---- clamp_tensor: ops.yaml:531 ----
+# ---- clamp_tensor: ops.yaml:539 ----
 clamp_tensor_spec = Spec(
-    "mpsgen::clamp", "ops.yaml:531", inputs=["self", "min", "max"], int_to_float=False, bool_output=False,
+    "mpsgen::clamp", "ops.yaml:539", inputs=["self", "min", "max"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -694,23 +702,23 @@ clamp_tensor_spec = Spec(
     alpha_checks=False,
     optional=["min", "max"],
     given=[('min', 'max'), ('min',), ('max',)],
-    given_message='no kernel for the Tensor? arguments given (min, max); ops.yaml:531 has kernels for: min, max; min; max',
+    given_message='no kernel for the Tensor? arguments given (min, max); ops.yaml:539 has kernels for: min, max; min; max',
 )
 
 
-# ops.yaml:531: clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+# ops.yaml:539: clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
 @torch.library.register_fake("mpsgen::clamp.Tensor", lib=lib)
 def clamp_Tensor_fake(self, min=None, max=None):
     check_defined(clamp_tensor_spec, [self, min, max])
-    if not (min is not None or max is not None):  # ops.yaml:538
+    if not (min is not None or max is not None):  # ops.yaml:546
         raise RuntimeError(f"mpsgen::clamp: torch.clamp: At least one of 'min' or 'max' must not be None")
     return fake_elementwise(clamp_tensor_spec, [self, min, max])
 register_variants(lib, "clamp.Tensor", out="clamp.Tensor_out", inplace="clamp_.Tensor")
 
 
-# ---- nan_to_num: ops.yaml:569 ----
+# ---- nan_to_num: ops.yaml:577 ----
 nan_to_num_spec = Spec(
-    "mpsgen::nan_to_num", "ops.yaml:569", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::nan_to_num", "ops.yaml:577", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -726,16 +734,16 @@ nan_to_num_spec = Spec(
 )
 
 
-# ops.yaml:569: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+# ops.yaml:577: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
 @torch.library.register_fake("mpsgen::nan_to_num", lib=lib)
 def nan_to_num_fake(self, nan=None, posinf=None, neginf=None):
     return fake_elementwise(nan_to_num_spec, [self])
 register_variants(lib, "nan_to_num", out="nan_to_num.out", inplace="nan_to_num_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool})
 
 
-# ---- threshold: ops.yaml:589 ----
+# ---- threshold: ops.yaml:597 ----
 threshold_spec = Spec(
-    "mpsgen::threshold", "ops.yaml:589", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::threshold", "ops.yaml:597", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -750,16 +758,16 @@ threshold_spec = Spec(
 )
 
 
-# ops.yaml:589: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor
+# ops.yaml:597: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor
 @torch.library.register_fake("mpsgen::threshold", lib=lib)
 def threshold_fake(self, threshold, value):
     return fake_elementwise(threshold_spec, [self])
 register_variants(lib, "threshold", out="threshold.out", inplace="threshold_")
 
 
-# ---- softplus: ops.yaml:607 ----
+# ---- softplus: ops.yaml:615 ----
 softplus_spec = Spec(
-    "mpsgen::softplus", "ops.yaml:607", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::softplus", "ops.yaml:615", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -769,16 +777,16 @@ softplus_spec = Spec(
 )
 
 
-# ops.yaml:607: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+# ops.yaml:615: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
 @torch.library.register_fake("mpsgen::softplus", lib=lib)
 def softplus_fake(self, beta=1, threshold=20):
     return fake_elementwise(softplus_spec, [self])
 register_variants(lib, "softplus", out="softplus.out", inplace="softplus_", exact_out={torch.float32, torch.float16, torch.bfloat16})
 
 
-# ---- hardtanh: ops.yaml:622 ----
+# ---- hardtanh: ops.yaml:630 ----
 hardtanh_spec = Spec(
-    "mpsgen::hardtanh", "ops.yaml:622", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::hardtanh", "ops.yaml:630", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -792,16 +800,16 @@ hardtanh_spec = Spec(
 )
 
 
-# ops.yaml:622: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor
+# ops.yaml:630: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor
 @torch.library.register_fake("mpsgen::hardtanh", lib=lib)
 def hardtanh_fake(self, min_val=-1, max_val=1):
     return fake_elementwise(hardtanh_spec, [self])
 register_variants(lib, "hardtanh", out="hardtanh.out", inplace="hardtanh_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.int8})
 
 
-# ---- round_decimals: ops.yaml:637 ----
+# ---- round_decimals: ops.yaml:645 ----
 round_decimals_spec = Spec(
-    "mpsgen::round", "ops.yaml:637", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::round", "ops.yaml:645", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -811,16 +819,16 @@ round_decimals_spec = Spec(
 )
 
 
-# ops.yaml:637: round.decimals(Tensor self, *, int decimals) -> Tensor
+# ops.yaml:645: round.decimals(Tensor self, *, int decimals) -> Tensor
 @torch.library.register_fake("mpsgen::round.decimals", lib=lib)
 def round_decimals_fake(self, *, decimals):
     return fake_elementwise(round_decimals_spec, [self])
 register_variants(lib, "round.decimals", out="round.decimals_out", inplace="round_.decimals", exact_out={torch.float32, torch.float16, torch.bfloat16})
 
 
-# ---- gelu: ops.yaml:657 ----
+# ---- gelu: ops.yaml:665 ----
 gelu_spec = Spec(
-    "mpsgen::gelu", "ops.yaml:657", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::gelu", "ops.yaml:665", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -830,16 +838,16 @@ gelu_spec = Spec(
 )
 
 
-# ops.yaml:657: gelu(Tensor self, *, str approximate='none') -> Tensor
+# ops.yaml:665: gelu(Tensor self, *, str approximate='none') -> Tensor
 @torch.library.register_fake("mpsgen::gelu", lib=lib)
 def gelu_fake(self, *, approximate='none'):
     return fake_elementwise(gelu_spec, [self], choice=("approximate", approximate, {'none': gelu_spec, 'tanh': gelu_spec}))
 register_variants(lib, "gelu", out="gelu.out", inplace="gelu_", exact_out={torch.float32, torch.float16, torch.bfloat16})
 
 
-# ---- leaky_relu_backward: ops.yaml:684 ----
+# ---- leaky_relu_backward: ops.yaml:692 ----
 leaky_relu_backward_spec = Spec(
-    "mpsgen::leaky_relu_backward", "ops.yaml:684", inputs=["grad_output", "self"], int_to_float=False, bool_output=False,
+    "mpsgen::leaky_relu_backward", "ops.yaml:692", inputs=["grad_output", "self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -849,19 +857,19 @@ leaky_relu_backward_spec = Spec(
 )
 
 
-# ops.yaml:684: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor
+# ops.yaml:692: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor
 @torch.library.register_fake("mpsgen::leaky_relu_backward", lib=lib)
 def leaky_relu_backward_fake(grad_output, self, negative_slope, self_is_result):
     check_defined(leaky_relu_backward_spec, [grad_output, self])
-    if not (not self_is_result or negative_slope >= 0):  # ops.yaml:692
+    if not (not self_is_result or negative_slope >= 0):  # ops.yaml:700
         raise RuntimeError(f'mpsgen::leaky_relu_backward: In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. This is caused by calling in-place forward function with a negative slope, please call out-of-place version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu backward calculation with negative slope')
     return fake_elementwise(leaky_relu_backward_spec, [grad_output, self])
 register_variants(lib, "leaky_relu_backward", out="leaky_relu_backward.grad_input", inplace="leaky_relu_backward_")
 
 
-# ---- eq: ops.yaml:703 ----
+# ---- eq: ops.yaml:711 ----
 eq_spec = Spec(
-    "mpsgen::eq", "ops.yaml:703", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::eq", "ops.yaml:711", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -879,23 +887,23 @@ eq_spec = Spec(
 )
 
 
-# ops.yaml:703: eq.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:711: eq.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::eq.Tensor", lib=lib)
 def eq_Tensor_fake(self, other):
     return fake_elementwise(eq_spec, [self, other])
 register_variants(lib, "eq.Tensor", out="eq.Tensor_out", inplace="eq_.Tensor")
 
 
-# ops.yaml:716: eq.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:724: eq.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::eq.Scalar", lib=lib)
 def eq_Scalar_fake(self, other):
     return fake_elementwise(eq_spec, [self, other])
 register_variants(lib, "eq.Scalar", out="eq.Scalar_out", inplace="eq_.Scalar")
 
 
-# ---- ne: ops.yaml:718 ----
+# ---- ne: ops.yaml:726 ----
 ne_spec = Spec(
-    "mpsgen::ne", "ops.yaml:718", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::ne", "ops.yaml:726", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -913,16 +921,16 @@ ne_spec = Spec(
 )
 
 
-# ops.yaml:718: ne.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:726: ne.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::ne.Tensor", lib=lib)
 def ne_Tensor_fake(self, other):
     return fake_elementwise(ne_spec, [self, other])
 register_variants(lib, "ne.Tensor", out="ne.Tensor_out", inplace="ne_.Tensor")
 
 
-# ---- lt: ops.yaml:731 ----
+# ---- lt: ops.yaml:739 ----
 lt_spec = Spec(
-    "mpsgen::lt", "ops.yaml:731", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::lt", "ops.yaml:739", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -938,23 +946,23 @@ lt_spec = Spec(
 )
 
 
-# ops.yaml:731: lt.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:739: lt.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::lt.Tensor", lib=lib)
 def lt_Tensor_fake(self, other):
     return fake_elementwise(lt_spec, [self, other])
 register_variants(lib, "lt.Tensor", out="lt.Tensor_out", inplace="lt_.Tensor")
 
 
-# ops.yaml:740: lt.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:748: lt.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::lt.Scalar", lib=lib)
 def lt_Scalar_fake(self, other):
     return fake_elementwise(lt_spec, [self, other])
 register_variants(lib, "lt.Scalar", out="lt.Scalar_out", inplace="lt_.Scalar")
 
 
-# ---- logical_and: ops.yaml:742 ----
+# ---- logical_and: ops.yaml:750 ----
 logical_and_spec = Spec(
-    "mpsgen::logical_and", "ops.yaml:742", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_and", "ops.yaml:750", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -971,16 +979,16 @@ logical_and_spec = Spec(
 )
 
 
-# ops.yaml:742: logical_and(Tensor self, Tensor other) -> Tensor
+# ops.yaml:750: logical_and(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_and", lib=lib)
 def logical_and_fake(self, other):
     return fake_elementwise(logical_and_spec, [self, other])
 register_variants(lib, "logical_and", out="logical_and.out", inplace="logical_and_")
 
 
-# ---- isnan: ops.yaml:752 ----
+# ---- isnan: ops.yaml:760 ----
 isnan_spec = Spec(
-    "mpsgen::isnan", "ops.yaml:752", inputs=["self"], int_to_float=False, bool_output=True,
+    "mpsgen::isnan", "ops.yaml:760", inputs=["self"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -998,16 +1006,16 @@ isnan_spec = Spec(
 )
 
 
-# ops.yaml:752: isnan(Tensor self) -> Tensor
+# ops.yaml:760: isnan(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::isnan", lib=lib)
 def isnan_fake(self):
     return fake_elementwise(isnan_spec, [self])
 register_variants(lib, "isnan", out="isnan.out", inplace="isnan_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool, torch.complex64, torch.complex32})
 
 
-# ---- neg: ops.yaml:771 ----
+# ---- neg: ops.yaml:779 ----
 neg_spec = Spec(
-    "mpsgen::neg", "ops.yaml:771", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::neg", "ops.yaml:779", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1024,19 +1032,19 @@ neg_spec = Spec(
 )
 
 
-# ops.yaml:771: neg(Tensor self) -> Tensor
+# ops.yaml:779: neg(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::neg", lib=lib)
 def neg_fake(self):
     check_defined(neg_spec, [self])
-    if not (self.dtype != torch.bool):  # ops.yaml:775
+    if not (self.dtype != torch.bool):  # ops.yaml:783
         raise RuntimeError(f'mpsgen::neg: Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')
     return fake_elementwise(neg_spec, [self])
 register_variants(lib, "neg", out="neg.out", inplace="neg_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.complex64, torch.complex32})
 
 
-# ---- abs: ops.yaml:787 ----
+# ---- abs: ops.yaml:795 ----
 abs_spec = Spec(
-    "mpsgen::abs", "ops.yaml:787", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::abs", "ops.yaml:795", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1053,16 +1061,16 @@ abs_spec = Spec(
 )
 
 
-# ops.yaml:787: abs(Tensor self) -> Tensor
+# ops.yaml:795: abs(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::abs", lib=lib)
 def abs_fake(self):
     return fake_elementwise(abs_spec, [self])
 register_variants(lib, "abs", out="abs.out", inplace="abs_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8})
 
 
-# ---- polygamma: ops.yaml:821 ----
+# ---- polygamma: ops.yaml:829 ----
 polygamma_spec = Spec(
-    "mpsgen::polygamma", "ops.yaml:821", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::polygamma", "ops.yaml:829", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.bfloat16: torch.bfloat16,
@@ -1073,19 +1081,19 @@ polygamma_spec = Spec(
 )
 
 
-# ops.yaml:821: polygamma(int n, Tensor self) -> Tensor
+# ops.yaml:829: polygamma(int n, Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::polygamma", lib=lib)
 def polygamma_fake(n, self):
     check_defined(polygamma_spec, [self])
-    if not (n >= 0):  # ops.yaml:847
+    if not (n >= 0):  # ops.yaml:855
         raise RuntimeError(f'mpsgen::polygamma: polygamma(n, x) does not support negative n.')
     return fake_elementwise(polygamma_spec, [self])
 register_variants(lib, "polygamma", out="polygamma.out", inplace="polygamma_", self_index=1)
 
 
-# ---- div: ops.yaml:863 ----
+# ---- div: ops.yaml:871 ----
 div_spec = Spec(
-    "mpsgen::div", "ops.yaml:863", inputs=["self", "other"], int_to_float=True, bool_output=False,
+    "mpsgen::div", "ops.yaml:871", inputs=["self", "other"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1102,7 +1110,7 @@ div_spec = Spec(
     alpha_checks=False,
 )
 div_div_trunc_spec = Spec(
-    "mpsgen::div", "ops.yaml:870", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::div", "ops.yaml:878", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1118,7 +1126,7 @@ div_div_trunc_spec = Spec(
     choice="rounding_mode='trunc'",
 )
 div_div_floor_spec = Spec(
-    "mpsgen::div", "ops.yaml:871", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::div", "ops.yaml:879", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1135,16 +1143,16 @@ div_div_floor_spec = Spec(
 )
 
 
-# ops.yaml:863: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+# ops.yaml:871: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
 @torch.library.register_fake("mpsgen::div.Tensor_mode", lib=lib)
 def div_Tensor_mode_fake(self, other, *, rounding_mode):
     return fake_elementwise(div_spec, [self, other], choice=("rounding_mode", rounding_mode, {'None': div_spec, 'trunc': div_div_trunc_spec, 'floor': div_div_floor_spec}))
 register_variants(lib, "div.Tensor_mode", out="div.out_mode", inplace="div_.Tensor_mode")
 
 
-# ---- polar: ops.yaml:971 ----
+# ---- polar: ops.yaml:979 ----
 polar_spec = Spec(
-    "mpsgen::polar", "ops.yaml:971", inputs=["abs", "angle"], int_to_float=False, bool_output=False,
+    "mpsgen::polar", "ops.yaml:979", inputs=["abs", "angle"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
         torch.float16: torch.complex32,
@@ -1153,19 +1161,19 @@ polar_spec = Spec(
 )
 
 
-# ops.yaml:971: polar(Tensor abs, Tensor angle) -> Tensor
+# ops.yaml:979: polar(Tensor abs, Tensor angle) -> Tensor
 @torch.library.register_fake("mpsgen::polar", lib=lib)
 def polar_fake(abs, angle):
     check_defined(polar_spec, [abs, angle])
-    if not (abs.dtype == angle.dtype):  # ops.yaml:976
+    if not (abs.dtype == angle.dtype):  # ops.yaml:984
         raise RuntimeError(f'mpsgen::polar: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(polar_spec, [abs, angle])
 register_variants(lib, "polar", out="polar.out", inplace="polar_")
 
 
-# ---- complex: ops.yaml:988 ----
+# ---- complex: ops.yaml:996 ----
 complex_spec = Spec(
-    "mpsgen::complex", "ops.yaml:988", inputs=["real", "imag"], int_to_float=False, bool_output=False,
+    "mpsgen::complex", "ops.yaml:996", inputs=["real", "imag"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
         torch.float16: torch.complex32,
@@ -1174,19 +1182,19 @@ complex_spec = Spec(
 )
 
 
-# ops.yaml:988: complex(Tensor real, Tensor imag) -> Tensor
+# ops.yaml:996: complex(Tensor real, Tensor imag) -> Tensor
 @torch.library.register_fake("mpsgen::complex", lib=lib)
 def complex_fake(real, imag):
     check_defined(complex_spec, [real, imag])
-    if not (real.dtype == imag.dtype):  # ops.yaml:992
+    if not (real.dtype == imag.dtype):  # ops.yaml:1000
         raise RuntimeError(f'mpsgen::complex: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(complex_spec, [real, imag])
 register_variants(lib, "complex", out="complex.out", inplace="complex_")
 
 
-# ---- angle: ops.yaml:1003 ----
+# ---- angle: ops.yaml:1011 ----
 angle_spec = Spec(
-    "mpsgen::angle", "ops.yaml:1003", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::angle", "ops.yaml:1011", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1204,16 +1212,16 @@ angle_spec = Spec(
 )
 
 
-# ops.yaml:1003: angle(Tensor self) -> Tensor
+# ops.yaml:1011: angle(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::angle", lib=lib)
 def angle_fake(self):
     return fake_elementwise(angle_spec, [self])
 register_variants(lib, "angle", out="angle.out", inplace="angle_")
 
 
-# ---- cos: ops.yaml:1027 ----
+# ---- cos: ops.yaml:1035 ----
 cos_spec = Spec(
-    "mpsgen::cos", "ops.yaml:1027", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::cos", "ops.yaml:1035", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1231,16 +1239,16 @@ cos_spec = Spec(
 )
 
 
-# ops.yaml:1027: cos(Tensor self) -> Tensor
+# ops.yaml:1035: cos(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::cos", lib=lib)
 def cos_fake(self):
     return fake_elementwise(cos_spec, [self])
 register_variants(lib, "cos", out="cos.out", inplace="cos_")
 
 
-# ---- tan: ops.yaml:1053 ----
+# ---- tan: ops.yaml:1061 ----
 tan_spec = Spec(
-    "mpsgen::tan", "ops.yaml:1053", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::tan", "ops.yaml:1061", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1258,16 +1266,16 @@ tan_spec = Spec(
 )
 
 
-# ops.yaml:1053: tan(Tensor self) -> Tensor
+# ops.yaml:1061: tan(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tan", lib=lib)
 def tan_fake(self):
     return fake_elementwise(tan_spec, [self])
 register_variants(lib, "tan", out="tan.out", inplace="tan_")
 
 
-# ---- tanh: ops.yaml:1072 ----
+# ---- tanh: ops.yaml:1080 ----
 tanh_spec = Spec(
-    "mpsgen::tanh", "ops.yaml:1072", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::tanh", "ops.yaml:1080", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1285,16 +1293,16 @@ tanh_spec = Spec(
 )
 
 
-# ops.yaml:1072: tanh(Tensor self) -> Tensor
+# ops.yaml:1080: tanh(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tanh", lib=lib)
 def tanh_fake(self):
     return fake_elementwise(tanh_spec, [self])
 register_variants(lib, "tanh", out="tanh.out", inplace="tanh_")
 
 
-# ---- log: ops.yaml:1090 ----
+# ---- log: ops.yaml:1098 ----
 log_spec = Spec(
-    "mpsgen::log", "ops.yaml:1090", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::log", "ops.yaml:1098", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1312,16 +1320,16 @@ log_spec = Spec(
 )
 
 
-# ops.yaml:1090: log(Tensor self) -> Tensor
+# ops.yaml:1098: log(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log", lib=lib)
 def log_fake(self):
     return fake_elementwise(log_spec, [self])
 register_variants(lib, "log", out="log.out", inplace="log_")
 
 
-# ---- log1p: ops.yaml:1108 ----
+# ---- log1p: ops.yaml:1116 ----
 log1p_spec = Spec(
-    "mpsgen::log1p", "ops.yaml:1108", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::log1p", "ops.yaml:1116", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1339,16 +1347,16 @@ log1p_spec = Spec(
 )
 
 
-# ops.yaml:1108: log1p(Tensor self) -> Tensor
+# ops.yaml:1116: log1p(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log1p", lib=lib)
 def log1p_fake(self):
     return fake_elementwise(log1p_spec, [self])
 register_variants(lib, "log1p", out="log1p.out", inplace="log1p_")
 
 
-# ---- expm1: ops.yaml:1132 ----
+# ---- expm1: ops.yaml:1140 ----
 expm1_spec = Spec(
-    "mpsgen::expm1", "ops.yaml:1132", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::expm1", "ops.yaml:1140", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1366,16 +1374,16 @@ expm1_spec = Spec(
 )
 
 
-# ops.yaml:1132: expm1(Tensor self) -> Tensor
+# ops.yaml:1140: expm1(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::expm1", lib=lib)
 def expm1_fake(self):
     return fake_elementwise(expm1_spec, [self])
 register_variants(lib, "expm1", out="expm1.out", inplace="expm1_")
 
 
-# ---- rsqrt: ops.yaml:1161 ----
+# ---- rsqrt: ops.yaml:1169 ----
 rsqrt_spec = Spec(
-    "mpsgen::rsqrt", "ops.yaml:1161", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::rsqrt", "ops.yaml:1169", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1393,16 +1401,16 @@ rsqrt_spec = Spec(
 )
 
 
-# ops.yaml:1161: rsqrt(Tensor self) -> Tensor
+# ops.yaml:1169: rsqrt(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::rsqrt", lib=lib)
 def rsqrt_fake(self):
     return fake_elementwise(rsqrt_spec, [self])
 register_variants(lib, "rsqrt", out="rsqrt.out", inplace="rsqrt_")
 
 
-# ---- i0: ops.yaml:1179 ----
+# ---- i0: ops.yaml:1187 ----
 i0_spec = Spec(
-    "mpsgen::i0", "ops.yaml:1179", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::i0", "ops.yaml:1187", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1418,16 +1426,16 @@ i0_spec = Spec(
 )
 
 
-# ops.yaml:1179: i0(Tensor self) -> Tensor
+# ops.yaml:1187: i0(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::i0", lib=lib)
 def i0_fake(self):
     return fake_elementwise(i0_spec, [self])
 register_variants(lib, "i0", out="i0.out", inplace="i0_")
 
 
-# ---- reciprocal: ops.yaml:1192 ----
+# ---- reciprocal: ops.yaml:1200 ----
 reciprocal_spec = Spec(
-    "mpsgen::reciprocal", "ops.yaml:1192", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::reciprocal", "ops.yaml:1200", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1445,16 +1453,16 @@ reciprocal_spec = Spec(
 )
 
 
-# ops.yaml:1192: reciprocal(Tensor self) -> Tensor
+# ops.yaml:1200: reciprocal(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::reciprocal", lib=lib)
 def reciprocal_fake(self):
     return fake_elementwise(reciprocal_spec, [self])
 register_variants(lib, "reciprocal", out="reciprocal.out", inplace="reciprocal_")
 
 
-# ---- floor: ops.yaml:1211 ----
+# ---- floor: ops.yaml:1219 ----
 floor_spec = Spec(
-    "mpsgen::floor", "ops.yaml:1211", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::floor", "ops.yaml:1219", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1470,16 +1478,16 @@ floor_spec = Spec(
 )
 
 
-# ops.yaml:1211: floor(Tensor self) -> Tensor
+# ops.yaml:1219: floor(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::floor", lib=lib)
 def floor_fake(self):
     return fake_elementwise(floor_spec, [self])
 register_variants(lib, "floor", out="floor.out", inplace="floor_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool})
 
 
-# ---- ceil: ops.yaml:1227 ----
+# ---- ceil: ops.yaml:1235 ----
 ceil_spec = Spec(
-    "mpsgen::ceil", "ops.yaml:1227", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::ceil", "ops.yaml:1235", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1495,16 +1503,16 @@ ceil_spec = Spec(
 )
 
 
-# ops.yaml:1227: ceil(Tensor self) -> Tensor
+# ops.yaml:1235: ceil(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::ceil", lib=lib)
 def ceil_fake(self):
     return fake_elementwise(ceil_spec, [self])
 register_variants(lib, "ceil", out="ceil.out", inplace="ceil_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool})
 
 
-# ---- trunc: ops.yaml:1243 ----
+# ---- trunc: ops.yaml:1251 ----
 trunc_spec = Spec(
-    "mpsgen::trunc", "ops.yaml:1243", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::trunc", "ops.yaml:1251", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1520,16 +1528,16 @@ trunc_spec = Spec(
 )
 
 
-# ops.yaml:1243: trunc(Tensor self) -> Tensor
+# ops.yaml:1251: trunc(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::trunc", lib=lib)
 def trunc_fake(self):
     return fake_elementwise(trunc_spec, [self])
 register_variants(lib, "trunc", out="trunc.out", inplace="trunc_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool})
 
 
-# ---- sign: ops.yaml:1259 ----
+# ---- sign: ops.yaml:1267 ----
 sign_spec = Spec(
-    "mpsgen::sign", "ops.yaml:1259", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::sign", "ops.yaml:1267", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1545,16 +1553,16 @@ sign_spec = Spec(
 )
 
 
-# ops.yaml:1259: sign(Tensor self) -> Tensor
+# ops.yaml:1267: sign(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::sign", lib=lib)
 def sign_fake(self):
     return fake_elementwise(sign_spec, [self])
 register_variants(lib, "sign", out="sign.out", inplace="sign_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool})
 
 
-# ---- minimum: ops.yaml:1273 ----
+# ---- minimum: ops.yaml:1281 ----
 minimum_spec = Spec(
-    "mpsgen::minimum", "ops.yaml:1273", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::minimum", "ops.yaml:1281", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1570,16 +1578,16 @@ minimum_spec = Spec(
 )
 
 
-# ops.yaml:1273: minimum(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1281: minimum(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::minimum", lib=lib)
 def minimum_fake(self, other):
     return fake_elementwise(minimum_spec, [self, other])
 register_variants(lib, "minimum", out="minimum.out", inplace="minimum_")
 
 
-# ---- fmax: ops.yaml:1286 ----
+# ---- fmax: ops.yaml:1294 ----
 fmax_spec = Spec(
-    "mpsgen::fmax", "ops.yaml:1286", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmax", "ops.yaml:1294", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1595,16 +1603,16 @@ fmax_spec = Spec(
 )
 
 
-# ops.yaml:1286: fmax(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1294: fmax(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmax", lib=lib)
 def fmax_fake(self, other):
     return fake_elementwise(fmax_spec, [self, other])
 register_variants(lib, "fmax", out="fmax.out", inplace="fmax_")
 
 
-# ---- fmin: ops.yaml:1303 ----
+# ---- fmin: ops.yaml:1311 ----
 fmin_spec = Spec(
-    "mpsgen::fmin", "ops.yaml:1303", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmin", "ops.yaml:1311", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1620,16 +1628,16 @@ fmin_spec = Spec(
 )
 
 
-# ops.yaml:1303: fmin(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1311: fmin(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmin", lib=lib)
 def fmin_fake(self, other):
     return fake_elementwise(fmin_spec, [self, other])
 register_variants(lib, "fmin", out="fmin.out", inplace="fmin_")
 
 
-# ---- bitwise_and: ops.yaml:1319 ----
+# ---- bitwise_and: ops.yaml:1327 ----
 bitwise_and_spec = Spec(
-    "mpsgen::bitwise_and", "ops.yaml:1319", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_and", "ops.yaml:1327", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -1642,23 +1650,23 @@ bitwise_and_spec = Spec(
 )
 
 
-# ops.yaml:1319: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1327: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Tensor", lib=lib)
 def bitwise_and_Tensor_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
 register_variants(lib, "bitwise_and.Tensor", out="bitwise_and.Tensor_out", inplace="bitwise_and_.Tensor")
 
 
-# ops.yaml:1328: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1336: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Scalar", lib=lib)
 def bitwise_and_Scalar_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
 register_variants(lib, "bitwise_and.Scalar", out="bitwise_and.Scalar_out", inplace="bitwise_and_.Scalar")
 
 
-# ---- bitwise_or: ops.yaml:1330 ----
+# ---- bitwise_or: ops.yaml:1338 ----
 bitwise_or_spec = Spec(
-    "mpsgen::bitwise_or", "ops.yaml:1330", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_or", "ops.yaml:1338", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -1671,16 +1679,16 @@ bitwise_or_spec = Spec(
 )
 
 
-# ops.yaml:1330: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1338: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_or.Tensor", lib=lib)
 def bitwise_or_Tensor_fake(self, other):
     return fake_elementwise(bitwise_or_spec, [self, other])
 register_variants(lib, "bitwise_or.Tensor", out="bitwise_or.Tensor_out", inplace="bitwise_or_.Tensor")
 
 
-# ---- gt: ops.yaml:1340 ----
+# ---- gt: ops.yaml:1348 ----
 gt_spec = Spec(
-    "mpsgen::gt", "ops.yaml:1340", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::gt", "ops.yaml:1348", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1696,23 +1704,23 @@ gt_spec = Spec(
 )
 
 
-# ops.yaml:1340: gt.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1348: gt.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Tensor", lib=lib)
 def gt_Tensor_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
 register_variants(lib, "gt.Tensor", out="gt.Tensor_out", inplace="gt_.Tensor")
 
 
-# ops.yaml:1349: gt.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1357: gt.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Scalar", lib=lib)
 def gt_Scalar_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
 register_variants(lib, "gt.Scalar", out="gt.Scalar_out", inplace="gt_.Scalar")
 
 
-# ---- ge: ops.yaml:1351 ----
+# ---- ge: ops.yaml:1359 ----
 ge_spec = Spec(
-    "mpsgen::ge", "ops.yaml:1351", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::ge", "ops.yaml:1359", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1728,16 +1736,16 @@ ge_spec = Spec(
 )
 
 
-# ops.yaml:1351: ge.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1359: ge.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::ge.Tensor", lib=lib)
 def ge_Tensor_fake(self, other):
     return fake_elementwise(ge_spec, [self, other])
 register_variants(lib, "ge.Tensor", out="ge.Tensor_out", inplace="ge_.Tensor")
 
 
-# ---- le: ops.yaml:1360 ----
+# ---- le: ops.yaml:1368 ----
 le_spec = Spec(
-    "mpsgen::le", "ops.yaml:1360", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::le", "ops.yaml:1368", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1753,16 +1761,16 @@ le_spec = Spec(
 )
 
 
-# ops.yaml:1360: le.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1368: le.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::le.Tensor", lib=lib)
 def le_Tensor_fake(self, other):
     return fake_elementwise(le_spec, [self, other])
 register_variants(lib, "le.Tensor", out="le.Tensor_out", inplace="le_.Tensor")
 
 
-# ---- logical_or: ops.yaml:1369 ----
+# ---- logical_or: ops.yaml:1377 ----
 logical_or_spec = Spec(
-    "mpsgen::logical_or", "ops.yaml:1369", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_or", "ops.yaml:1377", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1779,16 +1787,16 @@ logical_or_spec = Spec(
 )
 
 
-# ops.yaml:1369: logical_or(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1377: logical_or(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_or", lib=lib)
 def logical_or_fake(self, other):
     return fake_elementwise(logical_or_spec, [self, other])
 register_variants(lib, "logical_or", out="logical_or.out", inplace="logical_or_")
 
 
-# ---- logical_xor: ops.yaml:1378 ----
+# ---- logical_xor: ops.yaml:1386 ----
 logical_xor_spec = Spec(
-    "mpsgen::logical_xor", "ops.yaml:1378", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_xor", "ops.yaml:1386", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1805,16 +1813,16 @@ logical_xor_spec = Spec(
 )
 
 
-# ops.yaml:1378: logical_xor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1386: logical_xor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_xor", lib=lib)
 def logical_xor_fake(self, other):
     return fake_elementwise(logical_xor_spec, [self, other])
 register_variants(lib, "logical_xor", out="logical_xor.out", inplace="logical_xor_")
 
 
-# ---- where: ops.yaml:1391 ----
+# ---- where: ops.yaml:1399 ----
 where_spec = Spec(
-    "mpsgen::where", "ops.yaml:1391", inputs=["condition", "self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::where", "ops.yaml:1399", inputs=["condition", "self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1833,41 +1841,41 @@ where_spec = Spec(
 )
 
 
-# ops.yaml:1391: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
+# ops.yaml:1399: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::where.self", lib=lib)
 def where_self_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1397
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1405
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other])
 register_variants(lib, "where.self", out="where.self_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1413: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor
+# ops.yaml:1421: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::where.ScalarSelf", lib=lib)
 def where_ScalarSelf_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1397
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1405
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other], converted=[self])
 register_variants(lib, "where.ScalarSelf", out="where.ScalarSelf_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1414: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor
+# ops.yaml:1422: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::where.ScalarOther", lib=lib)
 def where_ScalarOther_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1397
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1405
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other], converted=[other])
 register_variants(lib, "where.ScalarOther", out="where.ScalarOther_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1415: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor
+# ops.yaml:1423: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::where.Scalar", lib=lib)
 def where_Scalar_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1397
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1405
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other], converted=[self, other])
 register_variants(lib, "where.Scalar", out="where.Scalar_out", inplace=None, exact_out=True)

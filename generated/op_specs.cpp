@@ -416,7 +416,7 @@ extern const OpSpec sub_spec{
     },
     };
 
-// ops.yaml:364: the dtypes lerp.metal registers (input -> output)
+// ops.yaml:369: the dtypes lerp.metal registers (input -> output)
 extern const OpSpec lerp_spec{
     "mpsgen::lerp",
     "ops.yaml:362",
@@ -435,10 +435,10 @@ extern const OpSpec lerp_spec{
     },
     };
 
-// ops.yaml:398: the dtypes lerp_scalar.metal registers (input -> output)
+// ops.yaml:406: the dtypes lerp_scalar.metal registers (input -> output)
 extern const OpSpec lerp_scalar_spec{
     "mpsgen::lerp",
-    "ops.yaml:395",
+    "ops.yaml:400",
     {"self", "end"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -453,10 +453,10 @@ extern const OpSpec lerp_scalar_spec{
     },
     };
 
-// ops.yaml:425: the dtypes addcmul.metal registers (input -> output)
+// ops.yaml:433: the dtypes addcmul.metal registers (input -> output)
 extern const OpSpec addcmul_spec{
     "mpsgen::addcmul",
-    "ops.yaml:423",
+    "ops.yaml:431",
     {"self", "tensor1", "tensor2"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -478,10 +478,10 @@ extern const OpSpec addcmul_spec{
     },
     };
 
-// ops.yaml:452: the dtypes addcdiv.metal registers (input -> output)
+// ops.yaml:460: the dtypes addcdiv.metal registers (input -> output)
 extern const OpSpec addcdiv_spec{
     "mpsgen::addcdiv",
-    "ops.yaml:450",
+    "ops.yaml:458",
     {"self", "tensor1", "tensor2"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -498,10 +498,10 @@ extern const OpSpec addcdiv_spec{
     },
     };
 
-// ops.yaml:491: the dtypes elu.metal registers (input -> output)
+// ops.yaml:499: the dtypes elu.metal registers (input -> output)
 extern const OpSpec elu_spec{
     "mpsgen::elu",
-    "ops.yaml:488",
+    "ops.yaml:496",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -516,10 +516,10 @@ extern const OpSpec elu_spec{
     },
     };
 
-// ops.yaml:515: the dtypes clamp.metal registers (input -> output)
+// ops.yaml:523: the dtypes clamp.metal registers (input -> output)
 extern const OpSpec clamp_spec{
     "mpsgen::clamp",
-    "ops.yaml:507",
+    "ops.yaml:515",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -539,10 +539,10 @@ extern const OpSpec clamp_spec{
     },
     };
 
-// ops.yaml:540: the dtypes clamp_tensor.metal registers (input -> output)
+// ops.yaml:548: the dtypes clamp_tensor.metal registers (input -> output)
 extern const OpSpec clamp_tensor_spec{
     "mpsgen::clamp",
-    "ops.yaml:531",
+    "ops.yaml:539",
     {"self", "min", "max"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -562,10 +562,10 @@ extern const OpSpec clamp_tensor_spec{
     },
     };
 
-// ops.yaml:571: the dtypes nan_to_num.metal registers (input -> output)
+// ops.yaml:579: the dtypes nan_to_num.metal registers (input -> output)
 extern const OpSpec nan_to_num_spec{
     "mpsgen::nan_to_num",
-    "ops.yaml:569",
+    "ops.yaml:577",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -586,10 +586,10 @@ extern const OpSpec nan_to_num_spec{
     },
     };
 
-// ops.yaml:590: the dtypes threshold.metal registers (input -> output)
+// ops.yaml:598: the dtypes threshold.metal registers (input -> output)
 extern const OpSpec threshold_spec{
     "mpsgen::threshold",
-    "ops.yaml:589",
+    "ops.yaml:597",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -609,10 +609,10 @@ extern const OpSpec threshold_spec{
     },
     };
 
-// ops.yaml:610: the dtypes softplus.metal registers (input -> output)
+// ops.yaml:618: the dtypes softplus.metal registers (input -> output)
 extern const OpSpec softplus_spec{
     "mpsgen::softplus",
-    "ops.yaml:607",
+    "ops.yaml:615",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -627,10 +627,10 @@ extern const OpSpec softplus_spec{
     },
     };
 
-// ops.yaml:624: the dtypes hardtanh.metal registers (input -> output)
+// ops.yaml:632: the dtypes hardtanh.metal registers (input -> output)
 extern const OpSpec hardtanh_spec{
     "mpsgen::hardtanh",
-    "ops.yaml:622",
+    "ops.yaml:630",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -649,10 +649,10 @@ extern const OpSpec hardtanh_spec{
     },
     };
 
-// ops.yaml:640: the dtypes round_decimals.metal registers (input -> output)
+// ops.yaml:648: the dtypes round_decimals.metal registers (input -> output)
 extern const OpSpec round_decimals_spec{
     "mpsgen::round",
-    "ops.yaml:637",
+    "ops.yaml:645",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -667,10 +667,10 @@ extern const OpSpec round_decimals_spec{
     },
     };
 
-// ops.yaml:661: the dtypes gelu.metal registers (input -> output)
+// ops.yaml:669: the dtypes gelu.metal registers (input -> output)
 extern const OpSpec gelu_spec{
     "mpsgen::gelu",
-    "ops.yaml:657",
+    "ops.yaml:665",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -685,10 +685,10 @@ extern const OpSpec gelu_spec{
     },
     };
 
-// ops.yaml:685: the dtypes leaky_relu_backward.metal registers (input -> output)
+// ops.yaml:693: the dtypes leaky_relu_backward.metal registers (input -> output)
 extern const OpSpec leaky_relu_backward_spec{
     "mpsgen::leaky_relu_backward",
-    "ops.yaml:684",
+    "ops.yaml:692",
     {"grad_output", "self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -703,10 +703,10 @@ extern const OpSpec leaky_relu_backward_spec{
     },
     };
 
-// ops.yaml:704: the dtypes eq.metal registers (input -> output)
+// ops.yaml:712: the dtypes eq.metal registers (input -> output)
 extern const OpSpec eq_spec{
     "mpsgen::eq",
-    "ops.yaml:703",
+    "ops.yaml:711",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -729,10 +729,10 @@ extern const OpSpec eq_spec{
     },
     };
 
-// ops.yaml:719: the dtypes ne.metal registers (input -> output)
+// ops.yaml:727: the dtypes ne.metal registers (input -> output)
 extern const OpSpec ne_spec{
     "mpsgen::ne",
-    "ops.yaml:718",
+    "ops.yaml:726",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -755,10 +755,10 @@ extern const OpSpec ne_spec{
     },
     };
 
-// ops.yaml:732: the dtypes lt.metal registers (input -> output)
+// ops.yaml:740: the dtypes lt.metal registers (input -> output)
 extern const OpSpec lt_spec{
     "mpsgen::lt",
-    "ops.yaml:731",
+    "ops.yaml:739",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -779,10 +779,10 @@ extern const OpSpec lt_spec{
     },
     };
 
-// ops.yaml:743: the dtypes logical_and.metal registers (input -> output)
+// ops.yaml:751: the dtypes logical_and.metal registers (input -> output)
 extern const OpSpec logical_and_spec{
     "mpsgen::logical_and",
-    "ops.yaml:742",
+    "ops.yaml:750",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -804,10 +804,10 @@ extern const OpSpec logical_and_spec{
     },
     };
 
-// ops.yaml:754: the dtypes isnan.metal registers (input -> output)
+// ops.yaml:762: the dtypes isnan.metal registers (input -> output)
 extern const OpSpec isnan_spec{
     "mpsgen::isnan",
-    "ops.yaml:752",
+    "ops.yaml:760",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -830,10 +830,10 @@ extern const OpSpec isnan_spec{
     },
     };
 
-// ops.yaml:773: the dtypes neg.metal registers (input -> output)
+// ops.yaml:781: the dtypes neg.metal registers (input -> output)
 extern const OpSpec neg_spec{
     "mpsgen::neg",
-    "ops.yaml:771",
+    "ops.yaml:779",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -855,10 +855,10 @@ extern const OpSpec neg_spec{
     },
     };
 
-// ops.yaml:790: the dtypes abs.metal registers (input -> output)
+// ops.yaml:798: the dtypes abs.metal registers (input -> output)
 extern const OpSpec abs_spec{
     "mpsgen::abs",
-    "ops.yaml:787",
+    "ops.yaml:795",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -880,10 +880,10 @@ extern const OpSpec abs_spec{
     },
     };
 
-// ops.yaml:822: the dtypes polygamma.metal registers (input -> output)
+// ops.yaml:830: the dtypes polygamma.metal registers (input -> output)
 extern const OpSpec polygamma_spec{
     "mpsgen::polygamma",
-    "ops.yaml:821",
+    "ops.yaml:829",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -899,10 +899,10 @@ extern const OpSpec polygamma_spec{
     },
     };
 
-// ops.yaml:872: the dtypes div.metal registers (input -> output)
+// ops.yaml:880: the dtypes div.metal registers (input -> output)
 extern const OpSpec div_spec{
     "mpsgen::div",
-    "ops.yaml:863",
+    "ops.yaml:871",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -925,10 +925,10 @@ extern const OpSpec div_spec{
     },
     };
 
-// ops.yaml:870: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
+// ops.yaml:878: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
 extern const OpSpec div_div_trunc_spec{
     "mpsgen::div",
-    "ops.yaml:870",
+    "ops.yaml:878",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -950,10 +950,10 @@ extern const OpSpec div_div_trunc_spec{
     /*choice=*/"rounding_mode='trunc'",
     };
 
-// ops.yaml:871: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
+// ops.yaml:879: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
 extern const OpSpec div_div_floor_spec{
     "mpsgen::div",
-    "ops.yaml:871",
+    "ops.yaml:879",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -975,10 +975,10 @@ extern const OpSpec div_div_floor_spec{
     /*choice=*/"rounding_mode='floor'",
     };
 
-// ops.yaml:973: the dtypes polar.metal registers (input -> output)
+// ops.yaml:981: the dtypes polar.metal registers (input -> output)
 extern const OpSpec polar_spec{
     "mpsgen::polar",
-    "ops.yaml:971",
+    "ops.yaml:979",
     {"abs", "angle"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -992,10 +992,10 @@ extern const OpSpec polar_spec{
     },
     };
 
-// ops.yaml:989: the dtypes complex.metal registers (input -> output)
+// ops.yaml:997: the dtypes complex.metal registers (input -> output)
 extern const OpSpec complex_spec{
     "mpsgen::complex",
-    "ops.yaml:988",
+    "ops.yaml:996",
     {"real", "imag"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1009,10 +1009,10 @@ extern const OpSpec complex_spec{
     },
     };
 
-// ops.yaml:1004: the dtypes angle.metal registers (input -> output)
+// ops.yaml:1012: the dtypes angle.metal registers (input -> output)
 extern const OpSpec angle_spec{
     "mpsgen::angle",
-    "ops.yaml:1003",
+    "ops.yaml:1011",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1035,10 +1035,10 @@ extern const OpSpec angle_spec{
     },
     };
 
-// ops.yaml:1028: the dtypes cos.metal registers (input -> output)
+// ops.yaml:1036: the dtypes cos.metal registers (input -> output)
 extern const OpSpec cos_spec{
     "mpsgen::cos",
-    "ops.yaml:1027",
+    "ops.yaml:1035",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1061,10 +1061,10 @@ extern const OpSpec cos_spec{
     },
     };
 
-// ops.yaml:1054: the dtypes tan.metal registers (input -> output)
+// ops.yaml:1062: the dtypes tan.metal registers (input -> output)
 extern const OpSpec tan_spec{
     "mpsgen::tan",
-    "ops.yaml:1053",
+    "ops.yaml:1061",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1087,10 +1087,10 @@ extern const OpSpec tan_spec{
     },
     };
 
-// ops.yaml:1073: the dtypes tanh.metal registers (input -> output)
+// ops.yaml:1081: the dtypes tanh.metal registers (input -> output)
 extern const OpSpec tanh_spec{
     "mpsgen::tanh",
-    "ops.yaml:1072",
+    "ops.yaml:1080",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1113,10 +1113,10 @@ extern const OpSpec tanh_spec{
     },
     };
 
-// ops.yaml:1091: the dtypes log.metal registers (input -> output)
+// ops.yaml:1099: the dtypes log.metal registers (input -> output)
 extern const OpSpec log_spec{
     "mpsgen::log",
-    "ops.yaml:1090",
+    "ops.yaml:1098",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1139,10 +1139,10 @@ extern const OpSpec log_spec{
     },
     };
 
-// ops.yaml:1109: the dtypes log1p.metal registers (input -> output)
+// ops.yaml:1117: the dtypes log1p.metal registers (input -> output)
 extern const OpSpec log1p_spec{
     "mpsgen::log1p",
-    "ops.yaml:1108",
+    "ops.yaml:1116",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1165,10 +1165,10 @@ extern const OpSpec log1p_spec{
     },
     };
 
-// ops.yaml:1133: the dtypes expm1.metal registers (input -> output)
+// ops.yaml:1141: the dtypes expm1.metal registers (input -> output)
 extern const OpSpec expm1_spec{
     "mpsgen::expm1",
-    "ops.yaml:1132",
+    "ops.yaml:1140",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1191,10 +1191,10 @@ extern const OpSpec expm1_spec{
     },
     };
 
-// ops.yaml:1162: the dtypes rsqrt.metal registers (input -> output)
+// ops.yaml:1170: the dtypes rsqrt.metal registers (input -> output)
 extern const OpSpec rsqrt_spec{
     "mpsgen::rsqrt",
-    "ops.yaml:1161",
+    "ops.yaml:1169",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1217,10 +1217,10 @@ extern const OpSpec rsqrt_spec{
     },
     };
 
-// ops.yaml:1180: the dtypes i0.metal registers (input -> output)
+// ops.yaml:1188: the dtypes i0.metal registers (input -> output)
 extern const OpSpec i0_spec{
     "mpsgen::i0",
-    "ops.yaml:1179",
+    "ops.yaml:1187",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1241,10 +1241,10 @@ extern const OpSpec i0_spec{
     },
     };
 
-// ops.yaml:1193: the dtypes reciprocal.metal registers (input -> output)
+// ops.yaml:1201: the dtypes reciprocal.metal registers (input -> output)
 extern const OpSpec reciprocal_spec{
     "mpsgen::reciprocal",
-    "ops.yaml:1192",
+    "ops.yaml:1200",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1267,10 +1267,10 @@ extern const OpSpec reciprocal_spec{
     },
     };
 
-// ops.yaml:1213: the dtypes floor.metal registers (input -> output)
+// ops.yaml:1221: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
     "mpsgen::floor",
-    "ops.yaml:1211",
+    "ops.yaml:1219",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1291,10 +1291,10 @@ extern const OpSpec floor_spec{
     },
     };
 
-// ops.yaml:1229: the dtypes ceil.metal registers (input -> output)
+// ops.yaml:1237: the dtypes ceil.metal registers (input -> output)
 extern const OpSpec ceil_spec{
     "mpsgen::ceil",
-    "ops.yaml:1227",
+    "ops.yaml:1235",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1315,10 +1315,10 @@ extern const OpSpec ceil_spec{
     },
     };
 
-// ops.yaml:1245: the dtypes trunc.metal registers (input -> output)
+// ops.yaml:1253: the dtypes trunc.metal registers (input -> output)
 extern const OpSpec trunc_spec{
     "mpsgen::trunc",
-    "ops.yaml:1243",
+    "ops.yaml:1251",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1339,10 +1339,10 @@ extern const OpSpec trunc_spec{
     },
     };
 
-// ops.yaml:1261: the dtypes sign.metal registers (input -> output)
+// ops.yaml:1269: the dtypes sign.metal registers (input -> output)
 extern const OpSpec sign_spec{
     "mpsgen::sign",
-    "ops.yaml:1259",
+    "ops.yaml:1267",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1363,10 +1363,10 @@ extern const OpSpec sign_spec{
     },
     };
 
-// ops.yaml:1274: the dtypes minimum.metal registers (input -> output)
+// ops.yaml:1282: the dtypes minimum.metal registers (input -> output)
 extern const OpSpec minimum_spec{
     "mpsgen::minimum",
-    "ops.yaml:1273",
+    "ops.yaml:1281",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1387,10 +1387,10 @@ extern const OpSpec minimum_spec{
     },
     };
 
-// ops.yaml:1287: the dtypes fmax.metal registers (input -> output)
+// ops.yaml:1295: the dtypes fmax.metal registers (input -> output)
 extern const OpSpec fmax_spec{
     "mpsgen::fmax",
-    "ops.yaml:1286",
+    "ops.yaml:1294",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1411,10 +1411,10 @@ extern const OpSpec fmax_spec{
     },
     };
 
-// ops.yaml:1304: the dtypes fmin.metal registers (input -> output)
+// ops.yaml:1312: the dtypes fmin.metal registers (input -> output)
 extern const OpSpec fmin_spec{
     "mpsgen::fmin",
-    "ops.yaml:1303",
+    "ops.yaml:1311",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1435,10 +1435,10 @@ extern const OpSpec fmin_spec{
     },
     };
 
-// ops.yaml:1320: the dtypes bitwise_and.metal registers (input -> output)
+// ops.yaml:1328: the dtypes bitwise_and.metal registers (input -> output)
 extern const OpSpec bitwise_and_spec{
     "mpsgen::bitwise_and",
-    "ops.yaml:1319",
+    "ops.yaml:1327",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1456,10 +1456,10 @@ extern const OpSpec bitwise_and_spec{
     },
     };
 
-// ops.yaml:1331: the dtypes bitwise_or.metal registers (input -> output)
+// ops.yaml:1339: the dtypes bitwise_or.metal registers (input -> output)
 extern const OpSpec bitwise_or_spec{
     "mpsgen::bitwise_or",
-    "ops.yaml:1330",
+    "ops.yaml:1338",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1477,10 +1477,10 @@ extern const OpSpec bitwise_or_spec{
     },
     };
 
-// ops.yaml:1341: the dtypes gt.metal registers (input -> output)
+// ops.yaml:1349: the dtypes gt.metal registers (input -> output)
 extern const OpSpec gt_spec{
     "mpsgen::gt",
-    "ops.yaml:1340",
+    "ops.yaml:1348",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1501,10 +1501,10 @@ extern const OpSpec gt_spec{
     },
     };
 
-// ops.yaml:1352: the dtypes ge.metal registers (input -> output)
+// ops.yaml:1360: the dtypes ge.metal registers (input -> output)
 extern const OpSpec ge_spec{
     "mpsgen::ge",
-    "ops.yaml:1351",
+    "ops.yaml:1359",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1525,10 +1525,10 @@ extern const OpSpec ge_spec{
     },
     };
 
-// ops.yaml:1361: the dtypes le.metal registers (input -> output)
+// ops.yaml:1369: the dtypes le.metal registers (input -> output)
 extern const OpSpec le_spec{
     "mpsgen::le",
-    "ops.yaml:1360",
+    "ops.yaml:1368",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1549,10 +1549,10 @@ extern const OpSpec le_spec{
     },
     };
 
-// ops.yaml:1370: the dtypes logical_or.metal registers (input -> output)
+// ops.yaml:1378: the dtypes logical_or.metal registers (input -> output)
 extern const OpSpec logical_or_spec{
     "mpsgen::logical_or",
-    "ops.yaml:1369",
+    "ops.yaml:1377",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1574,10 +1574,10 @@ extern const OpSpec logical_or_spec{
     },
     };
 
-// ops.yaml:1379: the dtypes logical_xor.metal registers (input -> output)
+// ops.yaml:1387: the dtypes logical_xor.metal registers (input -> output)
 extern const OpSpec logical_xor_spec{
     "mpsgen::logical_xor",
-    "ops.yaml:1378",
+    "ops.yaml:1386",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1599,10 +1599,10 @@ extern const OpSpec logical_xor_spec{
     },
     };
 
-// ops.yaml:1393: the dtypes where.metal registers (input -> output)
+// ops.yaml:1401: the dtypes where.metal registers (input -> output)
 extern const OpSpec where_spec{
     "mpsgen::where",
-    "ops.yaml:1391",
+    "ops.yaml:1399",
     {"condition", "self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1625,10 +1625,10 @@ extern const OpSpec where_spec{
     },
     };
 
-// ops.yaml:1430: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1438: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1427",
+    "ops.yaml:1435",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1649,10 +1649,10 @@ extern const OpSpec heaviside_spec{
     },
     };
 
-// ops.yaml:1444: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1452: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1442",
+    "ops.yaml:1450",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1673,10 +1673,10 @@ extern const OpSpec special_ndtri_spec{
     },
     };
 
-// ops.yaml:1512: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1520: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1510",
+    "ops.yaml:1518",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1697,10 +1697,10 @@ extern const OpSpec special_log_ndtr_spec{
     },
     };
 
-// ops.yaml:1540: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1548: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1538",
+    "ops.yaml:1546",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1721,10 +1721,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     },
     };
 
-// ops.yaml:1597: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1605: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1595",
+    "ops.yaml:1603",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1745,10 +1745,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     },
     };
 
-// ops.yaml:1644: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1652: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1642",
+    "ops.yaml:1650",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,

@@ -1103,6 +1103,8 @@ CHECK_KINDS = {"self": ("Tensor", False), "other": ("Tensor", False), "lambd": (
      "((mpsgen::dtype_of(self) != c10::ScalarType::Bool) || (mpsgen::dtype_of(other) != c10::ScalarType::Bool))"),
     ("self.dtype == torch.float32", "(self.scalar_type() == c10::ScalarType::Float)"),
     ("self.dtype == other.dtype", "(self.scalar_type() == other.scalar_type())"),
+    ("other.dim() == 0 or other.dtype == self.dtype",
+     "((static_cast<double>(other.dim()) == 0.0) || (other.scalar_type() == self.scalar_type()))"),
 ])
 def test_check_conditions_translate_to_cpp(condition, cpp):
     from mpsgen.codegen.checks import to_cpp
@@ -1114,6 +1116,8 @@ def test_check_conditions_translate_to_cpp(condition, cpp):
     ("self.dtype == torch.float64", "is not supported"),  # Metal has no double: not a dtype of ours
     ("dtype_max(lambd) > 0", "is not supported"),  # of a Tensor
     ("torch.is_floating_point(self)", "is not supported"),
+    ("lambd.dim() == 0", "is not supported"),  # of a Tensor
+    ("self.dim(1) == 0", "is not supported"),
 ])
 def test_check_conditions_outside_the_language_are_refused(condition, says):
     from mpsgen.codegen.checks import CheckError, to_cpp

@@ -437,3 +437,44 @@ def test_non_finite_arguments_match_torch(entry, name, dtype, value):
         return
     actual = ours(*args, **kwargs)
     torch.testing.assert_close(actual, expected, equal_nan=True, atol=0, rtol=0, check_dtype=True)
+
+
+# ---- mixed dtypes that torch refuses (issue 33) ---------------------------------------
+# Most binary ops promote; some of torch's refuse another dtype outright (lerp: "expected dtype
+# float for `end`"). Each Tensor after the first of every entry with aten's schema gets another
+# dtype, as a tensor and as a 0-dim tensor: ours raises exactly where aten's op raises.
+
+def _mixed_cases():
+    for op in REGISTRY.own_ops:
+        for entry in op.entries:
+            if _aten_op(str(entry.schema)) is None:
+                continue
+            params = entry_params(entry)
+            tensors = [p for p in params if p.kind == "Tensor" and not p.mask]
+            for p in tensors[1:]:
+                for other in (torch.float16, torch.float64, torch.int64):
+                    for zero_dim in (False, True):
+                        yield pytest.param(entry, p.name, other, zero_dim,
+                                           id=f"{entry.qualified_name}-{p.name}-{str(other)[6:]}{'-0dim' * zero_dim}")
+
+
+@pytest.mark.parametrize("entry,name,other,zero_dim", list(_mixed_cases()))
+def test_mixed_dtypes_are_refused_where_torch_refuses(entry, name, other, zero_dim):
+    params = entry_params(entry)
+    tensors = [torch.tensor(0.75) if zero_dim and p.name == name else torch.rand(4) for p in params
+               if p.kind == "Tensor"]
+    tensors = [t.to(other) if p.name == name else (t < 0.5 if p.mask else t)
+               for p, t in zip([p for p in params if p.kind == "Tensor"], tensors)]
+    args, kwargs = fill(params, tensors, torch.float32)
+    try:
+        _aten_op(str(entry.schema))(*args, **kwargs)
+    except RuntimeError as e:
+        if re.search(r"not implemented for '\w+'", str(e)):
+            return  # torch's CPU lacks the kernel: a dtype matter, not a refusal
+        with pytest.raises(RuntimeError):
+            overload(entry.qualified_name)(*args, **kwargs)
+        return
+    try:
+        overload(entry.qualified_name)(*args, **kwargs)
+    except NotImplementedError:
+        pass  # a result dtype the op does not register (test_unregistered_dtype_raises_...)
