@@ -23,7 +23,8 @@ from .model import (DEFAULT_PARAM_TYPE, Check, Tolerance, PARAM_TYPES, Derivativ
 
 TOP_KEYS = {"namespace", "ops"}
 OP_KEYS = {"func", "functor", "dtypes", "reference", "opinfo", "xfail", "derivatives", "args", "kernel",
-           "alpha_check", "checks", "tolerances", "implements", "replaces", "given", "mask", "gaps", "out_dtype"}
+           "alpha_check", "checks", "tolerances", "implements", "replaces", "given", "mask", "gaps", "out_dtype",
+           "zero_divisor"}
 OVERLOAD_KEYS = {"func", "reference", "opinfo", "xfail", "derivatives", "out_dtype"}
 # `out_dtype:` how out= relates to the result dtype: cast to it (TensorIterator's binary and
 # *_float ops), or exact, as torch's unary-op iterators (check_all_same_dtype) and its
@@ -243,6 +244,8 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
     implements, replaces, aten_variants = _check_implements(entry, schema, family, label, line_of, errors)
     mask = _check_mask(entry, args, family, bool(params or selector or given), label, line_of, errors) \
         if "mask" in entry and schema is not None and not is_overload else ""
+    zero_divisor = _check_zero_divisor(entry, args, label, line_of("zero_divisor"), errors) \
+        if "zero_divisor" in entry and schema is not None and not is_overload else ""
 
     if len(errors.messages) > n_before:
         return None
@@ -261,7 +264,7 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
             derivatives=derivatives or (), name=kernel, family=family, functor=functor,
             tables=tables, params=params, selector=selector, given=given, alpha_check=alpha_check,
             exact_out=_exact_inputs(out_dtype, [r for t in tables for r in t.registrations]),
-            checks=checks, mask=mask,
+            checks=checks, mask=mask, zero_divisor=zero_divisor,
             tolerances=tolerances, gaps=gaps, implements=implements, replaces=replaces, aten_variants=aten_variants,
             functor_line=_functor_line(entry["functor"], line_of("functor")))
     if op.derivatives and not op.differentiable:
@@ -643,6 +646,19 @@ def _check_mask(entry, op_args, family, has_params, label, line_of, errors) -> s
     else:
         return name
     return ""
+
+
+def _check_zero_divisor(entry, op_args, label, line, errors) -> str:
+    """`zero_divisor: <name>`: a Tensor after the first whose zeros make an integer result raise
+    ZeroDivisionError on the CPU backend, as torch's CPU kernels raise (div's trunc and floor)."""
+    name = entry["zero_divisor"]
+    tensors = [a for a in op_args if a.kind == "Tensor"]
+    divisors = [a.name for a in tensors[1:] if not a.optional]
+    if any(a.optional for a in tensors) or name not in divisors:
+        errors.add(line, label, "zero_divisor", f"expected the name of a Tensor argument after the first, of an op "
+                   f"without Tensor? arguments ({', '.join(divisors) or 'this op has none'}), got {name!r}")
+        return ""
+    return name
 
 
 def _check_checks(spec, op_args, label, line, errors) -> tuple[Check, ...]:

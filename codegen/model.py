@@ -281,6 +281,8 @@ class Op(Entry):
     given: tuple[tuple[tuple[str, ...], str], ...] = ()  # `given:`: (the Tensor? arguments given, kernel)
     alpha_check: bool = False  # torch's alpha_check of add/sub (`alpha_check: true`)
     checks: tuple[Check, ...] = ()  # argument conditions torch enforces (`checks:`)
+    # `zero_divisor:` the Tensor whose zeros make an integer result raise on CPU (torch's div_floor)
+    zero_divisor: str = ""
     tolerances: tuple[Tolerance, ...] = ()  # op-output-match overrides, also for its overloads
     gaps: tuple[Gap, ...] = ()  # dtypes torch's MPS kernel supports that the op leaves out (`gaps:`)
     implements: str = ""  # "aten": registers kernels for torch's own aten::<op> (no def, fake kernel, autograd)
@@ -412,6 +414,11 @@ class Op(Entry):
     def mask_index(self) -> int:
         """The mask's position among the Tensor arguments (`mask:`), or -1."""
         return self.tensor_args.index(self.mask) if self.mask else -1
+
+    @cached_property
+    def zero_divisor_index(self) -> int:
+        """The position of `zero_divisor:` among the Tensor arguments, or -1."""
+        return self.tensor_args.index(self.zero_divisor) if self.zero_divisor else -1
 
     @cached_property
     def promoting(self) -> list[str]:

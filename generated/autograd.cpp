@@ -3928,12 +3928,12 @@ variable_list DivTensorModeBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 891 "ops.yaml"
+#line 893 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, rounding_mode.has_value() ? zeros_like(grad) : grad / other.conj());
 #line 3934 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 892 "ops.yaml"
+#line 894 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(other, rounding_mode.has_value() ? zeros_like(grad) : -grad * ((self / other) / other).conj());
 #line 3939 "autograd.cpp"
   }
@@ -3982,7 +3982,7 @@ at::Tensor& div_Tensor_mode_out_autograd(c10::DispatchKeySet ks, const at::Tenso
   return out;
 }
 
-// ---- ops.yaml:979: polar(Tensor abs, Tensor angle) -> Tensor ----
+// ---- ops.yaml:982: polar(Tensor abs, Tensor angle) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& polar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4026,12 +4026,12 @@ variable_list PolarBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // abs
-#line 987 "ops.yaml"
+#line 990 "ops.yaml"
     grad_inputs[0] = at::real(grad.conj() * result.sgn());
 #line 4032 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // angle
-#line 988 "ops.yaml"
+#line 991 "ops.yaml"
     grad_inputs[1] = at::real(grad.conj() * result * c10::Scalar(c10::complex<double>(0, 1)));
 #line 4037 "autograd.cpp"
   }
@@ -4076,7 +4076,7 @@ at::Tensor& polar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& abs, co
   return out;
 }
 
-// ---- ops.yaml:996: complex(Tensor real, Tensor imag) -> Tensor ----
+// ---- ops.yaml:999: complex(Tensor real, Tensor imag) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& complex_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4117,12 +4117,12 @@ variable_list ComplexBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // real
-#line 1003 "ops.yaml"
+#line 1006 "ops.yaml"
     grad_inputs[0] = at::real(grad);
 #line 4123 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // imag
-#line 1004 "ops.yaml"
+#line 1007 "ops.yaml"
     grad_inputs[1] = at::imag(grad);
 #line 4128 "autograd.cpp"
   }
@@ -4165,7 +4165,7 @@ at::Tensor& complex_out_autograd(c10::DispatchKeySet ks, const at::Tensor& real,
   return out;
 }
 
-// ---- ops.yaml:1011: angle(Tensor self) -> Tensor ----
+// ---- ops.yaml:1014: angle(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& angle_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4209,7 +4209,7 @@ variable_list AngleBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1015 "ops.yaml"
+#line 1018 "ops.yaml"
     grad_inputs[0] = self.is_complex() ? where(self == 0, 0, grad * self / self.abs().pow(2) * c10::Scalar(c10::complex<double>(0, 1))) : zeros_like(self);
 #line 4215 "autograd.cpp"
   }
@@ -4254,7 +4254,7 @@ at::Tensor& angle_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1035: cos(Tensor self) -> Tensor ----
+// ---- ops.yaml:1038: cos(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& cos_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4298,7 +4298,7 @@ variable_list CosBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1039 "ops.yaml"
+#line 1042 "ops.yaml"
     grad_inputs[0] = grad * -self.sin().conj();
 #line 4304 "autograd.cpp"
   }
@@ -4343,7 +4343,7 @@ at::Tensor& cos_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1061: tan(Tensor self) -> Tensor ----
+// ---- ops.yaml:1064: tan(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& tan_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4387,7 +4387,7 @@ variable_list TanBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1065 "ops.yaml"
+#line 1068 "ops.yaml"
     grad_inputs[0] = grad * (1 + result.pow(2)).conj();
 #line 4393 "autograd.cpp"
   }
@@ -4432,7 +4432,7 @@ at::Tensor& tan_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1080: tanh(Tensor self) -> Tensor ----
+// ---- ops.yaml:1083: tanh(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& tanh_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4476,7 +4476,7 @@ variable_list TanhBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1084 "ops.yaml"
+#line 1087 "ops.yaml"
     grad_inputs[0] = tanh_backward(grad, result);
 #line 4482 "autograd.cpp"
   }
@@ -4521,7 +4521,7 @@ at::Tensor& tanh_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1098: log(Tensor self) -> Tensor ----
+// ---- ops.yaml:1101: log(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& log_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4565,7 +4565,7 @@ variable_list LogBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1102 "ops.yaml"
+#line 1105 "ops.yaml"
     grad_inputs[0] = grad / self.conj();
 #line 4571 "autograd.cpp"
   }
@@ -4610,7 +4610,7 @@ at::Tensor& log_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1116: log1p(Tensor self) -> Tensor ----
+// ---- ops.yaml:1119: log1p(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& log1p_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4654,7 +4654,7 @@ variable_list Log1pBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1120 "ops.yaml"
+#line 1123 "ops.yaml"
     grad_inputs[0] = grad / (self + 1).conj();
 #line 4660 "autograd.cpp"
   }
@@ -4699,7 +4699,7 @@ at::Tensor& log1p_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1140: expm1(Tensor self) -> Tensor ----
+// ---- ops.yaml:1143: expm1(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& expm1_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4743,7 +4743,7 @@ variable_list Expm1Backward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1144 "ops.yaml"
+#line 1147 "ops.yaml"
     grad_inputs[0] = grad * (result.conj() + 1);
 #line 4749 "autograd.cpp"
   }
@@ -4788,7 +4788,7 @@ at::Tensor& expm1_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1169: rsqrt(Tensor self) -> Tensor ----
+// ---- ops.yaml:1172: rsqrt(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& rsqrt_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4832,7 +4832,7 @@ variable_list RsqrtBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1173 "ops.yaml"
+#line 1176 "ops.yaml"
     grad_inputs[0] = -0.5 * grad * self.rsqrt().pow(3).conj();
 #line 4838 "autograd.cpp"
   }
@@ -4877,7 +4877,7 @@ at::Tensor& rsqrt_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1187: i0(Tensor self) -> Tensor ----
+// ---- ops.yaml:1190: i0(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& i0_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4921,7 +4921,7 @@ variable_list I0Backward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1191 "ops.yaml"
+#line 1194 "ops.yaml"
     grad_inputs[0] = grad * special_i1(self);
 #line 4927 "autograd.cpp"
   }
@@ -4966,7 +4966,7 @@ at::Tensor& i0_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at::
   return out;
 }
 
-// ---- ops.yaml:1200: reciprocal(Tensor self) -> Tensor ----
+// ---- ops.yaml:1203: reciprocal(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& reciprocal_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5010,7 +5010,7 @@ variable_list ReciprocalBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1204 "ops.yaml"
+#line 1207 "ops.yaml"
     grad_inputs[0] = -grad * (result * result).conj();
 #line 5016 "autograd.cpp"
   }
@@ -5055,7 +5055,7 @@ at::Tensor& reciprocal_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:1219: floor(Tensor self) -> Tensor ----
+// ---- ops.yaml:1222: floor(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& floor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5096,7 +5096,7 @@ variable_list FloorBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1224 "ops.yaml"
+#line 1227 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5102 "autograd.cpp"
   }
@@ -5139,7 +5139,7 @@ at::Tensor& floor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1235: ceil(Tensor self) -> Tensor ----
+// ---- ops.yaml:1238: ceil(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& ceil_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5180,7 +5180,7 @@ variable_list CeilBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1240 "ops.yaml"
+#line 1243 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5186 "autograd.cpp"
   }
@@ -5223,7 +5223,7 @@ at::Tensor& ceil_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1251: trunc(Tensor self) -> Tensor ----
+// ---- ops.yaml:1254: trunc(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& trunc_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5264,7 +5264,7 @@ variable_list TruncBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1256 "ops.yaml"
+#line 1259 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5270 "autograd.cpp"
   }
@@ -5307,7 +5307,7 @@ at::Tensor& trunc_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1267: sign(Tensor self) -> Tensor ----
+// ---- ops.yaml:1270: sign(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& sign_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5348,7 +5348,7 @@ variable_list SignBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1272 "ops.yaml"
+#line 1275 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5354 "autograd.cpp"
   }
@@ -5391,7 +5391,7 @@ at::Tensor& sign_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1281: minimum(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1284: minimum(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& minimum_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5438,12 +5438,12 @@ variable_list MinimumBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1285 "ops.yaml"
+#line 1288 "ops.yaml"
     grad_inputs[0] = where(self == other, grad / 2, grad).masked_fill(self > other, 0);
 #line 5444 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1286 "ops.yaml"
+#line 1289 "ops.yaml"
     grad_inputs[1] = where(self == other, grad / 2, grad).masked_fill(self < other, 0);
 #line 5449 "autograd.cpp"
   }
@@ -5490,7 +5490,7 @@ at::Tensor& minimum_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self,
   return out;
 }
 
-// ---- ops.yaml:1294: fmax(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1297: fmax(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& fmax_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5537,12 +5537,12 @@ variable_list FmaxBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1298 "ops.yaml"
+#line 1301 "ops.yaml"
     grad_inputs[0] = grad.masked_fill((self >= other).logical_or(other.isnan()).logical_not(), 0);
 #line 5543 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1299 "ops.yaml"
+#line 1302 "ops.yaml"
     grad_inputs[1] = grad.masked_fill((self >= other).logical_or(other.isnan()), 0);
 #line 5548 "autograd.cpp"
   }
@@ -5589,7 +5589,7 @@ at::Tensor& fmax_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, co
   return out;
 }
 
-// ---- ops.yaml:1311: fmin(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1314: fmin(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& fmin_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5636,12 +5636,12 @@ variable_list FminBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1315 "ops.yaml"
+#line 1318 "ops.yaml"
     grad_inputs[0] = grad.masked_fill((self <= other).logical_or(other.isnan()).logical_not(), 0);
 #line 5642 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1316 "ops.yaml"
+#line 1319 "ops.yaml"
     grad_inputs[1] = grad.masked_fill((self <= other).logical_or(other.isnan()), 0);
 #line 5647 "autograd.cpp"
   }
@@ -5688,7 +5688,7 @@ at::Tensor& fmin_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, co
   return out;
 }
 
-// ---- ops.yaml:1327: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1330: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& bitwise_and_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5736,7 +5736,7 @@ at::Tensor& bitwise_and_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Te
   return out;
 }
 
-// ---- ops.yaml:1336: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1339: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& bitwise_and_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5784,7 +5784,7 @@ at::Tensor& bitwise_and_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Te
   return out;
 }
 
-// ---- ops.yaml:1338: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1341: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& bitwise_or_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5832,7 +5832,7 @@ at::Tensor& bitwise_or_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Ten
   return out;
 }
 
-// ---- ops.yaml:1348: gt.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1351: gt.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& gt_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5880,7 +5880,7 @@ at::Tensor& gt_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1357: gt.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1360: gt.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& gt_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5928,7 +5928,7 @@ at::Tensor& gt_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1359: ge.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1362: ge.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& ge_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5976,7 +5976,7 @@ at::Tensor& ge_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1368: le.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1371: le.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& le_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6024,7 +6024,7 @@ at::Tensor& le_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1377: logical_or(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1380: logical_or(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_or_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6072,7 +6072,7 @@ at::Tensor& logical_or_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:1386: logical_xor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1389: logical_xor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_xor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6120,7 +6120,7 @@ at::Tensor& logical_xor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:1399: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1402: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&)>& where_self_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6163,12 +6163,12 @@ variable_list WhereSelfBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1408 "ops.yaml"
+#line 1411 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, where(condition, grad, 0));
 #line 6169 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1409 "ops.yaml"
+#line 1412 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(other, where(condition, 0, grad));
 #line 6174 "autograd.cpp"
   }
@@ -6198,7 +6198,7 @@ at::Tensor& where_self_out_autograd(c10::DispatchKeySet ks, const at::Tensor& co
   return out;
 }
 
-// ---- ops.yaml:1421: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1424: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Tensor&)>& where_ScalarSelf_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6238,7 +6238,7 @@ variable_list WhereScalarSelfBackward::apply(variable_list&& grads) {
   const auto condition = condition_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // other
-#line 1409 "ops.yaml"
+#line 1412 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(other, where(condition, 0, grad));
 #line 6244 "autograd.cpp"
   }
@@ -6267,7 +6267,7 @@ at::Tensor& where_ScalarSelf_out_autograd(c10::DispatchKeySet ks, const at::Tens
   return out;
 }
 
-// ---- ops.yaml:1422: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1425: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&)>& where_ScalarOther_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6307,7 +6307,7 @@ variable_list WhereScalarOtherBackward::apply(variable_list&& grads) {
   const auto condition = condition_.unpack();
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1408 "ops.yaml"
+#line 1411 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, where(condition, grad, 0));
 #line 6313 "autograd.cpp"
   }
@@ -6336,7 +6336,7 @@ at::Tensor& where_ScalarOther_out_autograd(c10::DispatchKeySet ks, const at::Ten
   return out;
 }
 
-// ---- ops.yaml:1423: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1426: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& where_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()

@@ -2618,7 +2618,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& pol
   return op;
 }
 
-// ops.yaml:979
+// ops.yaml:982
 PyObject* polar(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2679,7 +2679,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& com
   return op;
 }
 
-// ops.yaml:996
+// ops.yaml:999
 PyObject* complex(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2740,7 +2740,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& angle_inplace_op() {
   return op;
 }
 
-// ops.yaml:1011
+// ops.yaml:1014
 PyObject* angle(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2801,7 +2801,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& cos_inplace_op() {
   return op;
 }
 
-// ops.yaml:1035
+// ops.yaml:1038
 PyObject* cos(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2862,7 +2862,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& tan_inplace_op() {
   return op;
 }
 
-// ops.yaml:1061
+// ops.yaml:1064
 PyObject* tan(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2923,7 +2923,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& tanh_inplace_op() {
   return op;
 }
 
-// ops.yaml:1080
+// ops.yaml:1083
 PyObject* tanh(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2984,7 +2984,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& log_inplace_op() {
   return op;
 }
 
-// ops.yaml:1098
+// ops.yaml:1101
 PyObject* log(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3045,7 +3045,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& log1p_inplace_op() {
   return op;
 }
 
-// ops.yaml:1116
+// ops.yaml:1119
 PyObject* log1p(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3106,7 +3106,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& expm1_inplace_op() {
   return op;
 }
 
-// ops.yaml:1140
+// ops.yaml:1143
 PyObject* expm1(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3167,7 +3167,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& rsqrt_inplace_op() {
   return op;
 }
 
-// ops.yaml:1169
+// ops.yaml:1172
 PyObject* rsqrt(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3228,7 +3228,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& i0_inplace_op() {
   return op;
 }
 
-// ops.yaml:1187
+// ops.yaml:1190
 PyObject* i0(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3289,7 +3289,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& reciprocal_inplace_op(
   return op;
 }
 
-// ops.yaml:1200
+// ops.yaml:1203
 PyObject* reciprocal(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3350,7 +3350,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& floor_inplace_op() {
   return op;
 }
 
-// ops.yaml:1219
+// ops.yaml:1222
 PyObject* floor(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3411,7 +3411,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& ceil_inplace_op() {
   return op;
 }
 
-// ops.yaml:1235
+// ops.yaml:1238
 PyObject* ceil(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3472,7 +3472,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& trunc_inplace_op() {
   return op;
 }
 
-// ops.yaml:1251
+// ops.yaml:1254
 PyObject* trunc(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3533,7 +3533,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& sign_inplace_op() {
   return op;
 }
 
-// ops.yaml:1267
+// ops.yaml:1270
 PyObject* sign(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3594,7 +3594,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& min
   return op;
 }
 
-// ops.yaml:1281
+// ops.yaml:1284
 PyObject* minimum(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3655,7 +3655,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& fma
   return op;
 }
 
-// ops.yaml:1294
+// ops.yaml:1297
 PyObject* fmax(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3716,7 +3716,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& fmi
   return op;
 }
 
-// ops.yaml:1311
+// ops.yaml:1314
 PyObject* fmin(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3798,7 +3798,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Scalar&)>& bit
   return op;
 }
 
-// ops.yaml:1327, ops.yaml:1336
+// ops.yaml:1330, ops.yaml:1339
 PyObject* bitwise_and(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3868,7 +3868,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& bit
   return op;
 }
 
-// ops.yaml:1338
+// ops.yaml:1341
 PyObject* bitwise_or(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3950,7 +3950,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Scalar&)>& gt_
   return op;
 }
 
-// ops.yaml:1348, ops.yaml:1357
+// ops.yaml:1351, ops.yaml:1360
 PyObject* gt(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4020,7 +4020,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& ge_
   return op;
 }
 
-// ops.yaml:1359
+// ops.yaml:1362
 PyObject* ge(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4081,7 +4081,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& le_
   return op;
 }
 
-// ops.yaml:1368
+// ops.yaml:1371
 PyObject* le(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4142,7 +4142,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& log
   return op;
 }
 
-// ops.yaml:1377
+// ops.yaml:1380
 PyObject* logical_or(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4203,7 +4203,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& log
   return op;
 }
 
-// ops.yaml:1386
+// ops.yaml:1389
 PyObject* logical_xor(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4299,7 +4299,7 @@ const c10::TypedOperatorHandle<at::Tensor&(const at::Tensor&, const at::Scalar&,
   return op;
 }
 
-// ops.yaml:1399, ops.yaml:1421, ops.yaml:1422, ops.yaml:1423
+// ops.yaml:1402, ops.yaml:1424, ops.yaml:1425, ops.yaml:1426
 PyObject* where(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({

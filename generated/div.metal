@@ -9,7 +9,7 @@ using namespace metal;
 using namespace c10::metal;
 
 // functor from ops.yaml:871
-#line 894 "ops.yaml"
+#line 896 "ops.yaml"
 struct div_true_functor {
   template <typename T, enable_if_t<is_scalar_floating_point_v<T>, bool> = true>
   inline T operator()(const T a, const T b) {
@@ -36,9 +36,10 @@ struct div_true_functor {
     return c10::metal::div(static_cast<float>(a), static_cast<float>(b));
   }
 };
-// Integer quotients never trap: torch's CPU kernels raise ZeroDivisionError for a zero
-// divisor (and a GPU returns some value), but a CPU running these functors would stop at
-// SIGFPE; INT_MIN / -1 wraps, as torch's int8/int16 kernels do. A bool divided by false
+// Integer quotients never trap: on CPU the host raises ZeroDivisionError for a zero divisor
+// first (`zero_divisor:`, as torch's CPU kernels), on a GPU this gives some value, as torch's
+// MPS kernels do, where a CPU would stop at SIGFPE; INT_MIN / -1 wraps, as torch's int8/int16
+// kernels do. A bool divided by false
 // is true, as torch computes bools (widened to float: x / 0 is inf or nan, true as a bool).
 template <typename T>
 inline T int_quotient(const T a, const T b) {
@@ -93,7 +94,7 @@ struct div_floor_functor {
     return a - static_cast<T>(quotient * b) != T(0) ? static_cast<T>(quotient - T(1)) : quotient;
   }
 };
-#line 97 "div.metal"
+#line 98 "div.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).

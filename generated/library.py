@@ -1150,9 +1150,9 @@ def div_Tensor_mode_fake(self, other, *, rounding_mode):
 register_variants(lib, "div.Tensor_mode", out="div.out_mode", inplace="div_.Tensor_mode")
 
 
-# ---- polar: ops.yaml:979 ----
+# ---- polar: ops.yaml:982 ----
 polar_spec = Spec(
-    "mpsgen::polar", "ops.yaml:979", inputs=["abs", "angle"], int_to_float=False, bool_output=False,
+    "mpsgen::polar", "ops.yaml:982", inputs=["abs", "angle"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
         torch.float16: torch.complex32,
@@ -1161,19 +1161,19 @@ polar_spec = Spec(
 )
 
 
-# ops.yaml:979: polar(Tensor abs, Tensor angle) -> Tensor
+# ops.yaml:982: polar(Tensor abs, Tensor angle) -> Tensor
 @torch.library.register_fake("mpsgen::polar", lib=lib)
 def polar_fake(abs, angle):
     check_defined(polar_spec, [abs, angle])
-    if not (abs.dtype == angle.dtype):  # ops.yaml:984
+    if not (abs.dtype == angle.dtype):  # ops.yaml:987
         raise RuntimeError(f'mpsgen::polar: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(polar_spec, [abs, angle])
 register_variants(lib, "polar", out="polar.out", inplace="polar_")
 
 
-# ---- complex: ops.yaml:996 ----
+# ---- complex: ops.yaml:999 ----
 complex_spec = Spec(
-    "mpsgen::complex", "ops.yaml:996", inputs=["real", "imag"], int_to_float=False, bool_output=False,
+    "mpsgen::complex", "ops.yaml:999", inputs=["real", "imag"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
         torch.float16: torch.complex32,
@@ -1182,19 +1182,19 @@ complex_spec = Spec(
 )
 
 
-# ops.yaml:996: complex(Tensor real, Tensor imag) -> Tensor
+# ops.yaml:999: complex(Tensor real, Tensor imag) -> Tensor
 @torch.library.register_fake("mpsgen::complex", lib=lib)
 def complex_fake(real, imag):
     check_defined(complex_spec, [real, imag])
-    if not (real.dtype == imag.dtype):  # ops.yaml:1000
+    if not (real.dtype == imag.dtype):  # ops.yaml:1003
         raise RuntimeError(f'mpsgen::complex: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(complex_spec, [real, imag])
 register_variants(lib, "complex", out="complex.out", inplace="complex_")
 
 
-# ---- angle: ops.yaml:1011 ----
+# ---- angle: ops.yaml:1014 ----
 angle_spec = Spec(
-    "mpsgen::angle", "ops.yaml:1011", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::angle", "ops.yaml:1014", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1212,16 +1212,16 @@ angle_spec = Spec(
 )
 
 
-# ops.yaml:1011: angle(Tensor self) -> Tensor
+# ops.yaml:1014: angle(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::angle", lib=lib)
 def angle_fake(self):
     return fake_elementwise(angle_spec, [self])
 register_variants(lib, "angle", out="angle.out", inplace="angle_")
 
 
-# ---- cos: ops.yaml:1035 ----
+# ---- cos: ops.yaml:1038 ----
 cos_spec = Spec(
-    "mpsgen::cos", "ops.yaml:1035", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::cos", "ops.yaml:1038", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1239,16 +1239,16 @@ cos_spec = Spec(
 )
 
 
-# ops.yaml:1035: cos(Tensor self) -> Tensor
+# ops.yaml:1038: cos(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::cos", lib=lib)
 def cos_fake(self):
     return fake_elementwise(cos_spec, [self])
 register_variants(lib, "cos", out="cos.out", inplace="cos_")
 
 
-# ---- tan: ops.yaml:1061 ----
+# ---- tan: ops.yaml:1064 ----
 tan_spec = Spec(
-    "mpsgen::tan", "ops.yaml:1061", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::tan", "ops.yaml:1064", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1266,16 +1266,16 @@ tan_spec = Spec(
 )
 
 
-# ops.yaml:1061: tan(Tensor self) -> Tensor
+# ops.yaml:1064: tan(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tan", lib=lib)
 def tan_fake(self):
     return fake_elementwise(tan_spec, [self])
 register_variants(lib, "tan", out="tan.out", inplace="tan_")
 
 
-# ---- tanh: ops.yaml:1080 ----
+# ---- tanh: ops.yaml:1083 ----
 tanh_spec = Spec(
-    "mpsgen::tanh", "ops.yaml:1080", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::tanh", "ops.yaml:1083", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1293,16 +1293,16 @@ tanh_spec = Spec(
 )
 
 
-# ops.yaml:1080: tanh(Tensor self) -> Tensor
+# ops.yaml:1083: tanh(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tanh", lib=lib)
 def tanh_fake(self):
     return fake_elementwise(tanh_spec, [self])
 register_variants(lib, "tanh", out="tanh.out", inplace="tanh_")
 
 
-# ---- log: ops.yaml:1098 ----
+# ---- log: ops.yaml:1101 ----
 log_spec = Spec(
-    "mpsgen::log", "ops.yaml:1098", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::log", "ops.yaml:1101", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1320,16 +1320,16 @@ log_spec = Spec(
 )
 
 
-# ops.yaml:1098: log(Tensor self) -> Tensor
+# ops.yaml:1101: log(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log", lib=lib)
 def log_fake(self):
     return fake_elementwise(log_spec, [self])
 register_variants(lib, "log", out="log.out", inplace="log_")
 
 
-# ---- log1p: ops.yaml:1116 ----
+# ---- log1p: ops.yaml:1119 ----
 log1p_spec = Spec(
-    "mpsgen::log1p", "ops.yaml:1116", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::log1p", "ops.yaml:1119", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1347,16 +1347,16 @@ log1p_spec = Spec(
 )
 
 
-# ops.yaml:1116: log1p(Tensor self) -> Tensor
+# ops.yaml:1119: log1p(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log1p", lib=lib)
 def log1p_fake(self):
     return fake_elementwise(log1p_spec, [self])
 register_variants(lib, "log1p", out="log1p.out", inplace="log1p_")
 
 
-# ---- expm1: ops.yaml:1140 ----
+# ---- expm1: ops.yaml:1143 ----
 expm1_spec = Spec(
-    "mpsgen::expm1", "ops.yaml:1140", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::expm1", "ops.yaml:1143", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1374,16 +1374,16 @@ expm1_spec = Spec(
 )
 
 
-# ops.yaml:1140: expm1(Tensor self) -> Tensor
+# ops.yaml:1143: expm1(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::expm1", lib=lib)
 def expm1_fake(self):
     return fake_elementwise(expm1_spec, [self])
 register_variants(lib, "expm1", out="expm1.out", inplace="expm1_")
 
 
-# ---- rsqrt: ops.yaml:1169 ----
+# ---- rsqrt: ops.yaml:1172 ----
 rsqrt_spec = Spec(
-    "mpsgen::rsqrt", "ops.yaml:1169", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::rsqrt", "ops.yaml:1172", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1401,16 +1401,16 @@ rsqrt_spec = Spec(
 )
 
 
-# ops.yaml:1169: rsqrt(Tensor self) -> Tensor
+# ops.yaml:1172: rsqrt(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::rsqrt", lib=lib)
 def rsqrt_fake(self):
     return fake_elementwise(rsqrt_spec, [self])
 register_variants(lib, "rsqrt", out="rsqrt.out", inplace="rsqrt_")
 
 
-# ---- i0: ops.yaml:1187 ----
+# ---- i0: ops.yaml:1190 ----
 i0_spec = Spec(
-    "mpsgen::i0", "ops.yaml:1187", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::i0", "ops.yaml:1190", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1426,16 +1426,16 @@ i0_spec = Spec(
 )
 
 
-# ops.yaml:1187: i0(Tensor self) -> Tensor
+# ops.yaml:1190: i0(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::i0", lib=lib)
 def i0_fake(self):
     return fake_elementwise(i0_spec, [self])
 register_variants(lib, "i0", out="i0.out", inplace="i0_")
 
 
-# ---- reciprocal: ops.yaml:1200 ----
+# ---- reciprocal: ops.yaml:1203 ----
 reciprocal_spec = Spec(
-    "mpsgen::reciprocal", "ops.yaml:1200", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::reciprocal", "ops.yaml:1203", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1453,16 +1453,16 @@ reciprocal_spec = Spec(
 )
 
 
-# ops.yaml:1200: reciprocal(Tensor self) -> Tensor
+# ops.yaml:1203: reciprocal(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::reciprocal", lib=lib)
 def reciprocal_fake(self):
     return fake_elementwise(reciprocal_spec, [self])
 register_variants(lib, "reciprocal", out="reciprocal.out", inplace="reciprocal_")
 
 
-# ---- floor: ops.yaml:1219 ----
+# ---- floor: ops.yaml:1222 ----
 floor_spec = Spec(
-    "mpsgen::floor", "ops.yaml:1219", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::floor", "ops.yaml:1222", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1478,16 +1478,16 @@ floor_spec = Spec(
 )
 
 
-# ops.yaml:1219: floor(Tensor self) -> Tensor
+# ops.yaml:1222: floor(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::floor", lib=lib)
 def floor_fake(self):
     return fake_elementwise(floor_spec, [self])
 register_variants(lib, "floor", out="floor.out", inplace="floor_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool})
 
 
-# ---- ceil: ops.yaml:1235 ----
+# ---- ceil: ops.yaml:1238 ----
 ceil_spec = Spec(
-    "mpsgen::ceil", "ops.yaml:1235", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::ceil", "ops.yaml:1238", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1503,16 +1503,16 @@ ceil_spec = Spec(
 )
 
 
-# ops.yaml:1235: ceil(Tensor self) -> Tensor
+# ops.yaml:1238: ceil(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::ceil", lib=lib)
 def ceil_fake(self):
     return fake_elementwise(ceil_spec, [self])
 register_variants(lib, "ceil", out="ceil.out", inplace="ceil_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool})
 
 
-# ---- trunc: ops.yaml:1251 ----
+# ---- trunc: ops.yaml:1254 ----
 trunc_spec = Spec(
-    "mpsgen::trunc", "ops.yaml:1251", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::trunc", "ops.yaml:1254", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1528,16 +1528,16 @@ trunc_spec = Spec(
 )
 
 
-# ops.yaml:1251: trunc(Tensor self) -> Tensor
+# ops.yaml:1254: trunc(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::trunc", lib=lib)
 def trunc_fake(self):
     return fake_elementwise(trunc_spec, [self])
 register_variants(lib, "trunc", out="trunc.out", inplace="trunc_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool})
 
 
-# ---- sign: ops.yaml:1267 ----
+# ---- sign: ops.yaml:1270 ----
 sign_spec = Spec(
-    "mpsgen::sign", "ops.yaml:1267", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::sign", "ops.yaml:1270", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1553,16 +1553,16 @@ sign_spec = Spec(
 )
 
 
-# ops.yaml:1267: sign(Tensor self) -> Tensor
+# ops.yaml:1270: sign(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::sign", lib=lib)
 def sign_fake(self):
     return fake_elementwise(sign_spec, [self])
 register_variants(lib, "sign", out="sign.out", inplace="sign_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool})
 
 
-# ---- minimum: ops.yaml:1281 ----
+# ---- minimum: ops.yaml:1284 ----
 minimum_spec = Spec(
-    "mpsgen::minimum", "ops.yaml:1281", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::minimum", "ops.yaml:1284", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1578,16 +1578,16 @@ minimum_spec = Spec(
 )
 
 
-# ops.yaml:1281: minimum(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1284: minimum(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::minimum", lib=lib)
 def minimum_fake(self, other):
     return fake_elementwise(minimum_spec, [self, other])
 register_variants(lib, "minimum", out="minimum.out", inplace="minimum_")
 
 
-# ---- fmax: ops.yaml:1294 ----
+# ---- fmax: ops.yaml:1297 ----
 fmax_spec = Spec(
-    "mpsgen::fmax", "ops.yaml:1294", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmax", "ops.yaml:1297", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1603,16 +1603,16 @@ fmax_spec = Spec(
 )
 
 
-# ops.yaml:1294: fmax(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1297: fmax(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmax", lib=lib)
 def fmax_fake(self, other):
     return fake_elementwise(fmax_spec, [self, other])
 register_variants(lib, "fmax", out="fmax.out", inplace="fmax_")
 
 
-# ---- fmin: ops.yaml:1311 ----
+# ---- fmin: ops.yaml:1314 ----
 fmin_spec = Spec(
-    "mpsgen::fmin", "ops.yaml:1311", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmin", "ops.yaml:1314", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1628,16 +1628,16 @@ fmin_spec = Spec(
 )
 
 
-# ops.yaml:1311: fmin(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1314: fmin(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmin", lib=lib)
 def fmin_fake(self, other):
     return fake_elementwise(fmin_spec, [self, other])
 register_variants(lib, "fmin", out="fmin.out", inplace="fmin_")
 
 
-# ---- bitwise_and: ops.yaml:1327 ----
+# ---- bitwise_and: ops.yaml:1330 ----
 bitwise_and_spec = Spec(
-    "mpsgen::bitwise_and", "ops.yaml:1327", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_and", "ops.yaml:1330", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -1650,23 +1650,23 @@ bitwise_and_spec = Spec(
 )
 
 
-# ops.yaml:1327: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1330: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Tensor", lib=lib)
 def bitwise_and_Tensor_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
 register_variants(lib, "bitwise_and.Tensor", out="bitwise_and.Tensor_out", inplace="bitwise_and_.Tensor")
 
 
-# ops.yaml:1336: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1339: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Scalar", lib=lib)
 def bitwise_and_Scalar_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
 register_variants(lib, "bitwise_and.Scalar", out="bitwise_and.Scalar_out", inplace="bitwise_and_.Scalar")
 
 
-# ---- bitwise_or: ops.yaml:1338 ----
+# ---- bitwise_or: ops.yaml:1341 ----
 bitwise_or_spec = Spec(
-    "mpsgen::bitwise_or", "ops.yaml:1338", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_or", "ops.yaml:1341", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -1679,16 +1679,16 @@ bitwise_or_spec = Spec(
 )
 
 
-# ops.yaml:1338: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1341: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_or.Tensor", lib=lib)
 def bitwise_or_Tensor_fake(self, other):
     return fake_elementwise(bitwise_or_spec, [self, other])
 register_variants(lib, "bitwise_or.Tensor", out="bitwise_or.Tensor_out", inplace="bitwise_or_.Tensor")
 
 
-# ---- gt: ops.yaml:1348 ----
+# ---- gt: ops.yaml:1351 ----
 gt_spec = Spec(
-    "mpsgen::gt", "ops.yaml:1348", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::gt", "ops.yaml:1351", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1704,23 +1704,23 @@ gt_spec = Spec(
 )
 
 
-# ops.yaml:1348: gt.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1351: gt.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Tensor", lib=lib)
 def gt_Tensor_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
 register_variants(lib, "gt.Tensor", out="gt.Tensor_out", inplace="gt_.Tensor")
 
 
-# ops.yaml:1357: gt.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1360: gt.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Scalar", lib=lib)
 def gt_Scalar_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
 register_variants(lib, "gt.Scalar", out="gt.Scalar_out", inplace="gt_.Scalar")
 
 
-# ---- ge: ops.yaml:1359 ----
+# ---- ge: ops.yaml:1362 ----
 ge_spec = Spec(
-    "mpsgen::ge", "ops.yaml:1359", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::ge", "ops.yaml:1362", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1736,16 +1736,16 @@ ge_spec = Spec(
 )
 
 
-# ops.yaml:1359: ge.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1362: ge.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::ge.Tensor", lib=lib)
 def ge_Tensor_fake(self, other):
     return fake_elementwise(ge_spec, [self, other])
 register_variants(lib, "ge.Tensor", out="ge.Tensor_out", inplace="ge_.Tensor")
 
 
-# ---- le: ops.yaml:1368 ----
+# ---- le: ops.yaml:1371 ----
 le_spec = Spec(
-    "mpsgen::le", "ops.yaml:1368", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::le", "ops.yaml:1371", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1761,16 +1761,16 @@ le_spec = Spec(
 )
 
 
-# ops.yaml:1368: le.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1371: le.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::le.Tensor", lib=lib)
 def le_Tensor_fake(self, other):
     return fake_elementwise(le_spec, [self, other])
 register_variants(lib, "le.Tensor", out="le.Tensor_out", inplace="le_.Tensor")
 
 
-# ---- logical_or: ops.yaml:1377 ----
+# ---- logical_or: ops.yaml:1380 ----
 logical_or_spec = Spec(
-    "mpsgen::logical_or", "ops.yaml:1377", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_or", "ops.yaml:1380", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1787,16 +1787,16 @@ logical_or_spec = Spec(
 )
 
 
-# ops.yaml:1377: logical_or(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1380: logical_or(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_or", lib=lib)
 def logical_or_fake(self, other):
     return fake_elementwise(logical_or_spec, [self, other])
 register_variants(lib, "logical_or", out="logical_or.out", inplace="logical_or_")
 
 
-# ---- logical_xor: ops.yaml:1386 ----
+# ---- logical_xor: ops.yaml:1389 ----
 logical_xor_spec = Spec(
-    "mpsgen::logical_xor", "ops.yaml:1386", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_xor", "ops.yaml:1389", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1813,16 +1813,16 @@ logical_xor_spec = Spec(
 )
 
 
-# ops.yaml:1386: logical_xor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1389: logical_xor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_xor", lib=lib)
 def logical_xor_fake(self, other):
     return fake_elementwise(logical_xor_spec, [self, other])
 register_variants(lib, "logical_xor", out="logical_xor.out", inplace="logical_xor_")
 
 
-# ---- where: ops.yaml:1399 ----
+# ---- where: ops.yaml:1402 ----
 where_spec = Spec(
-    "mpsgen::where", "ops.yaml:1399", inputs=["condition", "self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::where", "ops.yaml:1402", inputs=["condition", "self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1841,41 +1841,41 @@ where_spec = Spec(
 )
 
 
-# ops.yaml:1399: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
+# ops.yaml:1402: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::where.self", lib=lib)
 def where_self_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1405
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1408
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other])
 register_variants(lib, "where.self", out="where.self_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1421: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor
+# ops.yaml:1424: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::where.ScalarSelf", lib=lib)
 def where_ScalarSelf_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1405
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1408
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other], converted=[self])
 register_variants(lib, "where.ScalarSelf", out="where.ScalarSelf_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1422: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor
+# ops.yaml:1425: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::where.ScalarOther", lib=lib)
 def where_ScalarOther_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1405
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1408
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other], converted=[other])
 register_variants(lib, "where.ScalarOther", out="where.ScalarOther_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1423: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor
+# ops.yaml:1426: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::where.Scalar", lib=lib)
 def where_Scalar_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1405
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1408
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other], converted=[self, other])
 register_variants(lib, "where.Scalar", out="where.Scalar_out", inplace=None, exact_out=True)

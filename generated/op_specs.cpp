@@ -16,6 +16,7 @@ extern const OpSpec exp_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -42,6 +43,7 @@ extern const OpSpec sin_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -68,6 +70,7 @@ extern const OpSpec sqrt_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -94,6 +97,7 @@ extern const OpSpec sigmoid_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -120,6 +124,7 @@ extern const OpSpec erf_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -144,6 +149,7 @@ extern const OpSpec bitwise_not_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Long, c10::ScalarType::Long},
         {c10::ScalarType::Int, c10::ScalarType::Int},
@@ -165,6 +171,7 @@ extern const OpSpec hypot_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -183,6 +190,7 @@ extern const OpSpec logaddexp_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -203,6 +211,7 @@ extern const OpSpec atan2_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -227,6 +236,7 @@ extern const OpSpec copysign_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -251,6 +261,7 @@ extern const OpSpec maximum_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -275,6 +286,7 @@ extern const OpSpec mul_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -301,6 +313,7 @@ extern const OpSpec bitwise_xor_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Long, c10::ScalarType::Long},
         {c10::ScalarType::Int, c10::ScalarType::Int},
@@ -322,6 +335,7 @@ extern const OpSpec hardshrink_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -340,6 +354,7 @@ extern const OpSpec softshrink_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -358,6 +373,7 @@ extern const OpSpec leaky_relu_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -376,6 +392,7 @@ extern const OpSpec add_spec{
     /*alpha_check=*/true,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -402,6 +419,7 @@ extern const OpSpec sub_spec{
     /*alpha_check=*/true,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -427,6 +445,7 @@ extern const OpSpec lerp_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -446,6 +465,7 @@ extern const OpSpec lerp_scalar_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/true,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -464,6 +484,7 @@ extern const OpSpec addcmul_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/true,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -489,6 +510,7 @@ extern const OpSpec addcdiv_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/true,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -509,6 +531,7 @@ extern const OpSpec elu_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -527,6 +550,7 @@ extern const OpSpec clamp_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -550,6 +574,7 @@ extern const OpSpec clamp_tensor_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -573,6 +598,7 @@ extern const OpSpec nan_to_num_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -597,6 +623,7 @@ extern const OpSpec threshold_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -620,6 +647,7 @@ extern const OpSpec softplus_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -638,6 +666,7 @@ extern const OpSpec hardtanh_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -660,6 +689,7 @@ extern const OpSpec round_decimals_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -678,6 +708,7 @@ extern const OpSpec gelu_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -696,6 +727,7 @@ extern const OpSpec leaky_relu_backward_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/true,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -714,6 +746,7 @@ extern const OpSpec eq_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -740,6 +773,7 @@ extern const OpSpec ne_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -766,6 +800,7 @@ extern const OpSpec lt_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -790,6 +825,7 @@ extern const OpSpec logical_and_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -815,6 +851,7 @@ extern const OpSpec isnan_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -841,6 +878,7 @@ extern const OpSpec neg_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -866,6 +904,7 @@ extern const OpSpec abs_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -891,6 +930,7 @@ extern const OpSpec polygamma_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
@@ -910,6 +950,7 @@ extern const OpSpec div_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -936,6 +977,7 @@ extern const OpSpec div_div_trunc_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -961,6 +1003,7 @@ extern const OpSpec div_div_floor_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -975,10 +1018,10 @@ extern const OpSpec div_div_floor_spec{
     /*choice=*/"rounding_mode='floor'",
     };
 
-// ops.yaml:981: the dtypes polar.metal registers (input -> output)
+// ops.yaml:984: the dtypes polar.metal registers (input -> output)
 extern const OpSpec polar_spec{
     "mpsgen::polar",
-    "ops.yaml:979",
+    "ops.yaml:982",
     {"abs", "angle"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -986,16 +1029,17 @@ extern const OpSpec polar_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::ComplexFloat},
         {c10::ScalarType::Half, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:997: the dtypes complex.metal registers (input -> output)
+// ops.yaml:1000: the dtypes complex.metal registers (input -> output)
 extern const OpSpec complex_spec{
     "mpsgen::complex",
-    "ops.yaml:996",
+    "ops.yaml:999",
     {"real", "imag"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1003,16 +1047,17 @@ extern const OpSpec complex_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::ComplexFloat},
         {c10::ScalarType::Half, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:1012: the dtypes angle.metal registers (input -> output)
+// ops.yaml:1015: the dtypes angle.metal registers (input -> output)
 extern const OpSpec angle_spec{
     "mpsgen::angle",
-    "ops.yaml:1011",
+    "ops.yaml:1014",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1020,6 +1065,7 @@ extern const OpSpec angle_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1035,10 +1081,10 @@ extern const OpSpec angle_spec{
     },
     };
 
-// ops.yaml:1036: the dtypes cos.metal registers (input -> output)
+// ops.yaml:1039: the dtypes cos.metal registers (input -> output)
 extern const OpSpec cos_spec{
     "mpsgen::cos",
-    "ops.yaml:1035",
+    "ops.yaml:1038",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1046,6 +1092,7 @@ extern const OpSpec cos_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1061,10 +1108,10 @@ extern const OpSpec cos_spec{
     },
     };
 
-// ops.yaml:1062: the dtypes tan.metal registers (input -> output)
+// ops.yaml:1065: the dtypes tan.metal registers (input -> output)
 extern const OpSpec tan_spec{
     "mpsgen::tan",
-    "ops.yaml:1061",
+    "ops.yaml:1064",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1072,6 +1119,7 @@ extern const OpSpec tan_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1087,10 +1135,10 @@ extern const OpSpec tan_spec{
     },
     };
 
-// ops.yaml:1081: the dtypes tanh.metal registers (input -> output)
+// ops.yaml:1084: the dtypes tanh.metal registers (input -> output)
 extern const OpSpec tanh_spec{
     "mpsgen::tanh",
-    "ops.yaml:1080",
+    "ops.yaml:1083",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1098,6 +1146,7 @@ extern const OpSpec tanh_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1113,10 +1162,10 @@ extern const OpSpec tanh_spec{
     },
     };
 
-// ops.yaml:1099: the dtypes log.metal registers (input -> output)
+// ops.yaml:1102: the dtypes log.metal registers (input -> output)
 extern const OpSpec log_spec{
     "mpsgen::log",
-    "ops.yaml:1098",
+    "ops.yaml:1101",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1124,6 +1173,7 @@ extern const OpSpec log_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1139,10 +1189,10 @@ extern const OpSpec log_spec{
     },
     };
 
-// ops.yaml:1117: the dtypes log1p.metal registers (input -> output)
+// ops.yaml:1120: the dtypes log1p.metal registers (input -> output)
 extern const OpSpec log1p_spec{
     "mpsgen::log1p",
-    "ops.yaml:1116",
+    "ops.yaml:1119",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1150,6 +1200,7 @@ extern const OpSpec log1p_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1165,10 +1216,10 @@ extern const OpSpec log1p_spec{
     },
     };
 
-// ops.yaml:1141: the dtypes expm1.metal registers (input -> output)
+// ops.yaml:1144: the dtypes expm1.metal registers (input -> output)
 extern const OpSpec expm1_spec{
     "mpsgen::expm1",
-    "ops.yaml:1140",
+    "ops.yaml:1143",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1176,6 +1227,7 @@ extern const OpSpec expm1_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1191,10 +1243,10 @@ extern const OpSpec expm1_spec{
     },
     };
 
-// ops.yaml:1170: the dtypes rsqrt.metal registers (input -> output)
+// ops.yaml:1173: the dtypes rsqrt.metal registers (input -> output)
 extern const OpSpec rsqrt_spec{
     "mpsgen::rsqrt",
-    "ops.yaml:1169",
+    "ops.yaml:1172",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1202,6 +1254,7 @@ extern const OpSpec rsqrt_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1217,10 +1270,10 @@ extern const OpSpec rsqrt_spec{
     },
     };
 
-// ops.yaml:1188: the dtypes i0.metal registers (input -> output)
+// ops.yaml:1191: the dtypes i0.metal registers (input -> output)
 extern const OpSpec i0_spec{
     "mpsgen::i0",
-    "ops.yaml:1187",
+    "ops.yaml:1190",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1228,6 +1281,7 @@ extern const OpSpec i0_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1241,10 +1295,10 @@ extern const OpSpec i0_spec{
     },
     };
 
-// ops.yaml:1201: the dtypes reciprocal.metal registers (input -> output)
+// ops.yaml:1204: the dtypes reciprocal.metal registers (input -> output)
 extern const OpSpec reciprocal_spec{
     "mpsgen::reciprocal",
-    "ops.yaml:1200",
+    "ops.yaml:1203",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1252,6 +1306,7 @@ extern const OpSpec reciprocal_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1267,10 +1322,10 @@ extern const OpSpec reciprocal_spec{
     },
     };
 
-// ops.yaml:1221: the dtypes floor.metal registers (input -> output)
+// ops.yaml:1224: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
     "mpsgen::floor",
-    "ops.yaml:1219",
+    "ops.yaml:1222",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1278,6 +1333,7 @@ extern const OpSpec floor_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1291,10 +1347,10 @@ extern const OpSpec floor_spec{
     },
     };
 
-// ops.yaml:1237: the dtypes ceil.metal registers (input -> output)
+// ops.yaml:1240: the dtypes ceil.metal registers (input -> output)
 extern const OpSpec ceil_spec{
     "mpsgen::ceil",
-    "ops.yaml:1235",
+    "ops.yaml:1238",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1302,6 +1358,7 @@ extern const OpSpec ceil_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1315,10 +1372,10 @@ extern const OpSpec ceil_spec{
     },
     };
 
-// ops.yaml:1253: the dtypes trunc.metal registers (input -> output)
+// ops.yaml:1256: the dtypes trunc.metal registers (input -> output)
 extern const OpSpec trunc_spec{
     "mpsgen::trunc",
-    "ops.yaml:1251",
+    "ops.yaml:1254",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1326,6 +1383,7 @@ extern const OpSpec trunc_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1339,10 +1397,10 @@ extern const OpSpec trunc_spec{
     },
     };
 
-// ops.yaml:1269: the dtypes sign.metal registers (input -> output)
+// ops.yaml:1272: the dtypes sign.metal registers (input -> output)
 extern const OpSpec sign_spec{
     "mpsgen::sign",
-    "ops.yaml:1267",
+    "ops.yaml:1270",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1350,6 +1408,7 @@ extern const OpSpec sign_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1363,10 +1422,10 @@ extern const OpSpec sign_spec{
     },
     };
 
-// ops.yaml:1282: the dtypes minimum.metal registers (input -> output)
+// ops.yaml:1285: the dtypes minimum.metal registers (input -> output)
 extern const OpSpec minimum_spec{
     "mpsgen::minimum",
-    "ops.yaml:1281",
+    "ops.yaml:1284",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1374,6 +1433,7 @@ extern const OpSpec minimum_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1387,10 +1447,10 @@ extern const OpSpec minimum_spec{
     },
     };
 
-// ops.yaml:1295: the dtypes fmax.metal registers (input -> output)
+// ops.yaml:1298: the dtypes fmax.metal registers (input -> output)
 extern const OpSpec fmax_spec{
     "mpsgen::fmax",
-    "ops.yaml:1294",
+    "ops.yaml:1297",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1398,6 +1458,7 @@ extern const OpSpec fmax_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1411,10 +1472,10 @@ extern const OpSpec fmax_spec{
     },
     };
 
-// ops.yaml:1312: the dtypes fmin.metal registers (input -> output)
+// ops.yaml:1315: the dtypes fmin.metal registers (input -> output)
 extern const OpSpec fmin_spec{
     "mpsgen::fmin",
-    "ops.yaml:1311",
+    "ops.yaml:1314",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1422,6 +1483,7 @@ extern const OpSpec fmin_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1435,10 +1497,10 @@ extern const OpSpec fmin_spec{
     },
     };
 
-// ops.yaml:1328: the dtypes bitwise_and.metal registers (input -> output)
+// ops.yaml:1331: the dtypes bitwise_and.metal registers (input -> output)
 extern const OpSpec bitwise_and_spec{
     "mpsgen::bitwise_and",
-    "ops.yaml:1327",
+    "ops.yaml:1330",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1446,6 +1508,7 @@ extern const OpSpec bitwise_and_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Long, c10::ScalarType::Long},
         {c10::ScalarType::Int, c10::ScalarType::Int},
@@ -1456,10 +1519,10 @@ extern const OpSpec bitwise_and_spec{
     },
     };
 
-// ops.yaml:1339: the dtypes bitwise_or.metal registers (input -> output)
+// ops.yaml:1342: the dtypes bitwise_or.metal registers (input -> output)
 extern const OpSpec bitwise_or_spec{
     "mpsgen::bitwise_or",
-    "ops.yaml:1338",
+    "ops.yaml:1341",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1467,6 +1530,7 @@ extern const OpSpec bitwise_or_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Long, c10::ScalarType::Long},
         {c10::ScalarType::Int, c10::ScalarType::Int},
@@ -1477,10 +1541,10 @@ extern const OpSpec bitwise_or_spec{
     },
     };
 
-// ops.yaml:1349: the dtypes gt.metal registers (input -> output)
+// ops.yaml:1352: the dtypes gt.metal registers (input -> output)
 extern const OpSpec gt_spec{
     "mpsgen::gt",
-    "ops.yaml:1348",
+    "ops.yaml:1351",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1488,6 +1552,7 @@ extern const OpSpec gt_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -1501,10 +1566,10 @@ extern const OpSpec gt_spec{
     },
     };
 
-// ops.yaml:1360: the dtypes ge.metal registers (input -> output)
+// ops.yaml:1363: the dtypes ge.metal registers (input -> output)
 extern const OpSpec ge_spec{
     "mpsgen::ge",
-    "ops.yaml:1359",
+    "ops.yaml:1362",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1512,6 +1577,7 @@ extern const OpSpec ge_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -1525,10 +1591,10 @@ extern const OpSpec ge_spec{
     },
     };
 
-// ops.yaml:1369: the dtypes le.metal registers (input -> output)
+// ops.yaml:1372: the dtypes le.metal registers (input -> output)
 extern const OpSpec le_spec{
     "mpsgen::le",
-    "ops.yaml:1368",
+    "ops.yaml:1371",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1536,6 +1602,7 @@ extern const OpSpec le_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -1549,10 +1616,10 @@ extern const OpSpec le_spec{
     },
     };
 
-// ops.yaml:1378: the dtypes logical_or.metal registers (input -> output)
+// ops.yaml:1381: the dtypes logical_or.metal registers (input -> output)
 extern const OpSpec logical_or_spec{
     "mpsgen::logical_or",
-    "ops.yaml:1377",
+    "ops.yaml:1380",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1560,6 +1627,7 @@ extern const OpSpec logical_or_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -1574,10 +1642,10 @@ extern const OpSpec logical_or_spec{
     },
     };
 
-// ops.yaml:1387: the dtypes logical_xor.metal registers (input -> output)
+// ops.yaml:1390: the dtypes logical_xor.metal registers (input -> output)
 extern const OpSpec logical_xor_spec{
     "mpsgen::logical_xor",
-    "ops.yaml:1386",
+    "ops.yaml:1389",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1585,6 +1653,7 @@ extern const OpSpec logical_xor_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -1599,10 +1668,10 @@ extern const OpSpec logical_xor_spec{
     },
     };
 
-// ops.yaml:1401: the dtypes where.metal registers (input -> output)
+// ops.yaml:1404: the dtypes where.metal registers (input -> output)
 extern const OpSpec where_spec{
     "mpsgen::where",
-    "ops.yaml:1399",
+    "ops.yaml:1402",
     {"condition", "self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1610,6 +1679,7 @@ extern const OpSpec where_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/0,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1625,10 +1695,10 @@ extern const OpSpec where_spec{
     },
     };
 
-// ops.yaml:1438: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1441: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1435",
+    "ops.yaml:1438",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1636,6 +1706,7 @@ extern const OpSpec heaviside_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1649,10 +1720,10 @@ extern const OpSpec heaviside_spec{
     },
     };
 
-// ops.yaml:1452: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1455: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1450",
+    "ops.yaml:1453",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1660,6 +1731,7 @@ extern const OpSpec special_ndtri_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1673,10 +1745,10 @@ extern const OpSpec special_ndtri_spec{
     },
     };
 
-// ops.yaml:1520: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1523: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1518",
+    "ops.yaml:1521",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1684,6 +1756,7 @@ extern const OpSpec special_log_ndtr_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1697,10 +1770,10 @@ extern const OpSpec special_log_ndtr_spec{
     },
     };
 
-// ops.yaml:1548: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1551: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1546",
+    "ops.yaml:1549",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1708,6 +1781,7 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1721,10 +1795,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     },
     };
 
-// ops.yaml:1605: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1608: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1603",
+    "ops.yaml:1606",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1732,6 +1806,7 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1745,10 +1820,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     },
     };
 
-// ops.yaml:1652: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1655: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1650",
+    "ops.yaml:1653",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1756,6 +1831,7 @@ extern const OpSpec special_airy_ai_spec{
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
+    /*zero_divisor=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},

@@ -191,139 +191,139 @@ TORCH_LIBRARY(mpsgen, m) {
   m.def("div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor");
   m.def("div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)");
   m.def("div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)");
-  // ops.yaml:979
+  // ops.yaml:982
   m.def("polar(Tensor abs, Tensor angle) -> Tensor");
   m.def("polar.out(Tensor abs, Tensor angle, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("polar_(Tensor(a!) abs, Tensor angle) -> Tensor(a!)");
-  // ops.yaml:996
+  // ops.yaml:999
   m.def("complex(Tensor real, Tensor imag) -> Tensor");
   m.def("complex.out(Tensor real, Tensor imag, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("complex_(Tensor(a!) real, Tensor imag) -> Tensor(a!)");
-  // ops.yaml:1011
+  // ops.yaml:1014
   m.def("angle(Tensor self) -> Tensor");
   m.def("angle.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("angle_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1035
+  // ops.yaml:1038
   m.def("cos(Tensor self) -> Tensor");
   m.def("cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("cos_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1061
+  // ops.yaml:1064
   m.def("tan(Tensor self) -> Tensor");
   m.def("tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("tan_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1080
+  // ops.yaml:1083
   m.def("tanh(Tensor self) -> Tensor");
   m.def("tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("tanh_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1098
+  // ops.yaml:1101
   m.def("log(Tensor self) -> Tensor");
   m.def("log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("log_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1116
+  // ops.yaml:1119
   m.def("log1p(Tensor self) -> Tensor");
   m.def("log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("log1p_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1140
+  // ops.yaml:1143
   m.def("expm1(Tensor self) -> Tensor");
   m.def("expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("expm1_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1169
+  // ops.yaml:1172
   m.def("rsqrt(Tensor self) -> Tensor");
   m.def("rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("rsqrt_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1187
+  // ops.yaml:1190
   m.def("i0(Tensor self) -> Tensor");
   m.def("i0.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("i0_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1200
+  // ops.yaml:1203
   m.def("reciprocal(Tensor self) -> Tensor");
   m.def("reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("reciprocal_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1219
+  // ops.yaml:1222
   m.def("floor(Tensor self) -> Tensor");
   m.def("floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("floor_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1235
+  // ops.yaml:1238
   m.def("ceil(Tensor self) -> Tensor");
   m.def("ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("ceil_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1251
+  // ops.yaml:1254
   m.def("trunc(Tensor self) -> Tensor");
   m.def("trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("trunc_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1267
+  // ops.yaml:1270
   m.def("sign(Tensor self) -> Tensor");
   m.def("sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("sign_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1281
+  // ops.yaml:1284
   m.def("minimum(Tensor self, Tensor other) -> Tensor");
   m.def("minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("minimum_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1294
+  // ops.yaml:1297
   m.def("fmax(Tensor self, Tensor other) -> Tensor");
   m.def("fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("fmax_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1311
+  // ops.yaml:1314
   m.def("fmin(Tensor self, Tensor other) -> Tensor");
   m.def("fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("fmin_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1327
+  // ops.yaml:1330
   m.def("bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1336
+  // ops.yaml:1339
   m.def("bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor");
   m.def("bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)");
-  // ops.yaml:1338
+  // ops.yaml:1341
   m.def("bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1348
+  // ops.yaml:1351
   m.def("gt.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1357
+  // ops.yaml:1360
   m.def("gt.Scalar(Tensor self, Scalar other) -> Tensor");
   m.def("gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)");
-  // ops.yaml:1359
+  // ops.yaml:1362
   m.def("ge.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1368
+  // ops.yaml:1371
   m.def("le.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1377
+  // ops.yaml:1380
   m.def("logical_or(Tensor self, Tensor other) -> Tensor");
   m.def("logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1386
+  // ops.yaml:1389
   m.def("logical_xor(Tensor self, Tensor other) -> Tensor");
   m.def("logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1399
+  // ops.yaml:1402
   m.def("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor");
   m.def("where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
-  // ops.yaml:1421
+  // ops.yaml:1424
   m.def("where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor");
   m.def("where.ScalarSelf_out(Tensor condition, Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
-  // ops.yaml:1422
+  // ops.yaml:1425
   m.def("where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor");
   m.def("where.ScalarOther_out(Tensor condition, Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
-  // ops.yaml:1423
+  // ops.yaml:1426
   m.def("where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor");
   m.def("where.Scalar_out(Tensor condition, Scalar self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
 }
 
 namespace mpsgen::generated {
-void register_heaviside_aten_cpu(torch::Library& m);  // generated/heaviside_cpu.cpp, from ops.yaml:1435
-void register_special_ndtri_aten_cpu(torch::Library& m);  // generated/special_ndtri_cpu.cpp, from ops.yaml:1450
-void register_special_log_ndtr_aten_cpu(torch::Library& m);  // generated/special_log_ndtr_cpu.cpp, from ops.yaml:1518
-void register_special_laguerre_polynomial_l_aten_cpu(torch::Library& m);  // generated/special_laguerre_polynomial_l_cpu.cpp, from ops.yaml:1546
-void register_special_legendre_polynomial_p_aten_cpu(torch::Library& m);  // generated/special_legendre_polynomial_p_cpu.cpp, from ops.yaml:1603
-void register_special_airy_ai_aten_cpu(torch::Library& m);  // generated/special_airy_ai_cpu.cpp, from ops.yaml:1650
+void register_heaviside_aten_cpu(torch::Library& m);  // generated/heaviside_cpu.cpp, from ops.yaml:1438
+void register_special_ndtri_aten_cpu(torch::Library& m);  // generated/special_ndtri_cpu.cpp, from ops.yaml:1453
+void register_special_log_ndtr_aten_cpu(torch::Library& m);  // generated/special_log_ndtr_cpu.cpp, from ops.yaml:1521
+void register_special_laguerre_polynomial_l_aten_cpu(torch::Library& m);  // generated/special_laguerre_polynomial_l_cpu.cpp, from ops.yaml:1549
+void register_special_legendre_polynomial_p_aten_cpu(torch::Library& m);  // generated/special_legendre_polynomial_p_cpu.cpp, from ops.yaml:1606
+void register_special_airy_ai_aten_cpu(torch::Library& m);  // generated/special_airy_ai_cpu.cpp, from ops.yaml:1653
 
 // mpsgen._C.register_aten_cpu_overrides(): the CPU kernels of every `implements: aten` entry
 // registered for torch's own aten ops, once per process (false when already done). Called by

@@ -115,10 +115,12 @@ def result_dtype(spec: Spec, operands: list, alpha=None, promoting=()) -> torch.
 
 def check_choice(spec: Spec, arg: str, value, allowed: list) -> None:
     """A `str` argument's value must be one of the kernels' choices (as the C++ host checks)."""
-    given = "None" if value is None else value
-    if given not in allowed:
-        listed = ", ".join("None" if v == "None" else f"'{v}'" for v in allowed)
-        raise ValueError(f"{spec.name}: argument '{arg}' must be one of {listed}, got '{given}'")
+    # the choice "None" is the optional's None, not the string 'None' (which torch's div refuses)
+    if ("None" in allowed) if value is None else (value != "None" and value in allowed):
+        return
+    listed = ", ".join("None" if v == "None" else f"'{v}'" for v in allowed)
+    raise ValueError(f"{spec.name}: argument '{arg}' must be one of {listed}, got "
+                     f"{'None' if value is None else repr(value)}")
 
 
 def _check_alpha(spec: Spec, common: torch.dtype, alpha) -> None:

@@ -74,6 +74,23 @@ def test_binding_errors_name_the_op_and_argument():
         mpsgen.bitwise_not(x)
 
 
+def test_the_string_none_is_not_the_none_choice():
+    """div's rounding_mode=None chooses true division; the string 'None' is refused, as torch's
+    div refuses it ("expected rounding_mode to be one of None, 'trunc', or 'floor'"), eagerly,
+    through the binding and traced."""
+    x = torch.rand(3) + 1
+    with pytest.raises(RuntimeError, match="but found 'None'"):
+        torch.div(x, x, rounding_mode="None")
+    says = r"mpsgen::div: argument 'rounding_mode' must be one of None, 'trunc', 'floor', got 'None'"
+    with pytest.raises(ValueError, match=says):
+        torch.ops.mpsgen.div.Tensor_mode(x, x, rounding_mode="None")
+    with pytest.raises(ValueError, match=says):
+        mpsgen.div(x, x, rounding_mode="None")
+    with torch._subclasses.FakeTensorMode() as mode, pytest.raises(ValueError, match=says):
+        torch.ops.mpsgen.div.Tensor_mode(mode.from_tensor(x), mode.from_tensor(x), rounding_mode="None")
+    torch.testing.assert_close(mpsgen.div(x, x, rounding_mode=None), torch.div(x, x, rounding_mode=None))
+
+
 def test_tensor_subclasses_go_through_torch_ops():
     """An argument with __torch_function__ sees the torch.ops op, as for torch's own ops."""
     seen = []

@@ -149,6 +149,10 @@ def test_fake_matches_real_on_edge_samples(op, entry, dtype):
             error = e  # an unregistered promoted dtype, a refused alpha: the fake kernel refuses too
         with FakeTensorMode(allow_non_fake_inputs=True) as mode:
             args = [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in sample.args]
+            if error is not None and "ZeroDivisionError" in str(error):
+                # a zero among the values: a fake tensor has none (torch's meta kernels compute too)
+                assert isinstance(fn(*args, **sample.kwargs), torch.Tensor)
+                continue
             if error is not None:
                 # both name the op as "<namespace>::<op>: "; a dtype in a check's message is
                 # printed as each language prints it (Float from C++, torch.float32 from Python)

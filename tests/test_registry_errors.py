@@ -339,3 +339,17 @@ def test_out_dtype_names_the_input_dtypes_it_is_exact_for(tmp_path):
     assert foo.exact_out == ("float", "half", "bfloat")  # not the complex inputs
     assert bar.exact_out == ("float", "half", "bfloat")
     assert baz.exact_out == () and baz.overloads[0].exact_out == ("float", "half", "bfloat")
+
+
+@pytest.mark.parametrize("func,value", [
+    ("foo(Tensor self, Tensor other) -> Tensor", "self"),  # the first Tensor
+    ("foo(Tensor self, Tensor other) -> Tensor", "divisor"),
+    ("foo(Tensor self, Tensor? other) -> Tensor", "other"),  # Tensor? arguments
+    ("foo(Tensor self, Tensor other) -> Tensor", "[other]"),
+])
+def test_bad_zero_divisor_is_located(tmp_path, func, value):
+    extra = "    zero_divisor: " + value + "\n" + ("    given: {other: foo, '': foo}\n" if "?" in func else "")
+    text = registry(op(func=func, extra=extra).replace("const T x) { return x; }", "const T x, const T y) { return x; }"))
+    errors = errors_of(tmp_path, text)
+    message = next(e for e in errors if "zero_divisor" in e)
+    assert message.startswith(f"ops.yaml:{lineno(text, 'zero_divisor:')}: op 'foo', key 'zero_divisor': expected the name")

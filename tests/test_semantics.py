@@ -478,3 +478,26 @@ def test_mixed_dtypes_are_refused_where_torch_refuses(entry, name, other, zero_d
         overload(entry.qualified_name)(*args, **kwargs)
     except NotImplementedError:
         pass  # a result dtype the op does not register (test_unregistered_dtype_raises_...)
+
+
+# ---- integer division by zero (issue 33) --------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8])
+@pytest.mark.parametrize("divisor", ["tensor", "0-dim", "broadcast"])
+def test_integer_division_by_zero_raises_as_torchs_cpu_kernels(mode, dtype, divisor):
+    a = torch.tensor([[3, 4, 7]], dtype=dtype)
+    b = {"tensor": torch.tensor([[1, 0, 2]], dtype=dtype), "0-dim": torch.tensor(0, dtype=dtype),
+         "broadcast": torch.tensor([[1], [0]], dtype=dtype)}[divisor]
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        torch.div(a, b, rounding_mode=mode)
+    with pytest.raises(RuntimeError, match="mpsgen::div: ZeroDivisionError"):
+        OPS.div.Tensor_mode(a, b, rounding_mode=mode)
+    with pytest.raises(RuntimeError, match="mpsgen::div: ZeroDivisionError"):
+        OPS.div.out_mode(a, b, rounding_mode=mode, out=torch.empty(0, dtype=dtype))
+    # no zero: computed; a float result (true division, or a float operand) has no error
+    torch.testing.assert_close(OPS.div.Tensor_mode(a, b + 1, rounding_mode=mode), torch.div(a, b + 1, rounding_mode=mode))
+    torch.testing.assert_close(OPS.div.Tensor_mode(a, b, rounding_mode=None), torch.div(a, b, rounding_mode=None))
+    torch.testing.assert_close(OPS.div.Tensor_mode(a.float(), b, rounding_mode=mode),
+                               torch.div(a.float(), b, rounding_mode=mode))

@@ -145,6 +145,14 @@ void check_converted(const OpSpec& op, c10::ScalarType common, const std::vector
   }
 }
 
+// torch's CPU kernels raise for an integer quotient by zero (div's trunc and floor modes,
+// `zero_divisor:`), where a CPU running the functor would trap; a GPU returns some value, as
+// torch's MPS kernels do, so the MPS stubs do not look (it would cost a device sync).
+void check_zero_divisor(const OpSpec& op, Backend backend, at::TensorList args, c10::ScalarType output) {
+  if (op.zero_divisor < 0 || backend != Backend::CPU || !c10::isIntegralType(output, /*includeBool=*/false)) return;
+  TORCH_CHECK(!args[op.zero_divisor].eq(0).any().item<bool>(), op.name, ": ZeroDivisionError");
+}
+
 // torch's alpha_check for add/sub-style ops.
 // torch's where still takes a uint8 condition (nonzero bytes select), with this warning once
 // per process (TensorCompare.cpp's TORCH_WARN_ONCE); a `mask:` op does the same
@@ -260,6 +268,7 @@ at::Tensor elementwise(const OpSpec& op, Backend backend, at::TensorList inputs,
   check_devices(op, backend, inputs, nullptr);
   check_alpha(op, common, scalars.alpha);
   check_converted(op, common, scalars.converted);
+  check_zero_divisor(op, backend, args, reg.output);
   warn_uint8_mask(op, inputs);
   const auto device = op_device(inputs);
   if (backend == Backend::CPU) {
@@ -280,6 +289,7 @@ at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList in
   check_devices(op, backend, inputs, &out);
   check_alpha(op, common, scalars.alpha);
   check_converted(op, common, scalars.converted);
+  check_zero_divisor(op, backend, args, reg.output);
   warn_uint8_mask(op, inputs);
   check_writable(op, out);
   // torch's where (a `mask:` op) takes no cast at all, nor do the ops of `out_dtype: exact`:
@@ -310,14 +320,15 @@ at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList in
 
 const char* choose(const OpSpec& op, const char* arg, std::optional<c10::string_view> value,
                    std::initializer_list<std::pair<const char*, const char*>> choices) {
-  const c10::string_view given = value ? *value : c10::string_view("None");
   std::ostringstream allowed;
   for (const auto& [v, kernel] : choices) {
-    if (given == v) return kernel;
-    allowed << (allowed.tellp() ? ", " : "") << (std::string_view(v) == "None" ? "None" : "'" + std::string(v) + "'");
+    // the choice "None" is the optional's None, not the string 'None' (which torch's div refuses)
+    const bool is_none = std::string_view(v) == "None";
+    if (is_none ? !value : value && *value == v) return kernel;
+    allowed << (allowed.tellp() ? ", " : "") << (is_none ? "None" : "'" + std::string(v) + "'");
   }
-  TORCH_CHECK_VALUE(false, op.name, ": argument '", arg, "' must be one of ", allowed.str(), ", got '",
-                    std::string(given), "'");
+  TORCH_CHECK_VALUE(false, op.name, ": argument '", arg, "' must be one of ", allowed.str(), ", got ",
+                    value ? "'" + std::string(*value) + "'" : std::string("None"));
 }
 
 // scalarToMetalTypeString

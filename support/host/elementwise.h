@@ -78,7 +78,8 @@ inline c10::ScalarType dtype_of(const c10::Scalar& s) { return s.type(); }
 double dtype_max(const at::Tensor& t);
 
 // The kernel a `str` argument selects (ops.yaml `args: {<arg>: {choices: ...}}`);
-// an unknown value raises a ValueError listing the allowed ones. None is "None".
+// an unknown value raises a ValueError listing the allowed ones. The choice "None" is
+// the optional's None (std::nullopt), never the string 'None'.
 const char* choose(const OpSpec& op, const char* arg, std::optional<c10::string_view> value,
                    std::initializer_list<std::pair<const char*, const char*>> choices);
 
