@@ -1795,10 +1795,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     },
     };
 
-// ops.yaml:1608: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1596: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1606",
+    "ops.yaml:1594",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1820,10 +1820,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     },
     };
 
-// ops.yaml:1655: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1644: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1653",
+    "ops.yaml:1642",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,

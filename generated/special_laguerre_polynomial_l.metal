@@ -8,7 +8,7 @@ using namespace metal;
 using namespace c10::metal;
 
 // functor from ops.yaml:1549
-#line 1570 "ops.yaml"
+#line 1555 "ops.yaml"
 inline float laguerre_polynomial_l(const float x, const float n_) {
   if (!(n_ > -9.2e18f && n_ < 9.2e18f)) {
     return 0.0f;
@@ -27,7 +27,10 @@ inline float laguerre_polynomial_l(const float x, const float n_) {
   float q = 1.0f - x;
   float r = q;
   for (long k = 1; k < n && !metal::isnan(q); k++) {
-    r = ((static_cast<float>(k + k) + (1.0f - x)) * q - static_cast<float>(k) * p) / static_cast<float>(k + 1);
+    // fused as torch's CPU build fuses it (its compiler contracts a * q - k * p into one FMA):
+    // the same bits at every step, so the same overflow to NaN for n near 2^31
+    r = ::metal::fma(static_cast<float>(k + k) + (1.0f - x), q, -(static_cast<float>(k) * p)) /
+        static_cast<float>(k + 1);
     p = q;
     q = r;
   }
@@ -44,7 +47,7 @@ struct special_laguerre_polynomial_l_functor {
     return laguerre_polynomial_l(static_cast<float>(x), static_cast<float>(n));
   }
 };
-#line 48 "special_laguerre_polynomial_l.metal"
+#line 51 "special_laguerre_polynomial_l.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).

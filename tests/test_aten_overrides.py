@@ -178,3 +178,29 @@ def test_out_of_another_dtype_is_refused_where_torch_refuses():
     assert len(ours) == len(ATEN) * len(_OUT_DTYPES)
     assert "heaviside torch.float64 refuses" in theirs  # the case the check is for
     assert ours == theirs
+
+
+def test_polynomial_recurrences_give_torchs_bits():
+    """laguerre and legendre run their float32 recurrences as torch's CPU build does, each step
+    fused into one FMA (its compiler contracts a * q - k * p): the same bits for every x and n,
+    and so the same NaN where the recurrence overflows (issue 33: laguerre(1, 2**31 - 1) with
+    int32 n was -4.07e18, torch's is NaN)."""
+    x = torch.randn(500, generator=torch.Generator().manual_seed(0)) * 3
+    calls = [(name, n) for name in ("laguerre_polynomial_l", "legendre_polynomial_p") for n in (5, 50, 127, 400)]
+    code = ("import sys, torch, mpsgen.ops\n"
+            "x = torch.load(sys.argv[1])\n"
+            f"results = [getattr(torch.special, name)(x, torch.full_like(x, n)) for name, n in {calls!r}]\n"
+            "results.append(torch.special.laguerre_polynomial_l(torch.tensor([1.0]), "
+            "torch.tensor([2**31 - 1], dtype=torch.int32)))\n"
+            "torch.save(results, sys.argv[2])\n")
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        torch.save(x, f"{tmp}/x.pt")
+        subprocess.run([sys.executable, "-c", code, f"{tmp}/x.pt", f"{tmp}/out.pt"], cwd=ROOT, check=True,
+                       env={**os.environ, ENV: "1"}, capture_output=True)
+        ours = torch.load(f"{tmp}/out.pt")
+    for (name, n), got in zip(calls, ours):
+        expected = getattr(torch.special, name)(x, torch.full_like(x, n))
+        torch.testing.assert_close(got, expected, rtol=0, atol=0, equal_nan=True, msg=f"{name} n={n}")
+    assert ours[-1].isnan().all()
+    assert torch.special.laguerre_polynomial_l(torch.tensor([1.0]), torch.tensor([2**31 - 1], dtype=torch.int32)).isnan()
