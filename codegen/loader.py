@@ -24,7 +24,7 @@ from .model import (DEFAULT_PARAM_TYPE, Check, Tolerance, PARAM_TYPES, Derivativ
 TOP_KEYS = {"namespace", "ops"}
 OP_KEYS = {"func", "functor", "dtypes", "reference", "opinfo", "xfail", "derivatives", "args", "kernel",
            "alpha_check", "checks", "tolerances", "implements", "replaces", "given", "mask", "gaps", "out_dtype",
-           "zero_divisor"}
+           "zero_divisor", "dtype_defaults"}
 OVERLOAD_KEYS = {"func", "reference", "opinfo", "xfail", "derivatives", "out_dtype"}
 # `out_dtype:` how out= relates to the result dtype: cast to it (TensorIterator's binary and
 # *_float ops), or exact, as torch's unary-op iterators (check_all_same_dtype) and its
@@ -246,6 +246,8 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
         if "mask" in entry and schema is not None and not is_overload else ""
     zero_divisor = _check_zero_divisor(entry, args, label, line_of("zero_divisor"), errors) \
         if "zero_divisor" in entry and schema is not None and not is_overload else ""
+    dtype_defaults = _check_dtype_defaults(entry["dtype_defaults"], args, label, line_of("dtype_defaults"), errors) \
+        if "dtype_defaults" in entry and schema is not None and not is_overload else ()
 
     if len(errors.messages) > n_before:
         return None
@@ -264,7 +266,7 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
             derivatives=derivatives or (), name=kernel, family=family, functor=functor,
             tables=tables, params=params, selector=selector, given=given, alpha_check=alpha_check,
             exact_out=_exact_inputs(out_dtype, [r for t in tables for r in t.registrations]),
-            checks=checks, mask=mask, zero_divisor=zero_divisor,
+            checks=checks, mask=mask, zero_divisor=zero_divisor, dtype_defaults=dtype_defaults,
             tolerances=tolerances, gaps=gaps, implements=implements, replaces=replaces, aten_variants=aten_variants,
             functor_line=_functor_line(entry["functor"], line_of("functor")))
     if op.derivatives and not op.differentiable:
@@ -659,6 +661,24 @@ def _check_zero_divisor(entry, op_args, label, line, errors) -> str:
                    f"without Tensor? arguments ({', '.join(divisors) or 'this op has none'}), got {name!r}")
         return ""
     return name
+
+
+def _check_dtype_defaults(spec, op_args, label, line, errors) -> tuple[tuple[str, str], ...]:
+    """`dtype_defaults: {<arg>: max | lowest}`: optional float arguments whose None means the
+    dtype's largest or lowest value (nan_to_num's posinf, neginf), for the tests' widened oracle."""
+    optional = [a.name for a in op_args if a.kind in ("float", "Scalar") and a.optional and a.default == "None"]
+    if not isinstance(spec, dict) or not spec:
+        errors.add(line, label, "dtype_defaults", f"expected a mapping of optional float arguments "
+                   f"({', '.join(optional) or 'this op has none'}) to max or lowest, got {yaml_source.short(spec)}")
+        return ()
+    found = []
+    for name, limit in spec.items():
+        if name not in optional or limit not in ("max", "lowest"):
+            errors.add(line, label, "dtype_defaults", f"{name!r}: {limit!r}; expected an optional float argument "
+                       f"with default None ({', '.join(optional) or 'this op has none'}) mapped to max or lowest")
+        else:
+            found.append((name, limit))
+    return tuple(found)
 
 
 def _check_checks(spec, op_args, label, line, errors) -> tuple[Check, ...]:

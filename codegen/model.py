@@ -283,6 +283,8 @@ class Op(Entry):
     checks: tuple[Check, ...] = ()  # argument conditions torch enforces (`checks:`)
     # `zero_divisor:` the Tensor whose zeros make an integer result raise on CPU (torch's div_floor)
     zero_divisor: str = ""
+    # `dtype_defaults:` (argument, "max" | "lowest"): None means the dtype's limit (nan_to_num's posinf)
+    dtype_defaults: tuple[tuple[str, str], ...] = ()
     tolerances: tuple[Tolerance, ...] = ()  # op-output-match overrides, also for its overloads
     gaps: tuple[Gap, ...] = ()  # dtypes torch's MPS kernel supports that the op leaves out (`gaps:`)
     implements: str = ""  # "aten": registers kernels for torch's own aten::<op> (no def, fake kernel, autograd)

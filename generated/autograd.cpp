@@ -2635,7 +2635,7 @@ at::Tensor& clamp_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& 
   return out;
 }
 
-// ---- ops.yaml:577: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor ----
+// ---- ops.yaml:582: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, std::optional<double>, std::optional<double>, std::optional<double>)>& nan_to_num_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2679,7 +2679,7 @@ variable_list NanToNumBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 582 "ops.yaml"
+#line 588 "ops.yaml"
     grad_inputs[0] = grad * self.isfinite();
 #line 2685 "autograd.cpp"
   }
@@ -2724,7 +2724,7 @@ at::Tensor& nan_to_num_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:597: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor ----
+// ---- ops.yaml:603: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& threshold_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2769,7 +2769,7 @@ variable_list ThresholdBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 608 "ops.yaml"
+#line 614 "ops.yaml"
     grad_inputs[0] = grad * (self > threshold);
 #line 2775 "autograd.cpp"
   }
@@ -2816,7 +2816,7 @@ at::Tensor& threshold_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:615: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor ----
+// ---- ops.yaml:621: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& softplus_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2862,7 +2862,7 @@ variable_list SoftplusBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 622 "ops.yaml"
+#line 628 "ops.yaml"
     grad_inputs[0] = softplus_backward(grad, self, beta, threshold);
 #line 2868 "autograd.cpp"
   }
@@ -2911,7 +2911,7 @@ at::Tensor& softplus_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self
   return out;
 }
 
-// ---- ops.yaml:630: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor ----
+// ---- ops.yaml:636: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& hardtanh_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2957,7 +2957,7 @@ variable_list HardtanhBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 636 "ops.yaml"
+#line 642 "ops.yaml"
     grad_inputs[0] = grad * ((self > min_val) & (self < max_val));
 #line 2963 "autograd.cpp"
   }
@@ -3006,7 +3006,7 @@ at::Tensor& hardtanh_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self
   return out;
 }
 
-// ---- ops.yaml:645: round.decimals(Tensor self, *, int decimals) -> Tensor ----
+// ---- ops.yaml:651: round.decimals(Tensor self, *, int decimals) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, int64_t)>& round_decimals_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3047,7 +3047,7 @@ variable_list RoundDecimalsBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 652 "ops.yaml"
+#line 658 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 3053 "autograd.cpp"
   }
@@ -3090,7 +3090,7 @@ at::Tensor& round_decimals_out_autograd(c10::DispatchKeySet ks, const at::Tensor
   return out;
 }
 
-// ---- ops.yaml:665: gelu(Tensor self, *, str approximate='none') -> Tensor ----
+// ---- ops.yaml:671: gelu(Tensor self, *, str approximate='none') -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, c10::string_view)>& gelu_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3135,7 +3135,7 @@ variable_list GeluBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 673 "ops.yaml"
+#line 679 "ops.yaml"
     grad_inputs[0] = gelu_backward(grad, self, approximate);
 #line 3141 "autograd.cpp"
   }
@@ -3182,7 +3182,7 @@ at::Tensor& gelu_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, c1
   return out;
 }
 
-// ---- ops.yaml:692: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor ----
+// ---- ops.yaml:698: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&, bool)>& leaky_relu_backward_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3227,12 +3227,12 @@ variable_list LeakyReluBackwardBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // grad_output
-#line 697 "ops.yaml"
+#line 703 "ops.yaml"
     grad_inputs[0] = leaky_relu_backward(grad, self, negative_slope, false);
 #line 3233 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // self
-#line 698 "ops.yaml"
+#line 704 "ops.yaml"
     grad_inputs[1] = zeros_like(self);
 #line 3238 "autograd.cpp"
   }
@@ -3279,7 +3279,7 @@ at::Tensor& leaky_relu_backward_out_autograd(c10::DispatchKeySet ks, const at::T
   return out;
 }
 
-// ---- ops.yaml:711: eq.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:717: eq.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& eq_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3327,7 +3327,7 @@ at::Tensor& eq_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:724: eq.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:730: eq.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& eq_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3375,7 +3375,7 @@ at::Tensor& eq_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:726: ne.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:732: ne.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& ne_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3423,7 +3423,7 @@ at::Tensor& ne_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:739: lt.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:745: lt.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& lt_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3471,7 +3471,7 @@ at::Tensor& lt_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:748: lt.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:754: lt.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& lt_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3519,7 +3519,7 @@ at::Tensor& lt_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:750: logical_and(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:756: logical_and(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_and_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3567,7 +3567,7 @@ at::Tensor& logical_and_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:760: isnan(Tensor self) -> Tensor ----
+// ---- ops.yaml:766: isnan(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& isnan_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3615,7 +3615,7 @@ at::Tensor& isnan_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:779: neg(Tensor self) -> Tensor ----
+// ---- ops.yaml:785: neg(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& neg_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3656,7 +3656,7 @@ variable_list NegBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 787 "ops.yaml"
+#line 793 "ops.yaml"
     grad_inputs[0] = -grad;
 #line 3662 "autograd.cpp"
   }
@@ -3699,7 +3699,7 @@ at::Tensor& neg_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:795: abs(Tensor self) -> Tensor ----
+// ---- ops.yaml:801: abs(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& abs_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3743,7 +3743,7 @@ variable_list AbsBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 801 "ops.yaml"
+#line 807 "ops.yaml"
     grad_inputs[0] = grad * self.sgn();
 #line 3749 "autograd.cpp"
   }
@@ -3788,7 +3788,7 @@ at::Tensor& abs_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:829: polygamma(int n, Tensor self) -> Tensor ----
+// ---- ops.yaml:835: polygamma(int n, Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(int64_t, const at::Tensor&)>& polygamma_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3833,7 +3833,7 @@ variable_list PolygammaBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 858 "ops.yaml"
+#line 864 "ops.yaml"
     grad_inputs[0] = grad * polygamma(n + 1, self);
 #line 3839 "autograd.cpp"
   }
@@ -3880,7 +3880,7 @@ at::Tensor& polygamma_out_autograd(c10::DispatchKeySet ks, int64_t n, const at::
   return out;
 }
 
-// ---- ops.yaml:871: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor ----
+// ---- ops.yaml:877: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, std::optional<c10::string_view>)>& div_Tensor_mode_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3928,12 +3928,12 @@ variable_list DivTensorModeBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 893 "ops.yaml"
+#line 899 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, rounding_mode.has_value() ? zeros_like(grad) : grad / other.conj());
 #line 3934 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 894 "ops.yaml"
+#line 900 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(other, rounding_mode.has_value() ? zeros_like(grad) : -grad * ((self / other) / other).conj());
 #line 3939 "autograd.cpp"
   }
@@ -3982,7 +3982,7 @@ at::Tensor& div_Tensor_mode_out_autograd(c10::DispatchKeySet ks, const at::Tenso
   return out;
 }
 
-// ---- ops.yaml:982: polar(Tensor abs, Tensor angle) -> Tensor ----
+// ---- ops.yaml:988: polar(Tensor abs, Tensor angle) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& polar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4026,12 +4026,12 @@ variable_list PolarBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // abs
-#line 990 "ops.yaml"
+#line 996 "ops.yaml"
     grad_inputs[0] = at::real(grad.conj() * result.sgn());
 #line 4032 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // angle
-#line 991 "ops.yaml"
+#line 997 "ops.yaml"
     grad_inputs[1] = at::real(grad.conj() * result * c10::Scalar(c10::complex<double>(0, 1)));
 #line 4037 "autograd.cpp"
   }
@@ -4076,7 +4076,7 @@ at::Tensor& polar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& abs, co
   return out;
 }
 
-// ---- ops.yaml:999: complex(Tensor real, Tensor imag) -> Tensor ----
+// ---- ops.yaml:1005: complex(Tensor real, Tensor imag) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& complex_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4117,12 +4117,12 @@ variable_list ComplexBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // real
-#line 1006 "ops.yaml"
+#line 1012 "ops.yaml"
     grad_inputs[0] = at::real(grad);
 #line 4123 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // imag
-#line 1007 "ops.yaml"
+#line 1013 "ops.yaml"
     grad_inputs[1] = at::imag(grad);
 #line 4128 "autograd.cpp"
   }
@@ -4165,7 +4165,7 @@ at::Tensor& complex_out_autograd(c10::DispatchKeySet ks, const at::Tensor& real,
   return out;
 }
 
-// ---- ops.yaml:1014: angle(Tensor self) -> Tensor ----
+// ---- ops.yaml:1020: angle(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& angle_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4209,7 +4209,7 @@ variable_list AngleBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1018 "ops.yaml"
+#line 1024 "ops.yaml"
     grad_inputs[0] = self.is_complex() ? where(self == 0, 0, grad * self / self.abs().pow(2) * c10::Scalar(c10::complex<double>(0, 1))) : zeros_like(self);
 #line 4215 "autograd.cpp"
   }
@@ -4254,7 +4254,7 @@ at::Tensor& angle_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1038: cos(Tensor self) -> Tensor ----
+// ---- ops.yaml:1044: cos(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& cos_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4298,7 +4298,7 @@ variable_list CosBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1042 "ops.yaml"
+#line 1048 "ops.yaml"
     grad_inputs[0] = grad * -self.sin().conj();
 #line 4304 "autograd.cpp"
   }
@@ -4343,7 +4343,7 @@ at::Tensor& cos_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1064: tan(Tensor self) -> Tensor ----
+// ---- ops.yaml:1070: tan(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& tan_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4387,7 +4387,7 @@ variable_list TanBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1068 "ops.yaml"
+#line 1074 "ops.yaml"
     grad_inputs[0] = grad * (1 + result.pow(2)).conj();
 #line 4393 "autograd.cpp"
   }
@@ -4432,7 +4432,7 @@ at::Tensor& tan_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1083: tanh(Tensor self) -> Tensor ----
+// ---- ops.yaml:1089: tanh(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& tanh_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4476,7 +4476,7 @@ variable_list TanhBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1087 "ops.yaml"
+#line 1093 "ops.yaml"
     grad_inputs[0] = tanh_backward(grad, result);
 #line 4482 "autograd.cpp"
   }
@@ -4521,7 +4521,7 @@ at::Tensor& tanh_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1101: log(Tensor self) -> Tensor ----
+// ---- ops.yaml:1107: log(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& log_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4565,7 +4565,7 @@ variable_list LogBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1105 "ops.yaml"
+#line 1111 "ops.yaml"
     grad_inputs[0] = grad / self.conj();
 #line 4571 "autograd.cpp"
   }
@@ -4610,7 +4610,7 @@ at::Tensor& log_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1119: log1p(Tensor self) -> Tensor ----
+// ---- ops.yaml:1125: log1p(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& log1p_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4654,7 +4654,7 @@ variable_list Log1pBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1123 "ops.yaml"
+#line 1129 "ops.yaml"
     grad_inputs[0] = grad / (self + 1).conj();
 #line 4660 "autograd.cpp"
   }
@@ -4699,7 +4699,7 @@ at::Tensor& log1p_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1143: expm1(Tensor self) -> Tensor ----
+// ---- ops.yaml:1149: expm1(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& expm1_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4743,7 +4743,7 @@ variable_list Expm1Backward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1147 "ops.yaml"
+#line 1153 "ops.yaml"
     grad_inputs[0] = grad * (result.conj() + 1);
 #line 4749 "autograd.cpp"
   }
@@ -4788,7 +4788,7 @@ at::Tensor& expm1_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1172: rsqrt(Tensor self) -> Tensor ----
+// ---- ops.yaml:1178: rsqrt(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& rsqrt_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4832,7 +4832,7 @@ variable_list RsqrtBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1176 "ops.yaml"
+#line 1182 "ops.yaml"
     grad_inputs[0] = -0.5 * grad * self.rsqrt().pow(3).conj();
 #line 4838 "autograd.cpp"
   }
@@ -4877,7 +4877,7 @@ at::Tensor& rsqrt_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1190: i0(Tensor self) -> Tensor ----
+// ---- ops.yaml:1196: i0(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& i0_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4921,7 +4921,7 @@ variable_list I0Backward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1194 "ops.yaml"
+#line 1200 "ops.yaml"
     grad_inputs[0] = grad * special_i1(self);
 #line 4927 "autograd.cpp"
   }
@@ -4966,7 +4966,7 @@ at::Tensor& i0_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at::
   return out;
 }
 
-// ---- ops.yaml:1203: reciprocal(Tensor self) -> Tensor ----
+// ---- ops.yaml:1209: reciprocal(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& reciprocal_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5010,7 +5010,7 @@ variable_list ReciprocalBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1207 "ops.yaml"
+#line 1213 "ops.yaml"
     grad_inputs[0] = -grad * (result * result).conj();
 #line 5016 "autograd.cpp"
   }
@@ -5055,7 +5055,7 @@ at::Tensor& reciprocal_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:1222: floor(Tensor self) -> Tensor ----
+// ---- ops.yaml:1228: floor(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& floor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5096,7 +5096,7 @@ variable_list FloorBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1227 "ops.yaml"
+#line 1233 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5102 "autograd.cpp"
   }
@@ -5139,7 +5139,7 @@ at::Tensor& floor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1238: ceil(Tensor self) -> Tensor ----
+// ---- ops.yaml:1244: ceil(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& ceil_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5180,7 +5180,7 @@ variable_list CeilBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1243 "ops.yaml"
+#line 1249 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5186 "autograd.cpp"
   }
@@ -5223,7 +5223,7 @@ at::Tensor& ceil_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1254: trunc(Tensor self) -> Tensor ----
+// ---- ops.yaml:1260: trunc(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& trunc_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5264,7 +5264,7 @@ variable_list TruncBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1259 "ops.yaml"
+#line 1265 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5270 "autograd.cpp"
   }
@@ -5307,7 +5307,7 @@ at::Tensor& trunc_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1270: sign(Tensor self) -> Tensor ----
+// ---- ops.yaml:1276: sign(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& sign_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5348,7 +5348,7 @@ variable_list SignBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1275 "ops.yaml"
+#line 1281 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5354 "autograd.cpp"
   }
@@ -5391,7 +5391,7 @@ at::Tensor& sign_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1284: minimum(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1290: minimum(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& minimum_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5438,12 +5438,12 @@ variable_list MinimumBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1288 "ops.yaml"
+#line 1294 "ops.yaml"
     grad_inputs[0] = where(self == other, grad / 2, grad).masked_fill(self > other, 0);
 #line 5444 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1289 "ops.yaml"
+#line 1295 "ops.yaml"
     grad_inputs[1] = where(self == other, grad / 2, grad).masked_fill(self < other, 0);
 #line 5449 "autograd.cpp"
   }
@@ -5490,7 +5490,7 @@ at::Tensor& minimum_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self,
   return out;
 }
 
-// ---- ops.yaml:1297: fmax(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1303: fmax(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& fmax_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5537,12 +5537,12 @@ variable_list FmaxBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1301 "ops.yaml"
+#line 1307 "ops.yaml"
     grad_inputs[0] = grad.masked_fill((self >= other).logical_or(other.isnan()).logical_not(), 0);
 #line 5543 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1302 "ops.yaml"
+#line 1308 "ops.yaml"
     grad_inputs[1] = grad.masked_fill((self >= other).logical_or(other.isnan()), 0);
 #line 5548 "autograd.cpp"
   }
@@ -5589,7 +5589,7 @@ at::Tensor& fmax_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, co
   return out;
 }
 
-// ---- ops.yaml:1314: fmin(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1320: fmin(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& fmin_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5636,12 +5636,12 @@ variable_list FminBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1318 "ops.yaml"
+#line 1324 "ops.yaml"
     grad_inputs[0] = grad.masked_fill((self <= other).logical_or(other.isnan()).logical_not(), 0);
 #line 5642 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1319 "ops.yaml"
+#line 1325 "ops.yaml"
     grad_inputs[1] = grad.masked_fill((self <= other).logical_or(other.isnan()), 0);
 #line 5647 "autograd.cpp"
   }
@@ -5688,7 +5688,7 @@ at::Tensor& fmin_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, co
   return out;
 }
 
-// ---- ops.yaml:1330: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1336: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& bitwise_and_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5736,7 +5736,7 @@ at::Tensor& bitwise_and_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Te
   return out;
 }
 
-// ---- ops.yaml:1339: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1345: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& bitwise_and_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5784,7 +5784,7 @@ at::Tensor& bitwise_and_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Te
   return out;
 }
 
-// ---- ops.yaml:1341: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1347: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& bitwise_or_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5832,7 +5832,7 @@ at::Tensor& bitwise_or_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Ten
   return out;
 }
 
-// ---- ops.yaml:1351: gt.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1357: gt.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& gt_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5880,7 +5880,7 @@ at::Tensor& gt_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1360: gt.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1366: gt.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& gt_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5928,7 +5928,7 @@ at::Tensor& gt_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1362: ge.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1368: ge.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& ge_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5976,7 +5976,7 @@ at::Tensor& ge_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1371: le.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1377: le.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& le_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6024,7 +6024,7 @@ at::Tensor& le_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1380: logical_or(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1386: logical_or(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_or_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6072,7 +6072,7 @@ at::Tensor& logical_or_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:1389: logical_xor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1395: logical_xor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_xor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6120,7 +6120,7 @@ at::Tensor& logical_xor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:1402: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1408: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&)>& where_self_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6163,12 +6163,12 @@ variable_list WhereSelfBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1411 "ops.yaml"
+#line 1417 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, where(condition, grad, 0));
 #line 6169 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1412 "ops.yaml"
+#line 1418 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(other, where(condition, 0, grad));
 #line 6174 "autograd.cpp"
   }
@@ -6198,7 +6198,7 @@ at::Tensor& where_self_out_autograd(c10::DispatchKeySet ks, const at::Tensor& co
   return out;
 }
 
-// ---- ops.yaml:1424: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1430: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Tensor&)>& where_ScalarSelf_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6238,7 +6238,7 @@ variable_list WhereScalarSelfBackward::apply(variable_list&& grads) {
   const auto condition = condition_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // other
-#line 1412 "ops.yaml"
+#line 1418 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(other, where(condition, 0, grad));
 #line 6244 "autograd.cpp"
   }
@@ -6267,7 +6267,7 @@ at::Tensor& where_ScalarSelf_out_autograd(c10::DispatchKeySet ks, const at::Tens
   return out;
 }
 
-// ---- ops.yaml:1425: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1431: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&)>& where_ScalarOther_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6307,7 +6307,7 @@ variable_list WhereScalarOtherBackward::apply(variable_list&& grads) {
   const auto condition = condition_.unpack();
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1411 "ops.yaml"
+#line 1417 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, where(condition, grad, 0));
 #line 6313 "autograd.cpp"
   }
@@ -6336,7 +6336,7 @@ at::Tensor& where_ScalarOther_out_autograd(c10::DispatchKeySet ks, const at::Ten
   return out;
 }
 
-// ---- ops.yaml:1426: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1432: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& where_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()

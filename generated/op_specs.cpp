@@ -587,10 +587,10 @@ extern const OpSpec clamp_tensor_spec{
     },
     };
 
-// ops.yaml:579: the dtypes nan_to_num.metal registers (input -> output)
+// ops.yaml:584: the dtypes nan_to_num.metal registers (input -> output)
 extern const OpSpec nan_to_num_spec{
     "mpsgen::nan_to_num",
-    "ops.yaml:577",
+    "ops.yaml:582",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -612,10 +612,10 @@ extern const OpSpec nan_to_num_spec{
     },
     };
 
-// ops.yaml:598: the dtypes threshold.metal registers (input -> output)
+// ops.yaml:604: the dtypes threshold.metal registers (input -> output)
 extern const OpSpec threshold_spec{
     "mpsgen::threshold",
-    "ops.yaml:597",
+    "ops.yaml:603",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -636,10 +636,10 @@ extern const OpSpec threshold_spec{
     },
     };
 
-// ops.yaml:618: the dtypes softplus.metal registers (input -> output)
+// ops.yaml:624: the dtypes softplus.metal registers (input -> output)
 extern const OpSpec softplus_spec{
     "mpsgen::softplus",
-    "ops.yaml:615",
+    "ops.yaml:621",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -655,10 +655,10 @@ extern const OpSpec softplus_spec{
     },
     };
 
-// ops.yaml:632: the dtypes hardtanh.metal registers (input -> output)
+// ops.yaml:638: the dtypes hardtanh.metal registers (input -> output)
 extern const OpSpec hardtanh_spec{
     "mpsgen::hardtanh",
-    "ops.yaml:630",
+    "ops.yaml:636",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -678,10 +678,10 @@ extern const OpSpec hardtanh_spec{
     },
     };
 
-// ops.yaml:648: the dtypes round_decimals.metal registers (input -> output)
+// ops.yaml:654: the dtypes round_decimals.metal registers (input -> output)
 extern const OpSpec round_decimals_spec{
     "mpsgen::round",
-    "ops.yaml:645",
+    "ops.yaml:651",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -697,10 +697,10 @@ extern const OpSpec round_decimals_spec{
     },
     };
 
-// ops.yaml:669: the dtypes gelu.metal registers (input -> output)
+// ops.yaml:675: the dtypes gelu.metal registers (input -> output)
 extern const OpSpec gelu_spec{
     "mpsgen::gelu",
-    "ops.yaml:665",
+    "ops.yaml:671",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -716,10 +716,10 @@ extern const OpSpec gelu_spec{
     },
     };
 
-// ops.yaml:693: the dtypes leaky_relu_backward.metal registers (input -> output)
+// ops.yaml:699: the dtypes leaky_relu_backward.metal registers (input -> output)
 extern const OpSpec leaky_relu_backward_spec{
     "mpsgen::leaky_relu_backward",
-    "ops.yaml:692",
+    "ops.yaml:698",
     {"grad_output", "self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -735,10 +735,10 @@ extern const OpSpec leaky_relu_backward_spec{
     },
     };
 
-// ops.yaml:712: the dtypes eq.metal registers (input -> output)
+// ops.yaml:718: the dtypes eq.metal registers (input -> output)
 extern const OpSpec eq_spec{
     "mpsgen::eq",
-    "ops.yaml:711",
+    "ops.yaml:717",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -762,10 +762,10 @@ extern const OpSpec eq_spec{
     },
     };
 
-// ops.yaml:727: the dtypes ne.metal registers (input -> output)
+// ops.yaml:733: the dtypes ne.metal registers (input -> output)
 extern const OpSpec ne_spec{
     "mpsgen::ne",
-    "ops.yaml:726",
+    "ops.yaml:732",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -789,10 +789,10 @@ extern const OpSpec ne_spec{
     },
     };
 
-// ops.yaml:740: the dtypes lt.metal registers (input -> output)
+// ops.yaml:746: the dtypes lt.metal registers (input -> output)
 extern const OpSpec lt_spec{
     "mpsgen::lt",
-    "ops.yaml:739",
+    "ops.yaml:745",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -814,10 +814,10 @@ extern const OpSpec lt_spec{
     },
     };
 
-// ops.yaml:751: the dtypes logical_and.metal registers (input -> output)
+// ops.yaml:757: the dtypes logical_and.metal registers (input -> output)
 extern const OpSpec logical_and_spec{
     "mpsgen::logical_and",
-    "ops.yaml:750",
+    "ops.yaml:756",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -840,10 +840,10 @@ extern const OpSpec logical_and_spec{
     },
     };
 
-// ops.yaml:762: the dtypes isnan.metal registers (input -> output)
+// ops.yaml:768: the dtypes isnan.metal registers (input -> output)
 extern const OpSpec isnan_spec{
     "mpsgen::isnan",
-    "ops.yaml:760",
+    "ops.yaml:766",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -867,10 +867,10 @@ extern const OpSpec isnan_spec{
     },
     };
 
-// ops.yaml:781: the dtypes neg.metal registers (input -> output)
+// ops.yaml:787: the dtypes neg.metal registers (input -> output)
 extern const OpSpec neg_spec{
     "mpsgen::neg",
-    "ops.yaml:779",
+    "ops.yaml:785",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -893,10 +893,10 @@ extern const OpSpec neg_spec{
     },
     };
 
-// ops.yaml:798: the dtypes abs.metal registers (input -> output)
+// ops.yaml:804: the dtypes abs.metal registers (input -> output)
 extern const OpSpec abs_spec{
     "mpsgen::abs",
-    "ops.yaml:795",
+    "ops.yaml:801",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -919,10 +919,10 @@ extern const OpSpec abs_spec{
     },
     };
 
-// ops.yaml:830: the dtypes polygamma.metal registers (input -> output)
+// ops.yaml:836: the dtypes polygamma.metal registers (input -> output)
 extern const OpSpec polygamma_spec{
     "mpsgen::polygamma",
-    "ops.yaml:829",
+    "ops.yaml:835",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -939,10 +939,10 @@ extern const OpSpec polygamma_spec{
     },
     };
 
-// ops.yaml:880: the dtypes div.metal registers (input -> output)
+// ops.yaml:886: the dtypes div.metal registers (input -> output)
 extern const OpSpec div_spec{
     "mpsgen::div",
-    "ops.yaml:871",
+    "ops.yaml:877",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -966,10 +966,10 @@ extern const OpSpec div_spec{
     },
     };
 
-// ops.yaml:878: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
+// ops.yaml:884: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
 extern const OpSpec div_div_trunc_spec{
     "mpsgen::div",
-    "ops.yaml:878",
+    "ops.yaml:884",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -992,10 +992,10 @@ extern const OpSpec div_div_trunc_spec{
     /*choice=*/"rounding_mode='trunc'",
     };
 
-// ops.yaml:879: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
+// ops.yaml:885: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
 extern const OpSpec div_div_floor_spec{
     "mpsgen::div",
-    "ops.yaml:879",
+    "ops.yaml:885",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1018,10 +1018,10 @@ extern const OpSpec div_div_floor_spec{
     /*choice=*/"rounding_mode='floor'",
     };
 
-// ops.yaml:984: the dtypes polar.metal registers (input -> output)
+// ops.yaml:990: the dtypes polar.metal registers (input -> output)
 extern const OpSpec polar_spec{
     "mpsgen::polar",
-    "ops.yaml:982",
+    "ops.yaml:988",
     {"abs", "angle"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1036,10 +1036,10 @@ extern const OpSpec polar_spec{
     },
     };
 
-// ops.yaml:1000: the dtypes complex.metal registers (input -> output)
+// ops.yaml:1006: the dtypes complex.metal registers (input -> output)
 extern const OpSpec complex_spec{
     "mpsgen::complex",
-    "ops.yaml:999",
+    "ops.yaml:1005",
     {"real", "imag"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1054,10 +1054,10 @@ extern const OpSpec complex_spec{
     },
     };
 
-// ops.yaml:1015: the dtypes angle.metal registers (input -> output)
+// ops.yaml:1021: the dtypes angle.metal registers (input -> output)
 extern const OpSpec angle_spec{
     "mpsgen::angle",
-    "ops.yaml:1014",
+    "ops.yaml:1020",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1081,10 +1081,10 @@ extern const OpSpec angle_spec{
     },
     };
 
-// ops.yaml:1039: the dtypes cos.metal registers (input -> output)
+// ops.yaml:1045: the dtypes cos.metal registers (input -> output)
 extern const OpSpec cos_spec{
     "mpsgen::cos",
-    "ops.yaml:1038",
+    "ops.yaml:1044",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1108,10 +1108,10 @@ extern const OpSpec cos_spec{
     },
     };
 
-// ops.yaml:1065: the dtypes tan.metal registers (input -> output)
+// ops.yaml:1071: the dtypes tan.metal registers (input -> output)
 extern const OpSpec tan_spec{
     "mpsgen::tan",
-    "ops.yaml:1064",
+    "ops.yaml:1070",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1135,10 +1135,10 @@ extern const OpSpec tan_spec{
     },
     };
 
-// ops.yaml:1084: the dtypes tanh.metal registers (input -> output)
+// ops.yaml:1090: the dtypes tanh.metal registers (input -> output)
 extern const OpSpec tanh_spec{
     "mpsgen::tanh",
-    "ops.yaml:1083",
+    "ops.yaml:1089",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1162,10 +1162,10 @@ extern const OpSpec tanh_spec{
     },
     };
 
-// ops.yaml:1102: the dtypes log.metal registers (input -> output)
+// ops.yaml:1108: the dtypes log.metal registers (input -> output)
 extern const OpSpec log_spec{
     "mpsgen::log",
-    "ops.yaml:1101",
+    "ops.yaml:1107",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1189,10 +1189,10 @@ extern const OpSpec log_spec{
     },
     };
 
-// ops.yaml:1120: the dtypes log1p.metal registers (input -> output)
+// ops.yaml:1126: the dtypes log1p.metal registers (input -> output)
 extern const OpSpec log1p_spec{
     "mpsgen::log1p",
-    "ops.yaml:1119",
+    "ops.yaml:1125",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1216,10 +1216,10 @@ extern const OpSpec log1p_spec{
     },
     };
 
-// ops.yaml:1144: the dtypes expm1.metal registers (input -> output)
+// ops.yaml:1150: the dtypes expm1.metal registers (input -> output)
 extern const OpSpec expm1_spec{
     "mpsgen::expm1",
-    "ops.yaml:1143",
+    "ops.yaml:1149",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1243,10 +1243,10 @@ extern const OpSpec expm1_spec{
     },
     };
 
-// ops.yaml:1173: the dtypes rsqrt.metal registers (input -> output)
+// ops.yaml:1179: the dtypes rsqrt.metal registers (input -> output)
 extern const OpSpec rsqrt_spec{
     "mpsgen::rsqrt",
-    "ops.yaml:1172",
+    "ops.yaml:1178",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1270,10 +1270,10 @@ extern const OpSpec rsqrt_spec{
     },
     };
 
-// ops.yaml:1191: the dtypes i0.metal registers (input -> output)
+// ops.yaml:1197: the dtypes i0.metal registers (input -> output)
 extern const OpSpec i0_spec{
     "mpsgen::i0",
-    "ops.yaml:1190",
+    "ops.yaml:1196",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1295,10 +1295,10 @@ extern const OpSpec i0_spec{
     },
     };
 
-// ops.yaml:1204: the dtypes reciprocal.metal registers (input -> output)
+// ops.yaml:1210: the dtypes reciprocal.metal registers (input -> output)
 extern const OpSpec reciprocal_spec{
     "mpsgen::reciprocal",
-    "ops.yaml:1203",
+    "ops.yaml:1209",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1322,10 +1322,10 @@ extern const OpSpec reciprocal_spec{
     },
     };
 
-// ops.yaml:1224: the dtypes floor.metal registers (input -> output)
+// ops.yaml:1230: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
     "mpsgen::floor",
-    "ops.yaml:1222",
+    "ops.yaml:1228",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1347,10 +1347,10 @@ extern const OpSpec floor_spec{
     },
     };
 
-// ops.yaml:1240: the dtypes ceil.metal registers (input -> output)
+// ops.yaml:1246: the dtypes ceil.metal registers (input -> output)
 extern const OpSpec ceil_spec{
     "mpsgen::ceil",
-    "ops.yaml:1238",
+    "ops.yaml:1244",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1372,10 +1372,10 @@ extern const OpSpec ceil_spec{
     },
     };
 
-// ops.yaml:1256: the dtypes trunc.metal registers (input -> output)
+// ops.yaml:1262: the dtypes trunc.metal registers (input -> output)
 extern const OpSpec trunc_spec{
     "mpsgen::trunc",
-    "ops.yaml:1254",
+    "ops.yaml:1260",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1397,10 +1397,10 @@ extern const OpSpec trunc_spec{
     },
     };
 
-// ops.yaml:1272: the dtypes sign.metal registers (input -> output)
+// ops.yaml:1278: the dtypes sign.metal registers (input -> output)
 extern const OpSpec sign_spec{
     "mpsgen::sign",
-    "ops.yaml:1270",
+    "ops.yaml:1276",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1422,10 +1422,10 @@ extern const OpSpec sign_spec{
     },
     };
 
-// ops.yaml:1285: the dtypes minimum.metal registers (input -> output)
+// ops.yaml:1291: the dtypes minimum.metal registers (input -> output)
 extern const OpSpec minimum_spec{
     "mpsgen::minimum",
-    "ops.yaml:1284",
+    "ops.yaml:1290",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1447,10 +1447,10 @@ extern const OpSpec minimum_spec{
     },
     };
 
-// ops.yaml:1298: the dtypes fmax.metal registers (input -> output)
+// ops.yaml:1304: the dtypes fmax.metal registers (input -> output)
 extern const OpSpec fmax_spec{
     "mpsgen::fmax",
-    "ops.yaml:1297",
+    "ops.yaml:1303",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1472,10 +1472,10 @@ extern const OpSpec fmax_spec{
     },
     };
 
-// ops.yaml:1315: the dtypes fmin.metal registers (input -> output)
+// ops.yaml:1321: the dtypes fmin.metal registers (input -> output)
 extern const OpSpec fmin_spec{
     "mpsgen::fmin",
-    "ops.yaml:1314",
+    "ops.yaml:1320",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1497,10 +1497,10 @@ extern const OpSpec fmin_spec{
     },
     };
 
-// ops.yaml:1331: the dtypes bitwise_and.metal registers (input -> output)
+// ops.yaml:1337: the dtypes bitwise_and.metal registers (input -> output)
 extern const OpSpec bitwise_and_spec{
     "mpsgen::bitwise_and",
-    "ops.yaml:1330",
+    "ops.yaml:1336",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1519,10 +1519,10 @@ extern const OpSpec bitwise_and_spec{
     },
     };
 
-// ops.yaml:1342: the dtypes bitwise_or.metal registers (input -> output)
+// ops.yaml:1348: the dtypes bitwise_or.metal registers (input -> output)
 extern const OpSpec bitwise_or_spec{
     "mpsgen::bitwise_or",
-    "ops.yaml:1341",
+    "ops.yaml:1347",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1541,10 +1541,10 @@ extern const OpSpec bitwise_or_spec{
     },
     };
 
-// ops.yaml:1352: the dtypes gt.metal registers (input -> output)
+// ops.yaml:1358: the dtypes gt.metal registers (input -> output)
 extern const OpSpec gt_spec{
     "mpsgen::gt",
-    "ops.yaml:1351",
+    "ops.yaml:1357",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1566,10 +1566,10 @@ extern const OpSpec gt_spec{
     },
     };
 
-// ops.yaml:1363: the dtypes ge.metal registers (input -> output)
+// ops.yaml:1369: the dtypes ge.metal registers (input -> output)
 extern const OpSpec ge_spec{
     "mpsgen::ge",
-    "ops.yaml:1362",
+    "ops.yaml:1368",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1591,10 +1591,10 @@ extern const OpSpec ge_spec{
     },
     };
 
-// ops.yaml:1372: the dtypes le.metal registers (input -> output)
+// ops.yaml:1378: the dtypes le.metal registers (input -> output)
 extern const OpSpec le_spec{
     "mpsgen::le",
-    "ops.yaml:1371",
+    "ops.yaml:1377",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1616,10 +1616,10 @@ extern const OpSpec le_spec{
     },
     };
 
-// ops.yaml:1381: the dtypes logical_or.metal registers (input -> output)
+// ops.yaml:1387: the dtypes logical_or.metal registers (input -> output)
 extern const OpSpec logical_or_spec{
     "mpsgen::logical_or",
-    "ops.yaml:1380",
+    "ops.yaml:1386",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1642,10 +1642,10 @@ extern const OpSpec logical_or_spec{
     },
     };
 
-// ops.yaml:1390: the dtypes logical_xor.metal registers (input -> output)
+// ops.yaml:1396: the dtypes logical_xor.metal registers (input -> output)
 extern const OpSpec logical_xor_spec{
     "mpsgen::logical_xor",
-    "ops.yaml:1389",
+    "ops.yaml:1395",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1668,10 +1668,10 @@ extern const OpSpec logical_xor_spec{
     },
     };
 
-// ops.yaml:1404: the dtypes where.metal registers (input -> output)
+// ops.yaml:1410: the dtypes where.metal registers (input -> output)
 extern const OpSpec where_spec{
     "mpsgen::where",
-    "ops.yaml:1402",
+    "ops.yaml:1408",
     {"condition", "self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1695,10 +1695,10 @@ extern const OpSpec where_spec{
     },
     };
 
-// ops.yaml:1441: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1447: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1438",
+    "ops.yaml:1444",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1720,10 +1720,10 @@ extern const OpSpec heaviside_spec{
     },
     };
 
-// ops.yaml:1455: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1461: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1453",
+    "ops.yaml:1459",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1745,10 +1745,10 @@ extern const OpSpec special_ndtri_spec{
     },
     };
 
-// ops.yaml:1523: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1529: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1521",
+    "ops.yaml:1527",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1770,10 +1770,10 @@ extern const OpSpec special_log_ndtr_spec{
     },
     };
 
-// ops.yaml:1551: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1557: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1549",
+    "ops.yaml:1555",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1795,10 +1795,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     },
     };
 
-// ops.yaml:1596: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1602: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1594",
+    "ops.yaml:1600",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1820,10 +1820,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     },
     };
 
-// ops.yaml:1644: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1650: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1642",
+    "ops.yaml:1648",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,

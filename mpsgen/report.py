@@ -77,7 +77,7 @@ def run_row(registry, ref, op, entry, r, device, large, xfail, t: Totals) -> tup
     matched = compared = no_ref = 0
     worst, where, widened, ran_own = 0.0, [], [], False
     for sample in found:
-        c = compare(traced, ref, sample, registered_outputs(op), tolerance(op, r.input))
+        c = compare(traced, ref, sample, registered_outputs(op), tolerance(op, r.input), op.dtype_defaults)
         t.unsupported += c.status == UNSUPPORTED
         if c.status == NO_REFERENCE:
             no_ref += 1

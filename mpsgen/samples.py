@@ -484,9 +484,21 @@ def _narrowed_back(dtype: torch.dtype, widened: dict) -> torch.dtype:
     return dtype
 
 
-def widened_reference(ref_fn, sample: Sample, error: Exception):
+def _narrow_limits(sample: Sample, dtype_defaults, kwargs: dict) -> dict:
+    """kwargs with each `dtype_defaults` argument that is None set to the limit of the sample's
+    own (narrow) dtype: nan_to_num's posinf of complex32 is half's 65504, not float32's max."""
+    first = next((v for v in (*sample.args, *sample.kwargs.values()) if isinstance(v, torch.Tensor)), None)
+    if first is None or not (first.is_floating_point() or first.is_complex()):
+        return kwargs
+    info = torch.finfo(first.dtype.to_real() if first.is_complex() else first.dtype)
+    limits = {"max": info.max, "lowest": info.min}
+    return {**kwargs, **{name: limits[limit] for name, limit in dtype_defaults if kwargs.get(name) is None}}
+
+
+def widened_reference(ref_fn, sample: Sample, error: Exception, dtype_defaults=()):
     """torch's reference for a sample whose dtype torch's CPU kernels lack (`error`):
     computed in the nearest wider dtype, cast back to the dtype torch would produce.
+    dtype_defaults: ops.yaml's (argument, "max" | "lowest"), passed as the narrow dtype's limits.
 
     Returns (expected, description such as "complex32->complex64"); re-raises
     `error` when it is not a missing-kernel error, or the last error when no widening helps.
@@ -504,6 +516,7 @@ def widened_reference(ref_fn, sample: Sample, error: Exception):
             continue
         tried.add(key)
         args, kwargs = _map_tensors(lambda t: t.to(used.get(t.dtype, t.dtype)), sample.args, sample.kwargs)
+        kwargs = _narrow_limits(sample, dtype_defaults, kwargs)
         try:
             wide = ref_fn(*args, **kwargs)
         except Exception as e:
@@ -520,7 +533,8 @@ def tolerance(op, metal_dtype: str) -> dict:
     return {"rtol": t.rtol, "atol": t.atol} if t else {}
 
 
-def compare(op_fn, ref_fn, sample: Sample, registered_outputs: set = frozenset(), tol: dict | None = None) -> Comparison:
+def compare(op_fn, ref_fn, sample: Sample, registered_outputs: set = frozenset(), tol: dict | None = None,
+            dtype_defaults=()) -> Comparison:
     """Run op and reference on the same inputs: Comparison(status, max abs error, message, oracle).
 
     When torch's CPU has no kernel for the sample's dtype (complex32, float16/bfloat16
@@ -537,7 +551,7 @@ def compare(op_fn, ref_fn, sample: Sample, registered_outputs: set = frozenset()
         expected = ref_fn(*sample.args, **sample.kwargs)
     except Exception as e:
         try:
-            expected, oracle = widened_reference(ref_fn, sample, e)
+            expected, oracle = widened_reference(ref_fn, sample, e, dtype_defaults)
         except Exception as e2:
             message = str(e).splitlines()[0] if str(e) else type(e).__name__
             if e2 is not e:

@@ -353,3 +353,13 @@ def test_bad_zero_divisor_is_located(tmp_path, func, value):
     errors = errors_of(tmp_path, text)
     message = next(e for e in errors if "zero_divisor" in e)
     assert message.startswith(f"ops.yaml:{lineno(text, 'zero_divisor:')}: op 'foo', key 'zero_divisor': expected the name")
+
+
+@pytest.mark.parametrize("value,says", [
+    ("[posinf]", "expected a mapping of optional float arguments (posinf)"),
+    ("{posinf: largest}", "'posinf': 'largest'; expected"),
+    ("{self: max}", "'self': 'max'; expected"),
+])
+def test_bad_dtype_defaults_is_located(tmp_path, value, says):
+    text = registry(op(func="foo(Tensor self, float? posinf=None) -> Tensor", extra=f"    dtype_defaults: {value}\n"))
+    assert says in single(errors_of(tmp_path, text), lineno(text, "dtype_defaults:"), "dtype_defaults", "foo")

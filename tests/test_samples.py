@@ -120,6 +120,25 @@ def test_complex32_reference_is_widened_to_complex64():
     assert "widened" in wrong.message
 
 
+def test_widened_oracle_passes_the_narrow_dtypes_limits_where_the_result_depends_on_them():
+    """nan_to_num of complex32 means half's 65504 for +inf (its parts' dtype), not float32's max,
+    which the widened complex64 reference would give and which casts back to inf (issue 33)."""
+    z = torch.tensor([complex(float("inf"), float("-inf")), complex(float("nan"), 1.0)], dtype=torch.complex32)
+    missing = NotImplementedError("\"nan_to_num\" not implemented for 'ComplexHalf'")
+    half = torch.finfo(torch.float16)
+    expected = torch.tensor([complex(half.max, half.min), complex(0.0, 1.0)], dtype=torch.complex32)
+    plain, _ = S.widened_reference(torch.nan_to_num, Sample("s", (z,)), missing)
+    assert torch.isinf(torch.view_as_real(plain.to(torch.complex64))[0]).all()  # the wrong oracle
+    fixed, oracle = S.widened_reference(torch.nan_to_num, Sample("s", (z,)), missing,
+                                        (("posinf", "max"), ("neginf", "lowest")))
+    assert oracle == "complex32->complex64"
+    torch.testing.assert_close(fixed, expected, rtol=0, atol=0, equal_nan=True)
+    # a value given is kept: only None means the dtype's limit
+    given, _ = S.widened_reference(torch.nan_to_num, Sample("s", (z,), {"posinf": 7.0}), missing,
+                                   (("posinf", "max"), ("neginf", "lowest")))
+    assert torch.view_as_real(given.to(torch.complex64))[0, 0] == 7.0
+
+
 def test_widened_result_is_cast_to_the_dtype_torch_would_produce():
     x = _make(torch.complex32)
     # exp keeps complex32; the result of the widened reference is cast back to it

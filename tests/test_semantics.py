@@ -56,7 +56,7 @@ def _reference(entry, args, kwargs):
     try:
         return ref(*args, **kwargs)
     except NotImplementedError as e:
-        return widened_reference(ref, Sample("transposed", args, kwargs), e)[0]
+        return widened_reference(ref, Sample("transposed", args, kwargs), e, getattr(entry, "dtype_defaults", ()))[0]
 
 
 @pytest.mark.parametrize("op,entry,dtype", list(_cases()))
