@@ -42,9 +42,11 @@ FAMILIES = {1: "unary", 2: "binary", 3: "ternary"}
 TENSOR = BaseType(BaseTy.Tensor)
 # schema argument types an entry may use: Tensors, and what the kernels read as params
 SUPPORTED_TYPES = ("Tensor", "Tensor?", "Scalar", "Scalar?", "int", "int?", "float", "float?", "bool", "str", "str?")
-# names the generated C++ and Python use for their own purposes
-RESERVED_ARG_NAMES = {"out", "grad", "result", "iter", "common", "params", "ctx", "kernel", "torch", "math",
-                      "lib", "self_", "inputs", "output"}
+# names the generated C++ and Python use for their own purposes. aten's own argument names
+# are not among them (sigmoid_backward's `output`, infinitely_differentiable_gelu_backward's
+# `grad`): a formula's `grad` is the incoming gradient, as in derivatives.yaml
+RESERVED_ARG_NAMES = {"out", "result", "iter", "common", "params", "ctx", "kernel", "torch", "math",
+                      "lib", "self_", "inputs"}
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")  # \Z: `$` would accept a trailing newline
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+\Z")
 

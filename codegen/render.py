@@ -187,8 +187,9 @@ def grad_inputs(entry: Entry) -> list:
 
 
 def saved_args(entry: Entry) -> list:
-    """The arguments the entry's formulas read: what its backward node keeps."""
-    used = _formula_names(entry)
+    """The arguments the entry's formulas read: what its backward node keeps. A formula's
+    `grad` is the incoming gradient, never an argument of that name."""
+    used = _formula_names(entry) - {"grad"}
     return [a for a in entry.args if a.name in used]
 
 

@@ -3279,7 +3279,205 @@ at::Tensor& leaky_relu_backward_out_autograd(c10::DispatchKeySet ks, const at::T
   return out;
 }
 
-// ---- ops.yaml:717: eq.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:718: sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor ----
+
+const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& sigmoid_backward_functional_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::sigmoid_backward", "")
+                             .typed<at::Tensor(const at::Tensor&, const at::Tensor&)>();
+  return op;
+}
+
+const c10::TypedOperatorHandle<at::Tensor&(const at::Tensor&, const at::Tensor&, at::Tensor&)>& sigmoid_backward_out_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::sigmoid_backward", "grad_input")
+                             .typed<at::Tensor&(const at::Tensor&, const at::Tensor&, at::Tensor&)>();
+  return op;
+}
+
+const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& sigmoid_backward_inplace_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::sigmoid_backward_", "")
+                             .typed<at::Tensor&(at::Tensor&, const at::Tensor&)>();
+  return op;
+}
+
+struct SigmoidBackwardBackward final : public torch::autograd::TraceableFunction {
+  variable_list apply(variable_list&& grads) override;
+  std::string name() const override {
+    return "SigmoidBackwardBackward";
+  }
+  void release_variables() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    grad_output_.reset_data();
+    output_.reset_data();
+  }
+  SavedVariable grad_output_;
+  SavedVariable output_;
+};
+
+variable_list SigmoidBackwardBackward::apply(variable_list&& grads) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  variable_list grad_inputs(2);
+  const at::Tensor& grad = grads[0];
+  if (!grad.defined()) {
+    return grad_inputs;  // no gradient flows in: none flows out
+  }
+  const auto grad_output = grad_output_.unpack();
+  const auto output = output_.unpack();
+  if (task_should_compute_output(0)) {  // grad_output
+#line 723 "ops.yaml"
+    grad_inputs[0] = sigmoid_backward(grad, output.conj());
+#line 3332 "autograd.cpp"
+  }
+  if (task_should_compute_output(1)) {  // output
+#line 724 "ops.yaml"
+    grad_inputs[1] = grad.conj() * grad_output * (-2 * output.conj() + 1);
+#line 3337 "autograd.cpp"
+  }
+  return grad_inputs;
+}
+
+at::Tensor sigmoid_backward_autograd(c10::DispatchKeySet ks, const at::Tensor& grad_output, const at::Tensor& output) {
+  c10::intrusive_ptr<SigmoidBackwardBackward> grad_fn;
+  if (torch::autograd::compute_requires_grad(grad_output, output)) {
+    grad_fn = c10::make_intrusive<SigmoidBackwardBackward>();
+    grad_fn->set_next_edges(torch::autograd::collect_next_edges(grad_output, output));
+    grad_fn->grad_output_ = SavedVariable(grad_output, false);
+    grad_fn->output_ = SavedVariable(output, false);
+}
+  at::Tensor result = below_autograd(sigmoid_backward_functional_op(), ks, grad_output, output);
+  if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
+    torch::autograd::set_history(result, grad_fn);
+  }
+  return result;
+}
+
+at::Tensor& sigmoid_backward_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& grad_output, const at::Tensor& output) {
+  const bool requires_grad = torch::autograd::compute_requires_grad(grad_output, output);
+  torch::autograd::check_inplace(grad_output, requires_grad);
+  c10::intrusive_ptr<SigmoidBackwardBackward> grad_fn;
+  if (requires_grad) {
+    grad_fn = c10::make_intrusive<SigmoidBackwardBackward>();
+    grad_fn->set_next_edges(torch::autograd::collect_next_edges(grad_output, output));
+    grad_fn->grad_output_ = SavedVariable(grad_output.clone(), false);
+    grad_fn->output_ = SavedVariable(output, false);
+}
+  below_autograd(sigmoid_backward_inplace_op(), ks, grad_output, output);
+  torch::autograd::increment_version(grad_output);
+  if (grad_fn && torch::autograd::isDifferentiableType(grad_output.scalar_type())) {
+    torch::autograd::rebase_history(grad_output, grad_fn);
+  }
+  return grad_output;
+}
+
+at::Tensor& sigmoid_backward_out_autograd(c10::DispatchKeySet ks, const at::Tensor& grad_output, const at::Tensor& output, at::Tensor& out) {
+  check_out("mpsgen::sigmoid_backward.grad_input", grad_output, output, out);
+  below_autograd(sigmoid_backward_out_op(), ks, grad_output, output, out);
+  torch::autograd::increment_version(out);
+  return out;
+}
+
+// ---- ops.yaml:742: tanh_backward(Tensor grad_output, Tensor output) -> Tensor ----
+
+const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& tanh_backward_functional_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::tanh_backward", "")
+                             .typed<at::Tensor(const at::Tensor&, const at::Tensor&)>();
+  return op;
+}
+
+const c10::TypedOperatorHandle<at::Tensor&(const at::Tensor&, const at::Tensor&, at::Tensor&)>& tanh_backward_out_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::tanh_backward", "grad_input")
+                             .typed<at::Tensor&(const at::Tensor&, const at::Tensor&, at::Tensor&)>();
+  return op;
+}
+
+const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& tanh_backward_inplace_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::tanh_backward_", "")
+                             .typed<at::Tensor&(at::Tensor&, const at::Tensor&)>();
+  return op;
+}
+
+struct TanhBackwardBackward final : public torch::autograd::TraceableFunction {
+  variable_list apply(variable_list&& grads) override;
+  std::string name() const override {
+    return "TanhBackwardBackward";
+  }
+  void release_variables() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    grad_output_.reset_data();
+    output_.reset_data();
+  }
+  SavedVariable grad_output_;
+  SavedVariable output_;
+};
+
+variable_list TanhBackwardBackward::apply(variable_list&& grads) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  variable_list grad_inputs(2);
+  const at::Tensor& grad = grads[0];
+  if (!grad.defined()) {
+    return grad_inputs;  // no gradient flows in: none flows out
+  }
+  const auto grad_output = grad_output_.unpack();
+  const auto output = output_.unpack();
+  if (task_should_compute_output(0)) {  // grad_output
+#line 747 "ops.yaml"
+    grad_inputs[0] = tanh_backward(grad, output.conj());
+#line 3431 "autograd.cpp"
+  }
+  if (task_should_compute_output(1)) {  // output
+#line 748 "ops.yaml"
+    grad_inputs[1] = grad.conj() * (-2 * output.conj() * grad_output);
+#line 3436 "autograd.cpp"
+  }
+  return grad_inputs;
+}
+
+at::Tensor tanh_backward_autograd(c10::DispatchKeySet ks, const at::Tensor& grad_output, const at::Tensor& output) {
+  c10::intrusive_ptr<TanhBackwardBackward> grad_fn;
+  if (torch::autograd::compute_requires_grad(grad_output, output)) {
+    grad_fn = c10::make_intrusive<TanhBackwardBackward>();
+    grad_fn->set_next_edges(torch::autograd::collect_next_edges(grad_output, output));
+    grad_fn->grad_output_ = SavedVariable(grad_output, false);
+    grad_fn->output_ = SavedVariable(output, false);
+}
+  at::Tensor result = below_autograd(tanh_backward_functional_op(), ks, grad_output, output);
+  if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
+    torch::autograd::set_history(result, grad_fn);
+  }
+  return result;
+}
+
+at::Tensor& tanh_backward_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& grad_output, const at::Tensor& output) {
+  const bool requires_grad = torch::autograd::compute_requires_grad(grad_output, output);
+  torch::autograd::check_inplace(grad_output, requires_grad);
+  c10::intrusive_ptr<TanhBackwardBackward> grad_fn;
+  if (requires_grad) {
+    grad_fn = c10::make_intrusive<TanhBackwardBackward>();
+    grad_fn->set_next_edges(torch::autograd::collect_next_edges(grad_output, output));
+    grad_fn->grad_output_ = SavedVariable(grad_output.clone(), false);
+    grad_fn->output_ = SavedVariable(output, false);
+}
+  below_autograd(tanh_backward_inplace_op(), ks, grad_output, output);
+  torch::autograd::increment_version(grad_output);
+  if (grad_fn && torch::autograd::isDifferentiableType(grad_output.scalar_type())) {
+    torch::autograd::rebase_history(grad_output, grad_fn);
+  }
+  return grad_output;
+}
+
+at::Tensor& tanh_backward_out_autograd(c10::DispatchKeySet ks, const at::Tensor& grad_output, const at::Tensor& output, at::Tensor& out) {
+  check_out("mpsgen::tanh_backward.grad_input", grad_output, output, out);
+  below_autograd(tanh_backward_out_op(), ks, grad_output, output, out);
+  torch::autograd::increment_version(out);
+  return out;
+}
+
+// ---- ops.yaml:765: eq.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& eq_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3327,7 +3525,7 @@ at::Tensor& eq_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:730: eq.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:778: eq.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& eq_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3375,7 +3573,7 @@ at::Tensor& eq_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:732: ne.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:780: ne.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& ne_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3423,7 +3621,7 @@ at::Tensor& ne_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:745: lt.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:793: lt.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& lt_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3471,7 +3669,7 @@ at::Tensor& lt_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:754: lt.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:802: lt.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& lt_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3519,7 +3717,7 @@ at::Tensor& lt_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:756: logical_and(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:804: logical_and(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_and_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3567,7 +3765,7 @@ at::Tensor& logical_and_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:766: isnan(Tensor self) -> Tensor ----
+// ---- ops.yaml:814: isnan(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& isnan_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3615,7 +3813,7 @@ at::Tensor& isnan_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:785: neg(Tensor self) -> Tensor ----
+// ---- ops.yaml:833: neg(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& neg_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3656,9 +3854,9 @@ variable_list NegBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 793 "ops.yaml"
+#line 841 "ops.yaml"
     grad_inputs[0] = -grad;
-#line 3662 "autograd.cpp"
+#line 3860 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -3699,7 +3897,7 @@ at::Tensor& neg_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:801: abs(Tensor self) -> Tensor ----
+// ---- ops.yaml:849: abs(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& abs_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3743,9 +3941,9 @@ variable_list AbsBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 807 "ops.yaml"
+#line 855 "ops.yaml"
     grad_inputs[0] = grad * self.sgn();
-#line 3749 "autograd.cpp"
+#line 3947 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -3788,7 +3986,7 @@ at::Tensor& abs_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:835: polygamma(int n, Tensor self) -> Tensor ----
+// ---- ops.yaml:883: polygamma(int n, Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(int64_t, const at::Tensor&)>& polygamma_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3833,9 +4031,9 @@ variable_list PolygammaBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 864 "ops.yaml"
+#line 912 "ops.yaml"
     grad_inputs[0] = grad * polygamma(n + 1, self);
-#line 3839 "autograd.cpp"
+#line 4037 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -3880,7 +4078,7 @@ at::Tensor& polygamma_out_autograd(c10::DispatchKeySet ks, int64_t n, const at::
   return out;
 }
 
-// ---- ops.yaml:877: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor ----
+// ---- ops.yaml:925: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, std::optional<c10::string_view>)>& div_Tensor_mode_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3928,14 +4126,14 @@ variable_list DivTensorModeBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 899 "ops.yaml"
+#line 947 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, rounding_mode.has_value() ? zeros_like(grad) : grad / other.conj());
-#line 3934 "autograd.cpp"
+#line 4132 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 900 "ops.yaml"
+#line 948 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(other, rounding_mode.has_value() ? zeros_like(grad) : -grad * ((self / other) / other).conj());
-#line 3939 "autograd.cpp"
+#line 4137 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -3982,7 +4180,7 @@ at::Tensor& div_Tensor_mode_out_autograd(c10::DispatchKeySet ks, const at::Tenso
   return out;
 }
 
-// ---- ops.yaml:988: polar(Tensor abs, Tensor angle) -> Tensor ----
+// ---- ops.yaml:1036: polar(Tensor abs, Tensor angle) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& polar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4026,14 +4224,14 @@ variable_list PolarBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // abs
-#line 996 "ops.yaml"
+#line 1044 "ops.yaml"
     grad_inputs[0] = at::real(grad.conj() * result.sgn());
-#line 4032 "autograd.cpp"
+#line 4230 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // angle
-#line 997 "ops.yaml"
+#line 1045 "ops.yaml"
     grad_inputs[1] = at::real(grad.conj() * result * c10::Scalar(c10::complex<double>(0, 1)));
-#line 4037 "autograd.cpp"
+#line 4235 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4076,7 +4274,7 @@ at::Tensor& polar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& abs, co
   return out;
 }
 
-// ---- ops.yaml:1005: complex(Tensor real, Tensor imag) -> Tensor ----
+// ---- ops.yaml:1053: complex(Tensor real, Tensor imag) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& complex_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4117,14 +4315,14 @@ variable_list ComplexBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // real
-#line 1012 "ops.yaml"
+#line 1060 "ops.yaml"
     grad_inputs[0] = at::real(grad);
-#line 4123 "autograd.cpp"
+#line 4321 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // imag
-#line 1013 "ops.yaml"
+#line 1061 "ops.yaml"
     grad_inputs[1] = at::imag(grad);
-#line 4128 "autograd.cpp"
+#line 4326 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4165,7 +4363,7 @@ at::Tensor& complex_out_autograd(c10::DispatchKeySet ks, const at::Tensor& real,
   return out;
 }
 
-// ---- ops.yaml:1020: angle(Tensor self) -> Tensor ----
+// ---- ops.yaml:1068: angle(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& angle_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4209,9 +4407,9 @@ variable_list AngleBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1024 "ops.yaml"
+#line 1072 "ops.yaml"
     grad_inputs[0] = self.is_complex() ? where(self == 0, 0, grad * self / self.abs().pow(2) * c10::Scalar(c10::complex<double>(0, 1))) : zeros_like(self);
-#line 4215 "autograd.cpp"
+#line 4413 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4254,7 +4452,7 @@ at::Tensor& angle_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1044: cos(Tensor self) -> Tensor ----
+// ---- ops.yaml:1092: cos(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& cos_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4298,9 +4496,9 @@ variable_list CosBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1048 "ops.yaml"
+#line 1096 "ops.yaml"
     grad_inputs[0] = grad * -self.sin().conj();
-#line 4304 "autograd.cpp"
+#line 4502 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4343,7 +4541,7 @@ at::Tensor& cos_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1070: tan(Tensor self) -> Tensor ----
+// ---- ops.yaml:1118: tan(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& tan_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4387,9 +4585,9 @@ variable_list TanBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1074 "ops.yaml"
+#line 1122 "ops.yaml"
     grad_inputs[0] = grad * (1 + result.pow(2)).conj();
-#line 4393 "autograd.cpp"
+#line 4591 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4432,7 +4630,7 @@ at::Tensor& tan_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1089: tanh(Tensor self) -> Tensor ----
+// ---- ops.yaml:1137: tanh(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& tanh_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4476,9 +4674,9 @@ variable_list TanhBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1093 "ops.yaml"
+#line 1141 "ops.yaml"
     grad_inputs[0] = tanh_backward(grad, result);
-#line 4482 "autograd.cpp"
+#line 4680 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4521,7 +4719,7 @@ at::Tensor& tanh_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1107: log(Tensor self) -> Tensor ----
+// ---- ops.yaml:1155: log(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& log_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4565,9 +4763,9 @@ variable_list LogBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1111 "ops.yaml"
+#line 1159 "ops.yaml"
     grad_inputs[0] = grad / self.conj();
-#line 4571 "autograd.cpp"
+#line 4769 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4610,7 +4808,7 @@ at::Tensor& log_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1125: log1p(Tensor self) -> Tensor ----
+// ---- ops.yaml:1173: log1p(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& log1p_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4654,9 +4852,9 @@ variable_list Log1pBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1129 "ops.yaml"
+#line 1177 "ops.yaml"
     grad_inputs[0] = grad / (self + 1).conj();
-#line 4660 "autograd.cpp"
+#line 4858 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4699,7 +4897,7 @@ at::Tensor& log1p_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1149: expm1(Tensor self) -> Tensor ----
+// ---- ops.yaml:1197: expm1(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& expm1_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4743,9 +4941,9 @@ variable_list Expm1Backward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1153 "ops.yaml"
+#line 1201 "ops.yaml"
     grad_inputs[0] = grad * (result.conj() + 1);
-#line 4749 "autograd.cpp"
+#line 4947 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4788,7 +4986,7 @@ at::Tensor& expm1_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1178: rsqrt(Tensor self) -> Tensor ----
+// ---- ops.yaml:1226: rsqrt(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& rsqrt_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4832,9 +5030,9 @@ variable_list RsqrtBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1182 "ops.yaml"
+#line 1230 "ops.yaml"
     grad_inputs[0] = -0.5 * grad * self.rsqrt().pow(3).conj();
-#line 4838 "autograd.cpp"
+#line 5036 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4877,7 +5075,7 @@ at::Tensor& rsqrt_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1196: i0(Tensor self) -> Tensor ----
+// ---- ops.yaml:1244: i0(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& i0_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4921,9 +5119,9 @@ variable_list I0Backward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1200 "ops.yaml"
+#line 1248 "ops.yaml"
     grad_inputs[0] = grad * special_i1(self);
-#line 4927 "autograd.cpp"
+#line 5125 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4966,7 +5164,7 @@ at::Tensor& i0_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at::
   return out;
 }
 
-// ---- ops.yaml:1209: reciprocal(Tensor self) -> Tensor ----
+// ---- ops.yaml:1257: reciprocal(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& reciprocal_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5010,9 +5208,9 @@ variable_list ReciprocalBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1213 "ops.yaml"
+#line 1261 "ops.yaml"
     grad_inputs[0] = -grad * (result * result).conj();
-#line 5016 "autograd.cpp"
+#line 5214 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5055,7 +5253,7 @@ at::Tensor& reciprocal_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:1228: floor(Tensor self) -> Tensor ----
+// ---- ops.yaml:1276: floor(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& floor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5096,9 +5294,9 @@ variable_list FloorBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1233 "ops.yaml"
+#line 1281 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
-#line 5102 "autograd.cpp"
+#line 5300 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5139,7 +5337,7 @@ at::Tensor& floor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1244: ceil(Tensor self) -> Tensor ----
+// ---- ops.yaml:1292: ceil(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& ceil_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5180,9 +5378,9 @@ variable_list CeilBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1249 "ops.yaml"
+#line 1297 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
-#line 5186 "autograd.cpp"
+#line 5384 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5223,7 +5421,7 @@ at::Tensor& ceil_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1260: trunc(Tensor self) -> Tensor ----
+// ---- ops.yaml:1308: trunc(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& trunc_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5264,9 +5462,9 @@ variable_list TruncBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1265 "ops.yaml"
+#line 1313 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
-#line 5270 "autograd.cpp"
+#line 5468 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5307,7 +5505,7 @@ at::Tensor& trunc_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1276: sign(Tensor self) -> Tensor ----
+// ---- ops.yaml:1324: sign(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& sign_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5348,9 +5546,9 @@ variable_list SignBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1281 "ops.yaml"
+#line 1329 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
-#line 5354 "autograd.cpp"
+#line 5552 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5391,7 +5589,7 @@ at::Tensor& sign_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1290: minimum(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1338: minimum(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& minimum_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5438,14 +5636,14 @@ variable_list MinimumBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1294 "ops.yaml"
+#line 1342 "ops.yaml"
     grad_inputs[0] = where(self == other, grad / 2, grad).masked_fill(self > other, 0);
-#line 5444 "autograd.cpp"
+#line 5642 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1295 "ops.yaml"
+#line 1343 "ops.yaml"
     grad_inputs[1] = where(self == other, grad / 2, grad).masked_fill(self < other, 0);
-#line 5449 "autograd.cpp"
+#line 5647 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5490,7 +5688,7 @@ at::Tensor& minimum_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self,
   return out;
 }
 
-// ---- ops.yaml:1303: fmax(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1351: fmax(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& fmax_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5537,14 +5735,14 @@ variable_list FmaxBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1307 "ops.yaml"
+#line 1355 "ops.yaml"
     grad_inputs[0] = grad.masked_fill((self >= other).logical_or(other.isnan()).logical_not(), 0);
-#line 5543 "autograd.cpp"
+#line 5741 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1308 "ops.yaml"
+#line 1356 "ops.yaml"
     grad_inputs[1] = grad.masked_fill((self >= other).logical_or(other.isnan()), 0);
-#line 5548 "autograd.cpp"
+#line 5746 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5589,7 +5787,7 @@ at::Tensor& fmax_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, co
   return out;
 }
 
-// ---- ops.yaml:1320: fmin(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1368: fmin(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& fmin_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5636,14 +5834,14 @@ variable_list FminBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1324 "ops.yaml"
+#line 1372 "ops.yaml"
     grad_inputs[0] = grad.masked_fill((self <= other).logical_or(other.isnan()).logical_not(), 0);
-#line 5642 "autograd.cpp"
+#line 5840 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1325 "ops.yaml"
+#line 1373 "ops.yaml"
     grad_inputs[1] = grad.masked_fill((self <= other).logical_or(other.isnan()), 0);
-#line 5647 "autograd.cpp"
+#line 5845 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5688,7 +5886,7 @@ at::Tensor& fmin_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, co
   return out;
 }
 
-// ---- ops.yaml:1336: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1384: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& bitwise_and_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5736,7 +5934,7 @@ at::Tensor& bitwise_and_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Te
   return out;
 }
 
-// ---- ops.yaml:1345: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1393: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& bitwise_and_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5784,7 +5982,7 @@ at::Tensor& bitwise_and_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Te
   return out;
 }
 
-// ---- ops.yaml:1347: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1395: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& bitwise_or_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5832,7 +6030,7 @@ at::Tensor& bitwise_or_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Ten
   return out;
 }
 
-// ---- ops.yaml:1357: gt.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1405: gt.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& gt_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5880,7 +6078,7 @@ at::Tensor& gt_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1366: gt.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1414: gt.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& gt_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5928,7 +6126,7 @@ at::Tensor& gt_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1368: ge.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1416: ge.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& ge_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5976,7 +6174,7 @@ at::Tensor& ge_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1377: le.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1425: le.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& le_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6024,7 +6222,7 @@ at::Tensor& le_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1386: logical_or(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1434: logical_or(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_or_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6072,7 +6270,7 @@ at::Tensor& logical_or_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:1395: logical_xor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1443: logical_xor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_xor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6120,7 +6318,7 @@ at::Tensor& logical_xor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:1408: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1456: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&)>& where_self_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6163,14 +6361,14 @@ variable_list WhereSelfBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1417 "ops.yaml"
+#line 1465 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, where(condition, grad, 0));
-#line 6169 "autograd.cpp"
+#line 6367 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1418 "ops.yaml"
+#line 1466 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(other, where(condition, 0, grad));
-#line 6174 "autograd.cpp"
+#line 6372 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -6198,7 +6396,7 @@ at::Tensor& where_self_out_autograd(c10::DispatchKeySet ks, const at::Tensor& co
   return out;
 }
 
-// ---- ops.yaml:1430: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1478: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Tensor&)>& where_ScalarSelf_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6238,9 +6436,9 @@ variable_list WhereScalarSelfBackward::apply(variable_list&& grads) {
   const auto condition = condition_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // other
-#line 1418 "ops.yaml"
+#line 1466 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(other, where(condition, 0, grad));
-#line 6244 "autograd.cpp"
+#line 6442 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -6267,7 +6465,7 @@ at::Tensor& where_ScalarSelf_out_autograd(c10::DispatchKeySet ks, const at::Tens
   return out;
 }
 
-// ---- ops.yaml:1431: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1479: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&)>& where_ScalarOther_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6307,9 +6505,9 @@ variable_list WhereScalarOtherBackward::apply(variable_list&& grads) {
   const auto condition = condition_.unpack();
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1417 "ops.yaml"
+#line 1465 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, where(condition, grad, 0));
-#line 6313 "autograd.cpp"
+#line 6511 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -6336,7 +6534,7 @@ at::Tensor& where_ScalarOther_out_autograd(c10::DispatchKeySet ks, const at::Ten
   return out;
 }
 
-// ---- ops.yaml:1432: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1480: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& where_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6472,6 +6670,12 @@ TORCH_LIBRARY_IMPL(mpsgen, Autograd, m) {
   m.impl("leaky_relu_backward", TORCH_FN(leaky_relu_backward_autograd));
   m.impl("leaky_relu_backward.grad_input", TORCH_FN(leaky_relu_backward_out_autograd));
   m.impl("leaky_relu_backward_", TORCH_FN(leaky_relu_backward_inplace_autograd));
+  m.impl("sigmoid_backward", TORCH_FN(sigmoid_backward_autograd));
+  m.impl("sigmoid_backward.grad_input", TORCH_FN(sigmoid_backward_out_autograd));
+  m.impl("sigmoid_backward_", TORCH_FN(sigmoid_backward_inplace_autograd));
+  m.impl("tanh_backward", TORCH_FN(tanh_backward_autograd));
+  m.impl("tanh_backward.grad_input", TORCH_FN(tanh_backward_out_autograd));
+  m.impl("tanh_backward_", TORCH_FN(tanh_backward_inplace_autograd));
   m.impl("eq.Tensor", TORCH_FN(eq_Tensor_autograd));
   m.impl("eq.Tensor_out", TORCH_FN(eq_Tensor_out_autograd));
   m.impl("eq_.Tensor", TORCH_FN(eq_Tensor_inplace_autograd));

@@ -1988,6 +1988,128 @@ PyObject* leaky_relu_backward_(PyObject* /*module*/, PyObject* args, PyObject* k
   END_HANDLE_TH_ERRORS
 }
 
+const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& sigmoid_backward_functional_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::sigmoid_backward", "")
+                             .typed<at::Tensor(const at::Tensor&, const at::Tensor&)>();
+  return op;
+}
+
+const c10::TypedOperatorHandle<at::Tensor&(const at::Tensor&, const at::Tensor&, at::Tensor&)>& sigmoid_backward_out_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::sigmoid_backward", "grad_input")
+                             .typed<at::Tensor&(const at::Tensor&, const at::Tensor&, at::Tensor&)>();
+  return op;
+}
+
+const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& sigmoid_backward_inplace_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::sigmoid_backward_", "")
+                             .typed<at::Tensor&(at::Tensor&, const at::Tensor&)>();
+  return op;
+}
+
+// ops.yaml:718
+PyObject* sigmoid_backward(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
+  HANDLE_TH_ERRORS
+  static torch::PythonArgParser parser({
+      "sigmoid_backward(Tensor grad_output, Tensor output, *, Tensor out=None)",
+  });
+  torch::ParsedArgs<3> parsed;
+  auto r = parser.parse(args, kwargs, parsed);
+  if (r.has_torch_function()) {
+    return via_torch_ops("mpsgen", "sigmoid_backward", args, kwargs);
+  }
+  switch (r.idx) {
+    case 0:  // sigmoid_backward
+      if (r.isNone(2)) {
+        return call(sigmoid_backward_functional_op(), r.tensor(0), r.tensor(1));
+      }
+      return call(sigmoid_backward_out_op(), r.tensor(0), r.tensor(1), r.tensor(2));
+  }
+  Py_RETURN_NONE;
+  END_HANDLE_TH_ERRORS
+}
+
+PyObject* sigmoid_backward_(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
+  HANDLE_TH_ERRORS
+  static torch::PythonArgParser parser({
+      "sigmoid_backward_(Tensor grad_output, Tensor output)",
+  });
+  torch::ParsedArgs<2> parsed;
+  auto r = parser.parse(args, kwargs, parsed);
+  if (r.has_torch_function()) {
+    return via_torch_ops("mpsgen", "sigmoid_backward_", args, kwargs);
+  }
+  switch (r.idx) {
+    case 0:  // sigmoid_backward_
+      return call(sigmoid_backward_inplace_op(), r.tensor(0), r.tensor(1));
+  }
+  Py_RETURN_NONE;
+  END_HANDLE_TH_ERRORS
+}
+
+const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& tanh_backward_functional_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::tanh_backward", "")
+                             .typed<at::Tensor(const at::Tensor&, const at::Tensor&)>();
+  return op;
+}
+
+const c10::TypedOperatorHandle<at::Tensor&(const at::Tensor&, const at::Tensor&, at::Tensor&)>& tanh_backward_out_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::tanh_backward", "grad_input")
+                             .typed<at::Tensor&(const at::Tensor&, const at::Tensor&, at::Tensor&)>();
+  return op;
+}
+
+const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& tanh_backward_inplace_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::tanh_backward_", "")
+                             .typed<at::Tensor&(at::Tensor&, const at::Tensor&)>();
+  return op;
+}
+
+// ops.yaml:742
+PyObject* tanh_backward(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
+  HANDLE_TH_ERRORS
+  static torch::PythonArgParser parser({
+      "tanh_backward(Tensor grad_output, Tensor output, *, Tensor out=None)",
+  });
+  torch::ParsedArgs<3> parsed;
+  auto r = parser.parse(args, kwargs, parsed);
+  if (r.has_torch_function()) {
+    return via_torch_ops("mpsgen", "tanh_backward", args, kwargs);
+  }
+  switch (r.idx) {
+    case 0:  // tanh_backward
+      if (r.isNone(2)) {
+        return call(tanh_backward_functional_op(), r.tensor(0), r.tensor(1));
+      }
+      return call(tanh_backward_out_op(), r.tensor(0), r.tensor(1), r.tensor(2));
+  }
+  Py_RETURN_NONE;
+  END_HANDLE_TH_ERRORS
+}
+
+PyObject* tanh_backward_(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
+  HANDLE_TH_ERRORS
+  static torch::PythonArgParser parser({
+      "tanh_backward_(Tensor grad_output, Tensor output)",
+  });
+  torch::ParsedArgs<2> parsed;
+  auto r = parser.parse(args, kwargs, parsed);
+  if (r.has_torch_function()) {
+    return via_torch_ops("mpsgen", "tanh_backward_", args, kwargs);
+  }
+  switch (r.idx) {
+    case 0:  // tanh_backward_
+      return call(tanh_backward_inplace_op(), r.tensor(0), r.tensor(1));
+  }
+  Py_RETURN_NONE;
+  END_HANDLE_TH_ERRORS
+}
+
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& eq_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow("mpsgen::eq", "Tensor")
@@ -2030,7 +2152,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Scalar&)>& eq_
   return op;
 }
 
-// ops.yaml:717, ops.yaml:730
+// ops.yaml:765, ops.yaml:778
 PyObject* eq(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2100,7 +2222,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& ne_
   return op;
 }
 
-// ops.yaml:732
+// ops.yaml:780
 PyObject* ne(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2182,7 +2304,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Scalar&)>& lt_
   return op;
 }
 
-// ops.yaml:745, ops.yaml:754
+// ops.yaml:793, ops.yaml:802
 PyObject* lt(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2252,7 +2374,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& log
   return op;
 }
 
-// ops.yaml:756
+// ops.yaml:804
 PyObject* logical_and(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2313,7 +2435,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& isnan_inplace_op() {
   return op;
 }
 
-// ops.yaml:766
+// ops.yaml:814
 PyObject* isnan(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2374,7 +2496,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& neg_inplace_op() {
   return op;
 }
 
-// ops.yaml:785
+// ops.yaml:833
 PyObject* neg(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2435,7 +2557,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& abs_inplace_op() {
   return op;
 }
 
-// ops.yaml:801
+// ops.yaml:849
 PyObject* abs(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2496,7 +2618,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, int64_t)>& polygamma_inp
   return op;
 }
 
-// ops.yaml:835
+// ops.yaml:883
 PyObject* polygamma(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2557,7 +2679,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&, std::
   return op;
 }
 
-// ops.yaml:877
+// ops.yaml:925
 PyObject* div(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2618,7 +2740,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& pol
   return op;
 }
 
-// ops.yaml:988
+// ops.yaml:1036
 PyObject* polar(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2679,7 +2801,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& com
   return op;
 }
 
-// ops.yaml:1005
+// ops.yaml:1053
 PyObject* complex(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2740,7 +2862,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& angle_inplace_op() {
   return op;
 }
 
-// ops.yaml:1020
+// ops.yaml:1068
 PyObject* angle(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2801,7 +2923,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& cos_inplace_op() {
   return op;
 }
 
-// ops.yaml:1044
+// ops.yaml:1092
 PyObject* cos(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2862,7 +2984,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& tan_inplace_op() {
   return op;
 }
 
-// ops.yaml:1070
+// ops.yaml:1118
 PyObject* tan(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2923,7 +3045,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& tanh_inplace_op() {
   return op;
 }
 
-// ops.yaml:1089
+// ops.yaml:1137
 PyObject* tanh(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2984,7 +3106,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& log_inplace_op() {
   return op;
 }
 
-// ops.yaml:1107
+// ops.yaml:1155
 PyObject* log(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3045,7 +3167,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& log1p_inplace_op() {
   return op;
 }
 
-// ops.yaml:1125
+// ops.yaml:1173
 PyObject* log1p(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3106,7 +3228,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& expm1_inplace_op() {
   return op;
 }
 
-// ops.yaml:1149
+// ops.yaml:1197
 PyObject* expm1(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3167,7 +3289,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& rsqrt_inplace_op() {
   return op;
 }
 
-// ops.yaml:1178
+// ops.yaml:1226
 PyObject* rsqrt(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3228,7 +3350,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& i0_inplace_op() {
   return op;
 }
 
-// ops.yaml:1196
+// ops.yaml:1244
 PyObject* i0(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3289,7 +3411,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& reciprocal_inplace_op(
   return op;
 }
 
-// ops.yaml:1209
+// ops.yaml:1257
 PyObject* reciprocal(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3350,7 +3472,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& floor_inplace_op() {
   return op;
 }
 
-// ops.yaml:1228
+// ops.yaml:1276
 PyObject* floor(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3411,7 +3533,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& ceil_inplace_op() {
   return op;
 }
 
-// ops.yaml:1244
+// ops.yaml:1292
 PyObject* ceil(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3472,7 +3594,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& trunc_inplace_op() {
   return op;
 }
 
-// ops.yaml:1260
+// ops.yaml:1308
 PyObject* trunc(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3533,7 +3655,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& sign_inplace_op() {
   return op;
 }
 
-// ops.yaml:1276
+// ops.yaml:1324
 PyObject* sign(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3594,7 +3716,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& min
   return op;
 }
 
-// ops.yaml:1290
+// ops.yaml:1338
 PyObject* minimum(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3655,7 +3777,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& fma
   return op;
 }
 
-// ops.yaml:1303
+// ops.yaml:1351
 PyObject* fmax(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3716,7 +3838,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& fmi
   return op;
 }
 
-// ops.yaml:1320
+// ops.yaml:1368
 PyObject* fmin(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3798,7 +3920,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Scalar&)>& bit
   return op;
 }
 
-// ops.yaml:1336, ops.yaml:1345
+// ops.yaml:1384, ops.yaml:1393
 PyObject* bitwise_and(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3868,7 +3990,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& bit
   return op;
 }
 
-// ops.yaml:1347
+// ops.yaml:1395
 PyObject* bitwise_or(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3950,7 +4072,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Scalar&)>& gt_
   return op;
 }
 
-// ops.yaml:1357, ops.yaml:1366
+// ops.yaml:1405, ops.yaml:1414
 PyObject* gt(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4020,7 +4142,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& ge_
   return op;
 }
 
-// ops.yaml:1368
+// ops.yaml:1416
 PyObject* ge(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4081,7 +4203,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& le_
   return op;
 }
 
-// ops.yaml:1377
+// ops.yaml:1425
 PyObject* le(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4142,7 +4264,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& log
   return op;
 }
 
-// ops.yaml:1386
+// ops.yaml:1434
 PyObject* logical_or(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4203,7 +4325,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& log
   return op;
 }
 
-// ops.yaml:1395
+// ops.yaml:1443
 PyObject* logical_xor(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4299,7 +4421,7 @@ const c10::TypedOperatorHandle<at::Tensor&(const at::Tensor&, const at::Scalar&,
   return op;
 }
 
-// ops.yaml:1408, ops.yaml:1430, ops.yaml:1431, ops.yaml:1432
+// ops.yaml:1456, ops.yaml:1478, ops.yaml:1479, ops.yaml:1480
 PyObject* where(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4402,6 +4524,10 @@ PyMethodDef methods[] = {
     {"gelu_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(gelu_)), METH_VARARGS | METH_KEYWORDS, nullptr},
     {"leaky_relu_backward", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(leaky_relu_backward)), METH_VARARGS | METH_KEYWORDS, nullptr},
     {"leaky_relu_backward_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(leaky_relu_backward_)), METH_VARARGS | METH_KEYWORDS, nullptr},
+    {"sigmoid_backward", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(sigmoid_backward)), METH_VARARGS | METH_KEYWORDS, nullptr},
+    {"sigmoid_backward_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(sigmoid_backward_)), METH_VARARGS | METH_KEYWORDS, nullptr},
+    {"tanh_backward", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tanh_backward)), METH_VARARGS | METH_KEYWORDS, nullptr},
+    {"tanh_backward_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tanh_backward_)), METH_VARARGS | METH_KEYWORDS, nullptr},
     {"eq", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(eq)), METH_VARARGS | METH_KEYWORDS, nullptr},
     {"eq_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(eq_)), METH_VARARGS | METH_KEYWORDS, nullptr},
     {"ne", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(ne)), METH_VARARGS | METH_KEYWORDS, nullptr},

@@ -735,10 +735,52 @@ extern const OpSpec leaky_relu_backward_spec{
     },
     };
 
-// ops.yaml:718: the dtypes eq.metal registers (input -> output)
+// ops.yaml:719: the dtypes sigmoid_backward.metal registers (input -> output)
+extern const OpSpec sigmoid_backward_spec{
+    "mpsgen::sigmoid_backward",
+    "ops.yaml:718",
+    {"grad_output", "output"},
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    /*zero_divisor=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
+    },
+    };
+
+// ops.yaml:743: the dtypes tanh_backward.metal registers (input -> output)
+extern const OpSpec tanh_backward_spec{
+    "mpsgen::tanh_backward",
+    "ops.yaml:742",
+    {"grad_output", "output"},
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    /*zero_divisor=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
+    },
+    };
+
+// ops.yaml:766: the dtypes eq.metal registers (input -> output)
 extern const OpSpec eq_spec{
     "mpsgen::eq",
-    "ops.yaml:717",
+    "ops.yaml:765",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -762,10 +804,10 @@ extern const OpSpec eq_spec{
     },
     };
 
-// ops.yaml:733: the dtypes ne.metal registers (input -> output)
+// ops.yaml:781: the dtypes ne.metal registers (input -> output)
 extern const OpSpec ne_spec{
     "mpsgen::ne",
-    "ops.yaml:732",
+    "ops.yaml:780",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -789,10 +831,10 @@ extern const OpSpec ne_spec{
     },
     };
 
-// ops.yaml:746: the dtypes lt.metal registers (input -> output)
+// ops.yaml:794: the dtypes lt.metal registers (input -> output)
 extern const OpSpec lt_spec{
     "mpsgen::lt",
-    "ops.yaml:745",
+    "ops.yaml:793",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -814,10 +856,10 @@ extern const OpSpec lt_spec{
     },
     };
 
-// ops.yaml:757: the dtypes logical_and.metal registers (input -> output)
+// ops.yaml:805: the dtypes logical_and.metal registers (input -> output)
 extern const OpSpec logical_and_spec{
     "mpsgen::logical_and",
-    "ops.yaml:756",
+    "ops.yaml:804",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -840,10 +882,10 @@ extern const OpSpec logical_and_spec{
     },
     };
 
-// ops.yaml:768: the dtypes isnan.metal registers (input -> output)
+// ops.yaml:816: the dtypes isnan.metal registers (input -> output)
 extern const OpSpec isnan_spec{
     "mpsgen::isnan",
-    "ops.yaml:766",
+    "ops.yaml:814",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -867,10 +909,10 @@ extern const OpSpec isnan_spec{
     },
     };
 
-// ops.yaml:787: the dtypes neg.metal registers (input -> output)
+// ops.yaml:835: the dtypes neg.metal registers (input -> output)
 extern const OpSpec neg_spec{
     "mpsgen::neg",
-    "ops.yaml:785",
+    "ops.yaml:833",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -893,10 +935,10 @@ extern const OpSpec neg_spec{
     },
     };
 
-// ops.yaml:804: the dtypes abs.metal registers (input -> output)
+// ops.yaml:852: the dtypes abs.metal registers (input -> output)
 extern const OpSpec abs_spec{
     "mpsgen::abs",
-    "ops.yaml:801",
+    "ops.yaml:849",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -919,10 +961,10 @@ extern const OpSpec abs_spec{
     },
     };
 
-// ops.yaml:836: the dtypes polygamma.metal registers (input -> output)
+// ops.yaml:884: the dtypes polygamma.metal registers (input -> output)
 extern const OpSpec polygamma_spec{
     "mpsgen::polygamma",
-    "ops.yaml:835",
+    "ops.yaml:883",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -939,10 +981,10 @@ extern const OpSpec polygamma_spec{
     },
     };
 
-// ops.yaml:886: the dtypes div.metal registers (input -> output)
+// ops.yaml:934: the dtypes div.metal registers (input -> output)
 extern const OpSpec div_spec{
     "mpsgen::div",
-    "ops.yaml:877",
+    "ops.yaml:925",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -966,10 +1008,10 @@ extern const OpSpec div_spec{
     },
     };
 
-// ops.yaml:884: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
+// ops.yaml:932: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
 extern const OpSpec div_div_trunc_spec{
     "mpsgen::div",
-    "ops.yaml:884",
+    "ops.yaml:932",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -992,10 +1034,10 @@ extern const OpSpec div_div_trunc_spec{
     /*choice=*/"rounding_mode='trunc'",
     };
 
-// ops.yaml:885: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
+// ops.yaml:933: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
 extern const OpSpec div_div_floor_spec{
     "mpsgen::div",
-    "ops.yaml:885",
+    "ops.yaml:933",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1018,10 +1060,10 @@ extern const OpSpec div_div_floor_spec{
     /*choice=*/"rounding_mode='floor'",
     };
 
-// ops.yaml:990: the dtypes polar.metal registers (input -> output)
+// ops.yaml:1038: the dtypes polar.metal registers (input -> output)
 extern const OpSpec polar_spec{
     "mpsgen::polar",
-    "ops.yaml:988",
+    "ops.yaml:1036",
     {"abs", "angle"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1036,10 +1078,10 @@ extern const OpSpec polar_spec{
     },
     };
 
-// ops.yaml:1006: the dtypes complex.metal registers (input -> output)
+// ops.yaml:1054: the dtypes complex.metal registers (input -> output)
 extern const OpSpec complex_spec{
     "mpsgen::complex",
-    "ops.yaml:1005",
+    "ops.yaml:1053",
     {"real", "imag"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1054,10 +1096,10 @@ extern const OpSpec complex_spec{
     },
     };
 
-// ops.yaml:1021: the dtypes angle.metal registers (input -> output)
+// ops.yaml:1069: the dtypes angle.metal registers (input -> output)
 extern const OpSpec angle_spec{
     "mpsgen::angle",
-    "ops.yaml:1020",
+    "ops.yaml:1068",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1081,10 +1123,10 @@ extern const OpSpec angle_spec{
     },
     };
 
-// ops.yaml:1045: the dtypes cos.metal registers (input -> output)
+// ops.yaml:1093: the dtypes cos.metal registers (input -> output)
 extern const OpSpec cos_spec{
     "mpsgen::cos",
-    "ops.yaml:1044",
+    "ops.yaml:1092",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1108,10 +1150,10 @@ extern const OpSpec cos_spec{
     },
     };
 
-// ops.yaml:1071: the dtypes tan.metal registers (input -> output)
+// ops.yaml:1119: the dtypes tan.metal registers (input -> output)
 extern const OpSpec tan_spec{
     "mpsgen::tan",
-    "ops.yaml:1070",
+    "ops.yaml:1118",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1135,10 +1177,10 @@ extern const OpSpec tan_spec{
     },
     };
 
-// ops.yaml:1090: the dtypes tanh.metal registers (input -> output)
+// ops.yaml:1138: the dtypes tanh.metal registers (input -> output)
 extern const OpSpec tanh_spec{
     "mpsgen::tanh",
-    "ops.yaml:1089",
+    "ops.yaml:1137",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1162,10 +1204,10 @@ extern const OpSpec tanh_spec{
     },
     };
 
-// ops.yaml:1108: the dtypes log.metal registers (input -> output)
+// ops.yaml:1156: the dtypes log.metal registers (input -> output)
 extern const OpSpec log_spec{
     "mpsgen::log",
-    "ops.yaml:1107",
+    "ops.yaml:1155",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1189,10 +1231,10 @@ extern const OpSpec log_spec{
     },
     };
 
-// ops.yaml:1126: the dtypes log1p.metal registers (input -> output)
+// ops.yaml:1174: the dtypes log1p.metal registers (input -> output)
 extern const OpSpec log1p_spec{
     "mpsgen::log1p",
-    "ops.yaml:1125",
+    "ops.yaml:1173",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1216,10 +1258,10 @@ extern const OpSpec log1p_spec{
     },
     };
 
-// ops.yaml:1150: the dtypes expm1.metal registers (input -> output)
+// ops.yaml:1198: the dtypes expm1.metal registers (input -> output)
 extern const OpSpec expm1_spec{
     "mpsgen::expm1",
-    "ops.yaml:1149",
+    "ops.yaml:1197",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1243,10 +1285,10 @@ extern const OpSpec expm1_spec{
     },
     };
 
-// ops.yaml:1179: the dtypes rsqrt.metal registers (input -> output)
+// ops.yaml:1227: the dtypes rsqrt.metal registers (input -> output)
 extern const OpSpec rsqrt_spec{
     "mpsgen::rsqrt",
-    "ops.yaml:1178",
+    "ops.yaml:1226",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1270,10 +1312,10 @@ extern const OpSpec rsqrt_spec{
     },
     };
 
-// ops.yaml:1197: the dtypes i0.metal registers (input -> output)
+// ops.yaml:1245: the dtypes i0.metal registers (input -> output)
 extern const OpSpec i0_spec{
     "mpsgen::i0",
-    "ops.yaml:1196",
+    "ops.yaml:1244",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1295,10 +1337,10 @@ extern const OpSpec i0_spec{
     },
     };
 
-// ops.yaml:1210: the dtypes reciprocal.metal registers (input -> output)
+// ops.yaml:1258: the dtypes reciprocal.metal registers (input -> output)
 extern const OpSpec reciprocal_spec{
     "mpsgen::reciprocal",
-    "ops.yaml:1209",
+    "ops.yaml:1257",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1322,84 +1364,9 @@ extern const OpSpec reciprocal_spec{
     },
     };
 
-// ops.yaml:1230: the dtypes floor.metal registers (input -> output)
+// ops.yaml:1278: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
     "mpsgen::floor",
-    "ops.yaml:1228",
-    {"self"},
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    /*zero_divisor=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    },
-    };
-
-// ops.yaml:1246: the dtypes ceil.metal registers (input -> output)
-extern const OpSpec ceil_spec{
-    "mpsgen::ceil",
-    "ops.yaml:1244",
-    {"self"},
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    /*zero_divisor=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    },
-    };
-
-// ops.yaml:1262: the dtypes trunc.metal registers (input -> output)
-extern const OpSpec trunc_spec{
-    "mpsgen::trunc",
-    "ops.yaml:1260",
-    {"self"},
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    /*zero_divisor=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    },
-    };
-
-// ops.yaml:1278: the dtypes sign.metal registers (input -> output)
-extern const OpSpec sign_spec{
-    "mpsgen::sign",
     "ops.yaml:1276",
     {"self"},
     /*int_to_float=*/false,
@@ -1422,232 +1389,281 @@ extern const OpSpec sign_spec{
     },
     };
 
-// ops.yaml:1291: the dtypes minimum.metal registers (input -> output)
-extern const OpSpec minimum_spec{
-    "mpsgen::minimum",
-    "ops.yaml:1290",
-    {"self", "other"},
+// ops.yaml:1294: the dtypes ceil.metal registers (input -> output)
+extern const OpSpec ceil_spec{
+    "mpsgen::ceil",
+    "ops.yaml:1292",
+    {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    /*zero_divisor=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    },
-    };
-
-// ops.yaml:1304: the dtypes fmax.metal registers (input -> output)
-extern const OpSpec fmax_spec{
-    "mpsgen::fmax",
-    "ops.yaml:1303",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    /*zero_divisor=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    },
-    };
-
-// ops.yaml:1321: the dtypes fmin.metal registers (input -> output)
-extern const OpSpec fmin_spec{
-    "mpsgen::fmin",
-    "ops.yaml:1320",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    /*zero_divisor=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    },
-    };
-
-// ops.yaml:1337: the dtypes bitwise_and.metal registers (input -> output)
-extern const OpSpec bitwise_and_spec{
-    "mpsgen::bitwise_and",
-    "ops.yaml:1336",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    /*zero_divisor=*/-1,
-    {
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    },
-    };
-
-// ops.yaml:1348: the dtypes bitwise_or.metal registers (input -> output)
-extern const OpSpec bitwise_or_spec{
-    "mpsgen::bitwise_or",
-    "ops.yaml:1347",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    /*zero_divisor=*/-1,
-    {
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    },
-    };
-
-// ops.yaml:1358: the dtypes gt.metal registers (input -> output)
-extern const OpSpec gt_spec{
-    "mpsgen::gt",
-    "ops.yaml:1357",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/true,
     /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
     {
-        {c10::ScalarType::Float, c10::ScalarType::Bool},
-        {c10::ScalarType::Half, c10::ScalarType::Bool},
-        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
-        {c10::ScalarType::Long, c10::ScalarType::Bool},
-        {c10::ScalarType::Int, c10::ScalarType::Bool},
-        {c10::ScalarType::Short, c10::ScalarType::Bool},
-        {c10::ScalarType::Byte, c10::ScalarType::Bool},
-        {c10::ScalarType::Char, c10::ScalarType::Bool},
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     },
     };
 
-// ops.yaml:1369: the dtypes ge.metal registers (input -> output)
-extern const OpSpec ge_spec{
-    "mpsgen::ge",
+// ops.yaml:1310: the dtypes trunc.metal registers (input -> output)
+extern const OpSpec trunc_spec{
+    "mpsgen::trunc",
+    "ops.yaml:1308",
+    {"self"},
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    /*zero_divisor=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    },
+    };
+
+// ops.yaml:1326: the dtypes sign.metal registers (input -> output)
+extern const OpSpec sign_spec{
+    "mpsgen::sign",
+    "ops.yaml:1324",
+    {"self"},
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    /*zero_divisor=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    },
+    };
+
+// ops.yaml:1339: the dtypes minimum.metal registers (input -> output)
+extern const OpSpec minimum_spec{
+    "mpsgen::minimum",
+    "ops.yaml:1338",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    /*zero_divisor=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    },
+    };
+
+// ops.yaml:1352: the dtypes fmax.metal registers (input -> output)
+extern const OpSpec fmax_spec{
+    "mpsgen::fmax",
+    "ops.yaml:1351",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    /*zero_divisor=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    },
+    };
+
+// ops.yaml:1369: the dtypes fmin.metal registers (input -> output)
+extern const OpSpec fmin_spec{
+    "mpsgen::fmin",
     "ops.yaml:1368",
     {"self", "other"},
     /*int_to_float=*/false,
-    /*bool_output=*/true,
-    /*castout=*/true,
+    /*bool_output=*/false,
+    /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
     {
-        {c10::ScalarType::Float, c10::ScalarType::Bool},
-        {c10::ScalarType::Half, c10::ScalarType::Bool},
-        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
-        {c10::ScalarType::Long, c10::ScalarType::Bool},
-        {c10::ScalarType::Int, c10::ScalarType::Bool},
-        {c10::ScalarType::Short, c10::ScalarType::Bool},
-        {c10::ScalarType::Byte, c10::ScalarType::Bool},
-        {c10::ScalarType::Char, c10::ScalarType::Bool},
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     },
     };
 
-// ops.yaml:1378: the dtypes le.metal registers (input -> output)
-extern const OpSpec le_spec{
-    "mpsgen::le",
-    "ops.yaml:1377",
+// ops.yaml:1385: the dtypes bitwise_and.metal registers (input -> output)
+extern const OpSpec bitwise_and_spec{
+    "mpsgen::bitwise_and",
+    "ops.yaml:1384",
     {"self", "other"},
     /*int_to_float=*/false,
-    /*bool_output=*/true,
-    /*castout=*/true,
+    /*bool_output=*/false,
+    /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
     {
-        {c10::ScalarType::Float, c10::ScalarType::Bool},
-        {c10::ScalarType::Half, c10::ScalarType::Bool},
-        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
-        {c10::ScalarType::Long, c10::ScalarType::Bool},
-        {c10::ScalarType::Int, c10::ScalarType::Bool},
-        {c10::ScalarType::Short, c10::ScalarType::Bool},
-        {c10::ScalarType::Byte, c10::ScalarType::Bool},
-        {c10::ScalarType::Char, c10::ScalarType::Bool},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     },
     };
 
-// ops.yaml:1387: the dtypes logical_or.metal registers (input -> output)
-extern const OpSpec logical_or_spec{
-    "mpsgen::logical_or",
-    "ops.yaml:1386",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/true,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    /*zero_divisor=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Bool},
-        {c10::ScalarType::Half, c10::ScalarType::Bool},
-        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
-        {c10::ScalarType::Long, c10::ScalarType::Bool},
-        {c10::ScalarType::Int, c10::ScalarType::Bool},
-        {c10::ScalarType::Short, c10::ScalarType::Bool},
-        {c10::ScalarType::Byte, c10::ScalarType::Bool},
-        {c10::ScalarType::Char, c10::ScalarType::Bool},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-        {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
-    },
-    };
-
-// ops.yaml:1396: the dtypes logical_xor.metal registers (input -> output)
-extern const OpSpec logical_xor_spec{
-    "mpsgen::logical_xor",
+// ops.yaml:1396: the dtypes bitwise_or.metal registers (input -> output)
+extern const OpSpec bitwise_or_spec{
+    "mpsgen::bitwise_or",
     "ops.yaml:1395",
     {"self", "other"},
     /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    /*zero_divisor=*/-1,
+    {
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    },
+    };
+
+// ops.yaml:1406: the dtypes gt.metal registers (input -> output)
+extern const OpSpec gt_spec{
+    "mpsgen::gt",
+    "ops.yaml:1405",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/true,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    /*zero_divisor=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Bool},
+        {c10::ScalarType::Half, c10::ScalarType::Bool},
+        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
+        {c10::ScalarType::Long, c10::ScalarType::Bool},
+        {c10::ScalarType::Int, c10::ScalarType::Bool},
+        {c10::ScalarType::Short, c10::ScalarType::Bool},
+        {c10::ScalarType::Byte, c10::ScalarType::Bool},
+        {c10::ScalarType::Char, c10::ScalarType::Bool},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    },
+    };
+
+// ops.yaml:1417: the dtypes ge.metal registers (input -> output)
+extern const OpSpec ge_spec{
+    "mpsgen::ge",
+    "ops.yaml:1416",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/true,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    /*zero_divisor=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Bool},
+        {c10::ScalarType::Half, c10::ScalarType::Bool},
+        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
+        {c10::ScalarType::Long, c10::ScalarType::Bool},
+        {c10::ScalarType::Int, c10::ScalarType::Bool},
+        {c10::ScalarType::Short, c10::ScalarType::Bool},
+        {c10::ScalarType::Byte, c10::ScalarType::Bool},
+        {c10::ScalarType::Char, c10::ScalarType::Bool},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    },
+    };
+
+// ops.yaml:1426: the dtypes le.metal registers (input -> output)
+extern const OpSpec le_spec{
+    "mpsgen::le",
+    "ops.yaml:1425",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/true,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    /*zero_divisor=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Bool},
+        {c10::ScalarType::Half, c10::ScalarType::Bool},
+        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
+        {c10::ScalarType::Long, c10::ScalarType::Bool},
+        {c10::ScalarType::Int, c10::ScalarType::Bool},
+        {c10::ScalarType::Short, c10::ScalarType::Bool},
+        {c10::ScalarType::Byte, c10::ScalarType::Bool},
+        {c10::ScalarType::Char, c10::ScalarType::Bool},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    },
+    };
+
+// ops.yaml:1435: the dtypes logical_or.metal registers (input -> output)
+extern const OpSpec logical_or_spec{
+    "mpsgen::logical_or",
+    "ops.yaml:1434",
+    {"self", "other"},
+    /*int_to_float=*/false,
     /*bool_output=*/true,
     /*castout=*/true,
     /*alpha_check=*/false,
@@ -1668,10 +1684,36 @@ extern const OpSpec logical_xor_spec{
     },
     };
 
-// ops.yaml:1410: the dtypes where.metal registers (input -> output)
+// ops.yaml:1444: the dtypes logical_xor.metal registers (input -> output)
+extern const OpSpec logical_xor_spec{
+    "mpsgen::logical_xor",
+    "ops.yaml:1443",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/true,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    /*zero_divisor=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Bool},
+        {c10::ScalarType::Half, c10::ScalarType::Bool},
+        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
+        {c10::ScalarType::Long, c10::ScalarType::Bool},
+        {c10::ScalarType::Int, c10::ScalarType::Bool},
+        {c10::ScalarType::Short, c10::ScalarType::Bool},
+        {c10::ScalarType::Byte, c10::ScalarType::Bool},
+        {c10::ScalarType::Char, c10::ScalarType::Bool},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
+    },
+    };
+
+// ops.yaml:1458: the dtypes where.metal registers (input -> output)
 extern const OpSpec where_spec{
     "mpsgen::where",
-    "ops.yaml:1408",
+    "ops.yaml:1456",
     {"condition", "self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1695,10 +1737,10 @@ extern const OpSpec where_spec{
     },
     };
 
-// ops.yaml:1447: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1495: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1444",
+    "ops.yaml:1492",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1720,10 +1762,10 @@ extern const OpSpec heaviside_spec{
     },
     };
 
-// ops.yaml:1461: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1509: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1459",
+    "ops.yaml:1507",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1745,10 +1787,10 @@ extern const OpSpec special_ndtri_spec{
     },
     };
 
-// ops.yaml:1529: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1577: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1527",
+    "ops.yaml:1575",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1770,10 +1812,10 @@ extern const OpSpec special_log_ndtr_spec{
     },
     };
 
-// ops.yaml:1557: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1605: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1555",
+    "ops.yaml:1603",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1795,10 +1837,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     },
     };
 
-// ops.yaml:1602: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1650: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1600",
+    "ops.yaml:1648",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1820,10 +1862,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     },
     };
 
-// ops.yaml:1650: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1698: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1648",
+    "ops.yaml:1696",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,

@@ -195,7 +195,7 @@ def test_rejects_schema_with_four_tensor_args(tmp_path):
     ("Tensor(a) other", "alias annotation"),
     ("Scalar a, Scalar a", "argument 'a' appears more than once"),
     ("Scalar new", "argument name 'new' is reserved"),
-    ("Scalar grad", "argument name 'grad' is reserved"),
+    ("Scalar result", "argument name 'result' is reserved"),
     ("Scalar out", "argument name 'out' is reserved"),
     ("Scalar x=0x10", "default '0x10' is not a plain decimal literal"),
     ("Scalar x=inf", "default 'inf' is not a plain decimal literal"),
@@ -209,6 +209,22 @@ def test_rejects_schema_with_unsupported_args(tmp_path, arg, says):
                     f"    functor: |\n{BINARY_BODY}")
     msg = single_error(run_invalid(tmp_path, text), lineno(text, "scaled("), "func", "scaled")
     assert says in msg
+
+
+def test_atens_own_argument_names_are_usable(tmp_path):
+    """aten's schemas name arguments `output` (sigmoid_backward) and `grad`
+    (infinitely_differentiable_gelu_backward): the generated code's internals make way. A
+    formula's `grad` stays the incoming gradient, as in derivatives.yaml: the backward node keeps
+    `output`, which the formulas read, and never the argument `grad`."""
+    text = registry("  - func: gbw(Tensor grad, Tensor output) -> Tensor\n"
+                    "    dtypes: [float]\n    reference: torch.mul\n"
+                    "    derivatives:\n      grad: grad * output\n      output: grad * grad\n"
+                    f"    functor: |\n{BINARY_BODY}")
+    out = tmp_path / "out"
+    generate_ok(write_ops(tmp_path, text), out)
+    autograd = (out / "autograd.cpp").read_text()
+    assert "SavedVariable output_;" in autograd and "SavedVariable grad_;" not in autograd
+    assert 'm.def("gbw(Tensor grad, Tensor output) -> Tensor");' in (out / "registration.cpp").read_text()
 
 
 def test_rejects_unknown_dtype_in_pair(tmp_path):
