@@ -24,7 +24,7 @@ from .model import (DEFAULT_PARAM_TYPE, Check, Tolerance, PARAM_TYPES, Derivativ
 TOP_KEYS = {"namespace", "ops"}
 OP_KEYS = {"func", "functor", "dtypes", "reference", "opinfo", "xfail", "derivatives", "args", "kernel",
            "alpha_check", "checks", "tolerances", "implements", "replaces", "given", "mask", "gaps", "out_dtype",
-           "zero_divisor", "dtype_defaults"}
+           "zero_divisor", "dtype_defaults", "result_dtype"}
 OVERLOAD_KEYS = {"func", "reference", "opinfo", "xfail", "derivatives", "out_dtype"}
 # `out_dtype:` how out= relates to the result dtype: cast to it (TensorIterator's binary and
 # *_float ops), or exact, as torch's unary-op iterators (check_all_same_dtype) and its
@@ -248,6 +248,8 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
         if "mask" in entry and schema is not None and not is_overload else ""
     zero_divisor = _check_zero_divisor(entry, args, label, line_of("zero_divisor"), errors) \
         if "zero_divisor" in entry and schema is not None and not is_overload else ""
+    result_like = _check_result_dtype(entry, args, label, line_of("result_dtype"), errors) \
+        if "result_dtype" in entry and schema is not None and not is_overload else ""
     dtype_defaults = _check_dtype_defaults(entry["dtype_defaults"], args, label, line_of("dtype_defaults"), errors) \
         if "dtype_defaults" in entry and schema is not None and not is_overload else ()
 
@@ -269,6 +271,7 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
             tables=tables, params=params, selector=selector, given=given, alpha_check=alpha_check,
             exact_out=_exact_inputs(out_dtype, [r for t in tables for r in t.registrations]),
             checks=checks, mask=mask, zero_divisor=zero_divisor, dtype_defaults=dtype_defaults,
+            result_like=result_like,
             tolerances=tolerances, gaps=gaps, implements=implements, replaces=replaces, aten_variants=aten_variants,
             functor_line=_functor_line(entry["functor"], line_of("functor")))
     if op.derivatives and not op.differentiable:
@@ -661,6 +664,18 @@ def _check_zero_divisor(entry, op_args, label, line, errors) -> str:
     if any(a.optional for a in tensors) or name not in divisors:
         errors.add(line, label, "zero_divisor", f"expected the name of a Tensor argument after the first, of an op "
                    f"without Tensor? arguments ({', '.join(divisors) or 'this op has none'}), got {name!r}")
+        return ""
+    return name
+
+
+def _check_result_dtype(entry, op_args, label, line, errors) -> str:
+    """`result_dtype: <name>`: the result has that Tensor's dtype, as aten's kernel allocates its
+    output like it (mish_backward's is self's); computed in the promoted dtype, then cast."""
+    name = entry["result_dtype"]
+    tensors = [a.name for a in op_args if a.kind == "Tensor" and not a.optional and a.name != entry.get("mask")]
+    if name not in tensors:
+        errors.add(line, label, "result_dtype", f"expected the name of a Tensor argument whose dtype the result "
+                   f"has ({', '.join(tensors)}), got {yaml_source.short(name)}")
         return ""
     return name
 

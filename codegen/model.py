@@ -285,6 +285,8 @@ class Op(Entry):
     zero_divisor: str = ""
     # `dtype_defaults:` (argument, "max" | "lowest"): None means the dtype's limit (nan_to_num's posinf)
     dtype_defaults: tuple[tuple[str, str], ...] = ()
+    # `result_dtype:` the Tensor whose dtype the result has (mish_backward's self); "": the promoted one
+    result_like: str = ""
     tolerances: tuple[Tolerance, ...] = ()  # op-output-match overrides, also for its overloads
     gaps: tuple[Gap, ...] = ()  # dtypes torch's MPS kernel supports that the op leaves out (`gaps:`)
     implements: str = ""  # "aten": registers kernels for torch's own aten::<op> (no def, fake kernel, autograd)
@@ -416,6 +418,11 @@ class Op(Entry):
     def mask_index(self) -> int:
         """The mask's position among the Tensor arguments (`mask:`), or -1."""
         return self.tensor_args.index(self.mask) if self.mask else -1
+
+    @cached_property
+    def result_like_index(self) -> int:
+        """The position of `result_dtype:` among the Tensor arguments, or -1."""
+        return self.tensor_args.index(self.result_like) if self.result_like else -1
 
     @cached_property
     def zero_divisor_index(self) -> int:

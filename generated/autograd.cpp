@@ -3378,7 +3378,92 @@ at::Tensor& sigmoid_backward_out_autograd(c10::DispatchKeySet ks, const at::Tens
   return out;
 }
 
-// ---- ops.yaml:742: tanh_backward(Tensor grad_output, Tensor output) -> Tensor ----
+// ---- ops.yaml:747: mish_backward(Tensor grad_output, Tensor self) -> Tensor ----
+
+const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& mish_backward_functional_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::mish_backward", "")
+                             .typed<at::Tensor(const at::Tensor&, const at::Tensor&)>();
+  return op;
+}
+
+const c10::TypedOperatorHandle<at::Tensor&(const at::Tensor&, const at::Tensor&, at::Tensor&)>& mish_backward_out_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::mish_backward", "out")
+                             .typed<at::Tensor&(const at::Tensor&, const at::Tensor&, at::Tensor&)>();
+  return op;
+}
+
+const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& mish_backward_inplace_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::mish_backward_", "")
+                             .typed<at::Tensor&(at::Tensor&, const at::Tensor&)>();
+  return op;
+}
+
+struct MishBackwardBackward final : public torch::autograd::TraceableFunction {
+  variable_list apply(variable_list&& grads) override;
+  std::string name() const override {
+    return "MishBackwardBackward";
+  }
+  void release_variables() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+  }
+};
+
+variable_list MishBackwardBackward::apply(variable_list&& grads) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  variable_list grad_inputs(2);
+  const at::Tensor& grad = grads[0];
+  if (!grad.defined()) {
+    return grad_inputs;  // no gradient flows in: none flows out
+  }
+  if (task_should_compute_output(0)) {  // grad_output
+    no_formula("mpsgen::mish_backward", "grad_output", "ops.yaml:747");
+  }
+  if (task_should_compute_output(1)) {  // self
+    no_formula("mpsgen::mish_backward", "self", "ops.yaml:747");
+  }
+  return grad_inputs;
+}
+
+at::Tensor mish_backward_autograd(c10::DispatchKeySet ks, const at::Tensor& grad_output, const at::Tensor& self) {
+  c10::intrusive_ptr<MishBackwardBackward> grad_fn;
+  if (torch::autograd::compute_requires_grad(grad_output, self)) {
+    grad_fn = c10::make_intrusive<MishBackwardBackward>();
+    grad_fn->set_next_edges(torch::autograd::collect_next_edges(grad_output, self));
+}
+  at::Tensor result = below_autograd(mish_backward_functional_op(), ks, grad_output, self);
+  if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
+    torch::autograd::set_history(result, grad_fn);
+  }
+  return result;
+}
+
+at::Tensor& mish_backward_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& grad_output, const at::Tensor& self) {
+  const bool requires_grad = torch::autograd::compute_requires_grad(grad_output, self);
+  torch::autograd::check_inplace(grad_output, requires_grad);
+  c10::intrusive_ptr<MishBackwardBackward> grad_fn;
+  if (requires_grad) {
+    grad_fn = c10::make_intrusive<MishBackwardBackward>();
+    grad_fn->set_next_edges(torch::autograd::collect_next_edges(grad_output, self));
+}
+  below_autograd(mish_backward_inplace_op(), ks, grad_output, self);
+  torch::autograd::increment_version(grad_output);
+  if (grad_fn && torch::autograd::isDifferentiableType(grad_output.scalar_type())) {
+    torch::autograd::rebase_history(grad_output, grad_fn);
+  }
+  return grad_output;
+}
+
+at::Tensor& mish_backward_out_autograd(c10::DispatchKeySet ks, const at::Tensor& grad_output, const at::Tensor& self, at::Tensor& out) {
+  check_out("mpsgen::mish_backward.out", grad_output, self, out);
+  below_autograd(mish_backward_out_op(), ks, grad_output, self, out);
+  torch::autograd::increment_version(out);
+  return out;
+}
+
+// ---- ops.yaml:764: tanh_backward(Tensor grad_output, Tensor output) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& tanh_backward_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3425,14 +3510,14 @@ variable_list TanhBackwardBackward::apply(variable_list&& grads) {
   const auto grad_output = grad_output_.unpack();
   const auto output = output_.unpack();
   if (task_should_compute_output(0)) {  // grad_output
-#line 747 "ops.yaml"
+#line 769 "ops.yaml"
     grad_inputs[0] = tanh_backward(grad, output.conj());
-#line 3431 "autograd.cpp"
+#line 3516 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // output
-#line 748 "ops.yaml"
+#line 770 "ops.yaml"
     grad_inputs[1] = grad.conj() * (-2 * output.conj() * grad_output);
-#line 3436 "autograd.cpp"
+#line 3521 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -3477,7 +3562,7 @@ at::Tensor& tanh_backward_out_autograd(c10::DispatchKeySet ks, const at::Tensor&
   return out;
 }
 
-// ---- ops.yaml:765: eq.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:787: eq.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& eq_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3525,7 +3610,7 @@ at::Tensor& eq_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:778: eq.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:800: eq.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& eq_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3573,7 +3658,7 @@ at::Tensor& eq_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:780: ne.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:802: ne.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& ne_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3621,7 +3706,7 @@ at::Tensor& ne_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:793: lt.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:815: lt.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& lt_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3669,7 +3754,7 @@ at::Tensor& lt_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:802: lt.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:824: lt.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& lt_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3717,7 +3802,7 @@ at::Tensor& lt_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:804: logical_and(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:826: logical_and(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_and_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3765,7 +3850,7 @@ at::Tensor& logical_and_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:814: isnan(Tensor self) -> Tensor ----
+// ---- ops.yaml:836: isnan(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& isnan_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3813,7 +3898,7 @@ at::Tensor& isnan_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:833: neg(Tensor self) -> Tensor ----
+// ---- ops.yaml:855: neg(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& neg_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3854,9 +3939,9 @@ variable_list NegBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 841 "ops.yaml"
+#line 863 "ops.yaml"
     grad_inputs[0] = -grad;
-#line 3860 "autograd.cpp"
+#line 3945 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -3897,7 +3982,7 @@ at::Tensor& neg_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:849: abs(Tensor self) -> Tensor ----
+// ---- ops.yaml:871: abs(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& abs_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3941,9 +4026,9 @@ variable_list AbsBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 855 "ops.yaml"
+#line 877 "ops.yaml"
     grad_inputs[0] = grad * self.sgn();
-#line 3947 "autograd.cpp"
+#line 4032 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -3986,7 +4071,7 @@ at::Tensor& abs_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:883: polygamma(int n, Tensor self) -> Tensor ----
+// ---- ops.yaml:905: polygamma(int n, Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(int64_t, const at::Tensor&)>& polygamma_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4031,9 +4116,9 @@ variable_list PolygammaBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 912 "ops.yaml"
+#line 934 "ops.yaml"
     grad_inputs[0] = grad * polygamma(n + 1, self);
-#line 4037 "autograd.cpp"
+#line 4122 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4078,7 +4163,7 @@ at::Tensor& polygamma_out_autograd(c10::DispatchKeySet ks, int64_t n, const at::
   return out;
 }
 
-// ---- ops.yaml:925: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor ----
+// ---- ops.yaml:947: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, std::optional<c10::string_view>)>& div_Tensor_mode_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4126,14 +4211,14 @@ variable_list DivTensorModeBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 947 "ops.yaml"
+#line 969 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, rounding_mode.has_value() ? zeros_like(grad) : grad / other.conj());
-#line 4132 "autograd.cpp"
+#line 4217 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 948 "ops.yaml"
+#line 970 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(other, rounding_mode.has_value() ? zeros_like(grad) : -grad * ((self / other) / other).conj());
-#line 4137 "autograd.cpp"
+#line 4222 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4180,7 +4265,7 @@ at::Tensor& div_Tensor_mode_out_autograd(c10::DispatchKeySet ks, const at::Tenso
   return out;
 }
 
-// ---- ops.yaml:1036: polar(Tensor abs, Tensor angle) -> Tensor ----
+// ---- ops.yaml:1058: polar(Tensor abs, Tensor angle) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& polar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4224,14 +4309,14 @@ variable_list PolarBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // abs
-#line 1044 "ops.yaml"
+#line 1066 "ops.yaml"
     grad_inputs[0] = at::real(grad.conj() * result.sgn());
-#line 4230 "autograd.cpp"
+#line 4315 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // angle
-#line 1045 "ops.yaml"
+#line 1067 "ops.yaml"
     grad_inputs[1] = at::real(grad.conj() * result * c10::Scalar(c10::complex<double>(0, 1)));
-#line 4235 "autograd.cpp"
+#line 4320 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4274,7 +4359,7 @@ at::Tensor& polar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& abs, co
   return out;
 }
 
-// ---- ops.yaml:1053: complex(Tensor real, Tensor imag) -> Tensor ----
+// ---- ops.yaml:1075: complex(Tensor real, Tensor imag) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& complex_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4315,14 +4400,14 @@ variable_list ComplexBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // real
-#line 1060 "ops.yaml"
+#line 1082 "ops.yaml"
     grad_inputs[0] = at::real(grad);
-#line 4321 "autograd.cpp"
+#line 4406 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // imag
-#line 1061 "ops.yaml"
+#line 1083 "ops.yaml"
     grad_inputs[1] = at::imag(grad);
-#line 4326 "autograd.cpp"
+#line 4411 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4363,7 +4448,7 @@ at::Tensor& complex_out_autograd(c10::DispatchKeySet ks, const at::Tensor& real,
   return out;
 }
 
-// ---- ops.yaml:1068: angle(Tensor self) -> Tensor ----
+// ---- ops.yaml:1090: angle(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& angle_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4407,9 +4492,9 @@ variable_list AngleBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1072 "ops.yaml"
+#line 1094 "ops.yaml"
     grad_inputs[0] = self.is_complex() ? where(self == 0, 0, grad * self / self.abs().pow(2) * c10::Scalar(c10::complex<double>(0, 1))) : zeros_like(self);
-#line 4413 "autograd.cpp"
+#line 4498 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4452,7 +4537,7 @@ at::Tensor& angle_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1092: cos(Tensor self) -> Tensor ----
+// ---- ops.yaml:1114: cos(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& cos_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4496,9 +4581,9 @@ variable_list CosBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1096 "ops.yaml"
+#line 1118 "ops.yaml"
     grad_inputs[0] = grad * -self.sin().conj();
-#line 4502 "autograd.cpp"
+#line 4587 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4541,7 +4626,7 @@ at::Tensor& cos_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1118: tan(Tensor self) -> Tensor ----
+// ---- ops.yaml:1140: tan(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& tan_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4585,9 +4670,9 @@ variable_list TanBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1122 "ops.yaml"
+#line 1144 "ops.yaml"
     grad_inputs[0] = grad * (1 + result.pow(2)).conj();
-#line 4591 "autograd.cpp"
+#line 4676 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4630,7 +4715,7 @@ at::Tensor& tan_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1137: tanh(Tensor self) -> Tensor ----
+// ---- ops.yaml:1159: tanh(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& tanh_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4674,9 +4759,9 @@ variable_list TanhBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1141 "ops.yaml"
+#line 1163 "ops.yaml"
     grad_inputs[0] = tanh_backward(grad, result);
-#line 4680 "autograd.cpp"
+#line 4765 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4719,7 +4804,7 @@ at::Tensor& tanh_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1155: log(Tensor self) -> Tensor ----
+// ---- ops.yaml:1177: log(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& log_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4763,9 +4848,9 @@ variable_list LogBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1159 "ops.yaml"
+#line 1181 "ops.yaml"
     grad_inputs[0] = grad / self.conj();
-#line 4769 "autograd.cpp"
+#line 4854 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4808,7 +4893,7 @@ at::Tensor& log_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1173: log1p(Tensor self) -> Tensor ----
+// ---- ops.yaml:1195: log1p(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& log1p_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4852,9 +4937,9 @@ variable_list Log1pBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1177 "ops.yaml"
+#line 1199 "ops.yaml"
     grad_inputs[0] = grad / (self + 1).conj();
-#line 4858 "autograd.cpp"
+#line 4943 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4897,7 +4982,7 @@ at::Tensor& log1p_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1197: expm1(Tensor self) -> Tensor ----
+// ---- ops.yaml:1219: expm1(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& expm1_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4941,9 +5026,9 @@ variable_list Expm1Backward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1201 "ops.yaml"
+#line 1223 "ops.yaml"
     grad_inputs[0] = grad * (result.conj() + 1);
-#line 4947 "autograd.cpp"
+#line 5032 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4986,7 +5071,7 @@ at::Tensor& expm1_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1226: rsqrt(Tensor self) -> Tensor ----
+// ---- ops.yaml:1248: rsqrt(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& rsqrt_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5030,9 +5115,9 @@ variable_list RsqrtBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1230 "ops.yaml"
+#line 1252 "ops.yaml"
     grad_inputs[0] = -0.5 * grad * self.rsqrt().pow(3).conj();
-#line 5036 "autograd.cpp"
+#line 5121 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5075,7 +5160,7 @@ at::Tensor& rsqrt_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1244: i0(Tensor self) -> Tensor ----
+// ---- ops.yaml:1266: i0(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& i0_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5119,9 +5204,9 @@ variable_list I0Backward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1248 "ops.yaml"
+#line 1270 "ops.yaml"
     grad_inputs[0] = grad * special_i1(self);
-#line 5125 "autograd.cpp"
+#line 5210 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5164,7 +5249,7 @@ at::Tensor& i0_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at::
   return out;
 }
 
-// ---- ops.yaml:1257: reciprocal(Tensor self) -> Tensor ----
+// ---- ops.yaml:1279: reciprocal(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& reciprocal_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5208,9 +5293,9 @@ variable_list ReciprocalBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1261 "ops.yaml"
+#line 1283 "ops.yaml"
     grad_inputs[0] = -grad * (result * result).conj();
-#line 5214 "autograd.cpp"
+#line 5299 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5253,7 +5338,7 @@ at::Tensor& reciprocal_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:1276: floor(Tensor self) -> Tensor ----
+// ---- ops.yaml:1298: floor(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& floor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5294,9 +5379,9 @@ variable_list FloorBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1281 "ops.yaml"
+#line 1303 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
-#line 5300 "autograd.cpp"
+#line 5385 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5337,7 +5422,7 @@ at::Tensor& floor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1292: ceil(Tensor self) -> Tensor ----
+// ---- ops.yaml:1314: ceil(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& ceil_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5378,9 +5463,9 @@ variable_list CeilBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1297 "ops.yaml"
+#line 1319 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
-#line 5384 "autograd.cpp"
+#line 5469 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5421,7 +5506,7 @@ at::Tensor& ceil_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1308: trunc(Tensor self) -> Tensor ----
+// ---- ops.yaml:1330: trunc(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& trunc_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5462,9 +5547,9 @@ variable_list TruncBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1313 "ops.yaml"
+#line 1335 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
-#line 5468 "autograd.cpp"
+#line 5553 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5505,7 +5590,7 @@ at::Tensor& trunc_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1324: sign(Tensor self) -> Tensor ----
+// ---- ops.yaml:1346: sign(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& sign_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5546,9 +5631,9 @@ variable_list SignBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1329 "ops.yaml"
+#line 1351 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
-#line 5552 "autograd.cpp"
+#line 5637 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5589,7 +5674,7 @@ at::Tensor& sign_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1338: minimum(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1360: minimum(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& minimum_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5636,14 +5721,14 @@ variable_list MinimumBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1342 "ops.yaml"
+#line 1364 "ops.yaml"
     grad_inputs[0] = where(self == other, grad / 2, grad).masked_fill(self > other, 0);
-#line 5642 "autograd.cpp"
+#line 5727 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1343 "ops.yaml"
+#line 1365 "ops.yaml"
     grad_inputs[1] = where(self == other, grad / 2, grad).masked_fill(self < other, 0);
-#line 5647 "autograd.cpp"
+#line 5732 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5688,7 +5773,7 @@ at::Tensor& minimum_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self,
   return out;
 }
 
-// ---- ops.yaml:1351: fmax(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1373: fmax(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& fmax_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5735,14 +5820,14 @@ variable_list FmaxBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1355 "ops.yaml"
+#line 1377 "ops.yaml"
     grad_inputs[0] = grad.masked_fill((self >= other).logical_or(other.isnan()).logical_not(), 0);
-#line 5741 "autograd.cpp"
+#line 5826 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1356 "ops.yaml"
+#line 1378 "ops.yaml"
     grad_inputs[1] = grad.masked_fill((self >= other).logical_or(other.isnan()), 0);
-#line 5746 "autograd.cpp"
+#line 5831 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5787,7 +5872,7 @@ at::Tensor& fmax_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, co
   return out;
 }
 
-// ---- ops.yaml:1368: fmin(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1390: fmin(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& fmin_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5834,14 +5919,14 @@ variable_list FminBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1372 "ops.yaml"
+#line 1394 "ops.yaml"
     grad_inputs[0] = grad.masked_fill((self <= other).logical_or(other.isnan()).logical_not(), 0);
-#line 5840 "autograd.cpp"
+#line 5925 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1373 "ops.yaml"
+#line 1395 "ops.yaml"
     grad_inputs[1] = grad.masked_fill((self <= other).logical_or(other.isnan()), 0);
-#line 5845 "autograd.cpp"
+#line 5930 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5886,7 +5971,7 @@ at::Tensor& fmin_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, co
   return out;
 }
 
-// ---- ops.yaml:1384: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1406: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& bitwise_and_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5934,7 +6019,7 @@ at::Tensor& bitwise_and_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Te
   return out;
 }
 
-// ---- ops.yaml:1393: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1415: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& bitwise_and_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5982,7 +6067,7 @@ at::Tensor& bitwise_and_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Te
   return out;
 }
 
-// ---- ops.yaml:1395: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1417: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& bitwise_or_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6030,7 +6115,7 @@ at::Tensor& bitwise_or_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Ten
   return out;
 }
 
-// ---- ops.yaml:1405: gt.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1427: gt.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& gt_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6078,7 +6163,7 @@ at::Tensor& gt_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1414: gt.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1436: gt.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& gt_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6126,7 +6211,7 @@ at::Tensor& gt_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1416: ge.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1438: ge.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& ge_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6174,7 +6259,7 @@ at::Tensor& ge_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1425: le.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1447: le.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& le_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6222,7 +6307,7 @@ at::Tensor& le_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1434: logical_or(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1456: logical_or(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_or_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6270,7 +6355,7 @@ at::Tensor& logical_or_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:1443: logical_xor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1465: logical_xor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_xor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6318,7 +6403,7 @@ at::Tensor& logical_xor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:1456: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1478: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&)>& where_self_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6361,14 +6446,14 @@ variable_list WhereSelfBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1465 "ops.yaml"
+#line 1487 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, where(condition, grad, 0));
-#line 6367 "autograd.cpp"
+#line 6452 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1466 "ops.yaml"
+#line 1488 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(other, where(condition, 0, grad));
-#line 6372 "autograd.cpp"
+#line 6457 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -6396,7 +6481,7 @@ at::Tensor& where_self_out_autograd(c10::DispatchKeySet ks, const at::Tensor& co
   return out;
 }
 
-// ---- ops.yaml:1478: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1500: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Tensor&)>& where_ScalarSelf_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6436,9 +6521,9 @@ variable_list WhereScalarSelfBackward::apply(variable_list&& grads) {
   const auto condition = condition_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // other
-#line 1466 "ops.yaml"
+#line 1488 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(other, where(condition, 0, grad));
-#line 6442 "autograd.cpp"
+#line 6527 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -6465,7 +6550,7 @@ at::Tensor& where_ScalarSelf_out_autograd(c10::DispatchKeySet ks, const at::Tens
   return out;
 }
 
-// ---- ops.yaml:1479: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1501: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&)>& where_ScalarOther_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6505,9 +6590,9 @@ variable_list WhereScalarOtherBackward::apply(variable_list&& grads) {
   const auto condition = condition_.unpack();
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1465 "ops.yaml"
+#line 1487 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, where(condition, grad, 0));
-#line 6511 "autograd.cpp"
+#line 6596 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -6534,7 +6619,7 @@ at::Tensor& where_ScalarOther_out_autograd(c10::DispatchKeySet ks, const at::Ten
   return out;
 }
 
-// ---- ops.yaml:1480: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1502: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& where_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6673,6 +6758,9 @@ TORCH_LIBRARY_IMPL(mpsgen, Autograd, m) {
   m.impl("sigmoid_backward", TORCH_FN(sigmoid_backward_autograd));
   m.impl("sigmoid_backward.grad_input", TORCH_FN(sigmoid_backward_out_autograd));
   m.impl("sigmoid_backward_", TORCH_FN(sigmoid_backward_inplace_autograd));
+  m.impl("mish_backward", TORCH_FN(mish_backward_autograd));
+  m.impl("mish_backward.out", TORCH_FN(mish_backward_out_autograd));
+  m.impl("mish_backward_", TORCH_FN(mish_backward_inplace_autograd));
   m.impl("tanh_backward", TORCH_FN(tanh_backward_autograd));
   m.impl("tanh_backward.grad_input", TORCH_FN(tanh_backward_out_autograd));
   m.impl("tanh_backward_", TORCH_FN(tanh_backward_inplace_autograd));

@@ -2049,6 +2049,67 @@ PyObject* sigmoid_backward_(PyObject* /*module*/, PyObject* args, PyObject* kwar
   END_HANDLE_TH_ERRORS
 }
 
+const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& mish_backward_functional_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::mish_backward", "")
+                             .typed<at::Tensor(const at::Tensor&, const at::Tensor&)>();
+  return op;
+}
+
+const c10::TypedOperatorHandle<at::Tensor&(const at::Tensor&, const at::Tensor&, at::Tensor&)>& mish_backward_out_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::mish_backward", "out")
+                             .typed<at::Tensor&(const at::Tensor&, const at::Tensor&, at::Tensor&)>();
+  return op;
+}
+
+const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& mish_backward_inplace_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::mish_backward_", "")
+                             .typed<at::Tensor&(at::Tensor&, const at::Tensor&)>();
+  return op;
+}
+
+// ops.yaml:747
+PyObject* mish_backward(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
+  HANDLE_TH_ERRORS
+  static torch::PythonArgParser parser({
+      "mish_backward(Tensor grad_output, Tensor self, *, Tensor out=None)",
+  });
+  torch::ParsedArgs<3> parsed;
+  auto r = parser.parse(args, kwargs, parsed);
+  if (r.has_torch_function()) {
+    return via_torch_ops("mpsgen", "mish_backward", args, kwargs);
+  }
+  switch (r.idx) {
+    case 0:  // mish_backward
+      if (r.isNone(2)) {
+        return call(mish_backward_functional_op(), r.tensor(0), r.tensor(1));
+      }
+      return call(mish_backward_out_op(), r.tensor(0), r.tensor(1), r.tensor(2));
+  }
+  Py_RETURN_NONE;
+  END_HANDLE_TH_ERRORS
+}
+
+PyObject* mish_backward_(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
+  HANDLE_TH_ERRORS
+  static torch::PythonArgParser parser({
+      "mish_backward_(Tensor grad_output, Tensor self)",
+  });
+  torch::ParsedArgs<2> parsed;
+  auto r = parser.parse(args, kwargs, parsed);
+  if (r.has_torch_function()) {
+    return via_torch_ops("mpsgen", "mish_backward_", args, kwargs);
+  }
+  switch (r.idx) {
+    case 0:  // mish_backward_
+      return call(mish_backward_inplace_op(), r.tensor(0), r.tensor(1));
+  }
+  Py_RETURN_NONE;
+  END_HANDLE_TH_ERRORS
+}
+
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& tanh_backward_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow("mpsgen::tanh_backward", "")
@@ -2070,7 +2131,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& tan
   return op;
 }
 
-// ops.yaml:742
+// ops.yaml:764
 PyObject* tanh_backward(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2152,7 +2213,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Scalar&)>& eq_
   return op;
 }
 
-// ops.yaml:765, ops.yaml:778
+// ops.yaml:787, ops.yaml:800
 PyObject* eq(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2222,7 +2283,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& ne_
   return op;
 }
 
-// ops.yaml:780
+// ops.yaml:802
 PyObject* ne(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2304,7 +2365,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Scalar&)>& lt_
   return op;
 }
 
-// ops.yaml:793, ops.yaml:802
+// ops.yaml:815, ops.yaml:824
 PyObject* lt(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2374,7 +2435,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& log
   return op;
 }
 
-// ops.yaml:804
+// ops.yaml:826
 PyObject* logical_and(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2435,7 +2496,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& isnan_inplace_op() {
   return op;
 }
 
-// ops.yaml:814
+// ops.yaml:836
 PyObject* isnan(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2496,7 +2557,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& neg_inplace_op() {
   return op;
 }
 
-// ops.yaml:833
+// ops.yaml:855
 PyObject* neg(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2557,7 +2618,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& abs_inplace_op() {
   return op;
 }
 
-// ops.yaml:849
+// ops.yaml:871
 PyObject* abs(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2618,7 +2679,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, int64_t)>& polygamma_inp
   return op;
 }
 
-// ops.yaml:883
+// ops.yaml:905
 PyObject* polygamma(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2679,7 +2740,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&, std::
   return op;
 }
 
-// ops.yaml:925
+// ops.yaml:947
 PyObject* div(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2740,7 +2801,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& pol
   return op;
 }
 
-// ops.yaml:1036
+// ops.yaml:1058
 PyObject* polar(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2801,7 +2862,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& com
   return op;
 }
 
-// ops.yaml:1053
+// ops.yaml:1075
 PyObject* complex(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2862,7 +2923,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& angle_inplace_op() {
   return op;
 }
 
-// ops.yaml:1068
+// ops.yaml:1090
 PyObject* angle(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2923,7 +2984,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& cos_inplace_op() {
   return op;
 }
 
-// ops.yaml:1092
+// ops.yaml:1114
 PyObject* cos(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2984,7 +3045,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& tan_inplace_op() {
   return op;
 }
 
-// ops.yaml:1118
+// ops.yaml:1140
 PyObject* tan(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3045,7 +3106,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& tanh_inplace_op() {
   return op;
 }
 
-// ops.yaml:1137
+// ops.yaml:1159
 PyObject* tanh(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3106,7 +3167,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& log_inplace_op() {
   return op;
 }
 
-// ops.yaml:1155
+// ops.yaml:1177
 PyObject* log(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3167,7 +3228,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& log1p_inplace_op() {
   return op;
 }
 
-// ops.yaml:1173
+// ops.yaml:1195
 PyObject* log1p(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3228,7 +3289,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& expm1_inplace_op() {
   return op;
 }
 
-// ops.yaml:1197
+// ops.yaml:1219
 PyObject* expm1(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3289,7 +3350,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& rsqrt_inplace_op() {
   return op;
 }
 
-// ops.yaml:1226
+// ops.yaml:1248
 PyObject* rsqrt(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3350,7 +3411,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& i0_inplace_op() {
   return op;
 }
 
-// ops.yaml:1244
+// ops.yaml:1266
 PyObject* i0(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3411,7 +3472,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& reciprocal_inplace_op(
   return op;
 }
 
-// ops.yaml:1257
+// ops.yaml:1279
 PyObject* reciprocal(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3472,7 +3533,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& floor_inplace_op() {
   return op;
 }
 
-// ops.yaml:1276
+// ops.yaml:1298
 PyObject* floor(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3533,7 +3594,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& ceil_inplace_op() {
   return op;
 }
 
-// ops.yaml:1292
+// ops.yaml:1314
 PyObject* ceil(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3594,7 +3655,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& trunc_inplace_op() {
   return op;
 }
 
-// ops.yaml:1308
+// ops.yaml:1330
 PyObject* trunc(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3655,7 +3716,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& sign_inplace_op() {
   return op;
 }
 
-// ops.yaml:1324
+// ops.yaml:1346
 PyObject* sign(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3716,7 +3777,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& min
   return op;
 }
 
-// ops.yaml:1338
+// ops.yaml:1360
 PyObject* minimum(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3777,7 +3838,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& fma
   return op;
 }
 
-// ops.yaml:1351
+// ops.yaml:1373
 PyObject* fmax(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3838,7 +3899,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& fmi
   return op;
 }
 
-// ops.yaml:1368
+// ops.yaml:1390
 PyObject* fmin(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3920,7 +3981,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Scalar&)>& bit
   return op;
 }
 
-// ops.yaml:1384, ops.yaml:1393
+// ops.yaml:1406, ops.yaml:1415
 PyObject* bitwise_and(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3990,7 +4051,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& bit
   return op;
 }
 
-// ops.yaml:1395
+// ops.yaml:1417
 PyObject* bitwise_or(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4072,7 +4133,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Scalar&)>& gt_
   return op;
 }
 
-// ops.yaml:1405, ops.yaml:1414
+// ops.yaml:1427, ops.yaml:1436
 PyObject* gt(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4142,7 +4203,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& ge_
   return op;
 }
 
-// ops.yaml:1416
+// ops.yaml:1438
 PyObject* ge(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4203,7 +4264,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& le_
   return op;
 }
 
-// ops.yaml:1425
+// ops.yaml:1447
 PyObject* le(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4264,7 +4325,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& log
   return op;
 }
 
-// ops.yaml:1434
+// ops.yaml:1456
 PyObject* logical_or(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4325,7 +4386,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& log
   return op;
 }
 
-// ops.yaml:1443
+// ops.yaml:1465
 PyObject* logical_xor(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4421,7 +4482,7 @@ const c10::TypedOperatorHandle<at::Tensor&(const at::Tensor&, const at::Scalar&,
   return op;
 }
 
-// ops.yaml:1456, ops.yaml:1478, ops.yaml:1479, ops.yaml:1480
+// ops.yaml:1478, ops.yaml:1500, ops.yaml:1501, ops.yaml:1502
 PyObject* where(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4526,6 +4587,8 @@ PyMethodDef methods[] = {
     {"leaky_relu_backward_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(leaky_relu_backward_)), METH_VARARGS | METH_KEYWORDS, nullptr},
     {"sigmoid_backward", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(sigmoid_backward)), METH_VARARGS | METH_KEYWORDS, nullptr},
     {"sigmoid_backward_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(sigmoid_backward_)), METH_VARARGS | METH_KEYWORDS, nullptr},
+    {"mish_backward", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(mish_backward)), METH_VARARGS | METH_KEYWORDS, nullptr},
+    {"mish_backward_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(mish_backward_)), METH_VARARGS | METH_KEYWORDS, nullptr},
     {"tanh_backward", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tanh_backward)), METH_VARARGS | METH_KEYWORDS, nullptr},
     {"tanh_backward_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tanh_backward_)), METH_VARARGS | METH_KEYWORDS, nullptr},
     {"eq", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(eq)), METH_VARARGS | METH_KEYWORDS, nullptr},

@@ -45,6 +45,7 @@ BINDINGS = [
     "gelu", "gelu_",
     "leaky_relu_backward", "leaky_relu_backward_",
     "sigmoid_backward", "sigmoid_backward_",
+    "mish_backward", "mish_backward_",
     "tanh_backward", "tanh_backward_",
     "eq", "eq_",
     "ne", "ne_",
@@ -890,9 +891,29 @@ def sigmoid_backward_fake(grad_output, output):
 register_variants(lib, "sigmoid_backward", out="sigmoid_backward.grad_input", inplace="sigmoid_backward_")
 
 
-# ---- tanh_backward: ops.yaml:742 ----
+# ---- mish_backward: ops.yaml:747 ----
+mish_backward_spec = Spec(
+    "mpsgen::mish_backward", "ops.yaml:747", inputs=["grad_output", "self"], int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+    },
+    alpha_checks=False,
+    result_like='self',
+)
+
+
+# ops.yaml:747: mish_backward(Tensor grad_output, Tensor self) -> Tensor
+@torch.library.register_fake("mpsgen::mish_backward", lib=lib)
+def mish_backward_fake(grad_output, self):
+    return fake_elementwise(mish_backward_spec, [grad_output, self])
+register_variants(lib, "mish_backward", out="mish_backward.out", inplace="mish_backward_")
+
+
+# ---- tanh_backward: ops.yaml:764 ----
 tanh_backward_spec = Spec(
-    "mpsgen::tanh_backward", "ops.yaml:742", inputs=["grad_output", "output"], int_to_float=False, bool_output=False,
+    "mpsgen::tanh_backward", "ops.yaml:764", inputs=["grad_output", "output"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -904,16 +925,16 @@ tanh_backward_spec = Spec(
 )
 
 
-# ops.yaml:742: tanh_backward(Tensor grad_output, Tensor output) -> Tensor
+# ops.yaml:764: tanh_backward(Tensor grad_output, Tensor output) -> Tensor
 @torch.library.register_fake("mpsgen::tanh_backward", lib=lib)
 def tanh_backward_fake(grad_output, output):
     return fake_elementwise(tanh_backward_spec, [grad_output, output])
 register_variants(lib, "tanh_backward", out="tanh_backward.grad_input", inplace="tanh_backward_")
 
 
-# ---- eq: ops.yaml:765 ----
+# ---- eq: ops.yaml:787 ----
 eq_spec = Spec(
-    "mpsgen::eq", "ops.yaml:765", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::eq", "ops.yaml:787", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -931,23 +952,23 @@ eq_spec = Spec(
 )
 
 
-# ops.yaml:765: eq.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:787: eq.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::eq.Tensor", lib=lib)
 def eq_Tensor_fake(self, other):
     return fake_elementwise(eq_spec, [self, other])
 register_variants(lib, "eq.Tensor", out="eq.Tensor_out", inplace="eq_.Tensor")
 
 
-# ops.yaml:778: eq.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:800: eq.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::eq.Scalar", lib=lib)
 def eq_Scalar_fake(self, other):
     return fake_elementwise(eq_spec, [self, other])
 register_variants(lib, "eq.Scalar", out="eq.Scalar_out", inplace="eq_.Scalar")
 
 
-# ---- ne: ops.yaml:780 ----
+# ---- ne: ops.yaml:802 ----
 ne_spec = Spec(
-    "mpsgen::ne", "ops.yaml:780", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::ne", "ops.yaml:802", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -965,16 +986,16 @@ ne_spec = Spec(
 )
 
 
-# ops.yaml:780: ne.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:802: ne.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::ne.Tensor", lib=lib)
 def ne_Tensor_fake(self, other):
     return fake_elementwise(ne_spec, [self, other])
 register_variants(lib, "ne.Tensor", out="ne.Tensor_out", inplace="ne_.Tensor")
 
 
-# ---- lt: ops.yaml:793 ----
+# ---- lt: ops.yaml:815 ----
 lt_spec = Spec(
-    "mpsgen::lt", "ops.yaml:793", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::lt", "ops.yaml:815", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -990,23 +1011,23 @@ lt_spec = Spec(
 )
 
 
-# ops.yaml:793: lt.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:815: lt.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::lt.Tensor", lib=lib)
 def lt_Tensor_fake(self, other):
     return fake_elementwise(lt_spec, [self, other])
 register_variants(lib, "lt.Tensor", out="lt.Tensor_out", inplace="lt_.Tensor")
 
 
-# ops.yaml:802: lt.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:824: lt.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::lt.Scalar", lib=lib)
 def lt_Scalar_fake(self, other):
     return fake_elementwise(lt_spec, [self, other])
 register_variants(lib, "lt.Scalar", out="lt.Scalar_out", inplace="lt_.Scalar")
 
 
-# ---- logical_and: ops.yaml:804 ----
+# ---- logical_and: ops.yaml:826 ----
 logical_and_spec = Spec(
-    "mpsgen::logical_and", "ops.yaml:804", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_and", "ops.yaml:826", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1023,16 +1044,16 @@ logical_and_spec = Spec(
 )
 
 
-# ops.yaml:804: logical_and(Tensor self, Tensor other) -> Tensor
+# ops.yaml:826: logical_and(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_and", lib=lib)
 def logical_and_fake(self, other):
     return fake_elementwise(logical_and_spec, [self, other])
 register_variants(lib, "logical_and", out="logical_and.out", inplace="logical_and_")
 
 
-# ---- isnan: ops.yaml:814 ----
+# ---- isnan: ops.yaml:836 ----
 isnan_spec = Spec(
-    "mpsgen::isnan", "ops.yaml:814", inputs=["self"], int_to_float=False, bool_output=True,
+    "mpsgen::isnan", "ops.yaml:836", inputs=["self"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1050,16 +1071,16 @@ isnan_spec = Spec(
 )
 
 
-# ops.yaml:814: isnan(Tensor self) -> Tensor
+# ops.yaml:836: isnan(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::isnan", lib=lib)
 def isnan_fake(self):
     return fake_elementwise(isnan_spec, [self])
 register_variants(lib, "isnan", out="isnan.out", inplace="isnan_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool, torch.complex64, torch.complex32})
 
 
-# ---- neg: ops.yaml:833 ----
+# ---- neg: ops.yaml:855 ----
 neg_spec = Spec(
-    "mpsgen::neg", "ops.yaml:833", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::neg", "ops.yaml:855", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1076,19 +1097,19 @@ neg_spec = Spec(
 )
 
 
-# ops.yaml:833: neg(Tensor self) -> Tensor
+# ops.yaml:855: neg(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::neg", lib=lib)
 def neg_fake(self):
     check_defined(neg_spec, [self])
-    if not (self.dtype != torch.bool):  # ops.yaml:837
+    if not (self.dtype != torch.bool):  # ops.yaml:859
         raise RuntimeError(f'mpsgen::neg: Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')
     return fake_elementwise(neg_spec, [self])
 register_variants(lib, "neg", out="neg.out", inplace="neg_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.complex64, torch.complex32})
 
 
-# ---- abs: ops.yaml:849 ----
+# ---- abs: ops.yaml:871 ----
 abs_spec = Spec(
-    "mpsgen::abs", "ops.yaml:849", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::abs", "ops.yaml:871", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1105,16 +1126,16 @@ abs_spec = Spec(
 )
 
 
-# ops.yaml:849: abs(Tensor self) -> Tensor
+# ops.yaml:871: abs(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::abs", lib=lib)
 def abs_fake(self):
     return fake_elementwise(abs_spec, [self])
 register_variants(lib, "abs", out="abs.out", inplace="abs_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8})
 
 
-# ---- polygamma: ops.yaml:883 ----
+# ---- polygamma: ops.yaml:905 ----
 polygamma_spec = Spec(
-    "mpsgen::polygamma", "ops.yaml:883", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::polygamma", "ops.yaml:905", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.bfloat16: torch.bfloat16,
@@ -1125,19 +1146,19 @@ polygamma_spec = Spec(
 )
 
 
-# ops.yaml:883: polygamma(int n, Tensor self) -> Tensor
+# ops.yaml:905: polygamma(int n, Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::polygamma", lib=lib)
 def polygamma_fake(n, self):
     check_defined(polygamma_spec, [self])
-    if not (n >= 0):  # ops.yaml:909
+    if not (n >= 0):  # ops.yaml:931
         raise RuntimeError(f'mpsgen::polygamma: polygamma(n, x) does not support negative n.')
     return fake_elementwise(polygamma_spec, [self])
 register_variants(lib, "polygamma", out="polygamma.out", inplace="polygamma_", self_index=1)
 
 
-# ---- div: ops.yaml:925 ----
+# ---- div: ops.yaml:947 ----
 div_spec = Spec(
-    "mpsgen::div", "ops.yaml:925", inputs=["self", "other"], int_to_float=True, bool_output=False,
+    "mpsgen::div", "ops.yaml:947", inputs=["self", "other"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1154,7 +1175,7 @@ div_spec = Spec(
     alpha_checks=False,
 )
 div_div_trunc_spec = Spec(
-    "mpsgen::div", "ops.yaml:932", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::div", "ops.yaml:954", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1170,7 +1191,7 @@ div_div_trunc_spec = Spec(
     choice="rounding_mode='trunc'",
 )
 div_div_floor_spec = Spec(
-    "mpsgen::div", "ops.yaml:933", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::div", "ops.yaml:955", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1187,16 +1208,16 @@ div_div_floor_spec = Spec(
 )
 
 
-# ops.yaml:925: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+# ops.yaml:947: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
 @torch.library.register_fake("mpsgen::div.Tensor_mode", lib=lib)
 def div_Tensor_mode_fake(self, other, *, rounding_mode):
     return fake_elementwise(div_spec, [self, other], choice=("rounding_mode", rounding_mode, {'None': div_spec, 'trunc': div_div_trunc_spec, 'floor': div_div_floor_spec}))
 register_variants(lib, "div.Tensor_mode", out="div.out_mode", inplace="div_.Tensor_mode")
 
 
-# ---- polar: ops.yaml:1036 ----
+# ---- polar: ops.yaml:1058 ----
 polar_spec = Spec(
-    "mpsgen::polar", "ops.yaml:1036", inputs=["abs", "angle"], int_to_float=False, bool_output=False,
+    "mpsgen::polar", "ops.yaml:1058", inputs=["abs", "angle"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
         torch.float16: torch.complex32,
@@ -1205,19 +1226,19 @@ polar_spec = Spec(
 )
 
 
-# ops.yaml:1036: polar(Tensor abs, Tensor angle) -> Tensor
+# ops.yaml:1058: polar(Tensor abs, Tensor angle) -> Tensor
 @torch.library.register_fake("mpsgen::polar", lib=lib)
 def polar_fake(abs, angle):
     check_defined(polar_spec, [abs, angle])
-    if not (abs.dtype == angle.dtype):  # ops.yaml:1041
+    if not (abs.dtype == angle.dtype):  # ops.yaml:1063
         raise RuntimeError(f'mpsgen::polar: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(polar_spec, [abs, angle])
 register_variants(lib, "polar", out="polar.out", inplace="polar_")
 
 
-# ---- complex: ops.yaml:1053 ----
+# ---- complex: ops.yaml:1075 ----
 complex_spec = Spec(
-    "mpsgen::complex", "ops.yaml:1053", inputs=["real", "imag"], int_to_float=False, bool_output=False,
+    "mpsgen::complex", "ops.yaml:1075", inputs=["real", "imag"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
         torch.float16: torch.complex32,
@@ -1226,19 +1247,19 @@ complex_spec = Spec(
 )
 
 
-# ops.yaml:1053: complex(Tensor real, Tensor imag) -> Tensor
+# ops.yaml:1075: complex(Tensor real, Tensor imag) -> Tensor
 @torch.library.register_fake("mpsgen::complex", lib=lib)
 def complex_fake(real, imag):
     check_defined(complex_spec, [real, imag])
-    if not (real.dtype == imag.dtype):  # ops.yaml:1057
+    if not (real.dtype == imag.dtype):  # ops.yaml:1079
         raise RuntimeError(f'mpsgen::complex: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(complex_spec, [real, imag])
 register_variants(lib, "complex", out="complex.out", inplace="complex_")
 
 
-# ---- angle: ops.yaml:1068 ----
+# ---- angle: ops.yaml:1090 ----
 angle_spec = Spec(
-    "mpsgen::angle", "ops.yaml:1068", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::angle", "ops.yaml:1090", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1256,16 +1277,16 @@ angle_spec = Spec(
 )
 
 
-# ops.yaml:1068: angle(Tensor self) -> Tensor
+# ops.yaml:1090: angle(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::angle", lib=lib)
 def angle_fake(self):
     return fake_elementwise(angle_spec, [self])
 register_variants(lib, "angle", out="angle.out", inplace="angle_")
 
 
-# ---- cos: ops.yaml:1092 ----
+# ---- cos: ops.yaml:1114 ----
 cos_spec = Spec(
-    "mpsgen::cos", "ops.yaml:1092", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::cos", "ops.yaml:1114", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1283,16 +1304,16 @@ cos_spec = Spec(
 )
 
 
-# ops.yaml:1092: cos(Tensor self) -> Tensor
+# ops.yaml:1114: cos(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::cos", lib=lib)
 def cos_fake(self):
     return fake_elementwise(cos_spec, [self])
 register_variants(lib, "cos", out="cos.out", inplace="cos_")
 
 
-# ---- tan: ops.yaml:1118 ----
+# ---- tan: ops.yaml:1140 ----
 tan_spec = Spec(
-    "mpsgen::tan", "ops.yaml:1118", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::tan", "ops.yaml:1140", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1310,16 +1331,16 @@ tan_spec = Spec(
 )
 
 
-# ops.yaml:1118: tan(Tensor self) -> Tensor
+# ops.yaml:1140: tan(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tan", lib=lib)
 def tan_fake(self):
     return fake_elementwise(tan_spec, [self])
 register_variants(lib, "tan", out="tan.out", inplace="tan_")
 
 
-# ---- tanh: ops.yaml:1137 ----
+# ---- tanh: ops.yaml:1159 ----
 tanh_spec = Spec(
-    "mpsgen::tanh", "ops.yaml:1137", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::tanh", "ops.yaml:1159", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1337,16 +1358,16 @@ tanh_spec = Spec(
 )
 
 
-# ops.yaml:1137: tanh(Tensor self) -> Tensor
+# ops.yaml:1159: tanh(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tanh", lib=lib)
 def tanh_fake(self):
     return fake_elementwise(tanh_spec, [self])
 register_variants(lib, "tanh", out="tanh.out", inplace="tanh_")
 
 
-# ---- log: ops.yaml:1155 ----
+# ---- log: ops.yaml:1177 ----
 log_spec = Spec(
-    "mpsgen::log", "ops.yaml:1155", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::log", "ops.yaml:1177", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1364,16 +1385,16 @@ log_spec = Spec(
 )
 
 
-# ops.yaml:1155: log(Tensor self) -> Tensor
+# ops.yaml:1177: log(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log", lib=lib)
 def log_fake(self):
     return fake_elementwise(log_spec, [self])
 register_variants(lib, "log", out="log.out", inplace="log_")
 
 
-# ---- log1p: ops.yaml:1173 ----
+# ---- log1p: ops.yaml:1195 ----
 log1p_spec = Spec(
-    "mpsgen::log1p", "ops.yaml:1173", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::log1p", "ops.yaml:1195", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1391,16 +1412,16 @@ log1p_spec = Spec(
 )
 
 
-# ops.yaml:1173: log1p(Tensor self) -> Tensor
+# ops.yaml:1195: log1p(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log1p", lib=lib)
 def log1p_fake(self):
     return fake_elementwise(log1p_spec, [self])
 register_variants(lib, "log1p", out="log1p.out", inplace="log1p_")
 
 
-# ---- expm1: ops.yaml:1197 ----
+# ---- expm1: ops.yaml:1219 ----
 expm1_spec = Spec(
-    "mpsgen::expm1", "ops.yaml:1197", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::expm1", "ops.yaml:1219", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1418,16 +1439,16 @@ expm1_spec = Spec(
 )
 
 
-# ops.yaml:1197: expm1(Tensor self) -> Tensor
+# ops.yaml:1219: expm1(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::expm1", lib=lib)
 def expm1_fake(self):
     return fake_elementwise(expm1_spec, [self])
 register_variants(lib, "expm1", out="expm1.out", inplace="expm1_")
 
 
-# ---- rsqrt: ops.yaml:1226 ----
+# ---- rsqrt: ops.yaml:1248 ----
 rsqrt_spec = Spec(
-    "mpsgen::rsqrt", "ops.yaml:1226", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::rsqrt", "ops.yaml:1248", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1445,16 +1466,16 @@ rsqrt_spec = Spec(
 )
 
 
-# ops.yaml:1226: rsqrt(Tensor self) -> Tensor
+# ops.yaml:1248: rsqrt(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::rsqrt", lib=lib)
 def rsqrt_fake(self):
     return fake_elementwise(rsqrt_spec, [self])
 register_variants(lib, "rsqrt", out="rsqrt.out", inplace="rsqrt_")
 
 
-# ---- i0: ops.yaml:1244 ----
+# ---- i0: ops.yaml:1266 ----
 i0_spec = Spec(
-    "mpsgen::i0", "ops.yaml:1244", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::i0", "ops.yaml:1266", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1470,16 +1491,16 @@ i0_spec = Spec(
 )
 
 
-# ops.yaml:1244: i0(Tensor self) -> Tensor
+# ops.yaml:1266: i0(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::i0", lib=lib)
 def i0_fake(self):
     return fake_elementwise(i0_spec, [self])
 register_variants(lib, "i0", out="i0.out", inplace="i0_")
 
 
-# ---- reciprocal: ops.yaml:1257 ----
+# ---- reciprocal: ops.yaml:1279 ----
 reciprocal_spec = Spec(
-    "mpsgen::reciprocal", "ops.yaml:1257", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::reciprocal", "ops.yaml:1279", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1497,16 +1518,16 @@ reciprocal_spec = Spec(
 )
 
 
-# ops.yaml:1257: reciprocal(Tensor self) -> Tensor
+# ops.yaml:1279: reciprocal(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::reciprocal", lib=lib)
 def reciprocal_fake(self):
     return fake_elementwise(reciprocal_spec, [self])
 register_variants(lib, "reciprocal", out="reciprocal.out", inplace="reciprocal_")
 
 
-# ---- floor: ops.yaml:1276 ----
+# ---- floor: ops.yaml:1298 ----
 floor_spec = Spec(
-    "mpsgen::floor", "ops.yaml:1276", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::floor", "ops.yaml:1298", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1522,16 +1543,16 @@ floor_spec = Spec(
 )
 
 
-# ops.yaml:1276: floor(Tensor self) -> Tensor
+# ops.yaml:1298: floor(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::floor", lib=lib)
 def floor_fake(self):
     return fake_elementwise(floor_spec, [self])
 register_variants(lib, "floor", out="floor.out", inplace="floor_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool})
 
 
-# ---- ceil: ops.yaml:1292 ----
+# ---- ceil: ops.yaml:1314 ----
 ceil_spec = Spec(
-    "mpsgen::ceil", "ops.yaml:1292", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::ceil", "ops.yaml:1314", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1547,16 +1568,16 @@ ceil_spec = Spec(
 )
 
 
-# ops.yaml:1292: ceil(Tensor self) -> Tensor
+# ops.yaml:1314: ceil(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::ceil", lib=lib)
 def ceil_fake(self):
     return fake_elementwise(ceil_spec, [self])
 register_variants(lib, "ceil", out="ceil.out", inplace="ceil_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool})
 
 
-# ---- trunc: ops.yaml:1308 ----
+# ---- trunc: ops.yaml:1330 ----
 trunc_spec = Spec(
-    "mpsgen::trunc", "ops.yaml:1308", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::trunc", "ops.yaml:1330", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1572,16 +1593,16 @@ trunc_spec = Spec(
 )
 
 
-# ops.yaml:1308: trunc(Tensor self) -> Tensor
+# ops.yaml:1330: trunc(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::trunc", lib=lib)
 def trunc_fake(self):
     return fake_elementwise(trunc_spec, [self])
 register_variants(lib, "trunc", out="trunc.out", inplace="trunc_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool})
 
 
-# ---- sign: ops.yaml:1324 ----
+# ---- sign: ops.yaml:1346 ----
 sign_spec = Spec(
-    "mpsgen::sign", "ops.yaml:1324", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::sign", "ops.yaml:1346", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1597,16 +1618,16 @@ sign_spec = Spec(
 )
 
 
-# ops.yaml:1324: sign(Tensor self) -> Tensor
+# ops.yaml:1346: sign(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::sign", lib=lib)
 def sign_fake(self):
     return fake_elementwise(sign_spec, [self])
 register_variants(lib, "sign", out="sign.out", inplace="sign_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool})
 
 
-# ---- minimum: ops.yaml:1338 ----
+# ---- minimum: ops.yaml:1360 ----
 minimum_spec = Spec(
-    "mpsgen::minimum", "ops.yaml:1338", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::minimum", "ops.yaml:1360", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1622,16 +1643,16 @@ minimum_spec = Spec(
 )
 
 
-# ops.yaml:1338: minimum(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1360: minimum(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::minimum", lib=lib)
 def minimum_fake(self, other):
     return fake_elementwise(minimum_spec, [self, other])
 register_variants(lib, "minimum", out="minimum.out", inplace="minimum_")
 
 
-# ---- fmax: ops.yaml:1351 ----
+# ---- fmax: ops.yaml:1373 ----
 fmax_spec = Spec(
-    "mpsgen::fmax", "ops.yaml:1351", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmax", "ops.yaml:1373", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1647,16 +1668,16 @@ fmax_spec = Spec(
 )
 
 
-# ops.yaml:1351: fmax(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1373: fmax(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmax", lib=lib)
 def fmax_fake(self, other):
     return fake_elementwise(fmax_spec, [self, other])
 register_variants(lib, "fmax", out="fmax.out", inplace="fmax_")
 
 
-# ---- fmin: ops.yaml:1368 ----
+# ---- fmin: ops.yaml:1390 ----
 fmin_spec = Spec(
-    "mpsgen::fmin", "ops.yaml:1368", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmin", "ops.yaml:1390", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1672,16 +1693,16 @@ fmin_spec = Spec(
 )
 
 
-# ops.yaml:1368: fmin(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1390: fmin(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmin", lib=lib)
 def fmin_fake(self, other):
     return fake_elementwise(fmin_spec, [self, other])
 register_variants(lib, "fmin", out="fmin.out", inplace="fmin_")
 
 
-# ---- bitwise_and: ops.yaml:1384 ----
+# ---- bitwise_and: ops.yaml:1406 ----
 bitwise_and_spec = Spec(
-    "mpsgen::bitwise_and", "ops.yaml:1384", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_and", "ops.yaml:1406", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -1694,23 +1715,23 @@ bitwise_and_spec = Spec(
 )
 
 
-# ops.yaml:1384: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1406: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Tensor", lib=lib)
 def bitwise_and_Tensor_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
 register_variants(lib, "bitwise_and.Tensor", out="bitwise_and.Tensor_out", inplace="bitwise_and_.Tensor")
 
 
-# ops.yaml:1393: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1415: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Scalar", lib=lib)
 def bitwise_and_Scalar_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
 register_variants(lib, "bitwise_and.Scalar", out="bitwise_and.Scalar_out", inplace="bitwise_and_.Scalar")
 
 
-# ---- bitwise_or: ops.yaml:1395 ----
+# ---- bitwise_or: ops.yaml:1417 ----
 bitwise_or_spec = Spec(
-    "mpsgen::bitwise_or", "ops.yaml:1395", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_or", "ops.yaml:1417", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -1723,16 +1744,16 @@ bitwise_or_spec = Spec(
 )
 
 
-# ops.yaml:1395: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1417: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_or.Tensor", lib=lib)
 def bitwise_or_Tensor_fake(self, other):
     return fake_elementwise(bitwise_or_spec, [self, other])
 register_variants(lib, "bitwise_or.Tensor", out="bitwise_or.Tensor_out", inplace="bitwise_or_.Tensor")
 
 
-# ---- gt: ops.yaml:1405 ----
+# ---- gt: ops.yaml:1427 ----
 gt_spec = Spec(
-    "mpsgen::gt", "ops.yaml:1405", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::gt", "ops.yaml:1427", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1748,23 +1769,23 @@ gt_spec = Spec(
 )
 
 
-# ops.yaml:1405: gt.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1427: gt.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Tensor", lib=lib)
 def gt_Tensor_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
 register_variants(lib, "gt.Tensor", out="gt.Tensor_out", inplace="gt_.Tensor")
 
 
-# ops.yaml:1414: gt.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1436: gt.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Scalar", lib=lib)
 def gt_Scalar_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
 register_variants(lib, "gt.Scalar", out="gt.Scalar_out", inplace="gt_.Scalar")
 
 
-# ---- ge: ops.yaml:1416 ----
+# ---- ge: ops.yaml:1438 ----
 ge_spec = Spec(
-    "mpsgen::ge", "ops.yaml:1416", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::ge", "ops.yaml:1438", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1780,16 +1801,16 @@ ge_spec = Spec(
 )
 
 
-# ops.yaml:1416: ge.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1438: ge.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::ge.Tensor", lib=lib)
 def ge_Tensor_fake(self, other):
     return fake_elementwise(ge_spec, [self, other])
 register_variants(lib, "ge.Tensor", out="ge.Tensor_out", inplace="ge_.Tensor")
 
 
-# ---- le: ops.yaml:1425 ----
+# ---- le: ops.yaml:1447 ----
 le_spec = Spec(
-    "mpsgen::le", "ops.yaml:1425", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::le", "ops.yaml:1447", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1805,16 +1826,16 @@ le_spec = Spec(
 )
 
 
-# ops.yaml:1425: le.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1447: le.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::le.Tensor", lib=lib)
 def le_Tensor_fake(self, other):
     return fake_elementwise(le_spec, [self, other])
 register_variants(lib, "le.Tensor", out="le.Tensor_out", inplace="le_.Tensor")
 
 
-# ---- logical_or: ops.yaml:1434 ----
+# ---- logical_or: ops.yaml:1456 ----
 logical_or_spec = Spec(
-    "mpsgen::logical_or", "ops.yaml:1434", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_or", "ops.yaml:1456", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1831,16 +1852,16 @@ logical_or_spec = Spec(
 )
 
 
-# ops.yaml:1434: logical_or(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1456: logical_or(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_or", lib=lib)
 def logical_or_fake(self, other):
     return fake_elementwise(logical_or_spec, [self, other])
 register_variants(lib, "logical_or", out="logical_or.out", inplace="logical_or_")
 
 
-# ---- logical_xor: ops.yaml:1443 ----
+# ---- logical_xor: ops.yaml:1465 ----
 logical_xor_spec = Spec(
-    "mpsgen::logical_xor", "ops.yaml:1443", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_xor", "ops.yaml:1465", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1857,16 +1878,16 @@ logical_xor_spec = Spec(
 )
 
 
-# ops.yaml:1443: logical_xor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1465: logical_xor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_xor", lib=lib)
 def logical_xor_fake(self, other):
     return fake_elementwise(logical_xor_spec, [self, other])
 register_variants(lib, "logical_xor", out="logical_xor.out", inplace="logical_xor_")
 
 
-# ---- where: ops.yaml:1456 ----
+# ---- where: ops.yaml:1478 ----
 where_spec = Spec(
-    "mpsgen::where", "ops.yaml:1456", inputs=["condition", "self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::where", "ops.yaml:1478", inputs=["condition", "self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1885,41 +1906,41 @@ where_spec = Spec(
 )
 
 
-# ops.yaml:1456: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
+# ops.yaml:1478: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::where.self", lib=lib)
 def where_self_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1462
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1484
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other])
 register_variants(lib, "where.self", out="where.self_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1478: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor
+# ops.yaml:1500: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::where.ScalarSelf", lib=lib)
 def where_ScalarSelf_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1462
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1484
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other], converted=[self])
 register_variants(lib, "where.ScalarSelf", out="where.ScalarSelf_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1479: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor
+# ops.yaml:1501: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::where.ScalarOther", lib=lib)
 def where_ScalarOther_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1462
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1484
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other], converted=[other])
 register_variants(lib, "where.ScalarOther", out="where.ScalarOther_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1480: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor
+# ops.yaml:1502: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::where.Scalar", lib=lib)
 def where_Scalar_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1462
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1484
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other], converted=[self, other])
 register_variants(lib, "where.Scalar", out="where.Scalar_out", inplace=None, exact_out=True)

@@ -17,6 +17,7 @@ extern const OpSpec exp_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -44,6 +45,7 @@ extern const OpSpec sin_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -71,6 +73,7 @@ extern const OpSpec sqrt_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -98,6 +101,7 @@ extern const OpSpec sigmoid_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -125,6 +129,7 @@ extern const OpSpec erf_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -150,6 +155,7 @@ extern const OpSpec bitwise_not_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Long, c10::ScalarType::Long},
         {c10::ScalarType::Int, c10::ScalarType::Int},
@@ -172,6 +178,7 @@ extern const OpSpec hypot_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -191,6 +198,7 @@ extern const OpSpec logaddexp_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -212,6 +220,7 @@ extern const OpSpec atan2_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -237,6 +246,7 @@ extern const OpSpec copysign_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -262,6 +272,7 @@ extern const OpSpec maximum_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -287,6 +298,7 @@ extern const OpSpec mul_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -314,6 +326,7 @@ extern const OpSpec bitwise_xor_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Long, c10::ScalarType::Long},
         {c10::ScalarType::Int, c10::ScalarType::Int},
@@ -336,6 +349,7 @@ extern const OpSpec hardshrink_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -355,6 +369,7 @@ extern const OpSpec softshrink_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -374,6 +389,7 @@ extern const OpSpec leaky_relu_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -393,6 +409,7 @@ extern const OpSpec add_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -420,6 +437,7 @@ extern const OpSpec sub_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -446,6 +464,7 @@ extern const OpSpec lerp_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -466,6 +485,7 @@ extern const OpSpec lerp_scalar_spec{
     /*uniform_inputs=*/true,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -485,6 +505,7 @@ extern const OpSpec addcmul_spec{
     /*uniform_inputs=*/true,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -511,6 +532,7 @@ extern const OpSpec addcdiv_spec{
     /*uniform_inputs=*/true,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -532,6 +554,7 @@ extern const OpSpec elu_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -551,6 +574,7 @@ extern const OpSpec clamp_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -575,6 +599,7 @@ extern const OpSpec clamp_tensor_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -599,6 +624,7 @@ extern const OpSpec nan_to_num_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -624,6 +650,7 @@ extern const OpSpec threshold_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -648,6 +675,7 @@ extern const OpSpec softplus_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -667,6 +695,7 @@ extern const OpSpec hardtanh_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -690,6 +719,7 @@ extern const OpSpec round_decimals_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -709,6 +739,7 @@ extern const OpSpec gelu_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -728,6 +759,7 @@ extern const OpSpec leaky_relu_backward_spec{
     /*uniform_inputs=*/true,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -747,6 +779,7 @@ extern const OpSpec sigmoid_backward_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -756,10 +789,30 @@ extern const OpSpec sigmoid_backward_spec{
     },
     };
 
-// ops.yaml:743: the dtypes tanh_backward.metal registers (input -> output)
+// ops.yaml:749: the dtypes mish_backward.metal registers (input -> output)
+extern const OpSpec mish_backward_spec{
+    "mpsgen::mish_backward",
+    "ops.yaml:747",
+    {"grad_output", "self"},
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    /*zero_divisor=*/-1,
+    /*result_like=*/1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+    },
+    };
+
+// ops.yaml:765: the dtypes tanh_backward.metal registers (input -> output)
 extern const OpSpec tanh_backward_spec{
     "mpsgen::tanh_backward",
-    "ops.yaml:742",
+    "ops.yaml:764",
     {"grad_output", "output"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -768,6 +821,7 @@ extern const OpSpec tanh_backward_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -777,10 +831,10 @@ extern const OpSpec tanh_backward_spec{
     },
     };
 
-// ops.yaml:766: the dtypes eq.metal registers (input -> output)
+// ops.yaml:788: the dtypes eq.metal registers (input -> output)
 extern const OpSpec eq_spec{
     "mpsgen::eq",
-    "ops.yaml:765",
+    "ops.yaml:787",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -789,6 +843,7 @@ extern const OpSpec eq_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -804,10 +859,10 @@ extern const OpSpec eq_spec{
     },
     };
 
-// ops.yaml:781: the dtypes ne.metal registers (input -> output)
+// ops.yaml:803: the dtypes ne.metal registers (input -> output)
 extern const OpSpec ne_spec{
     "mpsgen::ne",
-    "ops.yaml:780",
+    "ops.yaml:802",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -816,6 +871,7 @@ extern const OpSpec ne_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -831,10 +887,10 @@ extern const OpSpec ne_spec{
     },
     };
 
-// ops.yaml:794: the dtypes lt.metal registers (input -> output)
+// ops.yaml:816: the dtypes lt.metal registers (input -> output)
 extern const OpSpec lt_spec{
     "mpsgen::lt",
-    "ops.yaml:793",
+    "ops.yaml:815",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -843,6 +899,7 @@ extern const OpSpec lt_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -856,10 +913,10 @@ extern const OpSpec lt_spec{
     },
     };
 
-// ops.yaml:805: the dtypes logical_and.metal registers (input -> output)
+// ops.yaml:827: the dtypes logical_and.metal registers (input -> output)
 extern const OpSpec logical_and_spec{
     "mpsgen::logical_and",
-    "ops.yaml:804",
+    "ops.yaml:826",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -868,6 +925,7 @@ extern const OpSpec logical_and_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -882,10 +940,10 @@ extern const OpSpec logical_and_spec{
     },
     };
 
-// ops.yaml:816: the dtypes isnan.metal registers (input -> output)
+// ops.yaml:838: the dtypes isnan.metal registers (input -> output)
 extern const OpSpec isnan_spec{
     "mpsgen::isnan",
-    "ops.yaml:814",
+    "ops.yaml:836",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -894,6 +952,7 @@ extern const OpSpec isnan_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -909,10 +968,10 @@ extern const OpSpec isnan_spec{
     },
     };
 
-// ops.yaml:835: the dtypes neg.metal registers (input -> output)
+// ops.yaml:857: the dtypes neg.metal registers (input -> output)
 extern const OpSpec neg_spec{
     "mpsgen::neg",
-    "ops.yaml:833",
+    "ops.yaml:855",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -921,6 +980,7 @@ extern const OpSpec neg_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -935,10 +995,10 @@ extern const OpSpec neg_spec{
     },
     };
 
-// ops.yaml:852: the dtypes abs.metal registers (input -> output)
+// ops.yaml:874: the dtypes abs.metal registers (input -> output)
 extern const OpSpec abs_spec{
     "mpsgen::abs",
-    "ops.yaml:849",
+    "ops.yaml:871",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -947,6 +1007,7 @@ extern const OpSpec abs_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -961,10 +1022,10 @@ extern const OpSpec abs_spec{
     },
     };
 
-// ops.yaml:884: the dtypes polygamma.metal registers (input -> output)
+// ops.yaml:906: the dtypes polygamma.metal registers (input -> output)
 extern const OpSpec polygamma_spec{
     "mpsgen::polygamma",
-    "ops.yaml:883",
+    "ops.yaml:905",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -973,6 +1034,7 @@ extern const OpSpec polygamma_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
@@ -981,10 +1043,10 @@ extern const OpSpec polygamma_spec{
     },
     };
 
-// ops.yaml:934: the dtypes div.metal registers (input -> output)
+// ops.yaml:956: the dtypes div.metal registers (input -> output)
 extern const OpSpec div_spec{
     "mpsgen::div",
-    "ops.yaml:925",
+    "ops.yaml:947",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -993,6 +1055,7 @@ extern const OpSpec div_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1008,10 +1071,10 @@ extern const OpSpec div_spec{
     },
     };
 
-// ops.yaml:932: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
+// ops.yaml:954: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
 extern const OpSpec div_div_trunc_spec{
     "mpsgen::div",
-    "ops.yaml:932",
+    "ops.yaml:954",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1020,6 +1083,7 @@ extern const OpSpec div_div_trunc_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1034,10 +1098,10 @@ extern const OpSpec div_div_trunc_spec{
     /*choice=*/"rounding_mode='trunc'",
     };
 
-// ops.yaml:933: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
+// ops.yaml:955: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
 extern const OpSpec div_div_floor_spec{
     "mpsgen::div",
-    "ops.yaml:933",
+    "ops.yaml:955",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1046,6 +1110,7 @@ extern const OpSpec div_div_floor_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1060,10 +1125,10 @@ extern const OpSpec div_div_floor_spec{
     /*choice=*/"rounding_mode='floor'",
     };
 
-// ops.yaml:1038: the dtypes polar.metal registers (input -> output)
+// ops.yaml:1060: the dtypes polar.metal registers (input -> output)
 extern const OpSpec polar_spec{
     "mpsgen::polar",
-    "ops.yaml:1036",
+    "ops.yaml:1058",
     {"abs", "angle"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1072,16 +1137,17 @@ extern const OpSpec polar_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::ComplexFloat},
         {c10::ScalarType::Half, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:1054: the dtypes complex.metal registers (input -> output)
+// ops.yaml:1076: the dtypes complex.metal registers (input -> output)
 extern const OpSpec complex_spec{
     "mpsgen::complex",
-    "ops.yaml:1053",
+    "ops.yaml:1075",
     {"real", "imag"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1090,16 +1156,17 @@ extern const OpSpec complex_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::ComplexFloat},
         {c10::ScalarType::Half, c10::ScalarType::ComplexHalf},
     },
     };
 
-// ops.yaml:1069: the dtypes angle.metal registers (input -> output)
+// ops.yaml:1091: the dtypes angle.metal registers (input -> output)
 extern const OpSpec angle_spec{
     "mpsgen::angle",
-    "ops.yaml:1068",
+    "ops.yaml:1090",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1108,6 +1175,7 @@ extern const OpSpec angle_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1123,10 +1191,10 @@ extern const OpSpec angle_spec{
     },
     };
 
-// ops.yaml:1093: the dtypes cos.metal registers (input -> output)
+// ops.yaml:1115: the dtypes cos.metal registers (input -> output)
 extern const OpSpec cos_spec{
     "mpsgen::cos",
-    "ops.yaml:1092",
+    "ops.yaml:1114",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1135,6 +1203,7 @@ extern const OpSpec cos_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1150,10 +1219,10 @@ extern const OpSpec cos_spec{
     },
     };
 
-// ops.yaml:1119: the dtypes tan.metal registers (input -> output)
+// ops.yaml:1141: the dtypes tan.metal registers (input -> output)
 extern const OpSpec tan_spec{
     "mpsgen::tan",
-    "ops.yaml:1118",
+    "ops.yaml:1140",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1162,6 +1231,7 @@ extern const OpSpec tan_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1177,10 +1247,10 @@ extern const OpSpec tan_spec{
     },
     };
 
-// ops.yaml:1138: the dtypes tanh.metal registers (input -> output)
+// ops.yaml:1160: the dtypes tanh.metal registers (input -> output)
 extern const OpSpec tanh_spec{
     "mpsgen::tanh",
-    "ops.yaml:1137",
+    "ops.yaml:1159",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1189,6 +1259,7 @@ extern const OpSpec tanh_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1204,10 +1275,10 @@ extern const OpSpec tanh_spec{
     },
     };
 
-// ops.yaml:1156: the dtypes log.metal registers (input -> output)
+// ops.yaml:1178: the dtypes log.metal registers (input -> output)
 extern const OpSpec log_spec{
     "mpsgen::log",
-    "ops.yaml:1155",
+    "ops.yaml:1177",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1216,6 +1287,7 @@ extern const OpSpec log_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1231,10 +1303,10 @@ extern const OpSpec log_spec{
     },
     };
 
-// ops.yaml:1174: the dtypes log1p.metal registers (input -> output)
+// ops.yaml:1196: the dtypes log1p.metal registers (input -> output)
 extern const OpSpec log1p_spec{
     "mpsgen::log1p",
-    "ops.yaml:1173",
+    "ops.yaml:1195",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1243,6 +1315,7 @@ extern const OpSpec log1p_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1258,10 +1331,10 @@ extern const OpSpec log1p_spec{
     },
     };
 
-// ops.yaml:1198: the dtypes expm1.metal registers (input -> output)
+// ops.yaml:1220: the dtypes expm1.metal registers (input -> output)
 extern const OpSpec expm1_spec{
     "mpsgen::expm1",
-    "ops.yaml:1197",
+    "ops.yaml:1219",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1270,6 +1343,7 @@ extern const OpSpec expm1_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1285,10 +1359,10 @@ extern const OpSpec expm1_spec{
     },
     };
 
-// ops.yaml:1227: the dtypes rsqrt.metal registers (input -> output)
+// ops.yaml:1249: the dtypes rsqrt.metal registers (input -> output)
 extern const OpSpec rsqrt_spec{
     "mpsgen::rsqrt",
-    "ops.yaml:1226",
+    "ops.yaml:1248",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1297,6 +1371,7 @@ extern const OpSpec rsqrt_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1312,10 +1387,10 @@ extern const OpSpec rsqrt_spec{
     },
     };
 
-// ops.yaml:1245: the dtypes i0.metal registers (input -> output)
+// ops.yaml:1267: the dtypes i0.metal registers (input -> output)
 extern const OpSpec i0_spec{
     "mpsgen::i0",
-    "ops.yaml:1244",
+    "ops.yaml:1266",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1324,6 +1399,7 @@ extern const OpSpec i0_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1337,10 +1413,10 @@ extern const OpSpec i0_spec{
     },
     };
 
-// ops.yaml:1258: the dtypes reciprocal.metal registers (input -> output)
+// ops.yaml:1280: the dtypes reciprocal.metal registers (input -> output)
 extern const OpSpec reciprocal_spec{
     "mpsgen::reciprocal",
-    "ops.yaml:1257",
+    "ops.yaml:1279",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1349,6 +1425,7 @@ extern const OpSpec reciprocal_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1364,10 +1441,10 @@ extern const OpSpec reciprocal_spec{
     },
     };
 
-// ops.yaml:1278: the dtypes floor.metal registers (input -> output)
+// ops.yaml:1300: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
     "mpsgen::floor",
-    "ops.yaml:1276",
+    "ops.yaml:1298",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1376,6 +1453,7 @@ extern const OpSpec floor_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1389,10 +1467,10 @@ extern const OpSpec floor_spec{
     },
     };
 
-// ops.yaml:1294: the dtypes ceil.metal registers (input -> output)
+// ops.yaml:1316: the dtypes ceil.metal registers (input -> output)
 extern const OpSpec ceil_spec{
     "mpsgen::ceil",
-    "ops.yaml:1292",
+    "ops.yaml:1314",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1401,6 +1479,7 @@ extern const OpSpec ceil_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1414,10 +1493,10 @@ extern const OpSpec ceil_spec{
     },
     };
 
-// ops.yaml:1310: the dtypes trunc.metal registers (input -> output)
+// ops.yaml:1332: the dtypes trunc.metal registers (input -> output)
 extern const OpSpec trunc_spec{
     "mpsgen::trunc",
-    "ops.yaml:1308",
+    "ops.yaml:1330",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1426,6 +1505,7 @@ extern const OpSpec trunc_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1439,10 +1519,10 @@ extern const OpSpec trunc_spec{
     },
     };
 
-// ops.yaml:1326: the dtypes sign.metal registers (input -> output)
+// ops.yaml:1348: the dtypes sign.metal registers (input -> output)
 extern const OpSpec sign_spec{
     "mpsgen::sign",
-    "ops.yaml:1324",
+    "ops.yaml:1346",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1451,6 +1531,7 @@ extern const OpSpec sign_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1464,10 +1545,10 @@ extern const OpSpec sign_spec{
     },
     };
 
-// ops.yaml:1339: the dtypes minimum.metal registers (input -> output)
+// ops.yaml:1361: the dtypes minimum.metal registers (input -> output)
 extern const OpSpec minimum_spec{
     "mpsgen::minimum",
-    "ops.yaml:1338",
+    "ops.yaml:1360",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1476,6 +1557,7 @@ extern const OpSpec minimum_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1489,10 +1571,10 @@ extern const OpSpec minimum_spec{
     },
     };
 
-// ops.yaml:1352: the dtypes fmax.metal registers (input -> output)
+// ops.yaml:1374: the dtypes fmax.metal registers (input -> output)
 extern const OpSpec fmax_spec{
     "mpsgen::fmax",
-    "ops.yaml:1351",
+    "ops.yaml:1373",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1501,6 +1583,7 @@ extern const OpSpec fmax_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1514,10 +1597,10 @@ extern const OpSpec fmax_spec{
     },
     };
 
-// ops.yaml:1369: the dtypes fmin.metal registers (input -> output)
+// ops.yaml:1391: the dtypes fmin.metal registers (input -> output)
 extern const OpSpec fmin_spec{
     "mpsgen::fmin",
-    "ops.yaml:1368",
+    "ops.yaml:1390",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1526,6 +1609,7 @@ extern const OpSpec fmin_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1539,10 +1623,10 @@ extern const OpSpec fmin_spec{
     },
     };
 
-// ops.yaml:1385: the dtypes bitwise_and.metal registers (input -> output)
+// ops.yaml:1407: the dtypes bitwise_and.metal registers (input -> output)
 extern const OpSpec bitwise_and_spec{
     "mpsgen::bitwise_and",
-    "ops.yaml:1384",
+    "ops.yaml:1406",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1551,6 +1635,7 @@ extern const OpSpec bitwise_and_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Long, c10::ScalarType::Long},
         {c10::ScalarType::Int, c10::ScalarType::Int},
@@ -1561,10 +1646,10 @@ extern const OpSpec bitwise_and_spec{
     },
     };
 
-// ops.yaml:1396: the dtypes bitwise_or.metal registers (input -> output)
+// ops.yaml:1418: the dtypes bitwise_or.metal registers (input -> output)
 extern const OpSpec bitwise_or_spec{
     "mpsgen::bitwise_or",
-    "ops.yaml:1395",
+    "ops.yaml:1417",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1573,6 +1658,7 @@ extern const OpSpec bitwise_or_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Long, c10::ScalarType::Long},
         {c10::ScalarType::Int, c10::ScalarType::Int},
@@ -1583,10 +1669,10 @@ extern const OpSpec bitwise_or_spec{
     },
     };
 
-// ops.yaml:1406: the dtypes gt.metal registers (input -> output)
+// ops.yaml:1428: the dtypes gt.metal registers (input -> output)
 extern const OpSpec gt_spec{
     "mpsgen::gt",
-    "ops.yaml:1405",
+    "ops.yaml:1427",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1595,6 +1681,7 @@ extern const OpSpec gt_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -1608,10 +1695,10 @@ extern const OpSpec gt_spec{
     },
     };
 
-// ops.yaml:1417: the dtypes ge.metal registers (input -> output)
+// ops.yaml:1439: the dtypes ge.metal registers (input -> output)
 extern const OpSpec ge_spec{
     "mpsgen::ge",
-    "ops.yaml:1416",
+    "ops.yaml:1438",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1620,6 +1707,7 @@ extern const OpSpec ge_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -1633,10 +1721,10 @@ extern const OpSpec ge_spec{
     },
     };
 
-// ops.yaml:1426: the dtypes le.metal registers (input -> output)
+// ops.yaml:1448: the dtypes le.metal registers (input -> output)
 extern const OpSpec le_spec{
     "mpsgen::le",
-    "ops.yaml:1425",
+    "ops.yaml:1447",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1645,6 +1733,7 @@ extern const OpSpec le_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -1658,10 +1747,10 @@ extern const OpSpec le_spec{
     },
     };
 
-// ops.yaml:1435: the dtypes logical_or.metal registers (input -> output)
+// ops.yaml:1457: the dtypes logical_or.metal registers (input -> output)
 extern const OpSpec logical_or_spec{
     "mpsgen::logical_or",
-    "ops.yaml:1434",
+    "ops.yaml:1456",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1670,6 +1759,7 @@ extern const OpSpec logical_or_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -1684,10 +1774,10 @@ extern const OpSpec logical_or_spec{
     },
     };
 
-// ops.yaml:1444: the dtypes logical_xor.metal registers (input -> output)
+// ops.yaml:1466: the dtypes logical_xor.metal registers (input -> output)
 extern const OpSpec logical_xor_spec{
     "mpsgen::logical_xor",
-    "ops.yaml:1443",
+    "ops.yaml:1465",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1696,6 +1786,7 @@ extern const OpSpec logical_xor_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Bool},
         {c10::ScalarType::Half, c10::ScalarType::Bool},
@@ -1710,10 +1801,10 @@ extern const OpSpec logical_xor_spec{
     },
     };
 
-// ops.yaml:1458: the dtypes where.metal registers (input -> output)
+// ops.yaml:1480: the dtypes where.metal registers (input -> output)
 extern const OpSpec where_spec{
     "mpsgen::where",
-    "ops.yaml:1456",
+    "ops.yaml:1478",
     {"condition", "self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1722,6 +1813,7 @@ extern const OpSpec where_spec{
     /*uniform_inputs=*/false,
     /*mask=*/0,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1737,10 +1829,10 @@ extern const OpSpec where_spec{
     },
     };
 
-// ops.yaml:1495: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1517: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1492",
+    "ops.yaml:1514",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1749,6 +1841,7 @@ extern const OpSpec heaviside_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1762,10 +1855,10 @@ extern const OpSpec heaviside_spec{
     },
     };
 
-// ops.yaml:1509: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1531: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1507",
+    "ops.yaml:1529",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1774,6 +1867,7 @@ extern const OpSpec special_ndtri_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1787,10 +1881,10 @@ extern const OpSpec special_ndtri_spec{
     },
     };
 
-// ops.yaml:1577: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1599: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1575",
+    "ops.yaml:1597",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1799,6 +1893,7 @@ extern const OpSpec special_log_ndtr_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1812,10 +1907,10 @@ extern const OpSpec special_log_ndtr_spec{
     },
     };
 
-// ops.yaml:1605: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1627: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1603",
+    "ops.yaml:1625",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1824,6 +1919,7 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1837,10 +1933,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     },
     };
 
-// ops.yaml:1650: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1672: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1648",
+    "ops.yaml:1670",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1849,6 +1945,7 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},
@@ -1862,10 +1959,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     },
     };
 
-// ops.yaml:1698: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1720: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1696",
+    "ops.yaml:1718",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1874,6 +1971,7 @@ extern const OpSpec special_airy_ai_spec{
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
+    /*result_like=*/-1,
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::Half, c10::ScalarType::Half},

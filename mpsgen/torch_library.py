@@ -34,6 +34,7 @@ class Spec:
     given: tuple = ()  # the combinations of Tensor? arguments given that `given:` has kernels for
     given_message: str = ""  # the error for any other combination
     mask: str = ""  # the Tensor argument that is a bool mask (`mask:`): outside type promotion
+    result_like: str = ""  # the Tensor argument whose dtype the result has (`result_dtype:`)
     choice: str = ""  # the `str` choice whose own dtypes these are (`rounding_mode='trunc'`), for errors
 
 
@@ -175,6 +176,11 @@ def fake_elementwise(spec: Spec, operands: list, alpha=None, promoting=(), choic
         check_choice(spec, arg, value, list(specs))
         spec = specs["None" if value is None else value]
     dtype = result_dtype(spec, operands, alpha, promoting)
+    if spec.result_like:  # aten's kernel allocates its output like this input (mish_backward)
+        like = operands[spec.inputs.index(spec.result_like)].dtype
+        if not torch.can_cast(dtype, like):
+            raise RuntimeError(f"{spec.name}: result type {dtype} can't be cast to the desired output type {like}")
+        dtype = like
     for value in converted:
         _check_converts(spec, value, dtype)
     tensors = [x for x in operands if isinstance(x, torch.Tensor)]

@@ -16,7 +16,7 @@ import torch
 import mpsgen.ops  # loads mpsgen's own ops (the extension and generated/library.py)
 from mpsgen.codegen import render
 from mpsgen.codegen.loader import load
-from mpsgen.samples import (TORCH_DTYPES, edge_samples, entry_params, op_overload, opinfo_samples, reference,
+from mpsgen.samples import (TORCH_DTYPES, edge_samples, entry_params, fill, op_overload, opinfo_samples, reference,
                             registered_dtypes, registered_outputs, require_grad, value_tensors)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,8 +27,8 @@ GRAD_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.complex64)
 
 def _cases():
     for op in REGISTRY.own_ops:  # aten entries: test_aten_entries_use_torchs_derivatives below
-        if not op.differentiable:
-            continue
+        if not op.differentiable or not op.derivatives:
+            continue  # no formulas: torch has no derivative either (test_no_formulas_... below)
         for entry in op.entries:
             if not value_tensors(op, entry):
                 continue  # where.Scalar: only Scalars, nothing to differentiate
@@ -109,11 +109,26 @@ def _tolerance(dtype):
 
 
 def test_every_differentiable_input_has_a_formula():
-    """The shipped registry: every Tensor input of every differentiable entry but a bool mask (where's condition)."""
-    missing = [f"{e.qualified_name}: {a}" for op in REGISTRY.own_ops if op.differentiable for e in op.entries
+    """The shipped registry: every Tensor input of every differentiable entry but a bool mask (where's
+    condition), unless the op has no formulas at all, as torch's mish_backward has none."""
+    missing = [f"{e.qualified_name}: {a}" for op in REGISTRY.own_ops if op.differentiable and op.derivatives
+               for e in op.entries
                for a in (x.name for x in e.args if x.kind == "Tensor" and x.name != e.mask)
                if e.derivative(a) is None]
     assert not missing
+
+
+@pytest.mark.parametrize("op", [op for op in REGISTRY.own_ops if op.differentiable and not op.derivatives],
+                         ids=lambda op: op.qualified_name)
+def test_no_formulas_refuse_backward_as_torchs_op_does(op):
+    """An op without `derivatives:` raises at backward, naming the op and the input, where
+    torch's own op has no derivative either ("derivative for aten::mish_backward is not implemented")."""
+    tensors = [torch.randn(4, requires_grad=True) for _ in op.tensor_args]
+    args, kwargs = fill(entry_params(op), tensors, torch.float32)
+    with pytest.raises(RuntimeError, match="not implemented"):
+        reference(op.reference)(*args, **kwargs).sum().backward()
+    with pytest.raises(RuntimeError, match=f"{NS}::{op.qualified_name}: no derivative formula for input"):
+        op_overload(NS, op.qualified_name)(*args, **kwargs).sum().backward()
 
 
 def test_out_variant_refuses_autograd():

@@ -363,3 +363,10 @@ def test_bad_zero_divisor_is_located(tmp_path, func, value):
 def test_bad_dtype_defaults_is_located(tmp_path, value, says):
     text = registry(op(func="foo(Tensor self, float? posinf=None) -> Tensor", extra=f"    dtype_defaults: {value}\n"))
     assert says in single(errors_of(tmp_path, text), lineno(text, "dtype_defaults:"), "dtype_defaults", "foo")
+
+
+@pytest.mark.parametrize("value", ["other", "[self]", "out"])
+def test_bad_result_dtype_is_located(tmp_path, value):
+    text = registry(op(extra=f"    result_dtype: {value}\n"))
+    message = single(errors_of(tmp_path, text), lineno(text, "result_dtype:"), "result_dtype", "foo")
+    assert message.startswith("expected the name of a Tensor argument whose dtype the result has (self)")

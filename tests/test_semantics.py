@@ -439,10 +439,11 @@ def test_non_finite_arguments_match_torch(entry, name, dtype, value):
     torch.testing.assert_close(actual, expected, equal_nan=True, atol=0, rtol=0, check_dtype=True)
 
 
-# ---- mixed dtypes that torch refuses (issue 33) ---------------------------------------
+# ---- mixed dtypes (issue 33) ------------------------------------------------------------
 # Most binary ops promote; some of torch's refuse another dtype outright (lerp: "expected dtype
-# float for `end`"). Each Tensor after the first of every entry with aten's schema gets another
-# dtype, as a tensor and as a 0-dim tensor: ours raises exactly where aten's op raises.
+# float for `end`"), and some return one input's dtype (mish_backward). Each Tensor after the
+# first of every entry with aten's schema gets another dtype, as a tensor and as a 0-dim tensor:
+# ours raises exactly where aten's op raises, and otherwise gives aten's result dtype.
 
 def _mixed_cases():
     for op in REGISTRY.own_ops:
@@ -467,7 +468,7 @@ def test_mixed_dtypes_are_refused_where_torch_refuses(entry, name, other, zero_d
                for p, t in zip([p for p in params if p.kind == "Tensor"], tensors)]
     args, kwargs = fill(params, tensors, torch.float32)
     try:
-        _aten_op(str(entry.schema))(*args, **kwargs)
+        expected = _aten_op(str(entry.schema))(*args, **kwargs)
     except RuntimeError as e:
         if re.search(r"not implemented for '\w+'", str(e)):
             return  # torch's CPU lacks the kernel: a dtype matter, not a refusal
@@ -475,9 +476,14 @@ def test_mixed_dtypes_are_refused_where_torch_refuses(entry, name, other, zero_d
             overload(entry.qualified_name)(*args, **kwargs)
         return
     try:
-        overload(entry.qualified_name)(*args, **kwargs)
+        actual = overload(entry.qualified_name)(*args, **kwargs)
     except NotImplementedError:
-        pass  # a result dtype the op does not register (test_unregistered_dtype_raises_...)
+        return  # a result dtype the op does not register (test_unregistered_dtype_raises_...)
+    # the result dtype is aten's CPU op's (mish_backward's is self's: `result_dtype:`), and so
+    # is the fake kernel's, which torch.compile sees
+    assert actual.dtype == expected.dtype
+    with torch._subclasses.FakeTensorMode(allow_non_fake_inputs=True):
+        assert overload(entry.qualified_name)(*args, **kwargs).dtype == expected.dtype
 
 
 # ---- integer division by zero (issue 33) --------------------------------------------

@@ -26,6 +26,7 @@ struct OpSpec {
   bool uniform_inputs;         // the kernels read one dtype: mixed inputs are cast to the common one
   int mask;                    // the input that is a bool mask (`mask:`), outside promotion; -1 if none
   int zero_divisor;            // the input whose zeros make an integer result raise on CPU; -1 if none
+  int result_like;             // the input whose dtype the result has (`result_dtype:`); -1: the promoted one
   std::vector<Registered> registrations;
   // the `str` choice these dtypes belong to, for error messages ("rounding_mode='trunc'"),
   // when it gives its own (ops.yaml `choices: {trunc: {kernel: ..., dtypes: ...}}`); else ""
