@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 import torch
+from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 
 from mpsgen.codegen.opinfo_names import parse as parse_opinfo
 
@@ -506,8 +507,17 @@ def widened_reference(ref_fn, sample: Sample, error: Exception, dtype_defaults=(
     m = _NOT_IMPLEMENTED.search(str(error))
     if m is None or m[1] not in _NARROW_C10_NAMES:
         raise error
-    present = {v.dtype for v in (*sample.args, *sample.kwargs.values()) if isinstance(v, torch.Tensor)}
     target = _result_dtype(ref_fn, sample)
+    tensors = [v for v in (*sample.args, *sample.kwargs.values()) if isinstance(v, torch.Tensor)]
+    if target in _FLOAT_WIDER and target == elementwise_dtypes(
+            *tensors, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT)[1]:
+        # the operands promote to the result's dtype: a float or complex one of another dtype is
+        # cast to it first, as TensorIterator casts it (a complex64 0-dim beside float16 is rounded
+        # to complex32); not polar's real inputs of a complex result, nor angle's complex ones
+        narrow = lambda t: t.to(target) if t.dtype != target and (t.is_floating_point() or t.is_complex()) \
+            else t  # noqa: E731
+        sample = Sample(sample.name, *_map_tensors(narrow, sample.args, sample.kwargs))
+    present = {v.dtype for v in (*sample.args, *sample.kwargs.values()) if isinstance(v, torch.Tensor)}
     tried, last = set(), error
     for widening in WIDENINGS:
         used = {narrow: wide for narrow, wide in widening.items() if narrow in present}

@@ -139,6 +139,23 @@ def test_widened_oracle_passes_the_narrow_dtypes_limits_where_the_result_depends
     assert torch.view_as_real(given.to(torch.complex64))[0, 0] == 7.0
 
 
+def test_widened_oracle_rounds_operands_to_the_common_dtype_first():
+    """complex32 times a complex64 (or float32) 0-dim tensor computes in complex32: TensorIterator
+    casts the 0-dim operand to it first, so the widened oracle rounds it before widening. A real
+    input of a complex result (polar) is not cast to complex."""
+    x = torch.tensor([3 + 1j, -2.5 + 0.5j], dtype=torch.complex32)
+    missing = NotImplementedError("\"mul_cpu\" not implemented for 'ComplexHalf'")
+    for third in (torch.tensor(1 / 3 + 1j / 7, dtype=torch.complex64), torch.tensor(1 / 3)):
+        expected = (x.to(torch.complex64) * third.to(torch.complex32).to(torch.complex64)).to(torch.complex32)
+        got, oracle = S.widened_reference(torch.mul, Sample("s", (x, third)), missing)
+        assert oracle == "complex32->complex64"
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)
+    a, angle = torch.tensor([1.0, 2.0], dtype=torch.float16), torch.tensor([0.1, 0.7], dtype=torch.float16)
+    polar, _ = S.widened_reference(torch.polar, Sample("s", (a, angle)),
+                                   NotImplementedError("\"polar_cpu\" not implemented for 'Half'"))
+    torch.testing.assert_close(polar, torch.polar(a.float(), angle.float()).to(torch.complex32), rtol=0, atol=0)
+
+
 def test_widened_result_is_cast_to_the_dtype_torch_would_produce():
     x = _make(torch.complex32)
     # exp keeps complex32; the result of the widened reference is cast back to it
