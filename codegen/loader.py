@@ -562,11 +562,13 @@ def _check_args(spec, op_args, family, label, line, errors) -> tuple[tuple[Param
         metal, promotes = DEFAULT_PARAM_TYPE[a.kind], False
         if isinstance(item, str):
             metal = item
-        elif isinstance(item, dict) and set(item) <= {"type", "promotes"}:
+        elif isinstance(item, dict) and set(item) <= {"type", "promotes", "choices"}:
             metal, promotes = item.get("type", metal), item.get("promotes", False)
+            if "choices" in item:
+                selector = _check_value_choices(a, item["choices"], label, item_line, errors)
         elif item is not None:
-            errors.add(item_line, label, "args", f"{a.name!r}: expected a Metal type ({', '.join(PARAM_TYPES)}) "
-                       f"or {{type: T, promotes: true}}, got {item!r}")
+            errors.add(item_line, label, "args", f"{a.name!r}: expected a Metal type ({', '.join(PARAM_TYPES)}), "
+                       f"{{type: T, promotes: true}} or {{choices: {{0: kernel, else: kernel}}}}, got {item!r}")
             continue
         if metal not in PARAM_TYPES:
             errors.add(item_line, label, "args", f"{a.name!r}: unknown Metal type {metal!r}; "
@@ -772,6 +774,43 @@ def _check_choices(arg, item, label, line, errors) -> tuple[Selector | None, dic
         errors.add(line, label, "args", f"{arg.name!r}: its default {arg.default} is not one of the choices "
                    f"{sorted(dict(choices))}")
     return Selector(arg.name, tuple(choices)), own_dtypes
+
+
+_CONDITION = re.compile(r"(==|!=|<=|>=|<|>)\s*(-?[0-9]+(?:\.[0-9]+)?)")
+
+
+def _check_value_choices(arg, choices, label, line, errors) -> Selector | None:
+    """`choices:` of an `int` or `Scalar` argument: the kernel each value selects, by conditions
+    tried in order (`0: digamma` is `== 0`, `">= 2": polygamma`, `else: polygamma`), as torch's
+    hosts pick polygamma's kernel by n."""
+    example = "{0: digamma, 1: trigamma, else: polygamma}"
+    if arg.optional or arg.kind not in ("int", "Scalar") or not isinstance(choices, dict) or not choices:
+        errors.add(line, label, "args", f"{arg.name!r}: choices by value are for an int or Scalar argument "
+                   f"(not optional), as a mapping from values or conditions to kernels, e.g. {example}")
+        return None
+    found, conditions = [], []
+    for key, kernel in choices.items():
+        if isinstance(key, bool) or not (isinstance(key, (int, float)) or key == "else"
+                                         or isinstance(key, str) and _CONDITION.fullmatch(key.strip())):
+            errors.add(line, label, "args", f"{arg.name!r}: choice {yaml_source.short(key)} is not a value, a "
+                       "condition such as '>= 2' (==, !=, <, <=, >, >= and a number) or else")
+            continue
+        if not isinstance(kernel, str) or not _IDENT.fullmatch(kernel):
+            errors.add(line, label, "args", f"{arg.name!r}: choice {key!r} {_NAME_A_KERNEL}, got {kernel!r}")
+            continue
+        if key == "else":
+            test, bound = "else", 0.0
+        elif isinstance(key, str):
+            m = _CONDITION.fullmatch(key.strip())
+            test, bound = m.group(1), float(m.group(2))
+        else:
+            test, bound = "==", float(key)
+        found.append((key if key == "else" else f"{test} {bound:g}", kernel))
+        conditions.append((test, bound))
+    if any(t == "else" for t, _ in conditions[:-1]):
+        errors.add(line, label, "args", f"{arg.name!r}: 'else' must be the last choice, for the values no "
+                   "condition before it takes")
+    return Selector(arg.name, tuple(found), tuple(conditions)) if found else None
 
 
 def _tables(name, kernels, registrations, line, own_dtypes, family, opmath_ok, label, errors) -> tuple[DtypeTable, ...]:

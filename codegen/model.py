@@ -168,10 +168,22 @@ class Check:
 
 @dataclass(frozen=True)
 class Selector:
-    """A `str` argument whose value picks the kernel: each value names a functor."""
+    """An argument whose value picks the kernel: each value of a `str` argument names a functor;
+    an `int` or `Scalar` argument's conditions (`== 0`, `>= 2`, `else`) do, the first that holds."""
 
     arg: str
     choices: tuple[tuple[str, str], ...]  # (value, kernel name); value "None" for `str?` given None
+    # by value: the conditions, (test, bound) beside `choices` ("==", 0.0); ("else", 0.0) for the rest
+    conditions: tuple[tuple[str, float], ...] = ()
+
+    @property
+    def by_value(self) -> bool:
+        return bool(self.conditions)
+
+    def representatives(self) -> list:
+        """A value of the argument each condition selects (else: none), as the samples vary it."""
+        step = {"==": 0, "<=": 0, ">=": 0, "<": -1, ">": 1}
+        return [int(b) + step[t] if b == int(b) else b for t, b in self.conditions if t in step]
 
     @property
     def kernels(self) -> list[str]:

@@ -2679,7 +2679,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, int64_t)>& polygamma_inp
   return op;
 }
 
-// ops.yaml:905
+// ops.yaml:906
 PyObject* polygamma(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2740,7 +2740,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&, std::
   return op;
 }
 
-// ops.yaml:947
+// ops.yaml:978
 PyObject* div(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2801,7 +2801,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& pol
   return op;
 }
 
-// ops.yaml:1058
+// ops.yaml:1089
 PyObject* polar(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2862,7 +2862,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& com
   return op;
 }
 
-// ops.yaml:1075
+// ops.yaml:1106
 PyObject* complex(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2923,7 +2923,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& angle_inplace_op() {
   return op;
 }
 
-// ops.yaml:1090
+// ops.yaml:1121
 PyObject* angle(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2984,7 +2984,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& cos_inplace_op() {
   return op;
 }
 
-// ops.yaml:1114
+// ops.yaml:1145
 PyObject* cos(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3045,7 +3045,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& tan_inplace_op() {
   return op;
 }
 
-// ops.yaml:1140
+// ops.yaml:1171
 PyObject* tan(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3106,7 +3106,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& tanh_inplace_op() {
   return op;
 }
 
-// ops.yaml:1159
+// ops.yaml:1190
 PyObject* tanh(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3167,7 +3167,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& log_inplace_op() {
   return op;
 }
 
-// ops.yaml:1177
+// ops.yaml:1208
 PyObject* log(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3228,7 +3228,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& log1p_inplace_op() {
   return op;
 }
 
-// ops.yaml:1195
+// ops.yaml:1226
 PyObject* log1p(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3289,7 +3289,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& expm1_inplace_op() {
   return op;
 }
 
-// ops.yaml:1219
+// ops.yaml:1250
 PyObject* expm1(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3350,7 +3350,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& rsqrt_inplace_op() {
   return op;
 }
 
-// ops.yaml:1248
+// ops.yaml:1279
 PyObject* rsqrt(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3411,7 +3411,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& i0_inplace_op() {
   return op;
 }
 
-// ops.yaml:1266
+// ops.yaml:1297
 PyObject* i0(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3472,7 +3472,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& reciprocal_inplace_op(
   return op;
 }
 
-// ops.yaml:1279
+// ops.yaml:1310
 PyObject* reciprocal(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3533,7 +3533,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& floor_inplace_op() {
   return op;
 }
 
-// ops.yaml:1298
+// ops.yaml:1329
 PyObject* floor(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3594,7 +3594,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& ceil_inplace_op() {
   return op;
 }
 
-// ops.yaml:1314
+// ops.yaml:1345
 PyObject* ceil(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3655,7 +3655,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& trunc_inplace_op() {
   return op;
 }
 
-// ops.yaml:1330
+// ops.yaml:1361
 PyObject* trunc(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3716,7 +3716,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& sign_inplace_op() {
   return op;
 }
 
-// ops.yaml:1346
+// ops.yaml:1377
 PyObject* sign(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3777,7 +3777,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& min
   return op;
 }
 
-// ops.yaml:1360
+// ops.yaml:1391
 PyObject* minimum(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3838,7 +3838,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& fma
   return op;
 }
 
-// ops.yaml:1373
+// ops.yaml:1404
 PyObject* fmax(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3899,7 +3899,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& fmi
   return op;
 }
 
-// ops.yaml:1390
+// ops.yaml:1421
 PyObject* fmin(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3981,7 +3981,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Scalar&)>& bit
   return op;
 }
 
-// ops.yaml:1406, ops.yaml:1415
+// ops.yaml:1437, ops.yaml:1446
 PyObject* bitwise_and(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4051,7 +4051,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& bit
   return op;
 }
 
-// ops.yaml:1417
+// ops.yaml:1448
 PyObject* bitwise_or(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4133,7 +4133,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Scalar&)>& gt_
   return op;
 }
 
-// ops.yaml:1427, ops.yaml:1436
+// ops.yaml:1458, ops.yaml:1467
 PyObject* gt(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4203,7 +4203,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& ge_
   return op;
 }
 
-// ops.yaml:1438
+// ops.yaml:1469
 PyObject* ge(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4264,7 +4264,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& le_
   return op;
 }
 
-// ops.yaml:1447
+// ops.yaml:1478
 PyObject* le(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4325,7 +4325,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& log
   return op;
 }
 
-// ops.yaml:1456
+// ops.yaml:1487
 PyObject* logical_or(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4386,7 +4386,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& log
   return op;
 }
 
-// ops.yaml:1465
+// ops.yaml:1496
 PyObject* logical_xor(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4482,7 +4482,7 @@ const c10::TypedOperatorHandle<at::Tensor&(const at::Tensor&, const at::Scalar&,
   return op;
 }
 
-// ops.yaml:1478, ops.yaml:1500, ops.yaml:1501, ops.yaml:1502
+// ops.yaml:1509, ops.yaml:1531, ops.yaml:1532, ops.yaml:1533
 PyObject* where(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({

@@ -7,7 +7,8 @@ in mpsgen/torch_library.py; the autograd kernels are C++ (generated/autograd.cpp
 """
 import torch
 
-from mpsgen.torch_library import Spec, check_defined, dtype_max, dtype_of, fake_elementwise, register_variants  # noqa: F401
+from mpsgen.torch_library import (Spec, check_defined, check_value_choice, dtype_max, dtype_of,  # noqa: F401
+                                  fake_elementwise, register_variants)
 
 NAMESPACE = "mpsgen"  # read by mpsgen.runtime.load_ops before the extension loads
 lib = torch.library.Library(NAMESPACE, "FRAGMENT")
@@ -1133,9 +1134,9 @@ def abs_fake(self):
 register_variants(lib, "abs", out="abs.out", inplace="abs_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8})
 
 
-# ---- polygamma: ops.yaml:905 ----
+# ---- polygamma: ops.yaml:906 ----
 polygamma_spec = Spec(
-    "mpsgen::polygamma", "ops.yaml:905", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::polygamma", "ops.yaml:906", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.bfloat16: torch.bfloat16,
@@ -1146,19 +1147,20 @@ polygamma_spec = Spec(
 )
 
 
-# ops.yaml:905: polygamma(int n, Tensor self) -> Tensor
+# ops.yaml:906: polygamma(int n, Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::polygamma", lib=lib)
 def polygamma_fake(n, self):
     check_defined(polygamma_spec, [self])
-    if not (n >= 0):  # ops.yaml:931
+    if not (n >= 0):  # ops.yaml:934
         raise RuntimeError(f'mpsgen::polygamma: polygamma(n, x) does not support negative n.')
+    check_value_choice(polygamma_spec, "n", n, (('==', 0.0), ('==', 1.0), ('else', 0.0)))
     return fake_elementwise(polygamma_spec, [self])
 register_variants(lib, "polygamma", out="polygamma.out", inplace="polygamma_", self_index=1)
 
 
-# ---- div: ops.yaml:947 ----
+# ---- div: ops.yaml:978 ----
 div_spec = Spec(
-    "mpsgen::div", "ops.yaml:947", inputs=["self", "other"], int_to_float=True, bool_output=False,
+    "mpsgen::div", "ops.yaml:978", inputs=["self", "other"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1175,7 +1177,7 @@ div_spec = Spec(
     alpha_checks=False,
 )
 div_div_trunc_spec = Spec(
-    "mpsgen::div", "ops.yaml:954", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::div", "ops.yaml:985", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1191,7 +1193,7 @@ div_div_trunc_spec = Spec(
     choice="rounding_mode='trunc'",
 )
 div_div_floor_spec = Spec(
-    "mpsgen::div", "ops.yaml:955", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::div", "ops.yaml:986", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1208,16 +1210,16 @@ div_div_floor_spec = Spec(
 )
 
 
-# ops.yaml:947: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+# ops.yaml:978: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
 @torch.library.register_fake("mpsgen::div.Tensor_mode", lib=lib)
 def div_Tensor_mode_fake(self, other, *, rounding_mode):
     return fake_elementwise(div_spec, [self, other], choice=("rounding_mode", rounding_mode, {'None': div_spec, 'trunc': div_div_trunc_spec, 'floor': div_div_floor_spec}))
 register_variants(lib, "div.Tensor_mode", out="div.out_mode", inplace="div_.Tensor_mode")
 
 
-# ---- polar: ops.yaml:1058 ----
+# ---- polar: ops.yaml:1089 ----
 polar_spec = Spec(
-    "mpsgen::polar", "ops.yaml:1058", inputs=["abs", "angle"], int_to_float=False, bool_output=False,
+    "mpsgen::polar", "ops.yaml:1089", inputs=["abs", "angle"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
         torch.float16: torch.complex32,
@@ -1226,19 +1228,19 @@ polar_spec = Spec(
 )
 
 
-# ops.yaml:1058: polar(Tensor abs, Tensor angle) -> Tensor
+# ops.yaml:1089: polar(Tensor abs, Tensor angle) -> Tensor
 @torch.library.register_fake("mpsgen::polar", lib=lib)
 def polar_fake(abs, angle):
     check_defined(polar_spec, [abs, angle])
-    if not (abs.dtype == angle.dtype):  # ops.yaml:1063
+    if not (abs.dtype == angle.dtype):  # ops.yaml:1094
         raise RuntimeError(f'mpsgen::polar: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(polar_spec, [abs, angle])
 register_variants(lib, "polar", out="polar.out", inplace="polar_")
 
 
-# ---- complex: ops.yaml:1075 ----
+# ---- complex: ops.yaml:1106 ----
 complex_spec = Spec(
-    "mpsgen::complex", "ops.yaml:1075", inputs=["real", "imag"], int_to_float=False, bool_output=False,
+    "mpsgen::complex", "ops.yaml:1106", inputs=["real", "imag"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
         torch.float16: torch.complex32,
@@ -1247,19 +1249,19 @@ complex_spec = Spec(
 )
 
 
-# ops.yaml:1075: complex(Tensor real, Tensor imag) -> Tensor
+# ops.yaml:1106: complex(Tensor real, Tensor imag) -> Tensor
 @torch.library.register_fake("mpsgen::complex", lib=lib)
 def complex_fake(real, imag):
     check_defined(complex_spec, [real, imag])
-    if not (real.dtype == imag.dtype):  # ops.yaml:1079
+    if not (real.dtype == imag.dtype):  # ops.yaml:1110
         raise RuntimeError(f'mpsgen::complex: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(complex_spec, [real, imag])
 register_variants(lib, "complex", out="complex.out", inplace="complex_")
 
 
-# ---- angle: ops.yaml:1090 ----
+# ---- angle: ops.yaml:1121 ----
 angle_spec = Spec(
-    "mpsgen::angle", "ops.yaml:1090", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::angle", "ops.yaml:1121", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1277,16 +1279,16 @@ angle_spec = Spec(
 )
 
 
-# ops.yaml:1090: angle(Tensor self) -> Tensor
+# ops.yaml:1121: angle(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::angle", lib=lib)
 def angle_fake(self):
     return fake_elementwise(angle_spec, [self])
 register_variants(lib, "angle", out="angle.out", inplace="angle_")
 
 
-# ---- cos: ops.yaml:1114 ----
+# ---- cos: ops.yaml:1145 ----
 cos_spec = Spec(
-    "mpsgen::cos", "ops.yaml:1114", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::cos", "ops.yaml:1145", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1304,16 +1306,16 @@ cos_spec = Spec(
 )
 
 
-# ops.yaml:1114: cos(Tensor self) -> Tensor
+# ops.yaml:1145: cos(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::cos", lib=lib)
 def cos_fake(self):
     return fake_elementwise(cos_spec, [self])
 register_variants(lib, "cos", out="cos.out", inplace="cos_")
 
 
-# ---- tan: ops.yaml:1140 ----
+# ---- tan: ops.yaml:1171 ----
 tan_spec = Spec(
-    "mpsgen::tan", "ops.yaml:1140", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::tan", "ops.yaml:1171", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1331,16 +1333,16 @@ tan_spec = Spec(
 )
 
 
-# ops.yaml:1140: tan(Tensor self) -> Tensor
+# ops.yaml:1171: tan(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tan", lib=lib)
 def tan_fake(self):
     return fake_elementwise(tan_spec, [self])
 register_variants(lib, "tan", out="tan.out", inplace="tan_")
 
 
-# ---- tanh: ops.yaml:1159 ----
+# ---- tanh: ops.yaml:1190 ----
 tanh_spec = Spec(
-    "mpsgen::tanh", "ops.yaml:1159", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::tanh", "ops.yaml:1190", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1358,16 +1360,16 @@ tanh_spec = Spec(
 )
 
 
-# ops.yaml:1159: tanh(Tensor self) -> Tensor
+# ops.yaml:1190: tanh(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tanh", lib=lib)
 def tanh_fake(self):
     return fake_elementwise(tanh_spec, [self])
 register_variants(lib, "tanh", out="tanh.out", inplace="tanh_")
 
 
-# ---- log: ops.yaml:1177 ----
+# ---- log: ops.yaml:1208 ----
 log_spec = Spec(
-    "mpsgen::log", "ops.yaml:1177", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::log", "ops.yaml:1208", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1385,16 +1387,16 @@ log_spec = Spec(
 )
 
 
-# ops.yaml:1177: log(Tensor self) -> Tensor
+# ops.yaml:1208: log(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log", lib=lib)
 def log_fake(self):
     return fake_elementwise(log_spec, [self])
 register_variants(lib, "log", out="log.out", inplace="log_")
 
 
-# ---- log1p: ops.yaml:1195 ----
+# ---- log1p: ops.yaml:1226 ----
 log1p_spec = Spec(
-    "mpsgen::log1p", "ops.yaml:1195", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::log1p", "ops.yaml:1226", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1412,16 +1414,16 @@ log1p_spec = Spec(
 )
 
 
-# ops.yaml:1195: log1p(Tensor self) -> Tensor
+# ops.yaml:1226: log1p(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log1p", lib=lib)
 def log1p_fake(self):
     return fake_elementwise(log1p_spec, [self])
 register_variants(lib, "log1p", out="log1p.out", inplace="log1p_")
 
 
-# ---- expm1: ops.yaml:1219 ----
+# ---- expm1: ops.yaml:1250 ----
 expm1_spec = Spec(
-    "mpsgen::expm1", "ops.yaml:1219", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::expm1", "ops.yaml:1250", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1439,16 +1441,16 @@ expm1_spec = Spec(
 )
 
 
-# ops.yaml:1219: expm1(Tensor self) -> Tensor
+# ops.yaml:1250: expm1(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::expm1", lib=lib)
 def expm1_fake(self):
     return fake_elementwise(expm1_spec, [self])
 register_variants(lib, "expm1", out="expm1.out", inplace="expm1_")
 
 
-# ---- rsqrt: ops.yaml:1248 ----
+# ---- rsqrt: ops.yaml:1279 ----
 rsqrt_spec = Spec(
-    "mpsgen::rsqrt", "ops.yaml:1248", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::rsqrt", "ops.yaml:1279", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1466,16 +1468,16 @@ rsqrt_spec = Spec(
 )
 
 
-# ops.yaml:1248: rsqrt(Tensor self) -> Tensor
+# ops.yaml:1279: rsqrt(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::rsqrt", lib=lib)
 def rsqrt_fake(self):
     return fake_elementwise(rsqrt_spec, [self])
 register_variants(lib, "rsqrt", out="rsqrt.out", inplace="rsqrt_")
 
 
-# ---- i0: ops.yaml:1266 ----
+# ---- i0: ops.yaml:1297 ----
 i0_spec = Spec(
-    "mpsgen::i0", "ops.yaml:1266", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::i0", "ops.yaml:1297", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1491,16 +1493,16 @@ i0_spec = Spec(
 )
 
 
-# ops.yaml:1266: i0(Tensor self) -> Tensor
+# ops.yaml:1297: i0(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::i0", lib=lib)
 def i0_fake(self):
     return fake_elementwise(i0_spec, [self])
 register_variants(lib, "i0", out="i0.out", inplace="i0_")
 
 
-# ---- reciprocal: ops.yaml:1279 ----
+# ---- reciprocal: ops.yaml:1310 ----
 reciprocal_spec = Spec(
-    "mpsgen::reciprocal", "ops.yaml:1279", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::reciprocal", "ops.yaml:1310", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1518,16 +1520,16 @@ reciprocal_spec = Spec(
 )
 
 
-# ops.yaml:1279: reciprocal(Tensor self) -> Tensor
+# ops.yaml:1310: reciprocal(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::reciprocal", lib=lib)
 def reciprocal_fake(self):
     return fake_elementwise(reciprocal_spec, [self])
 register_variants(lib, "reciprocal", out="reciprocal.out", inplace="reciprocal_")
 
 
-# ---- floor: ops.yaml:1298 ----
+# ---- floor: ops.yaml:1329 ----
 floor_spec = Spec(
-    "mpsgen::floor", "ops.yaml:1298", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::floor", "ops.yaml:1329", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1543,16 +1545,16 @@ floor_spec = Spec(
 )
 
 
-# ops.yaml:1298: floor(Tensor self) -> Tensor
+# ops.yaml:1329: floor(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::floor", lib=lib)
 def floor_fake(self):
     return fake_elementwise(floor_spec, [self])
 register_variants(lib, "floor", out="floor.out", inplace="floor_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool})
 
 
-# ---- ceil: ops.yaml:1314 ----
+# ---- ceil: ops.yaml:1345 ----
 ceil_spec = Spec(
-    "mpsgen::ceil", "ops.yaml:1314", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::ceil", "ops.yaml:1345", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1568,16 +1570,16 @@ ceil_spec = Spec(
 )
 
 
-# ops.yaml:1314: ceil(Tensor self) -> Tensor
+# ops.yaml:1345: ceil(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::ceil", lib=lib)
 def ceil_fake(self):
     return fake_elementwise(ceil_spec, [self])
 register_variants(lib, "ceil", out="ceil.out", inplace="ceil_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool})
 
 
-# ---- trunc: ops.yaml:1330 ----
+# ---- trunc: ops.yaml:1361 ----
 trunc_spec = Spec(
-    "mpsgen::trunc", "ops.yaml:1330", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::trunc", "ops.yaml:1361", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1593,16 +1595,16 @@ trunc_spec = Spec(
 )
 
 
-# ops.yaml:1330: trunc(Tensor self) -> Tensor
+# ops.yaml:1361: trunc(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::trunc", lib=lib)
 def trunc_fake(self):
     return fake_elementwise(trunc_spec, [self])
 register_variants(lib, "trunc", out="trunc.out", inplace="trunc_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool})
 
 
-# ---- sign: ops.yaml:1346 ----
+# ---- sign: ops.yaml:1377 ----
 sign_spec = Spec(
-    "mpsgen::sign", "ops.yaml:1346", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::sign", "ops.yaml:1377", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1618,16 +1620,16 @@ sign_spec = Spec(
 )
 
 
-# ops.yaml:1346: sign(Tensor self) -> Tensor
+# ops.yaml:1377: sign(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::sign", lib=lib)
 def sign_fake(self):
     return fake_elementwise(sign_spec, [self])
 register_variants(lib, "sign", out="sign.out", inplace="sign_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool})
 
 
-# ---- minimum: ops.yaml:1360 ----
+# ---- minimum: ops.yaml:1391 ----
 minimum_spec = Spec(
-    "mpsgen::minimum", "ops.yaml:1360", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::minimum", "ops.yaml:1391", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1643,16 +1645,16 @@ minimum_spec = Spec(
 )
 
 
-# ops.yaml:1360: minimum(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1391: minimum(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::minimum", lib=lib)
 def minimum_fake(self, other):
     return fake_elementwise(minimum_spec, [self, other])
 register_variants(lib, "minimum", out="minimum.out", inplace="minimum_")
 
 
-# ---- fmax: ops.yaml:1373 ----
+# ---- fmax: ops.yaml:1404 ----
 fmax_spec = Spec(
-    "mpsgen::fmax", "ops.yaml:1373", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmax", "ops.yaml:1404", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1668,16 +1670,16 @@ fmax_spec = Spec(
 )
 
 
-# ops.yaml:1373: fmax(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1404: fmax(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmax", lib=lib)
 def fmax_fake(self, other):
     return fake_elementwise(fmax_spec, [self, other])
 register_variants(lib, "fmax", out="fmax.out", inplace="fmax_")
 
 
-# ---- fmin: ops.yaml:1390 ----
+# ---- fmin: ops.yaml:1421 ----
 fmin_spec = Spec(
-    "mpsgen::fmin", "ops.yaml:1390", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmin", "ops.yaml:1421", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1693,16 +1695,16 @@ fmin_spec = Spec(
 )
 
 
-# ops.yaml:1390: fmin(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1421: fmin(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmin", lib=lib)
 def fmin_fake(self, other):
     return fake_elementwise(fmin_spec, [self, other])
 register_variants(lib, "fmin", out="fmin.out", inplace="fmin_")
 
 
-# ---- bitwise_and: ops.yaml:1406 ----
+# ---- bitwise_and: ops.yaml:1437 ----
 bitwise_and_spec = Spec(
-    "mpsgen::bitwise_and", "ops.yaml:1406", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_and", "ops.yaml:1437", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -1715,23 +1717,23 @@ bitwise_and_spec = Spec(
 )
 
 
-# ops.yaml:1406: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1437: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Tensor", lib=lib)
 def bitwise_and_Tensor_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
 register_variants(lib, "bitwise_and.Tensor", out="bitwise_and.Tensor_out", inplace="bitwise_and_.Tensor")
 
 
-# ops.yaml:1415: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1446: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Scalar", lib=lib)
 def bitwise_and_Scalar_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
 register_variants(lib, "bitwise_and.Scalar", out="bitwise_and.Scalar_out", inplace="bitwise_and_.Scalar")
 
 
-# ---- bitwise_or: ops.yaml:1417 ----
+# ---- bitwise_or: ops.yaml:1448 ----
 bitwise_or_spec = Spec(
-    "mpsgen::bitwise_or", "ops.yaml:1417", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_or", "ops.yaml:1448", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -1744,16 +1746,16 @@ bitwise_or_spec = Spec(
 )
 
 
-# ops.yaml:1417: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1448: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_or.Tensor", lib=lib)
 def bitwise_or_Tensor_fake(self, other):
     return fake_elementwise(bitwise_or_spec, [self, other])
 register_variants(lib, "bitwise_or.Tensor", out="bitwise_or.Tensor_out", inplace="bitwise_or_.Tensor")
 
 
-# ---- gt: ops.yaml:1427 ----
+# ---- gt: ops.yaml:1458 ----
 gt_spec = Spec(
-    "mpsgen::gt", "ops.yaml:1427", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::gt", "ops.yaml:1458", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1769,23 +1771,23 @@ gt_spec = Spec(
 )
 
 
-# ops.yaml:1427: gt.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1458: gt.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Tensor", lib=lib)
 def gt_Tensor_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
 register_variants(lib, "gt.Tensor", out="gt.Tensor_out", inplace="gt_.Tensor")
 
 
-# ops.yaml:1436: gt.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1467: gt.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Scalar", lib=lib)
 def gt_Scalar_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
 register_variants(lib, "gt.Scalar", out="gt.Scalar_out", inplace="gt_.Scalar")
 
 
-# ---- ge: ops.yaml:1438 ----
+# ---- ge: ops.yaml:1469 ----
 ge_spec = Spec(
-    "mpsgen::ge", "ops.yaml:1438", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::ge", "ops.yaml:1469", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1801,16 +1803,16 @@ ge_spec = Spec(
 )
 
 
-# ops.yaml:1438: ge.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1469: ge.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::ge.Tensor", lib=lib)
 def ge_Tensor_fake(self, other):
     return fake_elementwise(ge_spec, [self, other])
 register_variants(lib, "ge.Tensor", out="ge.Tensor_out", inplace="ge_.Tensor")
 
 
-# ---- le: ops.yaml:1447 ----
+# ---- le: ops.yaml:1478 ----
 le_spec = Spec(
-    "mpsgen::le", "ops.yaml:1447", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::le", "ops.yaml:1478", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1826,16 +1828,16 @@ le_spec = Spec(
 )
 
 
-# ops.yaml:1447: le.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1478: le.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::le.Tensor", lib=lib)
 def le_Tensor_fake(self, other):
     return fake_elementwise(le_spec, [self, other])
 register_variants(lib, "le.Tensor", out="le.Tensor_out", inplace="le_.Tensor")
 
 
-# ---- logical_or: ops.yaml:1456 ----
+# ---- logical_or: ops.yaml:1487 ----
 logical_or_spec = Spec(
-    "mpsgen::logical_or", "ops.yaml:1456", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_or", "ops.yaml:1487", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1852,16 +1854,16 @@ logical_or_spec = Spec(
 )
 
 
-# ops.yaml:1456: logical_or(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1487: logical_or(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_or", lib=lib)
 def logical_or_fake(self, other):
     return fake_elementwise(logical_or_spec, [self, other])
 register_variants(lib, "logical_or", out="logical_or.out", inplace="logical_or_")
 
 
-# ---- logical_xor: ops.yaml:1465 ----
+# ---- logical_xor: ops.yaml:1496 ----
 logical_xor_spec = Spec(
-    "mpsgen::logical_xor", "ops.yaml:1465", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_xor", "ops.yaml:1496", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1878,16 +1880,16 @@ logical_xor_spec = Spec(
 )
 
 
-# ops.yaml:1465: logical_xor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1496: logical_xor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_xor", lib=lib)
 def logical_xor_fake(self, other):
     return fake_elementwise(logical_xor_spec, [self, other])
 register_variants(lib, "logical_xor", out="logical_xor.out", inplace="logical_xor_")
 
 
-# ---- where: ops.yaml:1478 ----
+# ---- where: ops.yaml:1509 ----
 where_spec = Spec(
-    "mpsgen::where", "ops.yaml:1478", inputs=["condition", "self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::where", "ops.yaml:1509", inputs=["condition", "self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1906,41 +1908,41 @@ where_spec = Spec(
 )
 
 
-# ops.yaml:1478: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
+# ops.yaml:1509: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::where.self", lib=lib)
 def where_self_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1484
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1515
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other])
 register_variants(lib, "where.self", out="where.self_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1500: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor
+# ops.yaml:1531: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::where.ScalarSelf", lib=lib)
 def where_ScalarSelf_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1484
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1515
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other], converted=[self])
 register_variants(lib, "where.ScalarSelf", out="where.ScalarSelf_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1501: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor
+# ops.yaml:1532: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::where.ScalarOther", lib=lib)
 def where_ScalarOther_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1484
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1515
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other], converted=[other])
 register_variants(lib, "where.ScalarOther", out="where.ScalarOther_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1502: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor
+# ops.yaml:1533: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::where.Scalar", lib=lib)
 def where_Scalar_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1484
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1515
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other], converted=[self, other])
 register_variants(lib, "where.Scalar", out="where.Scalar_out", inplace=None, exact_out=True)

@@ -1022,10 +1022,10 @@ extern const OpSpec abs_spec{
     },
     };
 
-// ops.yaml:906: the dtypes polygamma.metal registers (input -> output)
+// ops.yaml:909: the dtypes polygamma.metal registers (input -> output)
 extern const OpSpec polygamma_spec{
     "mpsgen::polygamma",
-    "ops.yaml:905",
+    "ops.yaml:906",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1043,10 +1043,10 @@ extern const OpSpec polygamma_spec{
     },
     };
 
-// ops.yaml:956: the dtypes div.metal registers (input -> output)
+// ops.yaml:987: the dtypes div.metal registers (input -> output)
 extern const OpSpec div_spec{
     "mpsgen::div",
-    "ops.yaml:947",
+    "ops.yaml:978",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1071,10 +1071,10 @@ extern const OpSpec div_spec{
     },
     };
 
-// ops.yaml:954: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
+// ops.yaml:985: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
 extern const OpSpec div_div_trunc_spec{
     "mpsgen::div",
-    "ops.yaml:954",
+    "ops.yaml:985",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1098,10 +1098,10 @@ extern const OpSpec div_div_trunc_spec{
     /*choice=*/"rounding_mode='trunc'",
     };
 
-// ops.yaml:955: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
+// ops.yaml:986: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
 extern const OpSpec div_div_floor_spec{
     "mpsgen::div",
-    "ops.yaml:955",
+    "ops.yaml:986",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1125,10 +1125,10 @@ extern const OpSpec div_div_floor_spec{
     /*choice=*/"rounding_mode='floor'",
     };
 
-// ops.yaml:1060: the dtypes polar.metal registers (input -> output)
+// ops.yaml:1091: the dtypes polar.metal registers (input -> output)
 extern const OpSpec polar_spec{
     "mpsgen::polar",
-    "ops.yaml:1058",
+    "ops.yaml:1089",
     {"abs", "angle"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1144,10 +1144,10 @@ extern const OpSpec polar_spec{
     },
     };
 
-// ops.yaml:1076: the dtypes complex.metal registers (input -> output)
+// ops.yaml:1107: the dtypes complex.metal registers (input -> output)
 extern const OpSpec complex_spec{
     "mpsgen::complex",
-    "ops.yaml:1075",
+    "ops.yaml:1106",
     {"real", "imag"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1163,10 +1163,10 @@ extern const OpSpec complex_spec{
     },
     };
 
-// ops.yaml:1091: the dtypes angle.metal registers (input -> output)
+// ops.yaml:1122: the dtypes angle.metal registers (input -> output)
 extern const OpSpec angle_spec{
     "mpsgen::angle",
-    "ops.yaml:1090",
+    "ops.yaml:1121",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1191,10 +1191,10 @@ extern const OpSpec angle_spec{
     },
     };
 
-// ops.yaml:1115: the dtypes cos.metal registers (input -> output)
+// ops.yaml:1146: the dtypes cos.metal registers (input -> output)
 extern const OpSpec cos_spec{
     "mpsgen::cos",
-    "ops.yaml:1114",
+    "ops.yaml:1145",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1219,10 +1219,10 @@ extern const OpSpec cos_spec{
     },
     };
 
-// ops.yaml:1141: the dtypes tan.metal registers (input -> output)
+// ops.yaml:1172: the dtypes tan.metal registers (input -> output)
 extern const OpSpec tan_spec{
     "mpsgen::tan",
-    "ops.yaml:1140",
+    "ops.yaml:1171",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1247,10 +1247,10 @@ extern const OpSpec tan_spec{
     },
     };
 
-// ops.yaml:1160: the dtypes tanh.metal registers (input -> output)
+// ops.yaml:1191: the dtypes tanh.metal registers (input -> output)
 extern const OpSpec tanh_spec{
     "mpsgen::tanh",
-    "ops.yaml:1159",
+    "ops.yaml:1190",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1275,10 +1275,10 @@ extern const OpSpec tanh_spec{
     },
     };
 
-// ops.yaml:1178: the dtypes log.metal registers (input -> output)
+// ops.yaml:1209: the dtypes log.metal registers (input -> output)
 extern const OpSpec log_spec{
     "mpsgen::log",
-    "ops.yaml:1177",
+    "ops.yaml:1208",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1303,10 +1303,10 @@ extern const OpSpec log_spec{
     },
     };
 
-// ops.yaml:1196: the dtypes log1p.metal registers (input -> output)
+// ops.yaml:1227: the dtypes log1p.metal registers (input -> output)
 extern const OpSpec log1p_spec{
     "mpsgen::log1p",
-    "ops.yaml:1195",
+    "ops.yaml:1226",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1331,10 +1331,10 @@ extern const OpSpec log1p_spec{
     },
     };
 
-// ops.yaml:1220: the dtypes expm1.metal registers (input -> output)
+// ops.yaml:1251: the dtypes expm1.metal registers (input -> output)
 extern const OpSpec expm1_spec{
     "mpsgen::expm1",
-    "ops.yaml:1219",
+    "ops.yaml:1250",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1359,63 +1359,9 @@ extern const OpSpec expm1_spec{
     },
     };
 
-// ops.yaml:1249: the dtypes rsqrt.metal registers (input -> output)
+// ops.yaml:1280: the dtypes rsqrt.metal registers (input -> output)
 extern const OpSpec rsqrt_spec{
     "mpsgen::rsqrt",
-    "ops.yaml:1248",
-    {"self"},
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    /*zero_divisor=*/-1,
-    /*result_like=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
-        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
-    },
-    };
-
-// ops.yaml:1267: the dtypes i0.metal registers (input -> output)
-extern const OpSpec i0_spec{
-    "mpsgen::i0",
-    "ops.yaml:1266",
-    {"self"},
-    /*int_to_float=*/true,
-    /*bool_output=*/false,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    /*zero_divisor=*/-1,
-    /*result_like=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Float},
-        {c10::ScalarType::Int, c10::ScalarType::Float},
-        {c10::ScalarType::Short, c10::ScalarType::Float},
-        {c10::ScalarType::Byte, c10::ScalarType::Float},
-        {c10::ScalarType::Char, c10::ScalarType::Float},
-        {c10::ScalarType::Bool, c10::ScalarType::Float},
-    },
-    };
-
-// ops.yaml:1280: the dtypes reciprocal.metal registers (input -> output)
-extern const OpSpec reciprocal_spec{
-    "mpsgen::reciprocal",
     "ops.yaml:1279",
     {"self"},
     /*int_to_float=*/true,
@@ -1441,10 +1387,64 @@ extern const OpSpec reciprocal_spec{
     },
     };
 
-// ops.yaml:1300: the dtypes floor.metal registers (input -> output)
+// ops.yaml:1298: the dtypes i0.metal registers (input -> output)
+extern const OpSpec i0_spec{
+    "mpsgen::i0",
+    "ops.yaml:1297",
+    {"self"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    /*zero_divisor=*/-1,
+    /*result_like=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+    },
+    };
+
+// ops.yaml:1311: the dtypes reciprocal.metal registers (input -> output)
+extern const OpSpec reciprocal_spec{
+    "mpsgen::reciprocal",
+    "ops.yaml:1310",
+    {"self"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    /*zero_divisor=*/-1,
+    /*result_like=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
+    },
+    };
+
+// ops.yaml:1331: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
     "mpsgen::floor",
-    "ops.yaml:1298",
+    "ops.yaml:1329",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1467,10 +1467,10 @@ extern const OpSpec floor_spec{
     },
     };
 
-// ops.yaml:1316: the dtypes ceil.metal registers (input -> output)
+// ops.yaml:1347: the dtypes ceil.metal registers (input -> output)
 extern const OpSpec ceil_spec{
     "mpsgen::ceil",
-    "ops.yaml:1314",
+    "ops.yaml:1345",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1493,10 +1493,10 @@ extern const OpSpec ceil_spec{
     },
     };
 
-// ops.yaml:1332: the dtypes trunc.metal registers (input -> output)
+// ops.yaml:1363: the dtypes trunc.metal registers (input -> output)
 extern const OpSpec trunc_spec{
     "mpsgen::trunc",
-    "ops.yaml:1330",
+    "ops.yaml:1361",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1519,10 +1519,10 @@ extern const OpSpec trunc_spec{
     },
     };
 
-// ops.yaml:1348: the dtypes sign.metal registers (input -> output)
+// ops.yaml:1379: the dtypes sign.metal registers (input -> output)
 extern const OpSpec sign_spec{
     "mpsgen::sign",
-    "ops.yaml:1346",
+    "ops.yaml:1377",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1545,10 +1545,10 @@ extern const OpSpec sign_spec{
     },
     };
 
-// ops.yaml:1361: the dtypes minimum.metal registers (input -> output)
+// ops.yaml:1392: the dtypes minimum.metal registers (input -> output)
 extern const OpSpec minimum_spec{
     "mpsgen::minimum",
-    "ops.yaml:1360",
+    "ops.yaml:1391",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1571,10 +1571,10 @@ extern const OpSpec minimum_spec{
     },
     };
 
-// ops.yaml:1374: the dtypes fmax.metal registers (input -> output)
+// ops.yaml:1405: the dtypes fmax.metal registers (input -> output)
 extern const OpSpec fmax_spec{
     "mpsgen::fmax",
-    "ops.yaml:1373",
+    "ops.yaml:1404",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1597,10 +1597,10 @@ extern const OpSpec fmax_spec{
     },
     };
 
-// ops.yaml:1391: the dtypes fmin.metal registers (input -> output)
+// ops.yaml:1422: the dtypes fmin.metal registers (input -> output)
 extern const OpSpec fmin_spec{
     "mpsgen::fmin",
-    "ops.yaml:1390",
+    "ops.yaml:1421",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1623,10 +1623,10 @@ extern const OpSpec fmin_spec{
     },
     };
 
-// ops.yaml:1407: the dtypes bitwise_and.metal registers (input -> output)
+// ops.yaml:1438: the dtypes bitwise_and.metal registers (input -> output)
 extern const OpSpec bitwise_and_spec{
     "mpsgen::bitwise_and",
-    "ops.yaml:1406",
+    "ops.yaml:1437",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1646,10 +1646,10 @@ extern const OpSpec bitwise_and_spec{
     },
     };
 
-// ops.yaml:1418: the dtypes bitwise_or.metal registers (input -> output)
+// ops.yaml:1449: the dtypes bitwise_or.metal registers (input -> output)
 extern const OpSpec bitwise_or_spec{
     "mpsgen::bitwise_or",
-    "ops.yaml:1417",
+    "ops.yaml:1448",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1669,10 +1669,10 @@ extern const OpSpec bitwise_or_spec{
     },
     };
 
-// ops.yaml:1428: the dtypes gt.metal registers (input -> output)
+// ops.yaml:1459: the dtypes gt.metal registers (input -> output)
 extern const OpSpec gt_spec{
     "mpsgen::gt",
-    "ops.yaml:1427",
+    "ops.yaml:1458",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1695,10 +1695,10 @@ extern const OpSpec gt_spec{
     },
     };
 
-// ops.yaml:1439: the dtypes ge.metal registers (input -> output)
+// ops.yaml:1470: the dtypes ge.metal registers (input -> output)
 extern const OpSpec ge_spec{
     "mpsgen::ge",
-    "ops.yaml:1438",
+    "ops.yaml:1469",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1721,10 +1721,10 @@ extern const OpSpec ge_spec{
     },
     };
 
-// ops.yaml:1448: the dtypes le.metal registers (input -> output)
+// ops.yaml:1479: the dtypes le.metal registers (input -> output)
 extern const OpSpec le_spec{
     "mpsgen::le",
-    "ops.yaml:1447",
+    "ops.yaml:1478",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1747,10 +1747,10 @@ extern const OpSpec le_spec{
     },
     };
 
-// ops.yaml:1457: the dtypes logical_or.metal registers (input -> output)
+// ops.yaml:1488: the dtypes logical_or.metal registers (input -> output)
 extern const OpSpec logical_or_spec{
     "mpsgen::logical_or",
-    "ops.yaml:1456",
+    "ops.yaml:1487",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1774,10 +1774,10 @@ extern const OpSpec logical_or_spec{
     },
     };
 
-// ops.yaml:1466: the dtypes logical_xor.metal registers (input -> output)
+// ops.yaml:1497: the dtypes logical_xor.metal registers (input -> output)
 extern const OpSpec logical_xor_spec{
     "mpsgen::logical_xor",
-    "ops.yaml:1465",
+    "ops.yaml:1496",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1801,10 +1801,10 @@ extern const OpSpec logical_xor_spec{
     },
     };
 
-// ops.yaml:1480: the dtypes where.metal registers (input -> output)
+// ops.yaml:1511: the dtypes where.metal registers (input -> output)
 extern const OpSpec where_spec{
     "mpsgen::where",
-    "ops.yaml:1478",
+    "ops.yaml:1509",
     {"condition", "self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1829,10 +1829,10 @@ extern const OpSpec where_spec{
     },
     };
 
-// ops.yaml:1517: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1548: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1514",
+    "ops.yaml:1545",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1855,10 +1855,10 @@ extern const OpSpec heaviside_spec{
     },
     };
 
-// ops.yaml:1531: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1562: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1529",
+    "ops.yaml:1560",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1881,10 +1881,10 @@ extern const OpSpec special_ndtri_spec{
     },
     };
 
-// ops.yaml:1599: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1630: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1597",
+    "ops.yaml:1628",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1907,10 +1907,10 @@ extern const OpSpec special_log_ndtr_spec{
     },
     };
 
-// ops.yaml:1627: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1658: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1625",
+    "ops.yaml:1656",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1933,10 +1933,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     },
     };
 
-// ops.yaml:1672: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1703: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1670",
+    "ops.yaml:1701",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1959,10 +1959,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     },
     };
 
-// ops.yaml:1720: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1751: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1718",
+    "ops.yaml:1749",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,

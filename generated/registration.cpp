@@ -195,147 +195,147 @@ TORCH_LIBRARY(mpsgen, m) {
   m.def("abs(Tensor self) -> Tensor");
   m.def("abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("abs_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:905
+  // ops.yaml:906
   m.def("polygamma(int n, Tensor self) -> Tensor");
   m.def("polygamma.out(int n, Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("polygamma_(Tensor(a!) self, int n) -> Tensor(a!)");
-  // ops.yaml:947
+  // ops.yaml:978
   m.def("div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor");
   m.def("div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)");
   m.def("div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)");
-  // ops.yaml:1058
+  // ops.yaml:1089
   m.def("polar(Tensor abs, Tensor angle) -> Tensor");
   m.def("polar.out(Tensor abs, Tensor angle, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("polar_(Tensor(a!) abs, Tensor angle) -> Tensor(a!)");
-  // ops.yaml:1075
+  // ops.yaml:1106
   m.def("complex(Tensor real, Tensor imag) -> Tensor");
   m.def("complex.out(Tensor real, Tensor imag, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("complex_(Tensor(a!) real, Tensor imag) -> Tensor(a!)");
-  // ops.yaml:1090
+  // ops.yaml:1121
   m.def("angle(Tensor self) -> Tensor");
   m.def("angle.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("angle_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1114
+  // ops.yaml:1145
   m.def("cos(Tensor self) -> Tensor");
   m.def("cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("cos_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1140
+  // ops.yaml:1171
   m.def("tan(Tensor self) -> Tensor");
   m.def("tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("tan_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1159
+  // ops.yaml:1190
   m.def("tanh(Tensor self) -> Tensor");
   m.def("tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("tanh_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1177
+  // ops.yaml:1208
   m.def("log(Tensor self) -> Tensor");
   m.def("log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("log_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1195
+  // ops.yaml:1226
   m.def("log1p(Tensor self) -> Tensor");
   m.def("log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("log1p_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1219
+  // ops.yaml:1250
   m.def("expm1(Tensor self) -> Tensor");
   m.def("expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("expm1_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1248
+  // ops.yaml:1279
   m.def("rsqrt(Tensor self) -> Tensor");
   m.def("rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("rsqrt_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1266
+  // ops.yaml:1297
   m.def("i0(Tensor self) -> Tensor");
   m.def("i0.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("i0_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1279
+  // ops.yaml:1310
   m.def("reciprocal(Tensor self) -> Tensor");
   m.def("reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("reciprocal_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1298
+  // ops.yaml:1329
   m.def("floor(Tensor self) -> Tensor");
   m.def("floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("floor_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1314
+  // ops.yaml:1345
   m.def("ceil(Tensor self) -> Tensor");
   m.def("ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("ceil_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1330
+  // ops.yaml:1361
   m.def("trunc(Tensor self) -> Tensor");
   m.def("trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("trunc_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1346
+  // ops.yaml:1377
   m.def("sign(Tensor self) -> Tensor");
   m.def("sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("sign_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1360
+  // ops.yaml:1391
   m.def("minimum(Tensor self, Tensor other) -> Tensor");
   m.def("minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("minimum_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1373
+  // ops.yaml:1404
   m.def("fmax(Tensor self, Tensor other) -> Tensor");
   m.def("fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("fmax_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1390
+  // ops.yaml:1421
   m.def("fmin(Tensor self, Tensor other) -> Tensor");
   m.def("fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("fmin_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1406
+  // ops.yaml:1437
   m.def("bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1415
+  // ops.yaml:1446
   m.def("bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor");
   m.def("bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)");
-  // ops.yaml:1417
+  // ops.yaml:1448
   m.def("bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1427
+  // ops.yaml:1458
   m.def("gt.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1436
+  // ops.yaml:1467
   m.def("gt.Scalar(Tensor self, Scalar other) -> Tensor");
   m.def("gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)");
-  // ops.yaml:1438
+  // ops.yaml:1469
   m.def("ge.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1447
+  // ops.yaml:1478
   m.def("le.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1456
+  // ops.yaml:1487
   m.def("logical_or(Tensor self, Tensor other) -> Tensor");
   m.def("logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1465
+  // ops.yaml:1496
   m.def("logical_xor(Tensor self, Tensor other) -> Tensor");
   m.def("logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1478
+  // ops.yaml:1509
   m.def("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor");
   m.def("where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
-  // ops.yaml:1500
+  // ops.yaml:1531
   m.def("where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor");
   m.def("where.ScalarSelf_out(Tensor condition, Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
-  // ops.yaml:1501
+  // ops.yaml:1532
   m.def("where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor");
   m.def("where.ScalarOther_out(Tensor condition, Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
-  // ops.yaml:1502
+  // ops.yaml:1533
   m.def("where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor");
   m.def("where.Scalar_out(Tensor condition, Scalar self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
 }
 
 namespace mpsgen::generated {
-void register_heaviside_aten_cpu(torch::Library& m);  // generated/heaviside_cpu.cpp, from ops.yaml:1514
-void register_special_ndtri_aten_cpu(torch::Library& m);  // generated/special_ndtri_cpu.cpp, from ops.yaml:1529
-void register_special_log_ndtr_aten_cpu(torch::Library& m);  // generated/special_log_ndtr_cpu.cpp, from ops.yaml:1597
-void register_special_laguerre_polynomial_l_aten_cpu(torch::Library& m);  // generated/special_laguerre_polynomial_l_cpu.cpp, from ops.yaml:1625
-void register_special_legendre_polynomial_p_aten_cpu(torch::Library& m);  // generated/special_legendre_polynomial_p_cpu.cpp, from ops.yaml:1670
-void register_special_airy_ai_aten_cpu(torch::Library& m);  // generated/special_airy_ai_cpu.cpp, from ops.yaml:1718
+void register_heaviside_aten_cpu(torch::Library& m);  // generated/heaviside_cpu.cpp, from ops.yaml:1545
+void register_special_ndtri_aten_cpu(torch::Library& m);  // generated/special_ndtri_cpu.cpp, from ops.yaml:1560
+void register_special_log_ndtr_aten_cpu(torch::Library& m);  // generated/special_log_ndtr_cpu.cpp, from ops.yaml:1628
+void register_special_laguerre_polynomial_l_aten_cpu(torch::Library& m);  // generated/special_laguerre_polynomial_l_cpu.cpp, from ops.yaml:1656
+void register_special_legendre_polynomial_p_aten_cpu(torch::Library& m);  // generated/special_legendre_polynomial_p_cpu.cpp, from ops.yaml:1701
+void register_special_airy_ai_aten_cpu(torch::Library& m);  // generated/special_airy_ai_cpu.cpp, from ops.yaml:1749
 
 // mpsgen._C.register_aten_cpu_overrides(): the CPU kernels of every `implements: aten` entry
 // registered for torch's own aten ops, once per process (false when already done). Called by

@@ -72,6 +72,7 @@ class SchemaParam:
     choices: tuple = ()  # a `str` argument's values ("None" for None)
     wants_value: bool = False  # an optional that the entry's `checks:` want given
     mask: bool = False  # a bool mask (`mask:`): gets bool tensors
+    values: tuple = ()  # an int or Scalar argument that selects the kernel: a value for each choice
 
 
 def _fits(kind: str, optional: bool, value) -> bool:
@@ -210,7 +211,7 @@ def _variations(p: SchemaParam, dtype: torch.dtype) -> list:
         return [None if c == "None" else c for c in p.choices]
     values = {"Scalar": list(dict.fromkeys([_number(dtype), 2, 0.5, True])), "int": [0, 3, -1],
               "float": [0.5, -1.5, 0.0], "bool": [True, False]}[p.kind]
-    return values + ([None] if p.optional else [])
+    return list(dict.fromkeys(values + list(p.values))) + ([None] if p.optional else [])
 
 
 def edge_samples(params, device: str, dtype: torch.dtype, registered: set, large: bool = True) -> list[Sample]:
@@ -338,14 +339,14 @@ def other_choices(found: list[Sample], params) -> list[Sample]:
     """The OpInfo samples again with each other value of the entry's `str` argument, named
     `rounding_mode='floor' of opinfo[3]`: an OpInfo variant covers one choice
     (`div[trunc_rounding]`), and a choice with dtypes of its own needs samples of its own."""
-    p = next((p for p in params if p.choices), None)
+    p = next((p for p in params if p.choices or p.values), None)
     if p is None:
         return []
     names = [q.name for q in params if not (q.kwarg_only or q.has_default)]
     varied = []
     for s in found:
         given = {**dict(zip(names, s.args)), **s.kwargs}.get(p.name, "absent")
-        for choice in p.choices:
+        for choice in p.choices or p.values:
             value = None if choice == "None" else choice
             if given != "absent" and value != given:
                 args, kwargs = list(s.args), dict(s.kwargs)
@@ -383,12 +384,14 @@ def _place(args: list, kwargs: dict, name: str, value, by_keyword: bool) -> None
 def entry_params(entry) -> list[SchemaParam]:
     """The arguments of an ops.yaml entry's schema, as sample binding needs them."""
     selector = getattr(entry, "selector", None)
-    choices = dict(selector.choices) if selector else {}
+    choices = dict(selector.choices) if selector and not selector.by_value else {}
+    values = tuple(selector.representatives()) if selector and selector.by_value else ()
     checked = " ".join(c.require for c in getattr(entry, "checks", ()))
     return [SchemaParam(a.name, a.kind, a.kwarg_only, a.has_default, a.optional,
                         tuple(choices) if selector and a.name == selector.arg else (),
                         a.optional and re.search(rf"\b{a.name}\b", checked) is not None,
-                        a.name == getattr(entry, "mask", ""))
+                        a.name == getattr(entry, "mask", ""),
+                        values if selector and a.name == selector.arg else ())
             for a in entry.args]
 
 

@@ -114,6 +114,19 @@ def result_dtype(spec: Spec, operands: list, alpha=None, promoting=()) -> torch.
     return spec.registrations[key]
 
 
+_TESTS = {"==": lambda v, b: v == b, "!=": lambda v, b: v != b, "<": lambda v, b: v < b,
+          "<=": lambda v, b: v <= b, ">": lambda v, b: v > b, ">=": lambda v, b: v >= b, "else": lambda v, b: True}
+
+
+def check_value_choice(spec: Spec, arg: str, value, conditions) -> None:
+    """An int or Scalar argument that selects the kernel by its value must meet one of the
+    conditions (as the C++ host checks): ((test, bound), ...), tried in order."""
+    if any(_TESTS[test](value, bound) for test, bound in conditions):
+        return
+    listed = ", ".join(f"{arg} {test} {bound:g}" for test, bound in conditions)
+    raise ValueError(f"{spec.name}: argument '{arg}' is {value}, which no kernel takes ({listed})")
+
+
 def check_choice(spec: Spec, arg: str, value, allowed: list) -> None:
     """A `str` argument's value must be one of the kernels' choices (as the C++ host checks)."""
     # the choice "None" is the optional's None, not the string 'None' (which torch's div refuses)

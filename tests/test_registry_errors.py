@@ -370,3 +370,28 @@ def test_bad_result_dtype_is_located(tmp_path, value):
     text = registry(op(extra=f"    result_dtype: {value}\n"))
     message = single(errors_of(tmp_path, text), lineno(text, "result_dtype:"), "result_dtype", "foo")
     assert message.startswith("expected the name of a Tensor argument whose dtype the result has (self)")
+
+
+# ---- kernels chosen by an argument's value ---------------------------------------------
+
+
+@pytest.mark.parametrize("func,choices,says", [
+    ("foo(Tensor self, int n) -> Tensor", "{0: a, else: b, 1: c}", "'else' must be the last choice"),
+    ("foo(Tensor self, int n) -> Tensor", "{'~ 2': a}", "is not a value, a condition such as '>= 2'"),
+    ("foo(Tensor self, int n) -> Tensor", "{true: a}", "is not a value, a condition"),
+    ("foo(Tensor self, int n) -> Tensor", "{0: 'a b'}", "must name a kernel"),
+    ("foo(Tensor self, int? n=None) -> Tensor", "{0: a}", "choices by value are for an int or Scalar argument"),
+    ("foo(Tensor self, float n) -> Tensor", "{0: a}", "choices by value are for an int or Scalar argument"),
+])
+def test_bad_value_choices_are_located(tmp_path, func, choices, says):
+    text = registry(op(func=func, extra=f"    args:\n      n: {{choices: {choices}}}\n"))
+    errors = errors_of(tmp_path, text)
+    assert any(e.startswith(f"ops.yaml:{lineno(text, 'n: {choices')}: op 'foo', key 'args'") and says in e
+               for e in errors), errors
+
+
+def test_value_choices_name_kernels_whose_functors_must_exist(tmp_path):
+    text = registry(op(func="foo(Tensor self, int n) -> Tensor",
+                       extra="    args:\n      n: {choices: {0: foo_zero, '>= 1': foo}}\n"))
+    message = single(errors_of(tmp_path, text), lineno(text, "functor:"), "functor", "foo")
+    assert "struct foo_zero_functor" in message and "struct foo_functor" in message

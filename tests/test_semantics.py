@@ -507,3 +507,34 @@ def test_integer_division_by_zero_raises_as_torchs_cpu_kernels(mode, dtype, divi
     torch.testing.assert_close(OPS.div.Tensor_mode(a, b, rounding_mode=None), torch.div(a, b, rounding_mode=None))
     torch.testing.assert_close(OPS.div.Tensor_mode(a.float(), b, rounding_mode=mode),
                                torch.div(a.float(), b, rounding_mode=mode))
+
+
+
+# ---- a kernel chosen by an argument's value (issue 33) --------------------------------
+
+
+@pytest.mark.parametrize("n,kernel", [(0, "digamma"), (1, "trigamma"), (2, "polygamma"), (4, "polygamma")])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.uint8])
+def test_polygammas_n_picks_its_kernel_as_torchs_host_does(n, kernel, dtype):
+    """digamma for n == 0, trigamma for n == 1, polygamma otherwise: the kernel the CPU executor
+    launched (by host_name, as exec_*_kernel selects it), with torch's values."""
+    x = (torch.rand(64) * 6 + 0.1).to(dtype)
+    ext.cpu_take_launches()
+    actual = OPS.polygamma(n, x)
+    launched = ext.cpu_take_launches()
+    assert launched and all(k.startswith(f"{kernel}_") for k in launched), launched
+    # ops.yaml's float tolerance; bfloat16's own
+    torch.testing.assert_close(actual, torch.polygamma(n, x), **({"rtol": 3e-5, "atol": 1e-4}
+                                                                if actual.dtype == torch.float32 else {}))
+    # out= and in-place run the same choice
+    ext.cpu_take_launches()
+    OPS.polygamma.out(n, x, out=torch.empty(0, dtype=actual.dtype))
+    assert all(k.startswith(f"{kernel}_") for k in ext.cpu_take_launches())
+
+
+def test_a_value_no_choice_takes_is_a_value_error_naming_it():
+    from mpsgen.torch_library import Spec, check_value_choice
+    spec = Spec("ns::foo", "ops.yaml:3", int_to_float=False, bool_output=False, registrations={})
+    with pytest.raises(ValueError, match=r"ns::foo: argument 'n' is 5, which no kernel takes \(n == 0, n >= 7\)"):
+        check_value_choice(spec, "n", 5, (("==", 0.0), (">=", 7.0)))
+    check_value_choice(spec, "n", 9, (("==", 0.0), (">=", 7.0)))

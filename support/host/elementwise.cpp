@@ -339,6 +339,20 @@ const char* choose(const OpSpec& op, const char* arg, std::optional<c10::string_
                     value ? "'" + std::string(*value) + "'" : std::string("None"));
 }
 
+const char* choose(const OpSpec& op, const char* arg, double value, std::initializer_list<ValueChoice> choices) {
+  std::ostringstream listed;
+  for (const auto& c : choices) {
+    const std::string_view t = c.test;
+    const bool holds = t == "else" || (t == "==" && value == c.bound) || (t == "!=" && value != c.bound) ||
+                       (t == "<" && value < c.bound) || (t == "<=" && value <= c.bound) ||
+                       (t == ">" && value > c.bound) || (t == ">=" && value >= c.bound);
+    if (holds) return c.kernel;
+    listed << (listed.tellp() ? ", " : "") << arg << " " << t << " " << c.bound;
+  }
+  TORCH_CHECK_VALUE(false, op.name, ": argument '", arg, "' is ", value, ", which no kernel takes (", listed.str(),
+                    ")");
+}
+
 // scalarToMetalTypeString
 std::string metal_type(c10::ScalarType t) {
   const char* name = metal_type_or_null(t);

@@ -83,6 +83,14 @@ double dtype_max(const at::Tensor& t);
 const char* choose(const OpSpec& op, const char* arg, std::optional<c10::string_view> value,
                    std::initializer_list<std::pair<const char*, const char*>> choices);
 
+// The kernel an int or Scalar argument's value selects (ops.yaml `args: {n: {choices: {0: digamma,
+// else: polygamma}}}`): the first condition that holds; none raises a ValueError listing them.
+struct ValueChoice {
+  const char* test;  // "==", "!=", "<", "<=", ">", ">=", or "else" (any value)
+  double bound;
+  const char* kernel;
+};
+const char* choose(const OpSpec& op, const char* arg, double value, std::initializer_list<ValueChoice> choices);
 // The Metal spelling of a dtype (scalarToMetalTypeString): names params structs.
 std::string metal_type(c10::ScalarType t);
 
