@@ -269,7 +269,9 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
     op = Op(schema=schema, reference=reference, opinfo=opinfo, xfails=xfails, loc=loc,
             derivatives=derivatives or (), name=kernel, family=family, functor=functor,
             tables=tables, params=params, selector=selector, given=given, alpha_check=alpha_check,
-            exact_out=_exact_inputs(out_dtype, [r for t in tables for r in t.registrations]),
+            # a `mask:` op's out= takes only the result dtype unless it says otherwise (torch's where)
+            exact_out=_exact_inputs("exact" if mask and out_dtype is None else out_dtype,
+                                    [r for t in tables for r in t.registrations]),
             checks=checks, mask=mask, zero_divisor=zero_divisor, dtype_defaults=dtype_defaults,
             result_like=result_like,
             tolerances=tolerances, gaps=gaps, implements=implements, replaces=replaces, aten_variants=aten_variants,

@@ -229,7 +229,7 @@ class Entry:
     # op has no in-place variant (aten has no where_: writing into the mask makes no sense)
     mask: str = ""
     # `out_dtype:` the input dtypes (Metal names) whose out= must have the result dtype (torch's
-    # neg.out, add.Scalar_out); empty: out= casts. A `mask:` op's always must (torch's where)
+    # neg.out, add.Scalar_out; a `mask:` op's by default, as torch's where); empty: out= casts
     exact_out: tuple[str, ...] = ()
 
     @cached_property

@@ -239,7 +239,7 @@ bitwise_not_spec = Spec(
 @torch.library.register_fake("mpsgen::bitwise_not", lib=lib)
 def bitwise_not_fake(self):
     return fake_elementwise(bitwise_not_spec, [self])
-register_variants(lib, "bitwise_not", out="bitwise_not.out", inplace="bitwise_not_", exact_out={torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool})
+register_variants(lib, "bitwise_not", out="bitwise_not.out", inplace="bitwise_not_", exact_out=True)
 
 
 # ---- hypot: ops.yaml:130 ----
@@ -388,7 +388,7 @@ register_variants(lib, "mul.Tensor", out="mul.out", inplace="mul_.Tensor")
 @torch.library.register_fake("mpsgen::mul.Scalar", lib=lib)
 def mul_Scalar_fake(self, other):
     return fake_elementwise(mul_spec, [self, other])
-register_variants(lib, "mul.Scalar", out="mul.Scalar_out", inplace="mul_.Scalar", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool, torch.complex64, torch.complex32})
+register_variants(lib, "mul.Scalar", out="mul.Scalar_out", inplace="mul_.Scalar", exact_out=True)
 
 
 # ---- bitwise_xor: ops.yaml:251 ----
@@ -429,7 +429,7 @@ hardshrink_spec = Spec(
 @torch.library.register_fake("mpsgen::hardshrink", lib=lib)
 def hardshrink_fake(self, lambd=0.5):
     return fake_elementwise(hardshrink_spec, [self])
-register_variants(lib, "hardshrink", out="hardshrink.out", inplace="hardshrink_", exact_out={torch.float32, torch.float16, torch.bfloat16})
+register_variants(lib, "hardshrink", out="hardshrink.out", inplace="hardshrink_", exact_out=True)
 
 
 # ---- softshrink: ops.yaml:275 ----
@@ -451,7 +451,7 @@ def softshrink_fake(self, lambd=0.5):
     if not (lambd >= 0 and lambd <= dtype_max(self)):  # ops.yaml:279
         raise RuntimeError(f'mpsgen::softshrink: lambda must be in range [0, {dtype_max(self)}] for input dtype {self.dtype}, but found {lambd}')
     return fake_elementwise(softshrink_spec, [self])
-register_variants(lib, "softshrink", out="softshrink.out", inplace="softshrink_", exact_out={torch.float32, torch.float16, torch.bfloat16})
+register_variants(lib, "softshrink", out="softshrink.out", inplace="softshrink_", exact_out=True)
 
 
 # ---- leaky_relu: ops.yaml:295 ----
@@ -470,7 +470,7 @@ leaky_relu_spec = Spec(
 @torch.library.register_fake("mpsgen::leaky_relu", lib=lib)
 def leaky_relu_fake(self, negative_slope=0.01):
     return fake_elementwise(leaky_relu_spec, [self])
-register_variants(lib, "leaky_relu", out="leaky_relu.out", inplace="leaky_relu_", exact_out={torch.float32, torch.float16, torch.bfloat16})
+register_variants(lib, "leaky_relu", out="leaky_relu.out", inplace="leaky_relu_", exact_out=True)
 
 
 # ---- add: ops.yaml:310 ----
@@ -504,7 +504,7 @@ register_variants(lib, "add.Tensor", out="add.out", inplace="add_.Tensor")
 @torch.library.register_fake("mpsgen::add.Scalar", lib=lib)
 def add_Scalar_fake(self, other, alpha=1):
     return fake_elementwise(add_spec, [self, other], alpha=alpha)
-register_variants(lib, "add.Scalar", out="add.Scalar_out", inplace="add_.Scalar", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool, torch.complex64, torch.complex32})
+register_variants(lib, "add.Scalar", out="add.Scalar_out", inplace="add_.Scalar", exact_out=True)
 
 
 # ---- sub: ops.yaml:333 ----
@@ -547,7 +547,7 @@ def sub_Scalar_fake(self, other, alpha=1):
     if not (dtype_of(self) != torch.bool and dtype_of(other) != torch.bool):  # ops.yaml:338
         raise RuntimeError(f'mpsgen::sub: Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')
     return fake_elementwise(sub_spec, [self, other], alpha=alpha)
-register_variants(lib, "sub.Scalar", out="sub.Scalar_out", inplace="sub_.Scalar", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.complex64, torch.complex32})
+register_variants(lib, "sub.Scalar", out="sub.Scalar_out", inplace="sub_.Scalar", exact_out=True)
 
 
 # ---- lerp: ops.yaml:362 ----
@@ -572,7 +572,7 @@ def lerp_Tensor_fake(self, end, weight):
     if not (weight.dim() == 0 or weight.dtype == self.dtype):  # ops.yaml:367
         raise RuntimeError(f'mpsgen::lerp: expected dtype {self.dtype} for `weight` but got dtype {weight.dtype}')
     return fake_elementwise(lerp_spec, [self, end, weight])
-register_variants(lib, "lerp.Tensor", out="lerp.Tensor_out", inplace="lerp_.Tensor", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.complex64})
+register_variants(lib, "lerp.Tensor", out="lerp.Tensor_out", inplace="lerp_.Tensor", exact_out=True)
 
 
 # ---- lerp_scalar: ops.yaml:400 ----
@@ -660,7 +660,7 @@ elu_spec = Spec(
 @torch.library.register_fake("mpsgen::elu", lib=lib)
 def elu_fake(self, alpha=1, scale=1, input_scale=1):
     return fake_elementwise(elu_spec, [self])
-register_variants(lib, "elu", out="elu.out", inplace="elu_", exact_out={torch.float32, torch.float16, torch.bfloat16})
+register_variants(lib, "elu", out="elu.out", inplace="elu_", exact_out=True)
 
 
 # ---- clamp: ops.yaml:515 ----
@@ -687,7 +687,7 @@ def clamp_fake(self, min=None, max=None):
     if not (min is not None or max is not None):  # ops.yaml:521
         raise RuntimeError(f"mpsgen::clamp: torch.clamp: At least one of 'min' or 'max' must not be None")
     return fake_elementwise(clamp_spec, [self], promoting=[min, max])
-register_variants(lib, "clamp", out="clamp.out", inplace="clamp_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8})
+register_variants(lib, "clamp", out="clamp.out", inplace="clamp_", exact_out=True)
 
 
 # ---- clamp_tensor: ops.yaml:539 ----
@@ -742,7 +742,7 @@ nan_to_num_spec = Spec(
 @torch.library.register_fake("mpsgen::nan_to_num", lib=lib)
 def nan_to_num_fake(self, nan=None, posinf=None, neginf=None):
     return fake_elementwise(nan_to_num_spec, [self])
-register_variants(lib, "nan_to_num", out="nan_to_num.out", inplace="nan_to_num_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool})
+register_variants(lib, "nan_to_num", out="nan_to_num.out", inplace="nan_to_num_", exact_out=True)
 
 
 # ---- threshold: ops.yaml:603 ----
@@ -785,7 +785,7 @@ softplus_spec = Spec(
 @torch.library.register_fake("mpsgen::softplus", lib=lib)
 def softplus_fake(self, beta=1, threshold=20):
     return fake_elementwise(softplus_spec, [self])
-register_variants(lib, "softplus", out="softplus.out", inplace="softplus_", exact_out={torch.float32, torch.float16, torch.bfloat16})
+register_variants(lib, "softplus", out="softplus.out", inplace="softplus_", exact_out=True)
 
 
 # ---- hardtanh: ops.yaml:636 ----
@@ -808,7 +808,7 @@ hardtanh_spec = Spec(
 @torch.library.register_fake("mpsgen::hardtanh", lib=lib)
 def hardtanh_fake(self, min_val=-1, max_val=1):
     return fake_elementwise(hardtanh_spec, [self])
-register_variants(lib, "hardtanh", out="hardtanh.out", inplace="hardtanh_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.int8})
+register_variants(lib, "hardtanh", out="hardtanh.out", inplace="hardtanh_", exact_out=True)
 
 
 # ---- round_decimals: ops.yaml:651 ----
@@ -827,7 +827,7 @@ round_decimals_spec = Spec(
 @torch.library.register_fake("mpsgen::round.decimals", lib=lib)
 def round_decimals_fake(self, *, decimals):
     return fake_elementwise(round_decimals_spec, [self])
-register_variants(lib, "round.decimals", out="round.decimals_out", inplace="round_.decimals", exact_out={torch.float32, torch.float16, torch.bfloat16})
+register_variants(lib, "round.decimals", out="round.decimals_out", inplace="round_.decimals", exact_out=True)
 
 
 # ---- gelu: ops.yaml:671 ----
@@ -846,7 +846,7 @@ gelu_spec = Spec(
 @torch.library.register_fake("mpsgen::gelu", lib=lib)
 def gelu_fake(self, *, approximate='none'):
     return fake_elementwise(gelu_spec, [self], choice=("approximate", approximate, {'none': gelu_spec, 'tanh': gelu_spec}))
-register_variants(lib, "gelu", out="gelu.out", inplace="gelu_", exact_out={torch.float32, torch.float16, torch.bfloat16})
+register_variants(lib, "gelu", out="gelu.out", inplace="gelu_", exact_out=True)
 
 
 # ---- leaky_relu_backward: ops.yaml:698 ----
@@ -1076,7 +1076,7 @@ isnan_spec = Spec(
 @torch.library.register_fake("mpsgen::isnan", lib=lib)
 def isnan_fake(self):
     return fake_elementwise(isnan_spec, [self])
-register_variants(lib, "isnan", out="isnan.out", inplace="isnan_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool, torch.complex64, torch.complex32})
+register_variants(lib, "isnan", out="isnan.out", inplace="isnan_", exact_out=True)
 
 
 # ---- neg: ops.yaml:855 ----
@@ -1105,7 +1105,7 @@ def neg_fake(self):
     if not (self.dtype != torch.bool):  # ops.yaml:859
         raise RuntimeError(f'mpsgen::neg: Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')
     return fake_elementwise(neg_spec, [self])
-register_variants(lib, "neg", out="neg.out", inplace="neg_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.complex64, torch.complex32})
+register_variants(lib, "neg", out="neg.out", inplace="neg_", exact_out=True)
 
 
 # ---- abs: ops.yaml:871 ----
@@ -1549,7 +1549,7 @@ floor_spec = Spec(
 @torch.library.register_fake("mpsgen::floor", lib=lib)
 def floor_fake(self):
     return fake_elementwise(floor_spec, [self])
-register_variants(lib, "floor", out="floor.out", inplace="floor_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool})
+register_variants(lib, "floor", out="floor.out", inplace="floor_", exact_out=True)
 
 
 # ---- ceil: ops.yaml:1345 ----
@@ -1574,7 +1574,7 @@ ceil_spec = Spec(
 @torch.library.register_fake("mpsgen::ceil", lib=lib)
 def ceil_fake(self):
     return fake_elementwise(ceil_spec, [self])
-register_variants(lib, "ceil", out="ceil.out", inplace="ceil_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool})
+register_variants(lib, "ceil", out="ceil.out", inplace="ceil_", exact_out=True)
 
 
 # ---- trunc: ops.yaml:1361 ----
@@ -1599,7 +1599,7 @@ trunc_spec = Spec(
 @torch.library.register_fake("mpsgen::trunc", lib=lib)
 def trunc_fake(self):
     return fake_elementwise(trunc_spec, [self])
-register_variants(lib, "trunc", out="trunc.out", inplace="trunc_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool})
+register_variants(lib, "trunc", out="trunc.out", inplace="trunc_", exact_out=True)
 
 
 # ---- sign: ops.yaml:1377 ----
@@ -1624,7 +1624,7 @@ sign_spec = Spec(
 @torch.library.register_fake("mpsgen::sign", lib=lib)
 def sign_fake(self):
     return fake_elementwise(sign_spec, [self])
-register_variants(lib, "sign", out="sign.out", inplace="sign_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8, torch.bool})
+register_variants(lib, "sign", out="sign.out", inplace="sign_", exact_out=True)
 
 
 # ---- minimum: ops.yaml:1391 ----

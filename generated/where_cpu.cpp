@@ -34,7 +34,8 @@ at::Tensor& where_self_out_cpu(const at::Tensor& condition, const at::Tensor& se
     TORCH_CHECK(((condition.scalar_type() == c10::ScalarType::Bool) || (condition.scalar_type() == c10::ScalarType::Byte)), "mpsgen::where: ", "where expected condition to be a boolean tensor, but got a tensor with dtype ", condition.scalar_type());  // ops.yaml:1515
   }, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     where_cpu_kernel(iter, common);
-  });
+  },
+                                {c10::ScalarType::Float, c10::ScalarType::Half, c10::ScalarType::BFloat16, c10::ScalarType::Long, c10::ScalarType::Int, c10::ScalarType::Short, c10::ScalarType::Byte, c10::ScalarType::Char, c10::ScalarType::Bool, c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexHalf});
 }
 
 // ops.yaml:1531: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor
@@ -51,7 +52,8 @@ at::Tensor& where_ScalarSelf_out_cpu(const at::Tensor& condition, const at::Scal
     TORCH_CHECK(((condition.scalar_type() == c10::ScalarType::Bool) || (condition.scalar_type() == c10::ScalarType::Byte)), "mpsgen::where: ", "where expected condition to be a boolean tensor, but got a tensor with dtype ", condition.scalar_type());  // ops.yaml:1515
   }, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     where_cpu_kernel(iter, common);
-  });
+  },
+                                {c10::ScalarType::Float, c10::ScalarType::Half, c10::ScalarType::BFloat16, c10::ScalarType::Long, c10::ScalarType::Int, c10::ScalarType::Short, c10::ScalarType::Byte, c10::ScalarType::Char, c10::ScalarType::Bool, c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexHalf});
 }
 
 // ops.yaml:1532: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor
@@ -68,7 +70,8 @@ at::Tensor& where_ScalarOther_out_cpu(const at::Tensor& condition, const at::Ten
     TORCH_CHECK(((condition.scalar_type() == c10::ScalarType::Bool) || (condition.scalar_type() == c10::ScalarType::Byte)), "mpsgen::where: ", "where expected condition to be a boolean tensor, but got a tensor with dtype ", condition.scalar_type());  // ops.yaml:1515
   }, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     where_cpu_kernel(iter, common);
-  });
+  },
+                                {c10::ScalarType::Float, c10::ScalarType::Half, c10::ScalarType::BFloat16, c10::ScalarType::Long, c10::ScalarType::Int, c10::ScalarType::Short, c10::ScalarType::Byte, c10::ScalarType::Char, c10::ScalarType::Bool, c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexHalf});
 }
 
 // ops.yaml:1533: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor
@@ -85,7 +88,8 @@ at::Tensor& where_Scalar_out_cpu(const at::Tensor& condition, const at::Scalar& 
     TORCH_CHECK(((condition.scalar_type() == c10::ScalarType::Bool) || (condition.scalar_type() == c10::ScalarType::Byte)), "mpsgen::where: ", "where expected condition to be a boolean tensor, but got a tensor with dtype ", condition.scalar_type());  // ops.yaml:1515
   }, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     where_cpu_kernel(iter, common);
-  });
+  },
+                                {c10::ScalarType::Float, c10::ScalarType::Half, c10::ScalarType::BFloat16, c10::ScalarType::Long, c10::ScalarType::Int, c10::ScalarType::Short, c10::ScalarType::Byte, c10::ScalarType::Char, c10::ScalarType::Bool, c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexHalf});
 }
 
 } // namespace

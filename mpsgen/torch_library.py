@@ -10,7 +10,6 @@ runs only on fake or meta tensors, never on an eager call.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -149,30 +148,15 @@ def _check_alpha(spec: Spec, common: torch.dtype, alpha) -> None:
 
 
 def _check_converts(spec: Spec, value, dtype: torch.dtype) -> None:
-    """at::scalar_tensor's conversion of a Scalar to `dtype` in torch's where: c10's checked_convert
-    (negative integers wrap into unsigned ones); half, bfloat16 and complex32 are filled through a
-    wider type, unchecked (where(mask, 1e5, half_tensor) is inf)."""
-    if dtype in (torch.bool, torch.float16, torch.bfloat16, torch.complex32):
-        return
-    parts = [value.real, value.imag] if isinstance(value, complex) else [value]
-    if not dtype.is_complex and len(parts) == 2 and parts[1] != 0:
-        overflow = True  # a complex value with an imaginary part has no real dtype's value
-    elif dtype.is_floating_point or dtype.is_complex:
-        top = torch.finfo(dtype.to_real() if dtype.is_complex else dtype).max
-        overflow = any(math.isfinite(p) and abs(p) > top for p in parts)
-    else:
-        info = torch.iinfo(dtype)
-        overflow = parts[0] > info.max or parts[0] < (-info.max if info.min == 0 else info.min)
-    if overflow:
-        raise RuntimeError(f"{spec.name}: value cannot be converted to type {_C_TYPE_NAMES.get(dtype, dtype)} "
-                           "without overflow")
+    """torch's where makes its Scalars tensors of the result dtype (at::scalar_tensor, as the C++
+    host does): made here on CPU, outside fake mode, for the same range check and message."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-
-# the C++ type names c10's overflow message gives
-_C_TYPE_NAMES = {torch.float32: "float", torch.float64: "double", torch.float16: "at::Half",
-                 torch.bfloat16: "at::BFloat16", torch.int64: "int64_t", torch.int32: "int",
-                 torch.int16: "int16_t", torch.int8: "int8_t", torch.uint8: "uint8_t",
-                 torch.complex64: "c10::complex<float>", torch.complex32: "c10::complex<c10::Half>"}
+    with unset_fake_temporarily():
+        try:
+            torch.scalar_tensor(value, dtype=dtype, device="cpu")
+        except RuntimeError as e:
+            raise RuntimeError(f"{spec.name}: {e}") from None
 
 
 def fake_elementwise(spec: Spec, operands: list, alpha=None, promoting=(), choice=None,

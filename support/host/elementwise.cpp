@@ -300,9 +300,9 @@ at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList in
   check_zero_divisor(op, backend, args, reg.output);
   warn_uint8_mask(op, inputs);
   check_writable(op, out);
-  // torch's where (a `mask:` op) takes no cast at all, nor do the ops of `out_dtype: exact`:
+  // ops.yaml `out_dtype: exact` (torch's neg.out; a `mask:` op's by default, as torch's where):
   // out= must have the result dtype
-  const bool exact = op.mask >= 0 || std::find(exact_out.begin(), exact_out.end(), reg.input) != exact_out.end();
+  const bool exact = std::find(exact_out.begin(), exact_out.end(), reg.input) != exact_out.end();
   TORCH_CHECK(!exact || out.scalar_type() == reg.output, op.name, ": Expected out type to be ", reg.output,
               " but got ", out.scalar_type());
   // torch's structured ops refuse an unsafe cast of the result (bool results

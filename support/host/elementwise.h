@@ -49,8 +49,8 @@ using KernelFn = std::function<void(at::TensorIteratorBase&, c10::ScalarType com
 
 // Functional, out= and in-place entry points for 1, 2 or 3 tensor inputs. exact_out: the
 // input dtypes whose out= must have the result dtype (ops.yaml `out_dtype:`, as torch's
-// neg.out); out= of the others is cast into within torch's can_cast rule. A `mask:` op's
-// out= always must have it, as torch's where's.
+// neg.out; a `mask:` op's by default, as torch's where's); out= of the others is cast into
+// within torch's can_cast rule.
 at::Tensor elementwise(const OpSpec& op, Backend backend, at::TensorList inputs, const ScalarArgs& scalars,
                        const ChecksFn& checks, const KernelFn& kernel);
 at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList inputs, const ScalarArgs& scalars,
