@@ -232,6 +232,12 @@ class Entry:
     # neg.out, add.Scalar_out; a `mask:` op's by default, as torch's where); empty: out= casts
     exact_out: tuple[str, ...] = ()
 
+    @property
+    def converted_scalars(self) -> tuple[str, ...]:
+        """The Scalars a `mask:` op's overload converts to the result dtype, with torch's range
+        check (where's at::scalar_tensor); none elsewhere."""
+        return ()
+
     @cached_property
     def qualified_name(self) -> str:
         """`mul` or `mul.Scalar`: the torch.ops name with its overload."""
@@ -277,6 +283,10 @@ class Overload(Entry):
     same base name, the Scalar arguments wrapped as 0-dim tensors (as torch does)."""
 
     scalar_args: tuple[str, ...] = ()  # the op's Tensor arguments passed as Scalars here
+
+    @property
+    def converted_scalars(self) -> tuple[str, ...]:
+        return self.scalar_args if self.mask else ()
 
 
 @dataclass(frozen=True)

@@ -260,15 +260,14 @@ at::Tensor run(const OpSpec& op, Backend backend, at::TensorList operands, const
 
 at::Tensor elementwise(const OpSpec& op, Backend backend, at::TensorList inputs, const ScalarArgs& scalars,
                        const ChecksFn& checks, const KernelFn& kernel) {
+  check_defined(op, inputs, nullptr);
   if (op.result_like >= 0) {
     // as aten's kernel (mish_backward): an output of that input's dtype, which the computation
     // in the promoted dtype is cast into, as TensorIterator casts into a given output
-    check_defined(op, inputs, nullptr);
     at::Tensor out = at::empty({0}, inputs[op.result_like].options());
     elementwise_out(op, backend, inputs, scalars, checks, out, kernel);
     return out;
   }
-  check_defined(op, inputs, nullptr);
   if (checks) checks();
   const auto common = compute_dtype(op, inputs, scalars.promoting);
   const auto args = operands(op, inputs, scalars, common);
