@@ -659,29 +659,30 @@ def _check_mask(entry, op_args, family, has_params, label, line_of, errors) -> s
     return ""
 
 
+def _tensor_named(entry, key, allowed, what, label, line, errors) -> str:
+    """`<key>: <name>`, a Tensor argument among `allowed`; "" after an error saying `what` it must be."""
+    name = entry[key]
+    if name not in allowed:
+        errors.add(line, label, key, f"expected the name of a Tensor argument {what} "
+                   f"({', '.join(allowed) or 'this op has none'}), got {yaml_source.short(name)}")
+        return ""
+    return name
+
+
 def _check_zero_divisor(entry, op_args, label, line, errors) -> str:
     """`zero_divisor: <name>`: a Tensor after the first whose zeros make an integer result raise
     ZeroDivisionError on the CPU backend, as torch's CPU kernels raise (div's trunc and floor)."""
-    name = entry["zero_divisor"]
     tensors = [a for a in op_args if a.kind == "Tensor"]
-    divisors = [a.name for a in tensors[1:] if not a.optional]
-    if any(a.optional for a in tensors) or name not in divisors:
-        errors.add(line, label, "zero_divisor", f"expected the name of a Tensor argument after the first, of an op "
-                   f"without Tensor? arguments ({', '.join(divisors) or 'this op has none'}), got {name!r}")
-        return ""
-    return name
+    divisors = [] if any(a.optional for a in tensors) else [a.name for a in tensors[1:]]
+    return _tensor_named(entry, "zero_divisor", divisors, "after the first, of an op without Tensor? arguments",
+                         label, line, errors)
 
 
 def _check_result_dtype(entry, op_args, label, line, errors) -> str:
     """`result_dtype: <name>`: the result has that Tensor's dtype, as aten's kernel allocates its
     output like it (mish_backward's is self's); computed in the promoted dtype, then cast."""
-    name = entry["result_dtype"]
     tensors = [a.name for a in op_args if a.kind == "Tensor" and not a.optional and a.name != entry.get("mask")]
-    if name not in tensors:
-        errors.add(line, label, "result_dtype", f"expected the name of a Tensor argument whose dtype the result "
-                   f"has ({', '.join(tensors)}), got {yaml_source.short(name)}")
-        return ""
-    return name
+    return _tensor_named(entry, "result_dtype", tensors, "whose dtype the result has", label, line, errors)
 
 
 def _check_dtype_defaults(spec, op_args, label, line, errors) -> tuple[tuple[str, str], ...]:
