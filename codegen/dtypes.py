@@ -26,12 +26,17 @@ DTYPES = {
         Dtype("bool", "bool", "Bool", "bool"),
         Dtype("float2", "complex64", "ComplexFloat", "complex"),
         Dtype("half2", "complex32", "ComplexHalf", "complex"),
+        # torch's barebones unsigned dtypes: no promotion with any other dtype, and few CPU kernels
+        Dtype("ushort", "uint16", "UInt16", "integer"),
+        Dtype("uint", "uint32", "UInt32", "integer"),
+        Dtype("ulong", "uint64", "UInt64", "integer"),
     )
 }
 
 FLOATS = ("float", "half", "bfloat")
 INTEGRALS = ("long", "int", "short", "uchar", "char", "bool")
 COMPLEX = ("float2", "half2")
+UNSIGNED = ("ushort", "uint", "ulong")
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,9 @@ GROUPS = {
     "integer_no_bool": Group(tuple((t, t) for t in INTEGRALS if t != "bool"), opmath=False),
     "opmath_float": Group(tuple((t, t) for t in FLOATS), opmath=True),
     "complex": Group(tuple((t, t) for t in COMPLEX), opmath=False),
+    # uint16/uint32/uint64: a group of their own, as torch's in-tree integer helpers leave them out
+    "unsigned": Group(tuple((t, t) for t in UNSIGNED), opmath=False),
+    "unsigned2bool": Group(tuple((t, "bool") for t in UNSIGNED), opmath=False),
     # predicates and comparisons: bool results
     "float2bool": Group(tuple((t, "bool") for t in FLOATS), opmath=False),
     "integer2bool": Group(tuple((t, "bool") for t in INTEGRALS), opmath=False),

@@ -35,3 +35,9 @@ REGISTER_UNARY_OP(bitwise_not, uchar, uchar);
 REGISTER_UNARY_OP(bitwise_not, char, char);
 #line 117 "ops.yaml"
 REGISTER_UNARY_OP(bitwise_not, bool, bool);
+#line 117 "ops.yaml"
+REGISTER_UNARY_OP(bitwise_not, ushort, ushort);
+#line 117 "ops.yaml"
+REGISTER_UNARY_OP(bitwise_not, uint, uint);
+#line 117 "ops.yaml"
+REGISTER_UNARY_OP(bitwise_not, ulong, ulong);

@@ -33,7 +33,7 @@ at::Tensor& bitwise_not_out_mps(const at::Tensor& self, at::Tensor& out) {
   return mpsgen::elementwise_out(bitwise_not_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     bitwise_not_mps_kernel(iter, common);
   },
-                                {c10::ScalarType::Long, c10::ScalarType::Int, c10::ScalarType::Short, c10::ScalarType::Byte, c10::ScalarType::Char, c10::ScalarType::Bool});
+                                {c10::ScalarType::Long, c10::ScalarType::Int, c10::ScalarType::Short, c10::ScalarType::Byte, c10::ScalarType::Char, c10::ScalarType::Bool, c10::ScalarType::UInt16, c10::ScalarType::UInt32, c10::ScalarType::UInt64});
 }
 
 at::Tensor& bitwise_not_inplace_mps(at::Tensor& self) {

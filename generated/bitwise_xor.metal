@@ -31,3 +31,9 @@ REGISTER_BINARY_OP(bitwise_xor, uchar, uchar);
 REGISTER_BINARY_OP(bitwise_xor, char, char);
 #line 252 "ops.yaml"
 REGISTER_BINARY_OP(bitwise_xor, bool, bool);
+#line 252 "ops.yaml"
+REGISTER_BINARY_OP(bitwise_xor, ushort, ushort);
+#line 252 "ops.yaml"
+REGISTER_BINARY_OP(bitwise_xor, uint, uint);
+#line 252 "ops.yaml"
+REGISTER_BINARY_OP(bitwise_xor, ulong, ulong);

@@ -38,3 +38,9 @@ REGISTER_BINARY_OP(maximum, uchar, uchar);
 REGISTER_BINARY_OP(maximum, char, char);
 #line 214 "ops.yaml"
 REGISTER_BINARY_OP(maximum, bool, bool);
+#line 214 "ops.yaml"
+REGISTER_BINARY_OP(maximum, ushort, ushort);
+#line 214 "ops.yaml"
+REGISTER_BINARY_OP(maximum, uint, uint);
+#line 214 "ops.yaml"
+REGISTER_BINARY_OP(maximum, ulong, ulong);

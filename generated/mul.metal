@@ -39,6 +39,12 @@ REGISTER_BINARY_OP(mul, char, char);
 #line 228 "ops.yaml"
 REGISTER_BINARY_OP(mul, bool, bool);
 #line 228 "ops.yaml"
+REGISTER_BINARY_OP(mul, ushort, ushort);
+#line 228 "ops.yaml"
+REGISTER_BINARY_OP(mul, uint, uint);
+#line 228 "ops.yaml"
+REGISTER_BINARY_OP(mul, ulong, ulong);
+#line 228 "ops.yaml"
 REGISTER_BINARY_OP(mul, float2, float2);
 #line 228 "ops.yaml"
 REGISTER_OPMATH_BINARY_OP(mul, half2, half2);

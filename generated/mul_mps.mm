@@ -52,7 +52,7 @@ at::Tensor& mul_Scalar_out_mps(const at::Tensor& self, const at::Scalar& other, 
   return mpsgen::elementwise_out(mul_spec, mpsgen::Backend::MPS, {self, at::native::wrapped_scalar_tensor(other)}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     mul_mps_kernel(iter, common);
   },
-                                {c10::ScalarType::Float, c10::ScalarType::Half, c10::ScalarType::BFloat16, c10::ScalarType::Long, c10::ScalarType::Int, c10::ScalarType::Short, c10::ScalarType::Byte, c10::ScalarType::Char, c10::ScalarType::Bool, c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexHalf});
+                                {c10::ScalarType::Float, c10::ScalarType::Half, c10::ScalarType::BFloat16, c10::ScalarType::Long, c10::ScalarType::Int, c10::ScalarType::Short, c10::ScalarType::Byte, c10::ScalarType::Char, c10::ScalarType::Bool, c10::ScalarType::UInt16, c10::ScalarType::UInt32, c10::ScalarType::UInt64, c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexHalf});
 }
 
 at::Tensor& mul_Scalar_inplace_mps(at::Tensor& self, const at::Scalar& other) {

@@ -163,6 +163,9 @@ extern const OpSpec bitwise_not_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
+        {c10::ScalarType::UInt16, c10::ScalarType::UInt16},
+        {c10::ScalarType::UInt32, c10::ScalarType::UInt32},
+        {c10::ScalarType::UInt64, c10::ScalarType::UInt64},
     },
     };
 
@@ -283,6 +286,9 @@ extern const OpSpec maximum_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
+        {c10::ScalarType::UInt16, c10::ScalarType::UInt16},
+        {c10::ScalarType::UInt32, c10::ScalarType::UInt32},
+        {c10::ScalarType::UInt64, c10::ScalarType::UInt64},
     },
     };
 
@@ -309,6 +315,9 @@ extern const OpSpec mul_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
+        {c10::ScalarType::UInt16, c10::ScalarType::UInt16},
+        {c10::ScalarType::UInt32, c10::ScalarType::UInt32},
+        {c10::ScalarType::UInt64, c10::ScalarType::UInt64},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
         {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
     },
@@ -334,6 +343,9 @@ extern const OpSpec bitwise_xor_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
+        {c10::ScalarType::UInt16, c10::ScalarType::UInt16},
+        {c10::ScalarType::UInt32, c10::ScalarType::UInt32},
+        {c10::ScalarType::UInt64, c10::ScalarType::UInt64},
     },
     };
 

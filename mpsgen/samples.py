@@ -15,13 +15,10 @@ from typing import NamedTuple
 import torch
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 
+from mpsgen.codegen.dtypes import DTYPES
 from mpsgen.codegen.opinfo_names import parse as parse_opinfo
 
-TORCH_DTYPES = {
-    "float": torch.float32, "half": torch.float16, "bfloat": torch.bfloat16,
-    "long": torch.int64, "int": torch.int32, "short": torch.int16, "char": torch.int8,
-    "uchar": torch.uint8, "bool": torch.bool, "float2": torch.complex64, "half2": torch.complex32,
-}
+TORCH_DTYPES = {metal: getattr(torch, d.torch) for metal, d in DTYPES.items()}
 
 
 @dataclass
@@ -251,7 +248,7 @@ def edge_samples(params, device: str, dtype: torch.dtype, registered: set, large
         for partner in (torch.int32, torch.int64, torch.float32, torch.float16, torch.bool, torch.complex64):
             for kind, other in (("tensor", _make((4, 6), device, partner)), ("0-dim", _make((), device, partner))):
                 first = make(4, 6)
-                if partner != dtype and torch.result_type(first, other) in registered:
+                if partner != dtype and _promoted(first, other) in registered:
                     s.append(sample(f"promote-{kind}-{str(partner)[6:]}", first, other, *rest))
     for i, p in enumerate(tensors):
         if p.optional:  # each Tensor? argument absent in turn: `given:` selects another kernel
@@ -281,6 +278,15 @@ def edge_samples(params, device: str, dtype: torch.dtype, registered: set, large
         s.append(sample("large", *(make(1 << 20) for _ in range(n))))
         s.append(sample("large-strided", *(make(1024, 1100)[:, ::1].t()[:, :1000] for _ in range(n))))
     return s
+
+
+def _promoted(a: torch.Tensor, b: torch.Tensor) -> torch.dtype | None:
+    """torch's result dtype for a and b; None where torch refuses to promote them (uint16,
+    uint32 and uint64 promote with no other dtype: tests/test_semantics.py checks the refusal)."""
+    try:
+        return torch.result_type(a, b)
+    except RuntimeError:
+        return None
 
 
 def opinfo_samples(opinfo_name: str, params, device: str, dtype: torch.dtype, requires_grad: bool = False,
@@ -447,12 +453,15 @@ class Comparison(NamedTuple):
 # torch's `"<kernel>" not implemented for '<dtype>'` errors. Any other refusal (a bool
 # negation, a bad alpha, a float bitwise op) is torch's semantics, not a missing kernel.
 _NOT_IMPLEMENTED = re.compile(r"not implemented for '(\w+)'")
-_NARROW_C10_NAMES = {"ComplexHalf", "Half", "BFloat16", "Bool", "Byte", "Char", "Short", "Int", "Long"}
+_NARROW_C10_NAMES = {"ComplexHalf", "Half", "BFloat16", "Bool", "Byte", "Char", "Short", "Int", "Long",
+                     "UInt16", "UInt32", "UInt64"}
 _FLOAT_WIDER = {torch.complex32: torch.complex64, torch.float16: torch.float32, torch.bfloat16: torch.float32}
-_INTEGRAL = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
+_INTEGRAL = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
+             torch.uint16, torch.uint32, torch.uint64)
 # tried in order; the first under which torch computes wins: complex32 as complex64,
 # float16/bfloat16 as float32 (the CPU-side upcast of PyTorch's MPS consistency tests,
-# as issue 9 describes them), then bool/integers as int64, and as a last resort float32
+# as issue 9 describes them), then bool/integers as int64 (uint64 only below 2**63), and as a
+# last resort float32
 WIDENINGS = (
     _FLOAT_WIDER,
     {**_FLOAT_WIDER, **{d: torch.int64 for d in _INTEGRAL if d != torch.int64}},
@@ -512,13 +521,15 @@ def widened_reference(ref_fn, sample: Sample, error: Exception, dtype_defaults=(
         raise error
     target = _result_dtype(ref_fn, sample)
     tensors = [v for v in (*sample.args, *sample.kwargs.values()) if isinstance(v, torch.Tensor)]
-    if target in _FLOAT_WIDER and target == elementwise_dtypes(
+    if (target in _FLOAT_WIDER or target in _INTEGRAL) and target == elementwise_dtypes(
             *tensors, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT)[1]:
-        # the operands promote to the result's dtype: a float or complex one of another dtype is
+        # the operands promote to the result's dtype: one of its category and another dtype is
         # cast to it first, as TensorIterator casts it (a complex64 0-dim beside float16 is rounded
-        # to complex32); not polar's real inputs of a complex result, nor angle's complex ones
-        narrow = lambda t: t.to(target) if t.dtype != target and (t.is_floating_point() or t.is_complex()) \
-            else t  # noqa: E731
+        # to complex32, an int32 0-dim -5 beside uint16 wraps to 65531); not polar's real inputs
+        # of a complex result, nor angle's complex ones
+        floating = target.is_floating_point or target.is_complex
+        same_kind = lambda t: (t.is_floating_point() or t.is_complex()) == floating  # noqa: E731
+        narrow = lambda t: t.to(target) if t.dtype != target and same_kind(t) else t  # noqa: E731
         sample = Sample(sample.name, *_map_tensors(narrow, sample.args, sample.kwargs))
     present = {v.dtype for v in (*sample.args, *sample.kwargs.values()) if isinstance(v, torch.Tensor)}
     tried, last = set(), error
@@ -528,6 +539,12 @@ def widened_reference(ref_fn, sample: Sample, error: Exception, dtype_defaults=(
         if not used or key in tried:
             continue
         tried.add(key)
+        if torch.uint64 in used and any(t.dtype == torch.uint64 and bool((t.view(torch.int64) < 0).any())
+                                        for t in (*sample.args, *sample.kwargs.values())
+                                        if isinstance(t, torch.Tensor)):
+            # int64 holds uint64's bits but not its order or quotients from 2**63 on; float32 fewer
+            last = RuntimeError("uint64 values of 2**63 and above have no wider dtype in torch")
+            continue
         args, kwargs = _map_tensors(lambda t: t.to(used.get(t.dtype, t.dtype)), sample.args, sample.kwargs)
         kwargs = _narrow_limits(sample, dtype_defaults, kwargs)
         try:
@@ -597,7 +614,7 @@ def compare(op_fn, ref_fn, sample: Sample, registered_outputs: set = frozenset()
 
 # ---- which kernel a call ran: the CPU executor's launch log ----------------------------
 
-METAL_TYPES = ("float", "half", "bfloat", "long", "int", "short", "char", "uchar", "bool", "float2", "half2")
+METAL_TYPES = tuple(DTYPES)
 
 
 def kernel_input_type(host_name: str, op_name: str) -> str | None:

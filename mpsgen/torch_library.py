@@ -80,10 +80,40 @@ def _is_cpu_scalar(x) -> bool:
     return not isinstance(x, torch.Tensor) or (x.dim() == 0 and x.device.type == "cpu")
 
 
+def _combine(higher: torch.dtype | None, lower: torch.dtype | None) -> torch.dtype | None:
+    """c10's combine_categories: a lower-priority operand's dtype counts only where it is of a
+    higher category (a float 0-dim beside an integer tensor)."""
+    if higher is None or lower is None:
+        return higher or lower
+    if higher.is_complex:
+        return higher
+    if lower.is_complex:
+        return higher.to_complex() if higher.is_floating_point else lower
+    if higher.is_floating_point:
+        return higher
+    if higher == torch.bool or lower.is_floating_point:
+        return torch.promote_types(higher, lower)
+    return higher
+
+
+def _result_type(values: list) -> torch.dtype:
+    """at::native::result_type over tensors and numbers: tensors with dimensions, then 0-dim
+    tensors, then numbers, each promoted with c10's promoteTypes (which refuses uint16, uint32
+    and uint64 beside another dtype with torch's message)."""
+    tiers: list[torch.dtype | None] = [None, None, None]
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            tier, dtype = (0 if v.dim() else 1), v.dtype
+        else:
+            tier, dtype = 2, elementwise_dtypes(v, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT)[1]
+        tiers[tier] = dtype if tiers[tier] is None else torch.promote_types(tiers[tier], dtype)
+    return _combine(tiers[0], _combine(tiers[1], tiers[2]))
+
+
 def _compute_dtype(spec: Spec, values: list) -> torch.dtype:
     """The dtype the host computes in: torch's promotion over the tensors and numbers
     (0-dim tensors and Python numbers as scalars), integers to float for *_float ops."""
-    _, common = elementwise_dtypes(*values, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT)
+    common = _result_type(values)
     if spec.int_to_float and not (common.is_floating_point or common.is_complex):
         common = torch.get_default_dtype()
     return common

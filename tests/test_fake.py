@@ -119,6 +119,8 @@ def _variant_args(entry, dtype):
             return a
         if a.dtype == torch.bool:
             return torch.ones_like(a) if dtype == torch.bool else a  # not a mask (where's condition)
+        if not a.is_signed() and a.dtype != torch.uint8:  # uint16/32/64: torch's CPU has no abs or add
+            return a | 1
         return a.abs() if a.is_floating_point() else a.abs() + 1
     sample.args = tuple(positive(a) for a in sample.args)
     return sample

@@ -6,6 +6,7 @@ dtypes, mismatched shapes and bad alphas, and >32-bit indexing.
 """
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
 
@@ -538,3 +539,69 @@ def test_a_value_no_choice_takes_is_a_value_error_naming_it():
     with pytest.raises(ValueError, match=r"ns::foo: argument 'n' is 5, which no kernel takes \(n == 0, n >= 7\)"):
         check_value_choice(spec, "n", 5, (("==", 0.0), (">=", 7.0)))
     check_value_choice(spec, "n", 9, (("==", 0.0), (">=", 7.0)))
+
+
+# ---- uint16, uint32, uint64 (issue 33) ---------------------------------------------------
+# torch's barebones unsigned dtypes promote with no other dtype, and its CPU kernels for them
+# are few (no bitwise_not or maximum): the limits are checked against Python integers.
+
+UNSIGNED = (torch.uint16, torch.uint32, torch.uint64)
+UNSIGNED_BINARY = [pytest.param(op, e, id=e.qualified_name) for op in REGISTRY.own_ops for e in op.entries
+                   if len([p for p in entry_params(e) if p.kind == "Tensor"]) == 2
+                   and set(UNSIGNED) <= registered_dtypes(op)]
+
+
+@pytest.mark.parametrize("op,entry", UNSIGNED_BINARY)
+@pytest.mark.parametrize("dtype", UNSIGNED, ids=str)
+@pytest.mark.parametrize("partner", [torch.int64, torch.int32, torch.uint8, torch.float32, torch.bool, *UNSIGNED],
+                         ids=str)
+def test_unsigned_dtypes_promote_as_torch_does(op, entry, dtype, partner):
+    """Another dtype beside uint16/32/64 as a tensor: torch's refusal (its message); as a
+    0-dim tensor of the same category: the unsigned dtype, as torch.result_type gives it."""
+    a, b = torch.tensor([1, 2, 3], dtype=dtype), torch.tensor([3, 1, 2]).to(partner)
+    registered, op = registered_dtypes(op), overload(entry.qualified_name)
+    try:
+        expected = torch.result_type(a, b)
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError, match=re.escape(str(e))):
+            op(a, b)
+        with torch._subclasses.FakeTensorMode(allow_non_fake_inputs=True), \
+                pytest.raises(RuntimeError, match=re.escape(str(e))):
+            op(a, b)
+    else:
+        for mode in (contextlib.nullcontext(), torch._subclasses.FakeTensorMode(allow_non_fake_inputs=True)):
+            with mode:
+                if expected in registered:
+                    assert op(a, b).dtype == expected
+                else:
+                    with pytest.raises(NotImplementedError, match="no kernel registered"):
+                        op(a, b)
+    zero_dim = torch.tensor(2).to(partner)
+    if torch.result_type(a, zero_dim) == dtype:
+        assert op(a, zero_dim).dtype == dtype
+
+
+_LIMITS = {  # the ops that register the unsigned dtypes, as Python integers compute them
+    "bitwise_not": lambda bits, a: (1 << bits) - 1 - a,
+    "bitwise_xor": lambda bits, a, b: a ^ b,
+    "maximum": lambda bits, a, b: max(a, b),
+    "mul.Tensor": lambda bits, a, b: a * b % (1 << bits),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_LIMITS))
+@pytest.mark.parametrize("dtype", UNSIGNED, ids=str)
+def test_unsigned_limits_match_python_integers(name, dtype):
+    bits = dtype.itemsize * 8
+    values = sorted({0, 1, 2, 3, (1 << (bits - 1)) - 1, 1 << (bits - 1), (1 << bits) - 2, (1 << bits) - 1})
+    assert set(UNSIGNED) <= registered_dtypes(next(op for op in REGISTRY.own_ops if op.name == name.split(".")[0]))
+    arity = _LIMITS[name].__code__.co_argcount - 1
+    grid = [(a,) if arity == 1 else (a, b) for a in values for b in (values if arity == 2 else [0])]
+    tensors = [torch.tensor([g[i] for g in grid]).to(dtype) if dtype != torch.uint64 else
+               torch.tensor([g[i] - (1 << 64) if g[i] >= 1 << 63 else g[i] for g in grid]).view(torch.uint64)
+               for i in range(arity)]
+    actual = overload(name)(*tensors)
+    assert actual.dtype == dtype
+    got = [v + (1 << 64) if v < 0 else v for v in actual.view(torch.int64).tolist()] if dtype == torch.uint64 \
+        else actual.to(torch.int64).tolist()
+    assert got == [_LIMITS[name](bits, *g) for g in grid]

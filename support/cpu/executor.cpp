@@ -98,6 +98,9 @@ struct ScalarBytes {
       case c10::kChar: store(s.to<int8_t>()); break;
       case c10::kByte: store(s.to<uint8_t>()); break;
       case c10::kBool: store(s.to<bool>()); break;
+      case c10::kUInt16: store(s.to<uint16_t>()); break;
+      case c10::kUInt32: store(s.to<uint32_t>()); break;
+      case c10::kUInt64: store(s.to<uint64_t>()); break;
       case c10::kComplexFloat: store(s.to<c10::complex<float>>()); break;
       case c10::kComplexHalf: {
         const auto v = s.to<c10::complex<float>>();

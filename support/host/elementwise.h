@@ -146,6 +146,9 @@ void visit_dtype(const OpSpec& op, c10::ScalarType t, F&& f) {
     case c10::kBool: return f(Tag<bool>{});
     case c10::kComplexFloat: return f(Tag<c10::complex<float>>{});
     case c10::kComplexHalf: return f(Tag<c10::complex<c10::Half>>{});
+    case c10::kUInt16: return f(Tag<uint16_t>{});
+    case c10::kUInt32: return f(Tag<uint32_t>{});
+    case c10::kUInt64: return f(Tag<uint64_t>{});
     default: TORCH_CHECK_NOT_IMPLEMENTED(false, op.name, ": no kernel computes in dtype ", t);
   }
 }
