@@ -33,15 +33,19 @@ OVERLOAD_KEYS = {"func", "reference", "opinfo", "xfail", "derivatives", "out_dty
 OUT_DTYPES = ("cast", "exact")
 _OUT_DTYPE_HELP = ("expected 'exact' (out= must have the result dtype, as torch's neg.out refuses another), "
                    "'cast' (the default), or {exact: [input dtypes or groups]}")
-_NOT_DIFFERENTIABLE = ("{op} kernels produce only bool or integer results, which autograd does not "
-                       "differentiate; remove 'derivatives'")
+_NOT_DIFFERENTIABLE = ("{op} kernels produce only bool or integer results, or a factory's (an op with "
+                       "layout, device or pin_memory, as full_like), which autograd does not differentiate; "
+                       "remove 'derivatives'")
 # what a derivative formula may read besides the entry's arguments (generated/autograd.cpp)
 FORMULA_NAMES = {"grad", "result"}
 REQUIRED_OP_KEYS = ("func", "functor", "dtypes", "reference")
 FAMILIES = {1: "unary", 2: "binary", 3: "ternary"}
 TENSOR = BaseType(BaseTy.Tensor)
 # schema argument types an entry may use: Tensors, and what the kernels read as params
-SUPPORTED_TYPES = ("Tensor", "Tensor?", "Scalar", "Scalar?", "int", "int?", "float", "float?", "bool", "str", "str?")
+SUPPORTED_TYPES = ("Tensor", "Tensor?", "Scalar", "Scalar?", "int", "int?", "float", "float?", "bool", "str", "str?",
+                   "ScalarType", "ScalarType?", "Layout?", "Device?", "bool?", "MemoryFormat?")
+# the result's TensorOptions, as aten's *_like functions take them: read by the host, not the kernels
+OPTION_TYPES = {"Layout?": "layout", "Device?": "device", "bool?": "pin_memory", "MemoryFormat?": "memory_format"}
 # names the generated C++ and Python use for their own purposes. aten's own argument names
 # are not among them (sigmoid_backward's `output`, infinitely_differentiable_gelu_backward's
 # `grad`): a formula's `grad` is the incoming gradient, as in derivatives.yaml
@@ -252,6 +256,10 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
         if "result_dtype" in entry and schema is not None and not is_overload else ""
     dtype_defaults = _check_dtype_defaults(entry["dtype_defaults"], args, label, line_of("dtype_defaults"), errors) \
         if "dtype_defaults" in entry and schema is not None and not is_overload else ()
+    dtype_arg = next((a.name for a in args if a.kind == "ScalarType"), "") if family is not None else ""
+    if dtype_arg and "result_dtype" not in entry and not is_overload:
+        errors.add(line, label, "result_dtype", f"the ScalarType argument '{dtype_arg}' is the result's dtype: "
+                   f"add 'result_dtype: {dtype_arg}'")
 
     if len(errors.messages) > n_before:
         return None
@@ -273,7 +281,7 @@ def _load_entry(entry, errors: _Errors) -> Op | Overload | None:
             exact_out=_exact_inputs("exact" if mask and out_dtype is None else out_dtype,
                                     [r for t in tables for r in t.registrations]),
             checks=checks, mask=mask, zero_divisor=zero_divisor, dtype_defaults=dtype_defaults,
-            result_like=result_like,
+            result_like="" if dtype_arg else result_like, dtype_arg=dtype_arg,
             tolerances=tolerances, gaps=gaps, implements=implements, replaces=replaces, aten_variants=aten_variants,
             functor_line=_functor_line(entry["functor"], line_of("functor")))
     if op.derivatives and not op.differentiable:
@@ -496,7 +504,16 @@ def _check_schema(schema: FunctionSchema, name: str, line: int, errors: _Errors,
             errors.add(line, name, "func", f"Tensor? argument '{a.name}' must be positional, with no default "
                        "or None")
             ok = False
-        elif a.name in RESERVED_ARG_NAMES or names.check_cpp_name(a.name):
+        elif str(a.type) in OPTION_TYPES and (a.name != OPTION_TYPES[str(a.type)] or a.default != "None"):
+            errors.add(line, name, "func", f"argument '{a.name}': a {a.type} argument is the result's "
+                       f"'{OPTION_TYPES[str(a.type)]}', as aten's *_like functions take it: expected "
+                       f"'{a.type} {OPTION_TYPES[str(a.type)]}=None'")
+            ok = False
+        elif str(a.type).startswith("ScalarType") and a.default not in (None, "None"):
+            errors.add(line, name, "func", f"argument '{a.name}': a ScalarType's default is None or none")
+            ok = False
+        elif str(a.type) not in OPTION_TYPES and (a.name in RESERVED_ARG_NAMES or names.check_cpp_name(a.name)):
+            # (the options' fixed names reach only the host's C++, where `device` is no keyword)
             why = names.check_cpp_name(a.name) or f"a name the generated code uses ({', '.join(sorted(RESERVED_ARG_NAMES))})"
             errors.add(line, name, "func", f"argument name '{a.name}' is reserved: {why}; rename it")
             ok = False
@@ -514,6 +531,9 @@ def _check_schema(schema: FunctionSchema, name: str, line: int, errors: _Errors,
     if len(tensors) not in FAMILIES or tensors[0].type != TENSOR:
         errors.add(line, name, "func", f"expected 1 (unary), 2 (binary) or 3 (ternary) Tensor arguments, the "
                    f"first of them not optional, got {', '.join(str(a.type) for a in tensors) or 'none'}")
+        return None
+    if sum(str(a.type).startswith("ScalarType") for a in every) > 1:
+        errors.add(line, name, "func", "at most one 'ScalarType' argument may set the result dtype")
         return None
     if sum(str(a.type).startswith("str") for a in every) > 1:
         errors.add(line, name, "func", "at most one 'str' argument may choose the functor")
@@ -555,8 +575,8 @@ def _check_args(spec, op_args, family, label, line, errors) -> tuple[tuple[Param
                        f"{key!r} is not a non-Tensor argument of the schema; expected one of {non_tensor}")
     params, selector, own_dtypes = [], None, {}
     for a in op_args:
-        if a.kind == "Tensor":
-            continue
+        if a.kind in ("Tensor", "ScalarType") or (a.optional and f"{a.kind}?" in OPTION_TYPES):
+            continue  # the host reads them (the result's dtype and options), the kernels do not
         item, item_line = spec.get(a.name), key_lines.get(a.name, line)
         if a.kind == "str":
             selector, own_dtypes = _check_choices(a, item, label, item_line, errors)
@@ -682,6 +702,13 @@ def _check_result_dtype(entry, op_args, label, line, errors) -> str:
     """`result_dtype: <name>`: the result has that Tensor's dtype, as aten's kernel allocates its
     output like it (mish_backward's is self's); computed in the promoted dtype, then cast."""
     tensors = [a.name for a in op_args if a.kind == "Tensor" and not a.optional and a.name != entry.get("mask")]
+    dtypes = [a.name for a in op_args if a.kind == "ScalarType"]
+    if dtypes and entry["result_dtype"] != dtypes[0]:
+        errors.add(line, label, "result_dtype", f"expected {dtypes[0]!r}, the ScalarType argument whose value is "
+                   f"the result's dtype, got {yaml_source.short(entry['result_dtype'])}")
+        return ""
+    if dtypes:  # a dtype argument (full_like's): the computation's dtype; None for the promoted one
+        return dtypes[0]
     return _tensor_named(entry, "result_dtype", tensors, "whose dtype the result has", label, line, errors)
 
 

@@ -259,7 +259,10 @@ class Entry:
 
     @cached_property
     def schemas(self) -> dict[str, str]:
-        return variant_schemas(self.schema, self.args, inplace=not self.mask)
+        # no in-place variant for a `mask:` op, nor for one whose ScalarType argument sets the result's
+        # dtype (aten has no full_like_: the result of self's dtype would ignore the argument)
+        return variant_schemas(self.schema, self.args,
+                               inplace=not self.mask and not any(a.kind == "ScalarType" for a in self.args))
 
     @cached_property
     def inplace_args(self) -> list[Arg]:
@@ -309,6 +312,7 @@ class Op(Entry):
     dtype_defaults: tuple[tuple[str, str], ...] = ()
     # `result_dtype:` the Tensor whose dtype the result has (mish_backward's self); "": the promoted one
     result_like: str = ""
+    dtype_arg: str = ""  # a ScalarType argument: the computation's dtype when given (`result_dtype:`)
     tolerances: tuple[Tolerance, ...] = ()  # op-output-match overrides, also for its overloads
     gaps: tuple[Gap, ...] = ()  # dtypes torch's MPS kernel supports that the op leaves out (`gaps:`)
     implements: str = ""  # "aten": registers kernels for torch's own aten::<op> (no def, fake kernel, autograd)
@@ -320,6 +324,15 @@ class Op(Entry):
         """The variants the host stubs register: all three, those aten has, or for a `mask:`
         op functional and out=."""
         return self.aten_variants if self.implements else tuple(self.schemas)
+
+    @cached_property
+    def result_options(self) -> tuple[tuple[str, str], ...]:
+        """(field, argument) for each of the result's options the schema takes: its ScalarType
+        (`result_dtype:`, the computation's dtype when given) and aten's *_like options, in the
+        order of the host's mpsgen::ResultOptions."""
+        present = {a.name for a in self.args}
+        named = {"dtype": self.dtype_arg, **{f: f for f in ("layout", "device", "pin_memory", "memory_format")}}
+        return tuple((f, a) for f, a in named.items() if a and a in present)
 
     @cached_property
     def impl_namespace(self) -> str | None:
@@ -410,8 +423,14 @@ class Op(Entry):
 
     @cached_property
     def differentiable(self) -> bool:
-        """Some kernel produces a floating or complex result, which autograd tracks."""
-        return any(r.output_dtype.kind in ("float", "complex") for r in self.all_registrations)
+        """Some kernel produces a floating or complex result, which autograd tracks; not a factory's."""
+        return not self.factory and any(r.output_dtype.kind in ("float", "complex") for r in self.all_registrations)
+
+    @cached_property
+    def factory(self) -> bool:
+        """The schema takes aten's factory options (full_like's layout, device, pin_memory): a new
+        tensor, which autograd does not track, as torch's *_like functions' results."""
+        return any(f in ("layout", "device", "pin_memory") for f, _ in self.result_options)
 
     @cached_property
     def complex_dtypes(self) -> bool:

@@ -61,7 +61,7 @@ def _environment() -> jinja2.Environment:
                        kept_type=kept_type, op_signature=op_signature, node_name=node_name, param_fields=param_fields,
                        parser_signature=parser_signature, binding_groups=binding_groups,
                        param_values=param_values, params_type=params_type, cpp_args=cpp_args, kernel_args=kernel_args,
-                       cpp_type=cpp_type)
+                       cpp_type=cpp_type, result_options=result_options)
     return env
 
 
@@ -114,7 +114,7 @@ def param_values(op: Op) -> list[str]:
     for p in op.params:
         host = _HOST_FIELD[p.metal]
         if p.kind == "Scalar":
-            value = lambda v: f"{v}.to<{host}>()"  # noqa: E731
+            value = lambda v: f"mpsgen::scalar_as<{host}>({op.name}_spec, {v})"  # noqa: E731
         else:
             value = lambda v: f"static_cast<{host}>({v})"  # noqa: E731
         if p.optional:
@@ -127,7 +127,18 @@ def param_values(op: Op) -> list[str]:
 
 _CPP_TYPE = {"Tensor": "const at::Tensor&", "Tensor?": "const std::optional<at::Tensor>&", "Scalar": "const at::Scalar&", "Scalar?": "const std::optional<at::Scalar>&",
              "int": "int64_t", "int?": "std::optional<int64_t>", "float": "double", "float?": "std::optional<double>",
-             "bool": "bool", "str": "c10::string_view", "str?": "std::optional<c10::string_view>"}
+             "bool": "bool", "str": "c10::string_view", "str?": "std::optional<c10::string_view>",
+             "ScalarType": "at::ScalarType", "ScalarType?": "std::optional<at::ScalarType>",
+             "Layout?": "std::optional<at::Layout>", "Device?": "std::optional<at::Device>",
+             "bool?": "std::optional<bool>", "MemoryFormat?": "std::optional<at::MemoryFormat>"}
+
+
+def result_options(op: Op) -> str:
+    """The host's mpsgen::ResultOptions of an op's call: the arguments it takes, std::nullopt
+    for the options its schema has not."""
+    given = dict(op.result_options)
+    fields = ("dtype", "layout", "device", "pin_memory", "memory_format")
+    return "{" + ", ".join(given.get(f, "std::nullopt") for f in fields) + "}"
 
 
 def cpp_type(a) -> str:
@@ -216,7 +227,8 @@ def op_signature(entry: Entry, kind: str) -> str:
 
 
 _PARSER_TYPE = {"Tensor": "Tensor", "Scalar": "Scalar", "int": "int64_t", "float": "double", "bool": "bool",
-                "str": "c10::string_view"}
+                "str": "c10::string_view", "ScalarType": "ScalarType", "Layout": "Layout", "Device": "Device",
+                "MemoryFormat": "MemoryFormat"}
 
 
 def parser_signature(entry: Entry, inplace: bool = False) -> str:

@@ -17,6 +17,7 @@ using mpsgen::generated::add_spec;
 
 void add_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& alpha) {
   static const std::string kernel = "add";  // static: the CPU executor caches per name
+  mpsgen::check_scalar_fits(add_spec, alpha, common);  // as exec_*_kernel converts it
   mpsgen::cpu::exec_binary_kernel(iter, kernel, common, alpha);
 }
 

@@ -20,6 +20,7 @@ using mpsgen::generated::add_spec;
 void add_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& alpha) {
   auto& library = mpsgen::mps::library("add");
   static const std::string kernel = "add";  // static: the CPU executor caches per name
+  mpsgen::check_scalar_fits(add_spec, alpha, common);  // as exec_*_kernel converts it
   library.exec_binary_kernel(iter, kernel, alpha);
 }
 

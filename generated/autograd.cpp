@@ -6647,6 +6647,34 @@ at::Tensor& where_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& 
   return out;
 }
 
+// ---- ops.yaml:1852: full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor ----
+
+const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, std::optional<at::ScalarType>, std::optional<at::Layout>, std::optional<at::Device>, std::optional<bool>, std::optional<at::MemoryFormat>)>& full_like_functional_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::full_like", "")
+                             .typed<at::Tensor(const at::Tensor&, const at::Scalar&, std::optional<at::ScalarType>, std::optional<at::Layout>, std::optional<at::Device>, std::optional<bool>, std::optional<at::MemoryFormat>)>();
+  return op;
+}
+
+const c10::TypedOperatorHandle<at::Tensor&(const at::Tensor&, const at::Scalar&, std::optional<at::ScalarType>, std::optional<at::Layout>, std::optional<at::Device>, std::optional<bool>, std::optional<at::MemoryFormat>, at::Tensor&)>& full_like_out_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::full_like", "out")
+                             .typed<at::Tensor&(const at::Tensor&, const at::Scalar&, std::optional<at::ScalarType>, std::optional<at::Layout>, std::optional<at::Device>, std::optional<bool>, std::optional<at::MemoryFormat>, at::Tensor&)>();
+  return op;
+}
+
+// a factory's result (aten's *_like options): nothing to differentiate
+at::Tensor full_like_autograd(c10::DispatchKeySet ks, const at::Tensor& self, const at::Scalar& fill_value, std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout, std::optional<at::Device> device, std::optional<bool> pin_memory, std::optional<at::MemoryFormat> memory_format) {
+  return below_autograd(full_like_functional_op(), ks, self, fill_value, dtype, layout, device, pin_memory, memory_format);
+}
+
+at::Tensor& full_like_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, const at::Scalar& fill_value, std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout, std::optional<at::Device> device, std::optional<bool> pin_memory, std::optional<at::MemoryFormat> memory_format, at::Tensor& out) {
+  check_out("mpsgen::full_like.out", self, out);
+  below_autograd(full_like_out_op(), ks, self, fill_value, dtype, layout, device, pin_memory, memory_format, out);
+  torch::autograd::increment_version(out);
+  return out;
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(mpsgen, Autograd, m) {
@@ -6889,6 +6917,8 @@ TORCH_LIBRARY_IMPL(mpsgen, Autograd, m) {
   m.impl("where.ScalarOther_out", TORCH_FN(where_ScalarOther_out_autograd));
   m.impl("where.Scalar", TORCH_FN(where_Scalar_autograd));
   m.impl("where.Scalar_out", TORCH_FN(where_Scalar_out_autograd));
+  m.impl("full_like", TORCH_FN(full_like_autograd));
+  m.impl("full_like.out", TORCH_FN(full_like_out_autograd));
 }
 
 } // namespace mpsgen::generated::autograd

@@ -4522,6 +4522,42 @@ PyObject* where(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   END_HANDLE_TH_ERRORS
 }
 
+const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, std::optional<at::ScalarType>, std::optional<at::Layout>, std::optional<at::Device>, std::optional<bool>, std::optional<at::MemoryFormat>)>& full_like_functional_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::full_like", "")
+                             .typed<at::Tensor(const at::Tensor&, const at::Scalar&, std::optional<at::ScalarType>, std::optional<at::Layout>, std::optional<at::Device>, std::optional<bool>, std::optional<at::MemoryFormat>)>();
+  return op;
+}
+
+const c10::TypedOperatorHandle<at::Tensor&(const at::Tensor&, const at::Scalar&, std::optional<at::ScalarType>, std::optional<at::Layout>, std::optional<at::Device>, std::optional<bool>, std::optional<at::MemoryFormat>, at::Tensor&)>& full_like_out_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::full_like", "out")
+                             .typed<at::Tensor&(const at::Tensor&, const at::Scalar&, std::optional<at::ScalarType>, std::optional<at::Layout>, std::optional<at::Device>, std::optional<bool>, std::optional<at::MemoryFormat>, at::Tensor&)>();
+  return op;
+}
+
+// ops.yaml:1852
+PyObject* full_like(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
+  HANDLE_TH_ERRORS
+  static torch::PythonArgParser parser({
+      "full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, Tensor out=None)",
+  });
+  torch::ParsedArgs<8> parsed;
+  auto r = parser.parse(args, kwargs, parsed);
+  if (r.has_torch_function()) {
+    return via_torch_ops("mpsgen", "full_like", args, kwargs);
+  }
+  switch (r.idx) {
+    case 0:  // full_like
+      if (r.isNone(7)) {
+        return call(full_like_functional_op(), r.tensor(0), r.scalar(1), r.scalartypeOptional(2), r.layoutOptional(3), r.deviceOptional(4), r.toBoolOptional(5), r.memoryformatOptional(6));
+      }
+      return call(full_like_out_op(), r.tensor(0), r.scalar(1), r.scalartypeOptional(2), r.layoutOptional(3), r.deviceOptional(4), r.toBoolOptional(5), r.memoryformatOptional(6), r.tensor(7));
+  }
+  Py_RETURN_NONE;
+  END_HANDLE_TH_ERRORS
+}
+
 } // namespace
 
 PyMethodDef methods[] = {
@@ -4662,6 +4698,7 @@ PyMethodDef methods[] = {
     {"logical_xor", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(logical_xor)), METH_VARARGS | METH_KEYWORDS, nullptr},
     {"logical_xor_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(logical_xor_)), METH_VARARGS | METH_KEYWORDS, nullptr},
     {"where", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(where)), METH_VARARGS | METH_KEYWORDS, nullptr},
+    {"full_like", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(full_like)), METH_VARARGS | METH_KEYWORDS, nullptr},
     {nullptr, nullptr, 0, nullptr},
 };
 

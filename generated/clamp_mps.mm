@@ -32,9 +32,9 @@ void clamp_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, cons
   mpsgen::visit_dtype(clamp_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const clamp_params<T> params{
-        min.has_value() ? (*min).to<T>() : T(),
+        min.has_value() ? mpsgen::scalar_as<T>(clamp_spec, (*min)) : T(),
         min.has_value(),
-        max.has_value() ? (*max).to<T>() : T(),
+        max.has_value() ? mpsgen::scalar_as<T>(clamp_spec, (*max)) : T(),
         max.has_value(),
     };
     library.exec_unary_kernel_with_params(iter, kernel, params, "clamp_params_" + mpsgen::metal_type(common));

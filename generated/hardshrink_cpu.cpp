@@ -17,6 +17,7 @@ using mpsgen::generated::hardshrink_spec;
 
 void hardshrink_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& lambd) {
   static const std::string kernel = "hardshrink";  // static: the CPU executor caches per name
+  mpsgen::check_scalar_fits(hardshrink_spec, lambd, common);  // as exec_*_kernel converts it
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common, lambd);
 }
 

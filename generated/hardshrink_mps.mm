@@ -20,6 +20,7 @@ using mpsgen::generated::hardshrink_spec;
 void hardshrink_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& lambd) {
   auto& library = mpsgen::mps::library("hardshrink");
   static const std::string kernel = "hardshrink";  // static: the CPU executor caches per name
+  mpsgen::check_scalar_fits(hardshrink_spec, lambd, common);  // as exec_*_kernel converts it
   library.exec_unary_kernel(iter, kernel, lambd);
 }
 

@@ -27,8 +27,8 @@ void hardtanh_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, c
   mpsgen::visit_dtype(hardtanh_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const hardtanh_params<T> params{
-        min_val.to<T>(),
-        max_val.to<T>(),
+        mpsgen::scalar_as<T>(hardtanh_spec, min_val),
+        mpsgen::scalar_as<T>(hardtanh_spec, max_val),
     };
     mpsgen::cpu::exec_unary_kernel_with_params(iter, kernel, params, "hardtanh_params_" + mpsgen::metal_type(common));
   });

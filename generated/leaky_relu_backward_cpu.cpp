@@ -27,7 +27,7 @@ void leaky_relu_backward_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarTyp
   mpsgen::visit_dtype(leaky_relu_backward_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const leaky_relu_backward_params<T> params{
-        negative_slope.to<T>(),
+        mpsgen::scalar_as<T>(leaky_relu_backward_spec, negative_slope),
         static_cast<bool>(self_is_result),
     };
     mpsgen::cpu::exec_binary_kernel_with_params(iter, kernel, params, "leaky_relu_backward_params_" + mpsgen::metal_type(common));

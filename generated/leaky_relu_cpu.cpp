@@ -17,6 +17,7 @@ using mpsgen::generated::leaky_relu_spec;
 
 void leaky_relu_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& negative_slope) {
   static const std::string kernel = "leaky_relu";  // static: the CPU executor caches per name
+  mpsgen::check_scalar_fits(leaky_relu_spec, negative_slope, common);  // as exec_*_kernel converts it
   mpsgen::cpu::exec_unary_kernel(iter, kernel, common, negative_slope);
 }
 

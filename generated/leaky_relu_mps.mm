@@ -20,6 +20,7 @@ using mpsgen::generated::leaky_relu_spec;
 void leaky_relu_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& negative_slope) {
   auto& library = mpsgen::mps::library("leaky_relu");
   static const std::string kernel = "leaky_relu";  // static: the CPU executor caches per name
+  mpsgen::check_scalar_fits(leaky_relu_spec, negative_slope, common);  // as exec_*_kernel converts it
   library.exec_unary_kernel(iter, kernel, negative_slope);
 }
 

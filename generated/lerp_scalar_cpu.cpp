@@ -26,7 +26,7 @@ void lerp_scalar_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common
   mpsgen::visit_dtype(lerp_scalar_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const lerp_scalar_params<T> params{
-        weight.to<float>(),
+        mpsgen::scalar_as<float>(lerp_scalar_spec, weight),
     };
     mpsgen::cpu::exec_binary_kernel_with_params(iter, kernel, params, "lerp_scalar_params_" + mpsgen::metal_type(common));
   });

@@ -84,6 +84,7 @@ BINDINGS = [
     "logical_or", "logical_or_",
     "logical_xor", "logical_xor_",
     "where",
+    "full_like",
 ]
 
 
@@ -440,7 +441,7 @@ hardshrink_spec = Spec(
 # ops.yaml:262: hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor
 @torch.library.register_fake("mpsgen::hardshrink", lib=lib)
 def hardshrink_fake(self, lambd=0.5):
-    return fake_elementwise(hardshrink_spec, [self])
+    return fake_elementwise(hardshrink_spec, [self], kernel_scalar=lambd)
 register_variants(lib, "hardshrink", out="hardshrink.out", inplace="hardshrink_", exact_out=True)
 
 
@@ -462,7 +463,7 @@ def softshrink_fake(self, lambd=0.5):
     check_defined(softshrink_spec, [self])
     if not (lambd >= 0 and lambd <= dtype_max(self)):  # ops.yaml:279
         raise RuntimeError(f'mpsgen::softshrink: lambda must be in range [0, {dtype_max(self)}] for input dtype {self.dtype}, but found {lambd}')
-    return fake_elementwise(softshrink_spec, [self])
+    return fake_elementwise(softshrink_spec, [self], kernel_scalar=lambd)
 register_variants(lib, "softshrink", out="softshrink.out", inplace="softshrink_", exact_out=True)
 
 
@@ -481,7 +482,7 @@ leaky_relu_spec = Spec(
 # ops.yaml:295: leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
 @torch.library.register_fake("mpsgen::leaky_relu", lib=lib)
 def leaky_relu_fake(self, negative_slope=0.01):
-    return fake_elementwise(leaky_relu_spec, [self])
+    return fake_elementwise(leaky_relu_spec, [self], kernel_scalar=negative_slope)
 register_variants(lib, "leaky_relu", out="leaky_relu.out", inplace="leaky_relu_", exact_out=True)
 
 
@@ -508,14 +509,14 @@ add_spec = Spec(
 # ops.yaml:310: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
 @torch.library.register_fake("mpsgen::add.Tensor", lib=lib)
 def add_Tensor_fake(self, other, *, alpha=1):
-    return fake_elementwise(add_spec, [self, other], alpha=alpha)
+    return fake_elementwise(add_spec, [self, other], alpha=alpha, kernel_scalar=alpha)
 register_variants(lib, "add.Tensor", out="add.out", inplace="add_.Tensor")
 
 
 # ops.yaml:330: add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
 @torch.library.register_fake("mpsgen::add.Scalar", lib=lib)
 def add_Scalar_fake(self, other, alpha=1):
-    return fake_elementwise(add_spec, [self, other], alpha=alpha)
+    return fake_elementwise(add_spec, [self, other], alpha=alpha, kernel_scalar=alpha)
 register_variants(lib, "add.Scalar", out="add.Scalar_out", inplace="add_.Scalar", exact_out=True)
 
 
@@ -546,7 +547,7 @@ def sub_Tensor_fake(self, other, *, alpha=1):
         raise RuntimeError(f'mpsgen::sub: Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.')
     if not (dtype_of(self) != torch.bool and dtype_of(other) != torch.bool):  # ops.yaml:338
         raise RuntimeError(f'mpsgen::sub: Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')
-    return fake_elementwise(sub_spec, [self, other], alpha=alpha)
+    return fake_elementwise(sub_spec, [self, other], alpha=alpha, kernel_scalar=alpha)
 register_variants(lib, "sub.Tensor", out="sub.out", inplace="sub_.Tensor")
 
 
@@ -558,7 +559,7 @@ def sub_Scalar_fake(self, other, alpha=1):
         raise RuntimeError(f'mpsgen::sub: Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.')
     if not (dtype_of(self) != torch.bool and dtype_of(other) != torch.bool):  # ops.yaml:338
         raise RuntimeError(f'mpsgen::sub: Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')
-    return fake_elementwise(sub_spec, [self, other], alpha=alpha)
+    return fake_elementwise(sub_spec, [self, other], alpha=alpha, kernel_scalar=alpha)
 register_variants(lib, "sub.Scalar", out="sub.Scalar_out", inplace="sub_.Scalar", exact_out=True)
 
 
@@ -1958,3 +1959,33 @@ def where_Scalar_fake(condition, self, other):
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other], converted=[self, other])
 register_variants(lib, "where.Scalar", out="where.Scalar_out", inplace=None, exact_out=True)
+
+
+# ---- full_like: ops.yaml:1852 ----
+full_like_spec = Spec(
+    "mpsgen::full_like", "ops.yaml:1852", inputs=["self"], int_to_float=False, bool_output=False,
+    registrations={
+        torch.float32: torch.float32,
+        torch.float16: torch.float16,
+        torch.bfloat16: torch.bfloat16,
+        torch.int64: torch.int64,
+        torch.int32: torch.int32,
+        torch.int16: torch.int16,
+        torch.uint8: torch.uint8,
+        torch.int8: torch.int8,
+        torch.bool: torch.bool,
+        torch.complex64: torch.complex64,
+        torch.complex32: torch.complex32,
+        torch.uint16: torch.uint16,
+        torch.uint32: torch.uint32,
+        torch.uint64: torch.uint64,
+    },
+    alpha_checks=False,
+)
+
+
+# ops.yaml:1852: full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor
+@torch.library.register_fake("mpsgen::full_like", lib=lib)
+def full_like_fake(self, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return fake_elementwise(full_like_spec, [self], kernel_scalar=fill_value, options={"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory, "memory_format": memory_format})
+register_variants(lib, "full_like", out="full_like.out", inplace=None)

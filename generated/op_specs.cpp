@@ -1997,4 +1997,35 @@ extern const OpSpec special_airy_ai_spec{
     },
     };
 
+// ops.yaml:1854: the dtypes full_like.metal registers (input -> output)
+extern const OpSpec full_like_spec{
+    "mpsgen::full_like",
+    "ops.yaml:1852",
+    {"self"},
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    /*zero_divisor=*/-1,
+    /*result_like=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexFloat},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::ComplexHalf},
+        {c10::ScalarType::UInt16, c10::ScalarType::UInt16},
+        {c10::ScalarType::UInt32, c10::ScalarType::UInt32},
+        {c10::ScalarType::UInt64, c10::ScalarType::UInt64},
+    },
+    };
+
 } // namespace mpsgen::generated

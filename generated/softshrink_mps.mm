@@ -20,6 +20,7 @@ using mpsgen::generated::softshrink_spec;
 void softshrink_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& lambd) {
   auto& library = mpsgen::mps::library("softshrink");
   static const std::string kernel = "softshrink";  // static: the CPU executor caches per name
+  mpsgen::check_scalar_fits(softshrink_spec, lambd, common);  // as exec_*_kernel converts it
   library.exec_unary_kernel(iter, kernel, lambd);
 }
 

@@ -20,6 +20,7 @@ using mpsgen::generated::sub_spec;
 void sub_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& alpha) {
   auto& library = mpsgen::mps::library("sub");
   static const std::string kernel = "sub";  // static: the CPU executor caches per name
+  mpsgen::check_scalar_fits(sub_spec, alpha, common);  // as exec_*_kernel converts it
   library.exec_binary_kernel(iter, kernel, alpha);
 }
 

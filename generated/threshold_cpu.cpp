@@ -27,8 +27,8 @@ void threshold_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, 
   mpsgen::visit_dtype(threshold_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const threshold_params<T> params{
-        threshold.to<T>(),
-        value.to<T>(),
+        mpsgen::scalar_as<T>(threshold_spec, threshold),
+        mpsgen::scalar_as<T>(threshold_spec, value),
     };
     mpsgen::cpu::exec_unary_kernel_with_params(iter, kernel, params, "threshold_params_" + mpsgen::metal_type(common));
   });

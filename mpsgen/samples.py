@@ -72,6 +72,10 @@ class SchemaParam:
     values: tuple = ()  # an int or Scalar argument that selects the kernel: a value for each choice
 
 
+_OPTION_KINDS = {"ScalarType": torch.dtype, "Layout": torch.layout, "Device": (str, torch.device),
+                 "MemoryFormat": torch.memory_format}
+
+
 def _fits(kind: str, optional: bool, value) -> bool:
     """Whether a Python value can be passed for an argument of this kind."""
     if value is None:
@@ -86,6 +90,8 @@ def _fits(kind: str, optional: bool, value) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if kind == "bool":
         return isinstance(value, bool)
+    if kind in _OPTION_KINDS:  # a ScalarType and aten's *_like options
+        return isinstance(value, _OPTION_KINDS[kind])
     return isinstance(value, str)  # str
 
 
@@ -198,7 +204,8 @@ def _value(p: SchemaParam, dtype: torch.dtype):
     """A value for an argument without a default."""
     if p.choices:
         return None if p.choices[0] == "None" else p.choices[0]
-    return {"Scalar": _number(dtype), "int": 2, "float": 0.5, "bool": False}[p.kind]
+    return {"Scalar": _number(dtype), "int": 2, "float": 0.5, "bool": False, "ScalarType": dtype,
+            "Layout": torch.strided, "MemoryFormat": torch.contiguous_format}[p.kind]
 
 
 def _variations(p: SchemaParam, dtype: torch.dtype) -> list:
@@ -206,8 +213,12 @@ def _variations(p: SchemaParam, dtype: torch.dtype) -> list:
         return []
     if p.kind == "str":
         return [None if c == "None" else c for c in p.choices]
+    # a ScalarType: the sample's dtype and two of other kinds; aten's *_like options: those a
+    # kernel writing where it reads honours (pin_memory=False, no device: the tests' own)
     values = {"Scalar": list(dict.fromkeys([_number(dtype), 2, 0.5, True])), "int": [0, 3, -1],
-              "float": [0.5, -1.5, 0.0], "bool": [True, False]}[p.kind]
+              "float": [0.5, -1.5, 0.0], "bool": [False] if p.optional else [True, False],
+              "ScalarType": list(dict.fromkeys([dtype, torch.float32, torch.int64])), "Layout": [torch.strided],
+              "Device": [], "MemoryFormat": [torch.contiguous_format, torch.preserve_format]}[p.kind]
     return list(dict.fromkeys(values + list(p.values))) + ([None] if p.optional else [])
 
 

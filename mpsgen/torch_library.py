@@ -119,19 +119,23 @@ def _compute_dtype(spec: Spec, values: list) -> torch.dtype:
     return common
 
 
-def result_dtype(spec: Spec, operands: list, alpha=None, promoting=()) -> torch.dtype:
+def result_dtype(spec: Spec, operands: list, alpha=None, promoting=(), dtype=None,
+                 kernel_scalar=None) -> torch.dtype:
     """The dtype the kernel produces for these operands, with the C++ host's checks.
 
     operands: the op's tensor inputs; a Scalar overload's Scalars as Python numbers.
     promoting: the Scalars that take part in type promotion (None when absent).
+    dtype: a ScalarType argument's value (`result_dtype:`): the dtype the kernels compute in.
+    kernel_scalar: the Scalar the kernels read (REGISTER_*_ALPHA_OP's), which the host converts to
+    the computation dtype with c10's range check.
     """
     scalars = [p for p in promoting if p is not None]
     if spec.mask:  # the mask takes no part; the others are cast to their common dtype (torch's where)
         operands = [x for name, x in zip(spec.inputs, operands) if name != spec.mask]
-    common = _compute_dtype(spec, [*operands, *scalars])
+    common = dtype or _compute_dtype(spec, [*operands, *scalars])
     dtypes = [dtype_of(x) for x in operands]
-    if (scalars and common != _compute_dtype(spec, operands)) or spec.mask:
-        dtypes = [common]  # a promoting Scalar changed the dtype, or a mask: the host casts the inputs to it
+    if (scalars and common != _compute_dtype(spec, operands)) or spec.mask or dtype:
+        dtypes = [common]  # a promoting Scalar changed the dtype, a mask, a dtype argument: the host casts to it
     key = dtypes[0] if len(set(dtypes)) == 1 else common  # the dtype that names the kernel
     if key not in spec.registrations:
         registered = ", ".join(str(d).removeprefix("torch.") for d in spec.registrations)
@@ -140,6 +144,8 @@ def result_dtype(spec: Spec, operands: list, alpha=None, promoting=()) -> torch.
                                   f"({spec.origin} registers: {registered})")
     if spec.alpha_checks and alpha is not None:
         _check_alpha(spec, common, alpha)
+    if kernel_scalar is not None:
+        _check_converts(spec, kernel_scalar, common)
     return spec.registrations[key]
 
 
@@ -189,20 +195,39 @@ def _check_converts(spec: Spec, value, dtype: torch.dtype) -> None:
             raise RuntimeError(f"{spec.name}: {e}") from None
 
 
+def _check_options(spec: Spec, here: torch.device, layout=None, device=None, pin_memory=None,
+                   memory_format=None) -> None:
+    """aten's *_like options that kernels writing where they read can honour (as the C++ host checks)."""
+    if layout is not None and layout != torch.strided:
+        raise RuntimeError(f"{spec.name}: a layout other than torch.strided is not supported; "
+                           "the kernels write a strided result")
+    if pin_memory:
+        raise RuntimeError(f"{spec.name}: pin_memory=True is not supported; the result is on the inputs' device")
+    if device is not None:
+        device = torch.device(device)
+        if device.type != here.type or (device.index is not None and device.index != (here.index or 0)):
+            raise RuntimeError(f"{spec.name}: device {device} is not the inputs' device {here}; "
+                               "the kernels write where they read")
+
+
 def fake_elementwise(spec: Spec, operands: list, alpha=None, promoting=(), choice=None,
-                     converted=()) -> torch.Tensor:
+                     converted=(), options=None, kernel_scalar=None) -> torch.Tensor:
     """A new output as the C++ host makes it: broadcast shape, TensorIterator's
     stride order, the registered result dtype, on the first non-CPU-scalar's device.
     choice: (argument, value, {allowed value: the Spec of the dtypes its kernel registers}) of a
     `str` argument that selects the kernel. converted: a `mask:` op's Scalars, which must fit
-    the result dtype (as torch's where converts them)."""
+    the result dtype (as torch's where converts them). options: the result's dtype (a ScalarType
+    argument), layout, device, pin_memory and memory_format, as far as the schema takes them.
+    kernel_scalar: the Scalar the kernels read (REGISTER_*_ALPHA_OP's), which must fit the
+    computation dtype."""
+    options = options or {}
     check_defined(spec, operands)
     operands = given_operands(spec, operands)
     if choice is not None:
         arg, value, specs = choice
         check_choice(spec, arg, value, list(specs))
         spec = specs["None" if value is None else value]
-    dtype = result_dtype(spec, operands, alpha, promoting)
+    dtype = result_dtype(spec, operands, alpha, promoting, options.get("dtype"), kernel_scalar)
     if spec.result_like:  # aten's kernel allocates its output like this input (mish_backward)
         like = operands[spec.inputs.index(spec.result_like)].dtype
         if not torch.can_cast(dtype, like):
@@ -216,7 +241,11 @@ def fake_elementwise(spec: Spec, operands: list, alpha=None, promoting=(), choic
         if t.device != device and not _is_cpu_scalar(t):
             raise RuntimeError(f"{spec.name}: expected all tensors on one device, but input {i} is on "
                                f"{t.device} and input 0 on {device}")
+    _check_options(spec, device, **{k: v for k, v in options.items() if k != "dtype"})
     shape = torch.broadcast_shapes(*(t.shape for t in tensors))
+    memory_format = options.get("memory_format")
+    if memory_format not in (None, torch.preserve_format):  # a new result laid out as empty_like would
+        return torch.empty(shape, dtype=dtype, device=device, memory_format=memory_format)
     strides = compute_elementwise_output_strides(*(t.expand(shape) for t in tensors))
     return torch.empty_strided(shape, strides, dtype=dtype, device=device)
 

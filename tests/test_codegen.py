@@ -187,9 +187,10 @@ def test_rejects_schema_with_four_tensor_args(tmp_path):
     ("Tensor[] others", "argument 'others' has type Tensor[]"),
     ("int[] dims", "argument 'dims' has type int[]"),
     ("Device device", "argument 'device' has type Device"),
-    ("ScalarType dtype", "argument 'dtype' has type ScalarType"),
+    ("Layout layout", "argument 'layout' has type Layout"),
+    ("ScalarType[] dtypes", "argument 'dtypes' has type ScalarType[]"),
     ("Generator? generator=None", "argument 'generator' has type Generator?"),
-    ("bool? flag=None", "argument 'flag' has type bool?"),
+    ("bool? flag=None", "argument 'flag': a bool? argument is the result's 'pin_memory'"),
     ("Tensor other=None", "positional, without a default"),
     ("*, Tensor other", "positional, without a default"),
     ("Tensor(a) other", "alias annotation"),
@@ -864,7 +865,7 @@ def test_several_scalars_travel_as_a_params_struct(tmp_path):
     assert re.search(r"struct myelu_params \{\n  mpsgen::opmath_t<T> alpha;\n  T scale;\n  bool has_scale;\n"
                      r"  int64_t n;\n  bool flag;\n\};", cpu), cpu
     assert "const std::optional<at::Scalar>& scale, int64_t n, bool flag" in cpu
-    assert "scale.has_value() ? (*scale).to<T>() : T()" in cpu
+    assert "scale.has_value() ? mpsgen::scalar_as<T>(myelu_spec, (*scale)) : T()" in cpu
     assert 'exec_unary_kernel_with_params(iter, kernel, params, "myelu_params_" + mpsgen::metal_type(common))' in cpu
     mps = (out / "myelu_mps.mm").read_text()
     assert "library.exec_unary_kernel_with_params(iter, kernel, params" in mps

@@ -395,3 +395,38 @@ def test_value_choices_name_kernels_whose_functors_must_exist(tmp_path):
                        extra="    args:\n      n: {choices: {0: foo_zero, '>= 1': foo}}\n"))
     message = single(errors_of(tmp_path, text), lineno(text, "functor:"), "functor", "foo")
     assert "struct foo_zero_functor" in message and "struct foo_functor" in message
+
+
+# ---- ScalarType arguments and aten's *_like options (issue 33) ---------------------------
+
+
+@pytest.mark.parametrize("func,extra,key,says", [
+    # a ScalarType is the result's dtype, which the entry says
+    ("foo(Tensor self, *, ScalarType? dtype=None) -> Tensor", "", "result_dtype",
+     "the ScalarType argument 'dtype' is the result's dtype: add 'result_dtype: dtype'"),
+    ("foo(Tensor self, *, ScalarType? dtype=None) -> Tensor", "    result_dtype: self\n", "result_dtype",
+     "expected 'dtype', the ScalarType argument whose value is the result's dtype, got 'self'"),
+    ("foo(Tensor self, ScalarType a, ScalarType b) -> Tensor", "", "func",
+     "at most one 'ScalarType' argument may set the result dtype"),
+    ("foo(Tensor self, *, ScalarType dtype=float) -> Tensor", "", "func",
+     "argument 'dtype': a ScalarType's default is None or none"),
+    # the options have aten's names and None defaults
+    ("foo(Tensor self, *, Device? where=None) -> Tensor", "", "func",
+     "argument 'where': a Device? argument is the result's 'device', as aten's *_like functions take it"),
+    ("foo(Tensor self, *, bool? flag=None) -> Tensor", "", "func",
+     "argument 'flag': a bool? argument is the result's 'pin_memory'"),
+    ("foo(Tensor self, *, MemoryFormat? memory_format=contiguous_format) -> Tensor", "", "func",
+     "expected 'MemoryFormat? memory_format=None'"),
+    ("foo(Tensor self, *, Layout layout) -> Tensor", "", "func", "has type Layout, which an elementwise kernel"),
+])
+def test_bad_scalartype_and_options_are_located(tmp_path, func, extra, key, says):
+    text = registry(op(func=func, extra=extra))
+    line = lineno(text, "result_dtype:") if "result_dtype:" in extra else lineno(text, "- func:")
+    assert says in single(errors_of(tmp_path, text), line, key, "foo")
+
+
+def test_a_factorys_derivatives_are_refused(tmp_path):
+    text = registry(op(func="foo(Tensor self, *, Device? device=None) -> Tensor",
+                       extra="    derivatives:\n      self: grad\n"))
+    assert "or a factory's (an op with layout, device or pin_memory" in \
+        single(errors_of(tmp_path, text), lineno(text, "derivatives:"), "derivatives", "foo")

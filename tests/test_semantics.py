@@ -605,3 +605,64 @@ def test_unsigned_limits_match_python_integers(name, dtype):
     got = [v + (1 << 64) if v < 0 else v for v in actual.view(torch.int64).tolist()] if dtype == torch.uint64 \
         else actual.to(torch.int64).tolist()
     assert got == [_LIMITS[name](bits, *g) for g in grid]
+
+
+# ---- a ScalarType argument and aten's *_like options (issue 33) ----------------------------
+
+
+@pytest.mark.parametrize("source", [torch.float32, torch.int64, torch.complex64, torch.uint16], ids=str)
+@pytest.mark.parametrize("dtype", [None, torch.float16, torch.int8, torch.bool, torch.uint32, torch.complex32],
+                         ids=str)
+def test_full_likes_dtype_picks_its_kernel(source, dtype):
+    """dtype= names the kernel the CPU executor launches (full_like_dense_<dtype>...), as
+    exec_unary_kernel selects it by host_name; the values and dtype are torch.full_like's."""
+    x = torch.ones(5, 6).to(source)
+    ext.cpu_take_launches()
+    actual = OPS.full_like(x, 1, dtype=dtype)
+    launched = ext.cpu_take_launches()
+    expected = torch.full_like(x, 1, dtype=dtype)
+    metal = next(m for m, t in TORCH_DTYPES.items() if t == expected.dtype)
+    assert launched == [f"full_like_dense_{metal}_{metal}_{metal}"]
+    assert actual.dtype == expected.dtype and torch.equal(actual.to(torch.complex64), expected.to(torch.complex64))
+
+
+@pytest.mark.parametrize("memory_format", [torch.preserve_format, torch.contiguous_format, torch.channels_last])
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last", "transposed"])
+def test_full_likes_memory_format_lays_out_the_result_as_torchs(memory_format, layout):
+    x = torch.randn(2, 3, 4, 5)
+    x = {"contiguous": x, "channels_last": x.contiguous(memory_format=torch.channels_last),
+         "transposed": x.transpose(1, 3)}[layout]
+    expected = torch.full_like(x, 2.0, memory_format=memory_format)
+    for mode in (contextlib.nullcontext(), torch._subclasses.FakeTensorMode(allow_non_fake_inputs=True)):
+        with mode:
+            assert OPS.full_like(x, 2.0, memory_format=memory_format).stride() == expected.stride()
+
+
+@pytest.mark.parametrize("kwargs,says", [
+    ({"layout": torch.sparse_coo}, "a layout other than torch.strided is not supported"),
+    ({"pin_memory": True}, "pin_memory=True is not supported; the result is on the inputs' device"),
+    ({"device": "meta"}, "device meta is not the inputs' device cpu"),
+    ({"dtype": torch.float64}, "no kernel registered for dtype"),
+    ({"dtype": torch.float32, "device": "cpu", "layout": torch.strided, "pin_memory": False}, None),
+])
+def test_full_likes_options_are_refused_naming_the_op(kwargs, says):
+    """What a kernel writing where it reads cannot honour raises, eagerly and in the fake kernel
+    (torch.compile), naming the op; what it can is accepted."""
+    x = torch.randn(3)
+    for mode in (contextlib.nullcontext(), torch._subclasses.FakeTensorMode(allow_non_fake_inputs=True)):
+        with mode:
+            if says is None:
+                assert OPS.full_like(x, 1, **kwargs).dtype == torch.float32
+                continue
+            with pytest.raises((RuntimeError, NotImplementedError), match=re.escape(f"mpsgen::full_like: {says}")):
+                OPS.full_like(x, 1, **kwargs)
+
+
+def test_a_fill_beyond_the_dtype_raises_as_torch_does():
+    """The fill converts with c10's range check, as torch.full_like's fill_ does."""
+    for kwargs in ({"dtype": torch.int8}, {"dtype": torch.float16}):
+        value = 300 if kwargs["dtype"] == torch.int8 else 1e6
+        with pytest.raises(RuntimeError, match="value cannot be converted"):
+            torch.full_like(torch.zeros(2), value, **kwargs)
+        with pytest.raises(RuntimeError, match="mpsgen::full_like: value cannot be converted"):
+            OPS.full_like(torch.zeros(2), value, **kwargs)

@@ -1,6 +1,7 @@
 #include "elementwise.h"
 
 #include <ATen/Dispatch.h>
+#include <ATen/ExpandUtils.h>
 #include <ATen/Functions.h>
 #include <ATen/native/Resize.h>
 #include <ATen/native/TypeProperties.h>
@@ -182,7 +183,7 @@ void check_alpha(const OpSpec& op, c10::ScalarType common, const std::optional<c
 // the mask for an op with one, which stays as given (torch's where casts self and other).
 c10::SmallVector<at::Tensor, 4> operands(const OpSpec& op, at::TensorList inputs, const ScalarArgs& scalars,
                                          c10::ScalarType common) {
-  bool cast_all = op.uniform_inputs || op.mask >= 0;
+  bool cast_all = op.uniform_inputs || op.mask >= 0 || scalars.result.dtype.has_value();
   if (!scalars.promoting.empty()) cast_all |= compute_dtype(op, inputs, {}) != common;
   c10::SmallVector<at::Tensor, 4> result(inputs.begin(), inputs.end());
   for (size_t i = 0; i < result.size(); ++i) {
@@ -191,6 +192,27 @@ c10::SmallVector<at::Tensor, 4> operands(const OpSpec& op, at::TensorList inputs
     if (t.scalar_type() != common && (cast_all || (t.dim() == 0 && result.size() > 1))) t = t.to(common);
   }
   return result;
+}
+
+// The dtype the kernels compute in: a ScalarType argument's when given (full_like's dtype),
+// else torch's promotion.
+c10::ScalarType computation_dtype(const OpSpec& op, at::TensorList inputs, const ScalarArgs& scalars) {
+  return scalars.result.dtype.value_or(compute_dtype(op, inputs, scalars.promoting));
+}
+
+// aten's *_like options that a kernel writing where it reads can honour: a strided result on
+// the inputs' device, not pinned.
+void check_options(const OpSpec& op, at::TensorList inputs, const ResultOptions& o) {
+  TORCH_CHECK(!o.layout || *o.layout == c10::kStrided, op.name,
+              ": a layout other than torch.strided is not supported; the kernels write a strided result");
+  TORCH_CHECK(!o.pin_memory || !*o.pin_memory, op.name,
+              ": pin_memory=True is not supported; the result is on the inputs' device");
+  if (o.device) {
+    const auto here = op_device(inputs);
+    TORCH_CHECK(o.device->type() == here.type() && (!o.device->has_index() || o.device->index() == here.index()),
+                op.name, ": device ", *o.device, " is not the inputs' device ", here,
+                "; the kernels write where they read");
+  }
 }
 
 // out: the output, or undefined for a new one, which the iterator allocates (as torch's
@@ -261,6 +283,20 @@ at::Tensor run(const OpSpec& op, Backend backend, at::TensorList operands, const
 at::Tensor elementwise(const OpSpec& op, Backend backend, at::TensorList inputs, const ScalarArgs& scalars,
                        const ChecksFn& checks, const KernelFn& kernel) {
   check_defined(op, inputs, nullptr);
+  const auto& mf = scalars.result.memory_format;
+  if (mf && *mf != at::MemoryFormat::Preserve) {
+    // a new result in that memory format (as empty_like lays it out), written through out=
+    if (checks) checks();
+    const auto common = computation_dtype(op, inputs, scalars);
+    const auto& reg = check_registered(op, operands(op, inputs, scalars, common), common);
+    check_options(op, inputs, scalars.result);
+    at::DimVector shape(inputs[0].sizes());
+    for (const auto& t : inputs) shape = at::infer_size_dimvector(shape, t.sizes());
+    at::Tensor out = at::empty(shape, inputs[0].options().device(op_device(inputs)).dtype(reg.output)
+                                          .memory_format(*mf));
+    elementwise_out(op, backend, inputs, scalars, checks, out, kernel);
+    return out;
+  }
   if (op.result_like >= 0) {
     // as aten's kernel (mish_backward): an output of that input's dtype, which the computation
     // in the promoted dtype is cast into, as TensorIterator casts into a given output
@@ -269,10 +305,11 @@ at::Tensor elementwise(const OpSpec& op, Backend backend, at::TensorList inputs,
     return out;
   }
   if (checks) checks();
-  const auto common = compute_dtype(op, inputs, scalars.promoting);
+  const auto common = computation_dtype(op, inputs, scalars);
   const auto args = operands(op, inputs, scalars, common);
   const auto& reg = check_registered(op, args, common);
   check_devices(op, backend, inputs, nullptr);
+  check_options(op, inputs, scalars.result);
   check_alpha(op, common, scalars.alpha);
   check_converted(op, common, scalars.converted);
   check_zero_divisor(op, backend, args, reg.output);
@@ -290,10 +327,11 @@ at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList in
                             std::initializer_list<c10::ScalarType> exact_out) {
   check_defined(op, inputs, &out);
   if (checks) checks();
-  const auto common = compute_dtype(op, inputs, scalars.promoting);
+  const auto common = computation_dtype(op, inputs, scalars);
   const auto args = operands(op, inputs, scalars, common);
   const auto& reg = check_registered(op, args, common);
   check_devices(op, backend, inputs, &out);
+  check_options(op, inputs, scalars.result);
   check_alpha(op, common, scalars.alpha);
   check_converted(op, common, scalars.converted);
   check_zero_divisor(op, backend, args, reg.output);

@@ -31,12 +31,24 @@ enum class Backend { MPS, CPU };
 
 // The Scalar arguments the host itself looks at (the kernels get theirs from
 // the generated kernel function).
+// The result's dtype and options, where the schema takes them as aten's *_like functions do
+// (full_like's): a ScalarType argument (`result_dtype:`) is the dtype the kernels compute in,
+// the inputs cast to it; a memory format other than preserve lays out a new result.
+struct ResultOptions {
+  std::optional<c10::ScalarType> dtype;
+  std::optional<c10::Layout> layout;
+  std::optional<c10::Device> device;
+  std::optional<bool> pin_memory;
+  std::optional<c10::MemoryFormat> memory_format;
+};
+
 struct ScalarArgs {
   std::optional<c10::Scalar> alpha;                   // checked by torch's alpha_check if op.alpha_check
   std::vector<std::optional<c10::Scalar>> promoting;  // take part in type promotion as wrapped numbers
   // a `mask:` op's Scalar overloads: torch's where makes them tensors of the result dtype
   // (at::scalar_tensor), whose conversion refuses a value beyond that dtype's range
   std::vector<c10::Scalar> converted = {};
+  ResultOptions result = {};
 };
 
 // The entry's `checks:` (ops.yaml): the conditions torch enforces on the arguments,
@@ -126,6 +138,17 @@ struct OpMath<c10::complex<c10::Half>> {
 template <typename T>
 using opmath_t = typename OpMath<T>::type;
 
+// A Scalar argument as the kernels read it, in T: c10's checked conversion (a complex fill of a
+// real result, 1e300 as half), whose error then names the op.
+template <typename T>
+T scalar_as(const OpSpec& op, const c10::Scalar& s) {
+  try {
+    return s.to<T>();
+  } catch (const std::runtime_error& e) {  // c10's report_overflow throws std::runtime_error
+    TORCH_CHECK(false, op.name, ": ", e.what());
+  }
+}
+
 // Calls f(Tag<T>{}) with the C++ type T of dtype t, to fill a params struct
 // whose layout matches the Metal one for that dtype.
 template <typename T>
@@ -151,6 +174,12 @@ void visit_dtype(const OpSpec& op, c10::ScalarType t, F&& f) {
     case c10::kUInt64: return f(Tag<uint64_t>{});
     default: TORCH_CHECK_NOT_IMPLEMENTED(false, op.name, ": no kernel computes in dtype ", t);
   }
+}
+
+// exec_*_kernel converts its alpha to the computation dtype itself: checked first, so that a value
+// beyond that dtype (a fill of 300 for int8) raises naming the op.
+inline void check_scalar_fits(const OpSpec& op, const c10::Scalar& s, c10::ScalarType t) {
+  visit_dtype(op, t, [&](auto tag) { (void)scalar_as<typename decltype(tag)::type>(op, s); });
 }
 
 } // namespace mpsgen
