@@ -399,6 +399,14 @@ def _check_implements(entry, schema, family, label, line_of, errors) -> tuple[st
     return implements, replaces, tuple(found)
 
 
+def _float8_note(names) -> str:
+    """Why a float8 name is no dtype here: torch 2.13's MPS backend has none (its getMPSDataType
+    and scalarToMetalTypeString refuse float8, and c10/metal/common.h lists no float8 type)."""
+    if any("float8" in str(n) or "fp8" in str(n) for n in names):
+        return " (torch 2.13's MPS backend has no float8 dtype, so no MPS kernel could be given one)"
+    return ""
+
+
 def _check_out_dtype(entry, label, line, errors) -> str | tuple[str, ...] | None:
     """`out_dtype:` as 'cast', 'exact' or the input dtypes it is exact for; None if not given."""
     spec = entry.get("out_dtype")
@@ -918,7 +926,7 @@ def _check_dtypes(spec, family, opmath_ok, label, line, errors) -> tuple[Registr
             if group is None:
                 errors.add(item_line, label, "dtypes",
                            f"unknown dtype group {item!r}; expected one of {sorted(GROUPS)} "
-                           "or a pair {in: T, out: T}")
+                           f"or a pair {{in: T, out: T}}{_float8_note([item])}")
                 continue
             if group.opmath and not opmath_ok:
                 errors.add(item_line, label, "dtypes",
@@ -937,7 +945,7 @@ def _check_dtypes(spec, family, opmath_ok, label, line, errors) -> tuple[Registr
                    if not isinstance(item[k], str) or item[k] not in DTYPES]
             if bad:
                 errors.add(item_line, label, "dtypes",
-                           f"unknown dtype {', '.join(bad)}; expected one of {sorted(DTYPES)}")
+                           f"unknown dtype {', '.join(bad)}; expected one of {sorted(DTYPES)}{_float8_note(bad)}")
                 continue
             opmath = item.get("opmath", False)
             if not isinstance(opmath, bool) or (opmath and not opmath_ok):

@@ -430,3 +430,20 @@ def test_a_factorys_derivatives_are_refused(tmp_path):
                        extra="    derivatives:\n      self: grad\n"))
     assert "or a factory's (an op with layout, device or pin_memory" in \
         single(errors_of(tmp_path, text), lineno(text, "derivatives:"), "derivatives", "foo")
+
+
+@pytest.mark.parametrize("dtypes", ["[float8_e4m3fn]", "[{in: float8_e5m2, out: float}]"])
+def test_float8_is_refused_saying_why(tmp_path, dtypes):
+    """torch 2.13's MPS backend has no float8: the registry has no such dtype, and says so."""
+    text = registry(op(dtypes=dtypes))
+    assert "torch 2.13's MPS backend has no float8 dtype" in \
+        single(errors_of(tmp_path, text), lineno(text, "dtypes:"), "dtypes", "foo")
+
+
+@pytest.mark.parametrize("dtypes", ["[unsigned]", "[{in: ushort, out: ushort}, {in: ulong, out: bool}]",
+                                    "[unsigned2bool]"])
+def test_unsigned_dtypes_register(tmp_path, dtypes):
+    path = tmp_path / "ops.yaml"
+    path.write_text(registry(op(dtypes=dtypes)))
+    regs = loader.load(path).ops[0].registrations
+    assert {r.input for r in regs} <= {"ushort", "uint", "ulong"} and regs
