@@ -12,6 +12,13 @@ from collections import Counter, defaultdict
 import pytest
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "quick: the subset `bash test.sh --quick` runs at every commit (under a minute on 2 cores): "
+        "generate and the registry's errors, the run-time errors, the MPS stubs compiled as C++, the "
+        "workflows, and op-output-match for one entry of each kind")
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _generator_cache_in_a_temporary_folder():
     """`python -m codegen` keeps its stamps (codegen/stamp.py) in a cache folder; the

@@ -16,6 +16,8 @@ import pytest
 from mpsgen.codegen import build
 from mpsgen.codegen.loader import load
 
+pytestmark = pytest.mark.quick  # bash test.sh --quick (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 COMPILER = shutil.which("c++") or shutil.which("g++")
 

@@ -23,6 +23,28 @@ from mpsgen import harness
 REGISTRY = harness.load_project(__file__)
 
 
-@pytest.mark.parametrize(harness.PARAMS, list(harness.cases(REGISTRY)))
+def _kind(op, entry) -> tuple:
+    """What makes an entry a kind of its own for the generated code: family, params, choices,
+    Tensor? combinations, mask, Scalar overload, result options, a bool result."""
+    selector = op.selector and ("value" if op.selector.by_value else "str")
+    return (op.family, op.transport, selector, bool(op.given), bool(op.mask), entry is not op,
+            bool(op.result_options), bool(op.result_like), op.bool_output)
+
+
+def _with_quick(cases) -> list:
+    """The cases, the first dtype of the first entry of each kind marked `quick` (bash test.sh
+    --quick); not the aten entries, whose CPU rows share one subprocess of about 25 s."""
+    seen, marked = set(), []
+    for case in cases:
+        op, entry = case.values[:2]
+        kind = _kind(op, entry)
+        if kind not in seen and not op.implements:
+            seen.add(kind)
+            case = pytest.param(*case.values, marks=(*case.marks, pytest.mark.quick), id=case.id)
+        marked.append(case)
+    return marked
+
+
+@pytest.mark.parametrize(harness.PARAMS, _with_quick(harness.cases(REGISTRY)))
 def test_output_match(op, entry, metal_dtype, xfail_samples, record_property):
     harness.output_match(REGISTRY, op, entry, metal_dtype, xfail_samples, record_property)

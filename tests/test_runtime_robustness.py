@@ -19,8 +19,11 @@ import pytest
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
+import mpsgen.ops  # noqa: F401  (loads the ops: torch.ops.mpsgen.*, the fake kernels)
 from mpsgen.codegen.loader import load
 from mpsgen.samples import TORCH_DTYPES, entry_params, fill, op_overload
+
+pytestmark = pytest.mark.quick  # bash test.sh --quick (tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = load(ROOT / "ops.yaml")
