@@ -28,6 +28,11 @@ SUPPORT = ROOT / "support"
 SHIM_INCLUDE = SUPPORT / "metal_shim"
 CPU_SUPPORT = SUPPORT / "cpu"
 METAL_INCLUDE = SUPPORT / "metal"  # the project's own Metal headers (mpsgen/ternary_alpha.h, mpsgen/complex_math.h)
+# `xcrun metal` flags of the embedded metallibs: torch's own for its .metal (cmake/Metal.cmake
+# passes -fno-fast-math; the Metal compiler's default is fast math), so that a precompiled kernel
+# computes as the runtime-compiled fallback does (torch's MetalShaderLibrary compiles with safe
+# math) and as the CPU backend verified it. .github/workflows/macos.yml compiles with these too.
+METAL_FLAGS = ("-std=metal3.1", "-fno-fast-math")
 MPS_INCLUDE = SUPPORT / "mps"
 
 # The extension's own compile flags and include dirs (setup.py; torch adds its own).
@@ -352,7 +357,7 @@ def _metallib(metal: Path, source: str, build_dir: Path) -> bytes | None:
     if lib.is_file() and key_file.is_file() and key_file.read_text() == key:
         return lib.read_bytes()
     try:
-        subprocess.run(["xcrun", "-sdk", "macosx", "metal", "-std=metal3.1", f"-I{torch_include()}",
+        subprocess.run(["xcrun", "-sdk", "macosx", "metal", *METAL_FLAGS, f"-I{torch_include()}",
                         f"-I{METAL_INCLUDE}",
                         "-c", str(metal), "-o", str(air)], check=True, capture_output=True)
         subprocess.run(["xcrun", "-sdk", "macosx", "metallib", str(air), "-o", str(lib)],

@@ -7,6 +7,7 @@ those need a Mac.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -48,3 +49,22 @@ def test_embedded_metal_source_is_self_contained(tmp_path):
     assert "kernel void ternary_alpha_dense(" in header  # mpsgen/ternary_alpha.h
     assert "REGISTER_UNARY_OP(exp, float, float);" in header
     assert "struct exp_functor" in header
+
+
+def test_the_metallibs_compile_with_torchs_safe_math(tmp_path, monkeypatch):
+    """The Metal compiler's default is fast math; torch compiles its own .metal with
+    -fno-fast-math and runtime-compiles with safe math. A stand-in `xcrun` on PATH records the
+    command the build runs for an op's metallib."""
+    log = tmp_path / "xcrun.log"
+    fake = tmp_path / "bin" / "xcrun"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\n"
+                    f'echo "$@" >> "{log}"\n'
+                    'case "$*" in *--version*) echo "Apple metal version 32023.0"; exit 0;; esac\n'
+                    'while [ $# -gt 1 ]; do [ "$1" = "-o" ] && : > "$2"; shift; done\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    metal = ROOT / "generated" / "exp.metal"
+    assert build._metallib(metal, metal.read_text(), tmp_path) == b""
+    compile_line = next(line for line in log.read_text().splitlines() if " -c " in f" {line} ")
+    assert "-fno-fast-math" in compile_line.split() and "-std=metal3.1" in compile_line.split()

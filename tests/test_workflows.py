@@ -34,6 +34,13 @@ def test_the_workflows_pass_actionlint():
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+def test_the_mac_compiles_the_metal_as_the_build_does():
+    """The workflow's `xcrun metal` has the flags of the metallibs the build embeds."""
+    from mpsgen.codegen.build import METAL_FLAGS
+    macos = next(w for w in WORKFLOWS if w.name == "macos.yml").read_text()
+    assert f"xcrun -sdk macosx metal {' '.join(METAL_FLAGS)} -Werror" in macos
+
+
 def test_the_workflows_run_the_readmes_commands():
     linux, macos = (w.read_text() for w in WORKFLOWS)
     assert "run: bash .ci/run" in linux
