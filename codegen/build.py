@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from .clang import ClangMissing, clang_command
 from .host_names import (calls_vector_math, parse_instantiations, preprocess, preprocess_raw, registration_lines,
                          rewrite_preprocessed, strip_host_name_attributes)
 
@@ -89,8 +90,6 @@ def kernel_compiler() -> tuple[str, ...]:
     Without ziglang (an environment without requirements.txt), the host compiler."""
     if sys.platform == "darwin":
         return ("c++",)
-    from .clang_check import ClangMissing, clang_command
-
     try:
         return tuple(clang_command())
     except ClangMissing as e:

@@ -34,6 +34,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import clang_check
+from .build import kernel_include_dirs
+from .clang import ClangMissing, clang_command
+from .finding import Finding
 from .host_names import preprocess, strip_host_name_attributes
 
 
@@ -41,18 +45,6 @@ from .host_names import preprocess, strip_host_name_attributes
 def is_user_file(name: str) -> bool:
     """The registry (ops.yaml, or whatever --ops named): what `#line` attributes to the user."""
     return name.endswith((".yaml", ".yml"))
-
-
-@dataclass(frozen=True, order=True)
-class Finding:
-    file: str
-    line: int
-    col: int
-    message: str
-    severity: str = "error"  # or "warning" (the clang step reports both)
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.col}: {self.severity}: {self.message}"
 
 
 # ---- user regions of a generated .metal -------------------------------------------
@@ -393,9 +385,6 @@ def check_file(metal: Path, include_dirs: list[Path], compiler: str = "c++") -> 
 
 
 def main(generated: Path, ops: list[str] | None = None, compiler: str = "c++", verbose: bool = False) -> int:
-    from . import clang_check
-    from .build import kernel_include_dirs
-
     include_dirs = kernel_include_dirs()
     metals = sorted(generated.glob("*.metal"))
     if ops:
@@ -405,8 +394,8 @@ def main(generated: Path, ops: list[str] | None = None, compiler: str = "c++", v
             print(f"check-metal: no {generated}/<op>.metal for {', '.join(sorted(missing))}", file=sys.stderr)
             return 1
     try:
-        clang = clang_check.clang_command()
-    except clang_check.ClangMissing as e:
+        clang = clang_command()
+    except ClangMissing as e:
         print(f"check-metal: {e}", file=sys.stderr)
         return 1
 

@@ -27,17 +27,16 @@ used here with the system's GNU toolchain (libstdc++, glibc) and zig's clang bui
 """
 from __future__ import annotations
 
-import platform
 import re
 import subprocess
-import sys
 import sysconfig
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import build
-from .check_metal import Finding
+from .clang import clang_version
+from .finding import Finding
 
 # What torch.utils.cpp_extension adds to the extension's compile (see its build.ninja).
 TORCH_FLAGS = ["-std=c++20", "-DTORCH_API_INCLUDE_EXTENSION_H", "-DTORCH_EXTENSION_NAME=_C"]
@@ -49,36 +48,6 @@ OBJC_ONLY_BODIES = re.compile(
 
 _DIAGNOSTIC = re.compile(r"^(?P<file>[^:\s][^:]*):(?P<line>\d+):(?P<col>\d+): "
                          r"(?P<severity>fatal error|error|warning): (?P<msg>.*)$", re.M)
-
-INSTALL_HINT = ("install the set-up's requirements: `bash run.sh`, or "
-                "`.venv/bin/python -m pip install -r requirements.txt` (PyPI's ziglang bundles clang)")
-
-
-class ClangMissing(RuntimeError):
-    pass
-
-
-def clang_command() -> list[str]:
-    """clang's driver from PyPI's ziglang, in g++ mode, for this Linux machine's GNU toolchain."""
-    if not sys.platform.startswith("linux"):
-        raise ClangMissing(f"the clang step runs on Linux (ziglang's clang with the system's GNU toolchain); "
-                           f"on {sys.platform} build the extension with the platform's clang instead")
-    try:
-        import ziglang
-    except ImportError:
-        raise ClangMissing(f"check-metal needs clang and cannot import ziglang: {INSTALL_HINT}") from None
-    home = Path(ziglang.__file__).resolve().parent
-    zig = home / "zig"
-    if not zig.is_file():
-        raise ClangMissing(f"ziglang at {home} has no zig binary: reinstall it ({INSTALL_HINT})")
-    return [str(zig), "clang", "--driver-mode=g++", f"--target={platform.machine()}-linux-gnu",
-            "-resource-dir", str(home / "lib")]
-
-
-def clang_version(clang: list[str]) -> str:
-    r = subprocess.run([*clang, "--version"], capture_output=True, text=True)
-    return r.stdout.splitlines()[0] if r.returncode == 0 and r.stdout else "clang (version unknown)"
-
 
 def compile_flags() -> list[str]:
     """-fsyntax-only with the build's flags: Python's warning flags (setuptools passes its CFLAGS),

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from test_check_metal import marked_line, metal_source, unary
 
-from mpsgen.codegen import check_metal, clang_check
+from mpsgen.codegen import check_metal, clang, clang_check
 from mpsgen.codegen.build import CPU_SUPPORT, GENERATED, SHIM_INCLUDE, torch_include
 
-CLANG = clang_check.clang_command()  # a missing clang fails the suite, as it fails CI's check-metal
+CLANG = clang.clang_command()  # a missing clang fails the suite, as it fails CI's check-metal
 
 
 def host_unit(build_dir: Path, generated: Path, name: str) -> clang_check.Unit:
