@@ -283,20 +283,6 @@ at::Tensor run(const OpSpec& op, Backend backend, at::TensorList operands, const
 at::Tensor elementwise(const OpSpec& op, Backend backend, at::TensorList inputs, const ScalarArgs& scalars,
                        const ChecksFn& checks, const KernelFn& kernel) {
   check_defined(op, inputs, nullptr);
-  const auto& mf = scalars.result.memory_format;
-  if (mf && *mf != at::MemoryFormat::Preserve) {
-    // a new result in that memory format (as empty_like lays it out), written through out=
-    if (checks) checks();
-    const auto common = computation_dtype(op, inputs, scalars);
-    const auto& reg = check_registered(op, operands(op, inputs, scalars, common), common);
-    check_options(op, inputs, scalars.result);
-    at::DimVector shape(inputs[0].sizes());
-    for (const auto& t : inputs) shape = at::infer_size_dimvector(shape, t.sizes());
-    at::Tensor out = at::empty(shape, inputs[0].options().device(op_device(inputs)).dtype(reg.output)
-                                          .memory_format(*mf));
-    elementwise_out(op, backend, inputs, scalars, checks, out, kernel);
-    return out;
-  }
   if (op.result_like >= 0) {
     // as aten's kernel (mish_backward): an output of that input's dtype, which the computation
     // in the promoted dtype is cast into, as TensorIterator casts into a given output
@@ -315,6 +301,14 @@ at::Tensor elementwise(const OpSpec& op, Backend backend, at::TensorList inputs,
   check_zero_divisor(op, backend, args, reg.output);
   warn_uint8_mask(op, inputs);
   const auto device = op_device(inputs);
+  const auto& mf = scalars.result.memory_format;
+  if (mf && *mf != at::MemoryFormat::Preserve) {
+    // a new result laid out in that memory format, as empty_like lays it out (full_like's)
+    at::DimVector shape(inputs[0].sizes());
+    for (const auto& t : inputs) shape = at::infer_size_dimvector(shape, t.sizes());
+    const auto options = inputs[0].options().device(device).dtype(reg.output).memory_format(*mf);
+    return run(op, backend, args, at::empty(shape, options), kernel, common);
+  }
   if (backend == Backend::CPU) {
     return run(op, backend, args, at::Tensor(), kernel, common, reg.output, device);
   }
