@@ -21,9 +21,15 @@ def _files(folder: str) -> list[str]:
                   if p.is_file() and "__pycache__" not in p.parts)
 
 
+def _subpackages(folder: str, package: str) -> list[str]:
+    """The generator's stage subpackages (codegen/registry, emit, verify)."""
+    return sorted(f"{package}.{p.parent.name}" for p in (ROOT / folder).glob("*/__init__.py"))
+
+
 setup(
     ROOT,
-    packages=["mpsgen", "mpsgen.codegen", "mpsgen.templates", "mpsgen.support", "mpsgen.generated"],
+    packages=["mpsgen", "mpsgen.codegen", *_subpackages("codegen", "mpsgen.codegen"),
+              "mpsgen.templates", "mpsgen.support", "mpsgen.generated"],
     package_dir={"mpsgen": "mpsgen", "mpsgen.codegen": "codegen", "mpsgen.templates": "templates",
                  "mpsgen.support": "support", "mpsgen.generated": "generated"},
     package_data={"mpsgen.templates": _files("templates"), "mpsgen.support": _files("support")},

@@ -41,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 from mpsgen.codegen.build import cpu_variants  # noqa: E402
-from mpsgen.codegen.loader import load  # noqa: E402
+from mpsgen.codegen.registry.loader import load  # noqa: E402
 from generate import synthetic_registry  # noqa: E402
 from project import cpu  # noqa: E402
 

@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from mpsgen.codegen.loader import load  # noqa: E402
+from mpsgen.codegen.registry.loader import load  # noqa: E402
 from mpsgen.aten_overrides import ENV as ATEN_ENV  # noqa: E402
 from mpsgen.samples import TORCH_DTYPES, entry_params, fill, op_overload, reference  # noqa: E402
 

@@ -86,7 +86,8 @@ import statistics, sys, time
 from pathlib import Path
 sys.path.insert(0, {str(root)!r})
 t = {{"load": [], "render": [], "write": []}}
-from mpsgen.codegen import loader, render, writer
+from mpsgen.codegen.registry import loader
+from mpsgen.codegen.emit import render, writer
 for i in range({repeat}):
     s = time.perf_counter(); registry = loader.load({str(ops)!r}); t["load"].append(time.perf_counter() - s)
     s = time.perf_counter(); files = render.render(registry); t["render"].append(time.perf_counter() - s)

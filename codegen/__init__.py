@@ -1,5 +1,12 @@
-"""mpsgen: generate PyTorch MPS (and CPU-hosted) elementwise ops from ops.yaml.
+"""mpsgen's generator: PyTorch MPS (and CPU-hosted) elementwise ops from ops.yaml.
 
-Flow, one direction: loader (ops.yaml -> validated model) -> render (Jinja
-templates) -> writer (generated/). See README.md.
+One direction, a subpackage per stage:
+
+    registry/  ops.yaml -> validated model   (loader, schema, arguments, kernels, model, ...)
+    emit/      model -> templates/ -> generated/   (render, writer, stamp)
+    build.py   generated/ -> the torch extension   (ninja, objcache.py, clang.py)
+    verify/    generated .metal and host sources through clang   (check_metal, clang_check)
+
+`__main__.py` runs them (`python -m codegen generate | check | check-metal`); `package.py`
+is the build API a project's setup.py calls. Each stage imports only the ones before it.
 """

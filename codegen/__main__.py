@@ -1,6 +1,6 @@
 """Command line: `python -m codegen generate`, `python -m codegen check` and
-`python -m codegen check-metal` (Metal-strict check of generated/*.metal, codegen/check_metal.py,
-then clang over what macOS builds, codegen/clang_check.py)."""
+`python -m codegen check-metal` (Metal-strict check of generated/*.metal, codegen/verify/check_metal.py,
+then clang over what macOS builds, codegen/verify/clang_check.py)."""
 from __future__ import annotations
 
 import argparse
@@ -9,7 +9,8 @@ import os
 import sys
 from pathlib import Path
 
-from . import stamp, writer, yaml_source
+from .emit import stamp, writer
+from .registry import yaml_source
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.only and args.command != "check-metal":
         parser.error(f"{args.command} takes no op names")
     if args.command == "check-metal":
-        from . import check_metal
+        from .verify import check_metal
 
         return check_metal.main(args.out, args.only)
 
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace, data: bytes, stamp_key: str) -> int:
     """Load, render and write (or compare, for `check`)."""
-    from . import loader  # torchgen (and render: jinja2) only when there is work
+    from .registry import loader  # torchgen (and render: jinja2) only when there is work
 
     try:
         registry = loader.load(args.ops, data)
@@ -87,7 +88,7 @@ def _run(args: argparse.Namespace, data: bytes, stamp_key: str) -> int:
 
 
 def _render_and_write(args: argparse.Namespace, registry, stamp_key: str, staged: writer.NewFolder | None) -> int:
-    from . import render
+    from .emit import render
 
     try:
         files = render.render(registry, sink=staged.write if staged else None)

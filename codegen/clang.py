@@ -1,6 +1,6 @@
 """clang's driver on Linux: PyPI's ziglang's `zig clang`, in g++ mode, with the system's GNU
 toolchain. The build compiles the CPU kernel units with it (codegen/build.py) and check-metal's
-clang step checks with it (codegen/clang_check.py)."""
+clang step checks with it (codegen/verify/clang_check.py)."""
 from __future__ import annotations
 
 import platform

@@ -121,7 +121,7 @@ def run_cached(ops_yaml: str, large: bool = False) -> dict[tuple[str, str], Case
     """run() once per process and registry. The workers of one pytest-xdist run share it:
     the first writes it to a temporary file (under a lock), the others read it; the file
     goes when its writer's process ends (a worker that comes later runs its own)."""
-    from .codegen.loader import load
+    from .codegen.registry.loader import load
 
     run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
     if not run_id:

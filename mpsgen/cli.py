@@ -74,7 +74,7 @@ def _run(parser, args) -> int:
             parser.error(f"{args.command} takes no op names")
         return generate(project, args.command)
     if args.command == "check-metal":
-        from .codegen import check_metal
+        from .codegen.verify import check_metal
 
         return check_metal.main(project.generated, args.names)
     if args.command == "show":

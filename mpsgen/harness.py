@@ -34,7 +34,7 @@ def load_project(start: str | Path):
     """The registry of the project at or above `start` (a test file), with its ops loaded:
     the project's package is imported from the project's folder first, so an in-place build
     (`mpsgen build`) is what runs."""
-    from .codegen.loader import load
+    from .codegen.registry.loader import load
     from .codegen.package import find_project
 
     project = find_project(Path(start).resolve().parent)

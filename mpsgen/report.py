@@ -32,7 +32,7 @@ from pathlib import Path
 
 import importlib
 
-from mpsgen.codegen.loader import load
+from mpsgen.codegen.registry.loader import load
 from mpsgen.aten_overrides import ENV as ATEN_ENV, row
 from mpsgen.samples import (MATCH, MISMATCH, NO_REFERENCE, TORCH_DTYPES, UNSUPPORTED, compare, devices,
                             entry_registrations, kernel_input_type, reference, registered_outputs, tolerance)

@@ -15,8 +15,8 @@ from typing import NamedTuple
 import torch
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 
-from mpsgen.codegen.dtypes import DTYPES
-from mpsgen.codegen.opinfo_names import parse as parse_opinfo
+from mpsgen.codegen.registry.dtypes import DTYPES
+from mpsgen.codegen.registry.opinfo_names import parse as parse_opinfo
 
 TORCH_DTYPES = {metal: getattr(torch, d.torch) for metal, d in DTYPES.items()}
 

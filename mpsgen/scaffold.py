@@ -109,7 +109,7 @@ def init(folder: Path, namespace: str) -> list[Path]:
 
 def _opinfo_name(name: str) -> str | None:
     """The op_db entry of aten's `name`: itself, `special_x` as `special.x`, or nn.functional's."""
-    from .codegen import opinfo_names
+    from .codegen.registry import opinfo_names
 
     known = opinfo_names.opinfo_names()
     candidates = [name, name.replace("_", ".", 1), f"nn.functional.{name}"]
@@ -157,7 +157,7 @@ def _result_dtypes(schema, dtypes) -> dict:
 def _dtype_items(pairs: dict, n_tensors: int) -> list[str]:
     """ops.yaml `dtypes:` items for {input: output} torch dtypes: groups where a whole group
     matches, explicit pairs for the rest."""
-    from .codegen.dtypes import DTYPES, GROUPS
+    from .codegen.registry.dtypes import DTYPES, GROUPS
 
     metal = {f"torch.{d.torch}": m for m, d in DTYPES.items()}
     left = {metal[str(i)]: metal[str(o)] for i, o in pairs.items() if str(i) in metal and str(o) in metal}
@@ -179,7 +179,7 @@ def new(project: Project, op: str, aten: bool = False) -> str:
     import torch
     from torchgen.model import FunctionSchema, SchemaKind
 
-    from .codegen import aten_schemas
+    from .codegen.registry import aten_schemas
     from .mps_support import mps_supported_dtypes
     from .samples import _opinfo
 

@@ -21,7 +21,7 @@ def pytest_configure(config):
 
 @pytest.fixture(autouse=True, scope="session")
 def _generator_cache_in_a_temporary_folder():
-    """`python -m codegen` keeps its stamps (codegen/stamp.py) in a cache folder; the
+    """`python -m codegen` keeps its stamps (codegen/emit/stamp.py) in a cache folder; the
     suite's many output folders would otherwise crowd the user's ~/.cache/mpsgen."""
     with tempfile.TemporaryDirectory(prefix="mpsgen-test-cache-") as folder:
         old = os.environ.get("MPSGEN_CACHE_DIR")

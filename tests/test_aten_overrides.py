@@ -25,7 +25,7 @@ import pytest
 import torch
 
 import mpsgen.ops  # loads mpsgen's own ops (the extension and generated/library.py)
-from mpsgen.codegen.loader import load
+from mpsgen.codegen.registry.loader import load
 from mpsgen.aten_overrides import ENV, opcheck_failure, run_cached
 from mpsgen.mps_support import mps_supported_dtypes
 from mpsgen.samples import TORCH_DTYPES, op_overload, reference, widened_reference

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.codegen import loader, render
+from mpsgen.codegen.registry import loader
+from mpsgen.codegen.emit import render
 
 FUNCTOR = ("    functor: |\n"
            "      template <typename T>\n"
@@ -120,11 +121,11 @@ def test_generated_code_for_an_aten_entry(tmp_path):
 
 
 def test_the_readme_lists_what_ops_yaml_fills():
-    from mpsgen.codegen import aten_table
+    from mpsgen.codegen.emit import aten_table
 
     root = Path(__file__).resolve().parent.parent
     readme = (root / "README.md").read_text()
     block = re.search(r"<!-- aten-table: [^\n]*-->\n(.*?)<!-- /aten-table -->", readme, re.S)
     assert block, "README.md has no aten-table block"
     assert block[1] == aten_table.markdown(loader.load(root / "ops.yaml")), \
-        "README.md's table is stale: paste the output of `python -m codegen.aten_table`"
+        "README.md's table is stale: paste the output of `python -m codegen.emit.aten_table`"

@@ -14,8 +14,8 @@ import pytest
 import torch
 
 import mpsgen.ops  # loads mpsgen's own ops (the extension and generated/library.py)
-from mpsgen.codegen import render
-from mpsgen.codegen.loader import load
+from mpsgen.codegen.emit import render
+from mpsgen.codegen.registry.loader import load
 from mpsgen.samples import (TORCH_DTYPES, edge_samples, entry_params, fill, op_overload, opinfo_samples, reference,
                             registered_dtypes, registered_outputs, require_grad, value_tensors)
 

@@ -12,8 +12,9 @@ import pytest
 import torch
 from torch.utils import cpp_extension
 
-from mpsgen.codegen import build, render
-from mpsgen.codegen.loader import load
+from mpsgen.codegen import build
+from mpsgen.codegen.emit import render
+from mpsgen.codegen.registry.loader import load
 
 REGISTRY_YAML = """\
 namespace: mpsgen_cppgrad

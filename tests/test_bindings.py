@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import mpsgen.ops  # loads mpsgen's own ops (the extension and generated/library.py)
-from mpsgen.codegen.loader import load
+from mpsgen.codegen.registry.loader import load
 from mpsgen.samples import TORCH_DTYPES, as_inplace, edge_samples, entry_params, op_overload, registered_dtypes
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from mpsgen.codegen.build import CPU_SUPPORT, SHIM_INCLUDE, torch_include
-from mpsgen.codegen.check_metal import check_file, lexical_findings
+from mpsgen.codegen.verify.check_metal import check_file, lexical_findings
 
 ROOT = Path(__file__).resolve().parent.parent
 FUNCTOR_LINE = 40  # the ops.yaml line the functor text starts at

@@ -1,4 +1,4 @@
-"""check-metal's clang step (codegen/clang_check.py): what Apple clang would reject in the CPU
+"""check-metal's clang step (codegen/verify/clang_check.py): what Apple clang would reject in the CPU
 kernels and host stubs is reported, though g++ accepts it; the shipped units pass.
 
 Needs clang from the set-up (PyPI's ziglang, requirements.txt), g++ and torch's headers,
@@ -13,7 +13,8 @@ from pathlib import Path
 
 from test_check_metal import marked_line, metal_source, unary
 
-from mpsgen.codegen import check_metal, clang, clang_check
+from mpsgen.codegen.verify import check_metal, clang_check
+from mpsgen.codegen import clang
 from mpsgen.codegen.build import CPU_SUPPORT, GENERATED, SHIM_INCLUDE, torch_include
 
 CLANG = clang.clang_command()  # a missing clang fails the suite, as it fails CI's check-metal

@@ -762,7 +762,7 @@ def test_functor_result_type_contradicting_dtypes_fails_compile_at_the_yaml_line
     out = tmp_path / "out"
     generate_ok(write_ops(tmp_path, text), out)
     from mpsgen.codegen.build import CPU_SUPPORT, SHIM_INCLUDE, torch_include
-    from mpsgen.codegen.host_names import preprocess
+    from mpsgen.codegen.emit.host_names import preprocess
 
     # the CPU build's route: preprocess through the shim, then compile
     text_cpp = preprocess("c++", out / "foo.metal", [SHIM_INCLUDE, CPU_SUPPORT, torch_include()])
@@ -973,7 +973,7 @@ def test_gaps_name_dtypes_or_groups(tmp_path):
     path = write_ops(tmp_path, registry(unary_op("foo", extra="    gaps: [{dtype: integer, reason: not yet}, "
                                                                 "{dtype: float2, reason: later}]\n")))
     sys.path.insert(0, str(ROOT))
-    from mpsgen.codegen.loader import load
+    from mpsgen.codegen.registry.loader import load
 
     op = load(path).ops[0]
     assert [(g.dtype, g.reason) for g in op.gaps] == [(d, "not yet") for d in ("long", "int", "short", "uchar",
@@ -1109,7 +1109,7 @@ def test_alpha_checks_belong_to_the_entries_that_ask_for_them(tmp_path):
     assert "alpha_checks=False" in lib.split("plus_spec")[0] and "alpha_checks=True" in lib.split("plus_spec")[1]
 
 
-# ---- `checks:` conditions and messages (codegen/checks.py) ------------------------------
+# ---- `checks:` conditions and messages (codegen/registry/checks.py) ------------------------------
 
 CHECK_KINDS = {"self": ("Tensor", False), "other": ("Tensor", False), "lambd": ("Scalar", False),
                "min": ("Scalar", True)}
@@ -1126,7 +1126,7 @@ CHECK_KINDS = {"self": ("Tensor", False), "other": ("Tensor", False), "lambd": (
      "((static_cast<double>(other.dim()) == 0.0) || (other.scalar_type() == self.scalar_type()))"),
 ])
 def test_check_conditions_translate_to_cpp(condition, cpp):
-    from mpsgen.codegen.checks import to_cpp
+    from mpsgen.codegen.registry.checks import to_cpp
     assert to_cpp(condition, CHECK_KINDS) == cpp
 
 
@@ -1139,13 +1139,13 @@ def test_check_conditions_translate_to_cpp(condition, cpp):
     ("self.dim(1) == 0", "is not supported"),
 ])
 def test_check_conditions_outside_the_language_are_refused(condition, says):
-    from mpsgen.codegen.checks import CheckError, to_cpp
+    from mpsgen.codegen.registry.checks import CheckError, to_cpp
     with pytest.raises(CheckError, match=says):
         to_cpp(condition, CHECK_KINDS)
 
 
 def test_check_messages_are_f_strings_printed_as_torch_prints_them():
-    from mpsgen.codegen.checks import CheckError, message_to_cpp
+    from mpsgen.codegen.registry.checks import CheckError, message_to_cpp
     assert message_to_cpp("range [0, {dtype_max(self)}] for {self.dtype}, found {lambd} {{x}}", CHECK_KINDS) == (
         '"range [0, ", mpsgen::dtype_max(self), "] for ", self.scalar_type(), ", found ", lambd.to<double>(), " {x}"')
     for bad, says in [("{min}", "non-optional"), ("{lambd!r}", "no conversions"), ("{lambd:.3}", "no conversions"),

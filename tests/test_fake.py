@@ -16,7 +16,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import mpsgen.ops  # loads mpsgen's own ops (the extension and generated/library.py)
-from mpsgen.codegen.loader import load
+from mpsgen.codegen.registry.loader import load
 from mpsgen.samples import (TORCH_DTYPES, as_inplace, edge_samples, entry_params, op_overload, opinfo_samples,
                             reference, registered_dtypes, registered_outputs, require_grad)
 

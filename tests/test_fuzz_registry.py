@@ -306,8 +306,8 @@ def test_shipped_registry_is_accepted(tmp_path, monkeypatch):
 
 def test_reads_yaml_as_pyyaml_does():
     """Differential: wherever PyYAML's own safe loader reads a mutant (and it has no
-    duplicate keys), codegen/yaml_source.py reads the same values."""
-    from mpsgen.codegen import yaml_source
+    duplicate keys), codegen/registry/yaml_source.py reads the same values."""
+    from mpsgen.codegen.registry import yaml_source
 
     # a minute at most, on a loaded machine: the count, not the clock, is what is asserted
     rng, compared, deadline = random.Random(FUZZ_SEED), 0, time.monotonic() + 60

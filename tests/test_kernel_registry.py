@@ -13,7 +13,7 @@ import pytest
 
 import mpsgen._C as ext
 import mpsgen.ops  # noqa: F401  (loads the ops: torch.ops.mpsgen.*, the fake kernels)
-from mpsgen.codegen.loader import load
+from mpsgen.codegen.registry.loader import load
 
 REGISTRY = load(Path(__file__).resolve().parent.parent / "ops.yaml")
 
@@ -60,11 +60,11 @@ def test_cpu_registry_holds_exactly_the_macro_instantiations(op):
 
 
 def test_the_avx_variants_go_to_narrow_float_kernels_and_to_ops_calling_vector_math():
-    """codegen/host_names.py: kernels reading or writing half or bfloat get the AVX2 and AVX-512
+    """codegen/emit/host_names.py: kernels reading or writing half or bfloat get the AVX2 and AVX-512
     variants by their host_name; every kernel of a unit whose ops.yaml code (after an ops.yaml
     line marker) calls exp, log, tanh, fma, erf... gets them too. Calls in the shim or c10
     headers do not count; other kernels get the baseline variant only."""
-    from mpsgen.codegen.host_names import KernelInstantiation, calls_vector_math, registration_lines
+    from mpsgen.codegen.emit.host_names import KernelInstantiation, calls_vector_math, registration_lines
 
     shim = '# 480 "support/metal_shim/metal_stdlib"\ninline float exp(float x) { return x; }\n'
     plain = shim + '# 12 "ops.yaml"\nstruct add_functor { float operator()(float a, float b) { return a + b; } };\n'

@@ -20,7 +20,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mpsgen.codegen import loader  # noqa: E402
+from mpsgen.codegen.registry import loader  # noqa: E402
 from test_registry_errors import errors_of, lineno, one_op, single  # noqa: E402
 from test_runtime_robustness import assert_refused_like_torch  # noqa: E402
 

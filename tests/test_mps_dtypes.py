@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from mpsgen.codegen.loader import load
-from mpsgen.codegen.model import Gap
+from mpsgen.codegen.registry.loader import load
+from mpsgen.codegen.registry.model import Gap
 from mpsgen.mps_support import mps_supported_dtypes
 from mpsgen.samples import TORCH_DTYPES
 

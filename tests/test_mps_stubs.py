@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mpsgen.codegen import build
-from mpsgen.codegen.loader import load
+from mpsgen.codegen.registry.loader import load
 
 pytestmark = pytest.mark.quick  # bash test.sh --quick (tests/conftest.py)
 

@@ -1,4 +1,4 @@
-"""`opinfo:` validation (codegen/opinfo_names.py) and OpInfo variants (issues 9 and 16).
+"""`opinfo:` validation (codegen/registry/opinfo_names.py) and OpInfo variants (issues 9 and 16).
 
 A misspelt name, or a name that exists only as variants (`div`, `polygamma`), used to
 yield 0 OpInfo samples silently. check_opinfo() says why, with close matches; it reads
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.codegen import opinfo_names
-from mpsgen.codegen.loader import load
-from mpsgen.codegen.opinfo_names import check_opinfo, parse
+from mpsgen.codegen.registry import opinfo_names
+from mpsgen.codegen.registry.loader import load
+from mpsgen.codegen.registry.opinfo_names import check_opinfo, parse
 from mpsgen import samples as S
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,7 +64,7 @@ def test_parse_opinfo():
 _PROBE = """
 import sys, time
 t = time.perf_counter()
-from mpsgen.codegen.opinfo_names import check_opinfo
+from mpsgen.codegen.registry.opinfo_names import check_opinfo
 print(check_opinfo("div"))
 print("op_db imported:", "torch.testing._internal.common_methods_invocations" in sys.modules)
 print("torch imported:", "torch" in sys.modules)
@@ -127,7 +127,7 @@ def test_opinfo_variant_syntax_selects_the_variant():
 def test_loader_reports_a_bad_opinfo_with_its_line(tmp_path):
     import yaml
 
-    from mpsgen.codegen.loader import RegistryError
+    from mpsgen.codegen.registry.loader import RegistryError
     spec = yaml.safe_load((ROOT / "ops.yaml").read_text())
     exp = next(o for o in spec["ops"] if o["func"].startswith("exp("))
     path = tmp_path / "ops.yaml"

@@ -19,7 +19,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mpsgen.codegen import loader  # noqa: E402
+from mpsgen.codegen.registry import loader  # noqa: E402
 from test_registry_errors import errors_of, lineno, one_op, single  # noqa: E402
 
 import mpsgen.ops  # loads mpsgen's own ops (the extension and generated/library.py)

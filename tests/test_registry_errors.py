@@ -1,6 +1,6 @@
 """Hostile registries: every problem is an `ops.yaml:LINE` error naming the key (issue 10).
 
-Each test loads in-process (codegen.loader.load) and expects RegistryError, never
+Each test loads in-process (codegen.registry.loader.load) and expects RegistryError, never
 another exception; expected lines are computed from the YAML text itself.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.quick  # bash test.sh --quick (tests/conftest.py)
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mpsgen.codegen import loader, names, yaml_source  # noqa: E402
+from mpsgen.codegen.registry import loader, names  # noqa: E402
 
 BODY = ("    functor: |\n"
         "      template <typename T>\n"

@@ -20,7 +20,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import mpsgen.ops  # noqa: F401  (loads the ops: torch.ops.mpsgen.*, the fake kernels)
-from mpsgen.codegen.loader import load
+from mpsgen.codegen.registry.loader import load
 from mpsgen.samples import TORCH_DTYPES, entry_params, fill, op_overload
 
 pytestmark = pytest.mark.quick  # bash test.sh --quick (tests/conftest.py)

@@ -18,7 +18,7 @@ import yaml
 
 import mpsgen._C as ext
 import mpsgen.ops  # noqa: F401  (loads the ops: torch.ops.mpsgen.*, the fake kernels)
-from mpsgen.codegen.loader import load
+from mpsgen.codegen.registry.loader import load
 from mpsgen import harness
 from mpsgen import samples as S
 from mpsgen.samples import (MATCH, MISMATCH, NO_REFERENCE, Comparison, Sample, SchemaParam, compare, kernel_input_type,
@@ -71,7 +71,7 @@ def drops_aten_would_bind(qualified_name: str, opinfo: str, params, dtype: torch
     """The OpInfo samples our binding drops although torch's own aten overload of the same
     name binds them (called as the OpInfo sample is, input first): those are samples the
     schema ought to accept. A bound call that fails on its values still counts as bound."""
-    from mpsgen.codegen.aten_schemas import aten_ops
+    from mpsgen.codegen.registry.aten_schemas import aten_ops
 
     if qualified_name not in aten_ops():
         return []

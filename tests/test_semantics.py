@@ -16,7 +16,7 @@ from torch.testing._comparison import default_tolerances
 
 import mpsgen._C as ext
 import mpsgen.ops  # noqa: F401  (loads the ops: torch.ops.mpsgen.*, the fake kernels)
-from mpsgen.codegen.loader import load
+from mpsgen.codegen.registry.loader import load
 from mpsgen.samples import (TORCH_DTYPES, Sample, as_inplace, edge_samples, entry_params, fill, op_overload,
                             reference, registered_dtypes, value_tensors, widened_reference)
 

@@ -1,7 +1,7 @@
 """The Metal host shim (support/metal_shim) against the Metal Shading Language's definitions.
 
 Each case is a Metal expression compiled the way the CPU build compiles a .metal
-(codegen/host_names.py's preprocess: shim first, Metal syntax rewritten, then g++) in
+(codegen/emit/host_names.py's preprocess: shim first, Metal syntax rewritten, then g++) in
 one small program, and its value is compared with what the specification defines,
 computed independently here (Python, numpy float32, torch for half/bfloat rounding).
 Needs g++ and torch's headers, not the built extension.
@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from mpsgen.codegen.build import CPU_SUPPORT, SHIM_INCLUDE, kernel_include_dirs, torch_include
-from mpsgen.codegen.host_names import preprocess
+from mpsgen.codegen.emit.host_names import preprocess
 
 F32 = np.float32
 INF = float("inf")
@@ -377,7 +377,7 @@ def test_build_route_finds_every_kernel_and_compiles_quietly(tmp_path):
     """The build's preprocess keeps the REGISTER_* expansions parseable (host_names) while
     torch's headers count as system headers: -Wall -Wextra print nothing."""
     from mpsgen.codegen.build import GENERATED
-    from mpsgen.codegen.host_names import parse_instantiations, registration_lines, strip_host_name_attributes
+    from mpsgen.codegen.emit.host_names import parse_instantiations, registration_lines, strip_host_name_attributes
 
     text = preprocess("c++", GENERATED / "lerp.metal", kernel_include_dirs())
     kernels = parse_instantiations(text)
@@ -389,7 +389,7 @@ def test_build_route_finds_every_kernel_and_compiles_quietly(tmp_path):
 
 
 def test_swizzle_rewrite_leaves_other_syntax_alone():
-    from mpsgen.codegen.metal_syntax import to_cpp
+    from mpsgen.codegen.emit.metal_syntax import to_cpp
 
     assert to_cpp("a = v.yx + w.xyzw;") == "a = v.template swizzle<1, 0>() + w.template swizzle<0, 1, 2, 3>();"
     assert to_cpp("f(v).zy * a[1].ww") == "f(v).template swizzle<2, 1>() * a[1].template swizzle<3, 3>()"

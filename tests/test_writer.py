@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mpsgen.codegen import render, stamp, writer  # noqa: E402
+from mpsgen.codegen.emit import render, stamp, writer  # noqa: E402
 
 BANNER = "// " + render.BANNER.format(origin="ops.yaml:7 (op 'exp')") + "\n"
 OPS = """\
@@ -306,8 +306,22 @@ def test_stamp_key_covers_the_generator(tmp_path):
     assert stamp.key(b"x", "ops.yaml") == stamp.key(b"x", "ops.yaml")
     assert stamp.key(b"x", "ops.yaml") != stamp.key(b"y", "ops.yaml")
     assert stamp.key(b"x", "ops.yaml") != stamp.key(b"x", "other.yaml")
-    sources = {p.name for folder in stamp._SOURCES for p in folder.iterdir()}
-    assert {"loader.py", "render.py", "library.py.j2"} <= sources
+    sources = {p.relative_to(folder).as_posix() for folder in stamp._SOURCES for p in folder.rglob("*")}
+    assert {"registry/loader.py", "emit/render.py", "library.py.j2"} <= sources
+
+
+def test_stamp_key_changes_with_a_module_of_any_stage(tmp_path, monkeypatch):
+    """A change to a module inside a stage's subpackage (codegen/registry/kernels.py) changes
+    the key, as one to a template does: generate cannot skip on a stale stamp."""
+    import shutil
+    copies = tuple(tmp_path / folder.name for folder in stamp._SOURCES)
+    for folder, copy in zip(stamp._SOURCES, copies):
+        shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(stamp, "_SOURCES", copies)
+    before = stamp.key(b"x", "ops.yaml")
+    with open(copies[0] / "registry" / "kernels.py", "a") as f:
+        f.write("# edited\n")
+    assert stamp.key(b"x", "ops.yaml") != before
 
 
 def test_every_shipped_generated_file_is_recognised_as_ours():

@@ -1,13 +1,13 @@
 // Turns an instantiated Metal kernel template into a KernelRunFn.
 //
 // Included right after the Metal host shim in a kernel translation unit; the
-// build appends one registration per kernel (codegen/host_names.py). Every Metal kernel here takes its arguments in
+// build appends one registration per kernel (codegen/emit/host_names.py). Every Metal kernel here takes its arguments in
 // [[buffer(i)]] order followed by one thread position, so binding argument i
 // to buffers[i] is all a launch needs: pointers are passed through, and
 // `constant T&` parameters are read from the pointed-to value.
 //
 // The loop over grid threads has the kernel inlined, so the compiler can vectorise across
-// threads (out[i] = f(a[i], b[i]) becomes a SIMD loop). Some kernels (codegen/host_names.py
+// threads (out[i] = f(a[i], b[i]) becomes a SIMD loop). Some kernels (codegen/emit/host_names.py
 // says which: those reading or writing half or bfloat, and the kernels of ops calling the
 // shim's vectorised math or fma) are compiled twice: for the baseline ISA the extension is
 // built for, and, on x86-64, for AVX2 + F16C, picked at run time when the CPU has them
@@ -69,14 +69,14 @@ inline Bound<P> bind_arg(void* p) {
   }
 }
 
-// Isa: the variants besides the baseline one (codegen/host_names.py says which kernels get
+// Isa: the variants besides the baseline one (codegen/emit/host_names.py says which kernels get
 // them, up to the build machine's level: codegen/build.py cpu_variants): 0 none, 1 AVX2 +
 // F16C (+ FMA), 2 that and AVX-512 (F, VL, BW, DQ; clang only).
 // Ilp: 0, or the tile width of a kernel whose threads each handle Ilp consecutive elements
 // and whose last buffer is the `constant uint& numel` it tests the tile against
-// (c10::metal's unary_dense and binary_dense_ilp; codegen/host_names.py names them).
+// (c10::metal's unary_dense and binary_dense_ilp; codegen/emit/host_names.py names them).
 // Unit: for a strided kernel launched row by row, RowUnit<the size of each operand's element,
-// output first> (codegen/host_names.py ROW_OPERANDS), or NoRowUnit.
+// output first> (codegen/emit/host_names.py ROW_OPERANDS), or NoRowUnit.
 template <size_t... Sizes>
 struct RowUnit {
   static constexpr size_t count = sizeof...(Sizes);
@@ -385,7 +385,7 @@ struct Kernel<Fn, Isa, Ilp, Broadcast, Unit> {
   // broadcast_numel threads, where the broadcast operand repeats, is launched on its own,
   // the output and the dense input moved to its start and broadcast_numel a constant the
   // compiler sees, so the modulo folds away and the loop vectorises like a dense one.
-  // Broadcast: the buffer index of the broadcast operand (codegen/host_names.py), or 0.
+  // Broadcast: the buffer index of the broadcast operand (codegen/emit/host_names.py), or 0.
   static constexpr bool broadcast_layout() {
     if constexpr (nbuffers >= 4) {
       return std::is_same_v<Arg<3>, const long&> && (Broadcast == 1 || Broadcast == 2);

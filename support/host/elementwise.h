@@ -82,7 +82,7 @@ inline std::vector<at::Tensor> given_tensors(std::initializer_list<std::optional
   return found;
 }
 
-// What `checks:` conditions may use (codegen/checks.py): an argument's dtype (a Scalar
+// What `checks:` conditions may use (codegen/registry/checks.py): an argument's dtype (a Scalar
 // overload's Scalar as the wrapped number it becomes), and the largest finite value of
 // a tensor's dtype (std::numeric_limits<T>::max(), as torch's softshrink check reads it).
 inline c10::ScalarType dtype_of(const at::Tensor& t) { return t.scalar_type(); }

@@ -11,7 +11,7 @@ on MPS through the ops it calls. Registering an MPS kernel replaces that path, w
 entry must say with `replaces: mps`.
 
 Reading the YAML takes a second or two, so the table is cached as JSON beside the
-OpInfo names (codegen/opinfo_names.py), keyed on the torch version and the file's size
+OpInfo names (codegen/registry/opinfo_names.py), keyed on the torch version and the file's size
 and mtime.
 """
 from __future__ import annotations

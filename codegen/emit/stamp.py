@@ -26,7 +26,7 @@ from pathlib import Path
 from . import writer
 
 VERSION = b"mpsgen-stamp-1"
-_CODEGEN = Path(__file__).resolve().parent
+_CODEGEN = Path(__file__).resolve().parents[1]  # every stage of the generator
 _SOURCES = (_CODEGEN, _CODEGEN.parent / "templates")
 
 
@@ -51,10 +51,11 @@ def key(ops_bytes: bytes, yaml_name: str) -> str:
     for part in (ops_bytes, yaml_name.encode(), sys.version.encode()):
         h.update(len(part).to_bytes(8, "little") + part)
     for folder in _SOURCES:
-        for path in sorted(folder.iterdir()):
+        for path in sorted(folder.rglob("*")):
             if path.is_file() and path.suffix in (".py", ".j2"):
                 data = path.read_bytes()
-                h.update(path.name.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
+                name = path.relative_to(folder).as_posix()
+                h.update(name.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
     for module in ("torchgen", "jinja2", "yaml"):  # without importing them
         spec = importlib.util.find_spec(module)
         origin = spec.origin if spec and spec.origin else ""

@@ -22,7 +22,7 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 _SYNTAX = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_.]*)(?:\[(?P<variant>[A-Za-z0-9_.]*)\])?\Z")
 CACHE_FORMAT = 1
 

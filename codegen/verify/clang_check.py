@@ -34,8 +34,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import build
-from .clang import clang_version
+from .. import build
+from ..clang import clang_version
 from .finding import Finding
 
 # What torch.utils.cpp_extension adds to the extension's compile (see its build.ninja).

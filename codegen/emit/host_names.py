@@ -66,7 +66,7 @@ def preprocess(compiler: str | Sequence[str], metal: Path, include_dirs: list[Pa
     The line markers of headers from include dirs outside this project (torch's) are
     flagged as system headers, so compiling this text stays quiet about torch's own
     warnings. (Not -isystem: g++ -E would then split every REGISTER_* expansion with
-    line markers.) Metal syntax C++ lacks (swizzles) is rewritten (codegen/metal_syntax.py).
+    line markers.) Metal syntax C++ lacks (swizzles) is rewritten (codegen/emit/metal_syntax.py).
     """
     return rewrite_preprocessed(preprocess_raw(compiler, metal, include_dirs), include_dirs)
 
@@ -90,7 +90,7 @@ def preprocess_raw(compiler: str | Sequence[str], metal: Path, include_dirs: lis
     return result.stdout
 
 
-_PROJECT = Path(__file__).resolve().parent.parent
+_PROJECT = Path(__file__).resolve().parents[2]
 _LINE_MARKER = re.compile(r'^(# \d+ "([^"]*)")((?: [1-4])*)$', re.M)
 
 

@@ -21,6 +21,8 @@ import functools
 import re
 from dataclasses import dataclass
 
+from .model import Derivative
+
 MAX_LENGTH = 4000  # characters
 
 # C++ words and the constants a formula may name besides the arguments
@@ -110,3 +112,42 @@ def check(formula: str) -> Formula | str:
     if problem:
         return problem
     return Formula(text, _bare_names(tokens))
+
+
+# what a derivative formula may read besides the entry's arguments (generated/autograd.cpp)
+FORMULA_NAMES = {"grad", "result"}
+
+
+def check_derivatives(spec, schema, args, label, line, errors) -> tuple[Derivative, ...]:
+    tensors = [a.name for a in args if a.kind == "Tensor"]
+    if not isinstance(spec, dict) or not spec:
+        errors.add(line, label, "derivatives",
+                   f"expected a mapping from Tensor arguments ({', '.join(tensors)}) to formulas, "
+                   "e.g. {self: grad * result.conj()}")
+        return ()
+    allowed = FORMULA_NAMES | {a.name for a in args}
+    key_lines = getattr(spec, "key_lines", {})
+    found = []
+    for arg, formula in spec.items():
+        item_line = key_lines.get(arg, line)
+        if arg not in tensors:
+            errors.add(item_line, label, "derivatives",
+                       f"{arg!r} is not a Tensor argument of {schema.name}; expected one of {tensors}")
+            continue
+        if not isinstance(formula, str) or not formula.strip():
+            errors.add(item_line, label, "derivatives", f"the formula for {arg!r} must be a C++ expression")
+            continue
+        checked = check(formula)  # one C++ expression
+        if isinstance(checked, str):
+            errors.add(item_line, label, "derivatives", f"the formula for {arg!r} {checked}")
+            continue
+        names = set(checked.names)
+        unknown = sorted(names - allowed)
+        if unknown:
+            errors.add(item_line, label, "derivatives",
+                       f"the formula for {arg!r} uses unknown name(s) {', '.join(unknown)}; a formula may use "
+                       f"grad, result and the arguments ({', '.join(a.name for a in args)}), and call "
+                       "ATen's functions (derivatives.yaml's C++) and handle_r_to_c")
+            continue
+        found.append(Derivative(arg, checked.text, item_line, frozenset(names)))
+    return tuple(found)

@@ -1,6 +1,6 @@
 """The README's table of the aten ops that ops.yaml fills on MPS (`implements: aten`).
 
-    python -m codegen.aten_table [ops.yaml]   # prints it
+    python -m codegen.emit.aten_table [ops.yaml]   # prints it
 
 tests/test_aten_registry.py checks that README.md holds exactly this table.
 """
@@ -9,10 +9,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .dtypes import DTYPES
-from .loader import load
+from ..registry.dtypes import DTYPES
+from ..registry.loader import load
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def markdown(registry) -> str:

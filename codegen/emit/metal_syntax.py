@@ -1,6 +1,6 @@
 """Metal syntax that C++ lacks, rewritten so the Metal host shim can compile it.
 
-Applied to the preprocessed `.metal` text (codegen/host_names.py's preprocess), so
+Applied to the preprocessed `.metal` text (codegen/emit/host_names.py's preprocess), so
 macros have expanded and comments are gone; string and character literals are left
 alone.
 

@@ -19,7 +19,7 @@ not allow it:
 torch's c10/metal headers and the shim are system headers here: only the user's code is
 held to these rules, and torch's warnings stay quiet.
 
-It then runs the clang step (codegen/clang_check.py): clang compiles, syntax only, every
+It then runs the clang step (codegen/verify/clang_check.py): clang compiles, syntax only, every
 unit macOS builds with Apple clang, each op's CPU kernel unit among them.
 """
 from __future__ import annotations
@@ -35,10 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import clang_check
-from .build import kernel_include_dirs
-from .clang import ClangMissing, clang_command
+from ..build import kernel_include_dirs
+from ..clang import ClangMissing, clang_command
 from .finding import Finding
-from .host_names import preprocess, strip_host_name_attributes
+from ..emit.host_names import preprocess, strip_host_name_attributes
 
 
 

@@ -1,0 +1,298 @@
+"""An entry's non-Tensor arguments and the keys about its arguments: `args:` (params, `str`
+choices, value choices), `given:`, `mask:`, `zero_divisor:`, `result_dtype:`, `dtype_defaults:`
+and `checks:`."""
+from __future__ import annotations
+
+import re
+
+from . import yaml_source
+from .checks import CheckError, message_to_cpp, to_cpp
+from .model import DEFAULT_PARAM_TYPE, PARAM_TYPES, Check, Param, Selector
+from .schema import IDENT, OPTION_TYPES
+
+
+def check_args(spec, op_args, family, label, line, errors) -> tuple[tuple[Param, ...], Selector | None, dict]:
+    """The params the kernels read and the `str` selector, from the schema and `args:`; and
+    the choices' own dtypes, unchecked ({kernel: (value, how errors show it, dtypes as written, line)})."""
+    spec = {} if spec is None else spec
+    if not isinstance(spec, dict):
+        errors.add(line, label, "args", "expected a mapping from argument names to their Metal type "
+                   f"({', '.join(PARAM_TYPES)}), {{type: T, promotes: true}} or {{choices: {{value: kernel}}}}")
+        return (), None, {}
+    key_lines = getattr(spec, "key_lines", {})
+    by_name = {a.name: a for a in op_args}
+    for key in spec:
+        if key not in by_name or by_name[key].kind == "Tensor":
+            non_tensor = [a.name for a in op_args if a.kind != "Tensor"]
+            errors.add(key_lines.get(key, line), label, "args",
+                       f"{key!r} is not a non-Tensor argument of the schema; expected one of {non_tensor}")
+    params, selector, own_dtypes = [], None, {}
+    for a in op_args:
+        if a.kind in ("Tensor", "ScalarType") or (a.optional and f"{a.kind}?" in OPTION_TYPES):
+            continue  # the host reads them (the result's dtype and options), the kernels do not
+        item, item_line = spec.get(a.name), key_lines.get(a.name, line)
+        if a.kind == "str":
+            selector, own_dtypes = _check_choices(a, item, label, item_line, errors)
+            continue
+        metal, promotes = DEFAULT_PARAM_TYPE[a.kind], False
+        if isinstance(item, str):
+            metal = item
+        elif isinstance(item, dict) and set(item) <= {"type", "promotes", "choices"}:
+            metal, promotes = item.get("type", metal), item.get("promotes", False)
+            if "choices" in item:
+                selector = _check_value_choices(a, item["choices"], label, item_line, errors)
+        elif item is not None:
+            errors.add(item_line, label, "args", f"{a.name!r}: expected a Metal type ({', '.join(PARAM_TYPES)}), "
+                       f"{{type: T, promotes: true}} or {{choices: {{0: kernel, else: kernel}}}}, got {item!r}")
+            continue
+        if metal not in PARAM_TYPES:
+            errors.add(item_line, label, "args", f"{a.name!r}: unknown Metal type {metal!r}; "
+                       f"expected one of {', '.join(PARAM_TYPES)}")
+        elif not isinstance(promotes, bool) or (promotes and a.kind != "Scalar"):
+            errors.add(item_line, label, "args", f"{a.name!r}: 'promotes' is a boolean, for Scalar arguments "
+                       "(which torch may treat as wrapped numbers)")
+        else:
+            params.append(Param(a.name, a.kind, a.optional, metal, promotes))
+    return tuple(params), selector, own_dtypes
+
+
+# what a `str` choice or a `given:` combination maps to
+NAME_A_KERNEL = "must name a kernel (a C++ identifier; its functor is '<kernel>_functor')"
+
+
+_GIVEN_EXAMPLE = "{min max: clamp_tensor, min: clamp_tensor_min, max: clamp_tensor_max}"
+
+
+def check_given(entry, op_args, has_params, label, line_of, errors) -> tuple[tuple[tuple[str, ...], str], ...]:
+    """`given:` of an op with `Tensor?` arguments: for each combination of them given (a key
+    naming them, separated by spaces or commas; `null` for none), the kernel that runs. It
+    reads the required Tensors and the given ones, in schema order: one, two or three
+    Tensors select the unary, binary or ternary kernel shapes."""
+    optional = [a.name for a in op_args if a.kind == "Tensor" and a.optional]
+    line = line_of("given")
+    if not optional:
+        if "given" in entry:
+            errors.add(line, label, "given", "only an op with 'Tensor?' arguments selects its kernel by the "
+                       "ones given; this schema has none")
+        return ()
+    spec = entry.get("given")
+    if not isinstance(spec, dict) or not spec:
+        errors.add(line, label, "given", f"the schema's Tensor? arguments ({', '.join(optional)}) need the kernel "
+                   f"each combination given runs, e.g. given: {_GIVEN_EXAMPLE}")
+        return ()
+    if has_params:
+        errors.add(line, label, "given", "an op that selects its kernel by its Tensor? arguments takes no "
+                   "Scalar, int, float, bool or str arguments (not supported yet)")
+        return ()
+    found, seen = [], {}
+    for key, kernel in spec.items():
+        names_given = [] if key is None else re.split(r"[\s,]+", key.strip()) if isinstance(key, str) else None
+        if names_given is None or any(n not in optional for n in names_given) or \
+                len(set(names_given)) != len(names_given):
+            errors.add(line, label, "given", f"key {yaml_source.key_name(key)}: expected the Tensor? arguments "
+                       f"given, separated by spaces ({', '.join(optional)}), or null for none")
+            continue
+        combo = tuple(n for n in optional if n in names_given)  # schema order
+        if combo in seen:
+            errors.add(line, label, "given", f"keys {seen[combo]!r} and {key!r} name the same arguments")
+            continue
+        seen[combo] = key
+        if not isinstance(kernel, str) or not IDENT.fullmatch(kernel):
+            errors.add(line, label, "given", f"{key!r} {NAME_A_KERNEL}, got {kernel!r}")
+            continue
+        found.append((combo, kernel))
+    families = {}
+    for combo, kernel in found:
+        n = sum(a.kind == "Tensor" and not a.optional for a in op_args) + len(combo)
+        if families.setdefault(kernel, n) != n:
+            errors.add(line, label, "given", f"kernel {kernel!r} would read {families[kernel]} and {n} Tensors; "
+                       "a kernel has one shape")
+    return tuple(found)
+
+
+def check_mask(entry, op_args, family, has_params, label, line_of, errors) -> str:
+    """`mask: <name>`: the ternary op's first Tensor is a bool mask (where's condition), left out
+    of type promotion and of the kernel's dtype; the kernels read it through their _cast variants
+    as 0 or 1 of the computation dtype."""
+    name, line = entry["mask"], line_of("mask")
+    tensors = [a.name for a in op_args if a.kind == "Tensor"]
+    expected = (f"expected the name of the first of three Tensor arguments of a ternary op without other "
+                f"arguments (mask: {tensors[0] if tensors else 'condition'})")
+    if not isinstance(name, str) or name not in tensors:
+        errors.add(line, label, "mask", f"{name!r} is not a Tensor argument of the schema; {expected}")
+    elif family != "ternary" or name != tensors[0] or has_params or "implements" in entry:
+        why = ("the op is " + str(family) if family != "ternary" else
+               f"'{name}' is not the first Tensor ({tensors[0]})" if name != tensors[0] else
+               "an 'implements: aten' entry cannot have it" if "implements" in entry else
+               "the op has other arguments or Tensor? arguments")
+        errors.add(line, label, "mask", f"{why}; {expected}")
+    elif isinstance(entry.get("derivatives"), dict) and name in entry["derivatives"]:
+        errors.add(line_of("derivatives"), label, "derivatives",
+                   f"'{name}' is the bool mask (mask: {name}), which is not differentiable; remove its formula")
+    else:
+        return name
+    return ""
+
+
+def _tensor_named(entry, key, allowed, what, label, line, errors) -> str:
+    """`<key>: <name>`, a Tensor argument among `allowed`; "" after an error saying `what` it must be."""
+    name = entry[key]
+    if name not in allowed:
+        errors.add(line, label, key, f"expected the name of a Tensor argument {what} "
+                   f"({', '.join(allowed) or 'this op has none'}), got {yaml_source.short(name)}")
+        return ""
+    return name
+
+
+def check_zero_divisor(entry, op_args, label, line, errors) -> str:
+    """`zero_divisor: <name>`: a Tensor after the first whose zeros make an integer result raise
+    ZeroDivisionError on the CPU backend, as torch's CPU kernels raise (div's trunc and floor)."""
+    tensors = [a for a in op_args if a.kind == "Tensor"]
+    divisors = [] if any(a.optional for a in tensors) else [a.name for a in tensors[1:]]
+    return _tensor_named(entry, "zero_divisor", divisors, "after the first, of an op without Tensor? arguments",
+                         label, line, errors)
+
+
+def check_result_dtype(entry, op_args, label, line, errors) -> str:
+    """`result_dtype: <name>`: the result has that Tensor's dtype, as aten's kernel allocates its
+    output like it (mish_backward's is self's); computed in the promoted dtype, then cast."""
+    tensors = [a.name for a in op_args if a.kind == "Tensor" and not a.optional and a.name != entry.get("mask")]
+    dtypes = [a.name for a in op_args if a.kind == "ScalarType"]
+    if dtypes and entry["result_dtype"] != dtypes[0]:
+        errors.add(line, label, "result_dtype", f"expected {dtypes[0]!r}, the ScalarType argument whose value is "
+                   f"the result's dtype, got {yaml_source.short(entry['result_dtype'])}")
+        return ""
+    if dtypes:  # a dtype argument (full_like's): the computation's dtype; None for the promoted one
+        return dtypes[0]
+    return _tensor_named(entry, "result_dtype", tensors, "whose dtype the result has", label, line, errors)
+
+
+def check_dtype_defaults(spec, op_args, label, line, errors) -> tuple[tuple[str, str], ...]:
+    """`dtype_defaults: {<arg>: max | lowest}`: optional float arguments whose None means the
+    dtype's largest or lowest value (nan_to_num's posinf, neginf), for the tests' widened oracle."""
+    optional = [a.name for a in op_args if a.kind in ("float", "Scalar") and a.optional and a.default == "None"]
+    if not isinstance(spec, dict) or not spec:
+        errors.add(line, label, "dtype_defaults", f"expected a mapping of optional float arguments "
+                   f"({', '.join(optional) or 'this op has none'}) to max or lowest, got {yaml_source.short(spec)}")
+        return ()
+    found = []
+    for name, limit in spec.items():
+        if name not in optional or limit not in ("max", "lowest"):
+            errors.add(line, label, "dtype_defaults", f"{name!r}: {limit!r}; expected an optional float argument "
+                       f"with default None ({', '.join(optional) or 'this op has none'}) mapped to max or lowest")
+        else:
+            found.append((name, limit))
+    return tuple(found)
+
+
+def check_checks(spec, op_args, label, line, errors) -> tuple[Check, ...]:
+    kinds = {a.name: (a.kind, a.optional) for a in op_args}
+    items = spec if isinstance(spec, list) else [None]
+    item_lines = getattr(spec, "item_lines", [line] * len(items))
+    found = []
+    for item, item_line in zip(items, item_lines):
+        if not (isinstance(item, dict) and set(item) == {"require", "message"}
+                and all(isinstance(v, str) and v.strip() for v in item.values())):
+            errors.add(item_line, label, "checks", "expected a list of {require: <condition>, message: <torch's "
+                       "error>}, e.g. {require: min is not None or max is not None, message: ...}")
+            continue
+        try:
+            cpp = to_cpp(item["require"], kinds)
+        except CheckError as e:
+            errors.add(item_line, label, "checks", f"condition {item['require']!r}: {e}")
+            continue
+        message = item["message"].strip()
+        try:
+            cpp_message = message_to_cpp(message, kinds)
+        except CheckError as e:
+            errors.add(item_line, label, "checks", f"message {message!r}: {e}")
+            continue
+        found.append(Check(" ".join(item["require"].split()), cpp, message, cpp_message, item_line))
+    return tuple(found)
+
+
+_CHOICE_WITH_DTYPES = "{kernel: div_trunc, dtypes: [float, integer]}"
+
+
+def _check_choices(arg, item, label, line, errors) -> tuple[Selector | None, dict]:
+    """The kernel each value of a `str` argument selects; and the kernels that a choice gives
+    dtypes of their own ({kernel: (value, how errors show it, dtypes as written, line)}, checked by
+    kernels.dtype_tables)."""
+    example = "{choices: {none: gelu, tanh: gelu_tanh}}"
+    if not (isinstance(item, dict) and set(item) == {"choices"} and isinstance(item["choices"], dict)
+            and item["choices"]):
+        errors.add(line, label, "args", f"str argument {arg.name!r} needs the kernel each value selects, "
+                   f"e.g. {arg.name}: {example}")
+        return None, {}
+    choices, own_dtypes = [], {}
+    value_lines = getattr(item["choices"], "key_lines", {})
+    for value, kernel in item["choices"].items():
+        value_line = value_lines.get(value, line)
+        value = "None" if value is None else value
+        dtypes = None
+        if isinstance(kernel, dict):  # {kernel: <name>, dtypes: [...]}: the choice's own dtypes
+            if set(kernel) != {"kernel", "dtypes"}:
+                errors.add(value_line, label, "args", f"{arg.name!r}: choice {value!r} is a kernel name or "
+                           f"{_CHOICE_WITH_DTYPES}, got keys {sorted(map(str, kernel))}")
+                continue
+            dtypes, kernel = (kernel["dtypes"], getattr(kernel, "key_lines", {}).get("dtypes", value_line)), \
+                kernel["kernel"]
+        if not isinstance(value, str) or not IDENT.fullmatch(value):
+            errors.add(value_line, label, "args", f"{arg.name!r}: choice {value!r} is not an identifier")
+        elif value == "None" and not arg.optional:
+            errors.add(value_line, label, "args", f"{arg.name!r}: a None choice needs an optional 'str?' argument")
+        elif not isinstance(kernel, str) or not IDENT.fullmatch(kernel):
+            errors.add(value_line, label, "args", f"{arg.name!r}: choice {value!r} {NAME_A_KERNEL}, got {kernel!r}")
+        else:
+            choices.append((value, kernel))
+            if dtypes is not None:
+                shown = f"{arg.name}=None" if value == "None" else f"{arg.name}='{value}'"
+                own_dtypes.setdefault(kernel, (value, shown, *dtypes))  # a second one is an error below
+    shared = [(v, k) for v, k in choices if k in own_dtypes and own_dtypes[k][0] != v]
+    for value, kernel in shared:
+        errors.add(value_lines.get(value, line), label, "args",
+                   f"{arg.name!r}: choice {value!r} selects {kernel!r}, whose dtypes choice "
+                   f"{own_dtypes[kernel][0]!r} gives; a kernel with dtypes of its own serves one choice")
+    if arg.optional and "None" not in dict(choices):
+        errors.add(line, label, "args", f"{arg.name!r} is optional: add the kernel for None, e.g. None: {arg.name}_none")
+    if arg.has_default and arg.default != "None" and arg.default.strip("'") not in dict(choices):
+        errors.add(line, label, "args", f"{arg.name!r}: its default {arg.default} is not one of the choices "
+                   f"{sorted(dict(choices))}")
+    return Selector(arg.name, tuple(choices)), own_dtypes
+
+
+_CONDITION = re.compile(r"(==|!=|<=|>=|<|>)\s*(-?[0-9]+(?:\.[0-9]+)?)")
+
+
+def _check_value_choices(arg, choices, label, line, errors) -> Selector | None:
+    """`choices:` of an `int` or `Scalar` argument: the kernel each value selects, by conditions
+    tried in order (`0: digamma` is `== 0`, `">= 2": polygamma`, `else: polygamma`), as torch's
+    hosts pick polygamma's kernel by n."""
+    example = "{0: digamma, 1: trigamma, else: polygamma}"
+    if arg.optional or arg.kind not in ("int", "Scalar") or not isinstance(choices, dict) or not choices:
+        errors.add(line, label, "args", f"{arg.name!r}: choices by value are for an int or Scalar argument "
+                   f"(not optional), as a mapping from values or conditions to kernels, e.g. {example}")
+        return None
+    found, conditions = [], []
+    for key, kernel in choices.items():
+        if isinstance(key, bool) or not (isinstance(key, (int, float)) or key == "else"
+                                         or isinstance(key, str) and _CONDITION.fullmatch(key.strip())):
+            errors.add(line, label, "args", f"{arg.name!r}: choice {yaml_source.short(key)} is not a value, a "
+                       "condition such as '>= 2' (==, !=, <, <=, >, >= and a number) or else")
+            continue
+        if not isinstance(kernel, str) or not IDENT.fullmatch(kernel):
+            errors.add(line, label, "args", f"{arg.name!r}: choice {key!r} {NAME_A_KERNEL}, got {kernel!r}")
+            continue
+        if key == "else":
+            test, bound = "else", 0.0
+        elif isinstance(key, str):
+            m = _CONDITION.fullmatch(key.strip())
+            test, bound = m.group(1), float(m.group(2))
+        else:
+            test, bound = "==", float(key)
+        found.append((key if key == "else" else f"{test} {bound:g}", kernel))
+        conditions.append((test, bound))
+    if any(t == "else" for t, _ in conditions[:-1]):
+        errors.add(line, label, "args", f"{arg.name!r}: 'else' must be the last choice, for the values no "
+                   "condition before it takes")
+    return Selector(arg.name, tuple(found), tuple(conditions)) if found else None
