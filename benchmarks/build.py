@@ -1,6 +1,6 @@
 """Time the edit → build loop (issue 12): `.venv/bin/python benchmarks/build.py [--extra-ops M]`
 
-Each figure is the wall time of the README's build command as a user runs it
+Each figure is the wall time of the build command (docs/build.md) as a user runs it
 (`python setup.py --quiet build_ext --inplace`, MAX_JOBS = every core), in a temporary
 copy of this checkout, so the checkout's own build is left alone:
 

@@ -66,7 +66,7 @@ MPS_CXX_FLAGS = ["-fobjc-arc"]
 # log1p_functor ("too costly to inline" at the default) or special_ndtri's two logs, are
 # inlined into their kernels and from there into the launcher's loop, instead of being called
 # once per element, compiled for the baseline ISA even from the AVX2/AVX-512 variants
-# (benchmarks/HISTORY.md and README, "Speed of the CPU backend": softplus float16 44 -> 2.6 times torch's time at 500;
+# (docs/cpu-backend.md and docs/performance.md: softplus float16 44 -> 2.6 times torch's time at 500;
 # special_ndtri float32, its functor written with selects, 4.1 -> 1.8 at 1000). Each step
 # added a few % to the kernel units' compile time. The cost of 1000: a functor shaped like
 # torch's mish_backward, tanh(log1p(exp(x))) with a sigmoid, took 270 s to compile its

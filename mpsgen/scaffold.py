@@ -46,8 +46,8 @@ from mpsgen.codegen.package import setup
 setup()
 """,
     "ops.yaml": """\
-# The ops of {name}: one entry per op, native_functions.yaml-style (mpsgen's README, "The
-# registry"). `mpsgen new OP` adds an aten operator's entry; `mpsgen generate` checks it.
+# The ops of {name}: one entry per op, native_functions.yaml-style (mpsgen's docs/registry.md).
+# `mpsgen new OP` adds an aten operator's entry; `mpsgen generate` checks it.
 namespace: {name}
 
 ops:

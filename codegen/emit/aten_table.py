@@ -1,8 +1,8 @@
-"""The README's table of the aten ops that ops.yaml fills on MPS (`implements: aten`).
+"""docs/aten-ops.md's table of the aten ops that ops.yaml fills on MPS (`implements: aten`).
 
     python -m codegen.emit.aten_table [ops.yaml]   # prints it
 
-tests/test_aten_registry.py checks that README.md holds exactly this table.
+tests/test_aten_registry.py checks that docs/aten-ops.md holds exactly this table.
 """
 from __future__ import annotations
 

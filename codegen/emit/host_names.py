@@ -163,7 +163,7 @@ def _split_template_args(args: str) -> list[str]:
 # builds): the double arithmetic of the latter is what their time goes to, and 8 lanes halve
 # it; in the former, the contiguous (ILP) kernels' loops separate each tile's 4 elements with
 # shuffles, which AVX-512 BW does in one 16-bit permute where AVX2 needs several (floor float16
-# contiguous 3.07 -> 1.03 of torch's time, mul bfloat16 2.24 -> 0.85: benchmarks/HISTORY.md, 2026-11-25).
+# contiguous 3.07 -> 1.03 of torch's time, mul bfloat16 2.24 -> 0.85 on the AMD EPYC; docs/cpu-backend.md).
 # Other kernels (add, compare, select...) gain nothing from AVX2 and are compiled once: a
 # variant of every kernel made the kernel units take about 40 % longer to compile.
 # A build compiles the variants up to `max_isa` (codegen/build.py cpu_variants: by default the

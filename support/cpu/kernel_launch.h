@@ -141,7 +141,7 @@ struct Kernel<Fn, Isa, Ilp, Broadcast, Unit> {
         const uint x1 = row_end < grid_x ? uint(row_end) : grid_x;
         // Four vectors per iteration, as the ILP kernels' tiles give (below): a long functor
         // (sin, log) is one dependent chain per vector, and one chain at a time left the strided
-        // rows twice as slow as the contiguous tiles (benchmarks/HISTORY.md, "Strided rows").
+        // rows twice as slow as the contiguous tiles (docs/cpu-backend.md, "Launcher").
 #if defined(__clang__)
 #pragma clang loop interleave_count(4)
 #endif
@@ -164,7 +164,7 @@ struct Kernel<Fn, Isa, Ilp, Broadcast, Unit> {
         // The kernel's `index * Ilp + j` is 32-bit arithmetic, so the compiler widens it to
         // the address with a mask against wrapping, and then cannot tell where the loop's
         // accesses start and end, nor check the output against the input: the loop stayed
-        // scalar (benchmarks/HISTORY.md, "Loops that did not vectorise"). A full tile's thread is below
+        // scalar (docs/cpu-backend.md, "Launcher"). A full tile's thread is below
         // numel / Ilp, so its `index * Ilp + j` does not wrap; said to the compiler, the mask
         // goes. The loop reads and writes each operand as Ilp interleaved streams (element j
         // of every tile); vectorised 16 tiles wide, the shuffles that separate them cost less
@@ -173,7 +173,7 @@ struct Kernel<Fn, Isa, Ilp, Broadcast, Unit> {
         // functor (sin, erf) is one dependent chain at a time for the core to overlap. With 32
         // vector registers (the AVX-512 variant) two vectors are interleaved instruction by
         // instruction, as the strided rows' four are (above): erf float16 contiguous 3.11 ->
-        // 2.42 times torch's time, gelu float32 2.80 -> 2.51 (README, "Where it stands"). The
+        // 2.42 times torch's time, gelu float32 2.80 -> 2.51 (docs/performance.md). The
         // baseline's 16 registers spill instead (floor float32 2.41 -> 2.97), and four in the
         // AVX-512 variant made sin float16 slower.
         const uint full = last / Ilp < uint(end) ? last / Ilp : uint(end);
@@ -341,7 +341,7 @@ struct Kernel<Fn, Isa, Ilp, Broadcast, Unit> {
     // versioning by hand, as for the 2D-grid kernels' ndim).
     // So does a row where the last operand alone repeats one element (a Python scalar, or a
     // column broadcast along the row: inner stride 0), the stride 0 bound as a constant too:
-    // its runtime stride kept the loop scalar (benchmarks/HISTORY.md, "Loops that did not vectorise").
+    // its runtime stride kept the loop scalar (docs/cpu-backend.md, "Launcher").
     const long* unit[noperands > 0 ? noperands : 1];
     const long* scalar_last[noperands > 0 ? noperands : 1];
     bool unit_row = Unit::count != 0 && ndim >= 1, scalar_row = unit_row && noperands >= 2;
