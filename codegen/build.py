@@ -60,7 +60,12 @@ GCC_CXX_FLAGS = ["-fvect-cost-model=dynamic", "-fpeel-loops", "--param=max-inlin
 GCC_OPENMP_FLAGS = ["-fopenmp"]
 GCC_LINK_FLAGS = ["-fopenmp"]
 OPENMP_SOURCES = ("executor.cpp",)
-MPS_CXX_FLAGS = ["-fobjc-arc"]
+# macOS: the .mm units are compiled without ARC, as torch compiles its own MPS sources: torch's
+# OperationUtils.h (which kernels_with_params.h includes for ops with params) retains and releases
+# by hand (MPSCachedKernel, MPSCachedGraph), which ARC forbids ("ARC forbids explicit message send
+# of 'retain'": check-metal's Objective-C++ parse, codegen/verify/clang_check.py, found it under
+# the -fobjc-arc this list held before). mpsgen's own .mm code creates no Objective-C objects.
+MPS_CXX_FLAGS = ["-fno-objc-arc"]
 # clang, for the CPU kernel units: an inline threshold of 1000 (clang's -O2 default is 225), so
 # functors that call the shim's inlined math (support/metal_shim/vector_math.h), such as
 # log1p_functor ("too costly to inline" at the default) or special_ndtri's two logs, are

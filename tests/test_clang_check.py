@@ -11,10 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from test_check_metal import marked_line, metal_source, unary
 
 from mpsgen.codegen.verify import check_metal, clang_check
 from mpsgen.codegen import clang
+from mpsgen.codegen import build
 from mpsgen.codegen.build import CPU_SUPPORT, GENERATED, SHIM_INCLUDE, torch_include
 
 CLANG = clang.clang_command()  # a missing clang fails the suite, as it fails CI's check-metal
@@ -63,32 +66,77 @@ def test_host_unit_reports_what_clang_rejects_and_gcc_accepts(tmp_path):
     assert "arithmetic on a pointer to void" in result.findings[0].message
 
 
-def test_shipped_mps_stubs_pass_as_cpp(tmp_path):
-    result = clang_check.check_unit(host_unit(tmp_path, GENERATED, "host mpsgen_host_mps.mm as C++"), CLANG, tmp_path)
+MPS_UNIT = "host mpsgen_host_mps.mm as Objective-C++"
+
+
+def test_shipped_mps_stubs_pass_as_objective_cpp(tmp_path):
+    """The .mm stubs, parsed as Objective-C++ against the stand-in SDK (support/apple_sdk), with
+    torch's MPS headers and so its Objective-C++ template bodies instantiated for the generated
+    params structs (elu's exec_unary_kernel_with_params, addcmul's ternary_with_params)."""
+    result = clang_check.check_unit(host_unit(tmp_path, GENERATED, MPS_UNIT), CLANG, tmp_path)
     assert result.findings == [], result.stderr
-    # only the Objective-C++-only template bodies were missing, and those errors alone were dropped
-    assert "is used but not defined in this translation unit" in result.stderr
+    units = {u.name for u in clang_check.host_units(tmp_path, GENERATED)}
+    assert {MPS_UNIT, "host metal_library.mm as Objective-C++"} <= units
 
 
-OBJC_ONLY = ("/t/torch/include/ATen/native/mps/MetalShaderLibrary.h:199:8: error: function "
-             "'at::native::mps::MetalShaderLibrary::exec_unary_kernel_with_params<(anonymous namespace)::"
-             "elu_params<float>>' is used but not defined in this translation unit, and cannot be defined in "
-             "any other translation unit because its type does not have linkage\n"
-             "/w/generated/elu_mps.mm:40:5: note: used here\n")
-OTHER_UNDEFINED = OBJC_ONLY.replace("at::native::mps::MetalShaderLibrary::exec_unary_kernel_with_params",
-                                    "mpsgen::helper")
-WARNING = "/w/generated/elu_mps.mm:12:7: warning: unused variable 'k' [-Wunused-variable]\n"
+def _planted_mps_stub(tmp_path: Path, code: str) -> tuple[Path, int]:
+    """A copy of generated/ whose elu_mps.mm (an op with params: it includes torch's Objective-C++
+    OperationUtils.h) ends with `code`; returns the stub and the line of the code's `// <-`."""
+    generated = tmp_path / "generated"
+    shutil.copytree(GENERATED, generated)
+    stub = generated / "elu_mps.mm"
+    text = stub.read_text()
+    stub.write_text(text + code)
+    return stub, text.count("\n") + code.split("// <-")[0].count("\n") + 1
 
 
-def test_only_objective_cpp_body_errors_are_dropped_and_only_from_mm_units():
-    findings, dropped = clang_check.parse(OBJC_ONLY + OTHER_UNDEFINED + WARNING, objc_stand_in=True)
-    assert dropped == 1
-    assert "function 'mpsgen::helper<" in findings[0].message
-    assert [(f.file, f.line, f.col, f.severity) for f in findings] == [
-        ("/t/torch/include/ATen/native/mps/MetalShaderLibrary.h", 199, 8, "error"),
-        ("/w/generated/elu_mps.mm", 12, 7, "warning")]
-    findings, dropped = clang_check.parse(OBJC_ONLY, objc_stand_in=False)
-    assert dropped == 0 and len(findings) == 1 and findings[0].severity == "error"
+# Objective-C++ mistakes only an Objective-C++ parse sees (as C++, the .mm stubs never reach them)
+PLANTED_OBJC = {
+    # Metal's selector is setBytes:length:atIndex:; Apple clang only warns, the call fails at run time
+    "wrong selector": ("namespace {\n[[maybe_unused]] void elu_bind(id<MTLComputeCommandEncoder> encoder, float x) {\n"
+                       "  [encoder setBytes:&x length:sizeof(x) index:0];  // <-\n}\n}  // namespace\n",
+                       "instance method '-setBytes:length:index:' not found"),
+    # a class method that MTLCaptureManager does not have (it is sharedCaptureManager)
+    "wrong class method": ("namespace {\n[[maybe_unused]] BOOL elu_capturing() {\n"
+                           "  return [[MTLCaptureManager sharedManager] isCapturing];  // <-\n}\n}  // namespace\n",
+                           "class method '+sharedManager' not found"),
+    # a block's parameter list that does not match the handler type Metal declares
+    "wrong block type": ("namespace {\n[[maybe_unused]] void elu_when_done(id<MTLCommandBuffer> buffer) {\n"
+                         "  [buffer addCompletedHandler:^(int status) { (void)status; }];  // <-\n}\n}  // namespace\n",
+                         "cannot initialize a parameter of type 'MTLCommandBufferHandler'"),
+}
+
+
+@pytest.mark.parametrize("name", PLANTED_OBJC)
+def test_a_planted_objective_cpp_mistake_is_reported_at_its_line(tmp_path, name):
+    code, message = PLANTED_OBJC[name]
+    stub, line = _planted_mps_stub(tmp_path, code)
+    result = clang_check.check_unit(host_unit(tmp_path / "build", stub.parent, MPS_UNIT), CLANG, tmp_path / "build")
+    errors = [f for f in result.findings if f.severity == "error"]
+    assert [(Path(f.file).resolve(), f.line) for f in errors] == [(stub.resolve(), line)], result.stderr
+    assert message in errors[0].message
+
+
+def test_arc_would_reject_torchs_headers(tmp_path, monkeypatch):
+    """The MPS flags once held -fobjc-arc; torch's OperationUtils.h retains and releases by hand,
+    which ARC forbids: a Mac build of any op with params would have failed. The check catches it."""
+    monkeypatch.setattr(build, "MPS_CXX_FLAGS", ["-fobjc-arc"])
+    result = clang_check.check_unit(host_unit(tmp_path, GENERATED, MPS_UNIT), CLANG, tmp_path)
+    errors = [f for f in result.findings if f.severity == "error"]
+    assert errors and all(Path(f.file).name == "OperationUtils.h" for f in errors
+                          if "explicit message send" in f.message), result.stderr
+    assert any("ARC forbids explicit message send of 'retain'" in f.message for f in errors)
+
+
+def test_a_cpp_mistake_in_an_mm_stub_is_reported_at_its_line(tmp_path):
+    # arithmetic on void* (a GNU extension g++ accepts), in Objective-C++ as in C++
+    code = ("namespace {\n[[maybe_unused]] const char* elu_next(void* p) {\n"
+            "  return static_cast<const char*>(p + 1);  // <-\n}\n}  // namespace\n")
+    stub, line = _planted_mps_stub(tmp_path, code)
+    result = clang_check.check_unit(host_unit(tmp_path / "build", stub.parent, MPS_UNIT), CLANG, tmp_path / "build")
+    assert [(Path(f.file).resolve(), f.line, f.severity) for f in result.findings] == \
+        [(stub.resolve(), line, "error")], result.stderr
+    assert "arithmetic on a pointer to void" in result.findings[0].message
 
 
 def test_missing_clang_fails_with_how_to_get_it(monkeypatch, capsys):

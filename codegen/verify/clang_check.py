@@ -10,15 +10,19 @@ it (codegen/build.py):
   by clang itself through the Metal host shim, as on macOS. torch's headers are flagged as
   system headers in its line markers (host_names.preprocess), so their warnings stay quiet
   and errors in a functor point at its ops.yaml line;
-- host: build.host_sources: the CPU stubs' unity unit, the support sources and, as C++
-  (-x c++, as tests/test_mps_stubs.py does with g++), the `.mm` stubs' unity unit and
-  support/mps/metal_library.mm. Their torch and Python include dirs are -isystem here
-  (nothing parses this preprocessor output, so -isystem's extra line markers do no harm).
+- host: build.host_sources: the CPU stubs' unity unit and the support sources as C++; the `.mm`
+  stubs' unity unit and support/mps/metal_library.mm as Objective-C++ (-x objective-c++, blocks,
+  Apple's runtime, build.MPS_CXX_FLAGS), against support/apple_sdk/: a stand-in for the Apple SDK
+  headers that they and torch's MPS headers (OperationUtils.h, MetalShaderLibrary.h, MPSStream.h,
+  MPSProfiler.h) include, declaring from Apple's documentation only what is used. So torch's
+  Objective-C++ template bodies (exec_unary_kernel_with_params, ...) are instantiated with the
+  generated params structs, and every message send is checked against the declared selectors: a
+  selector no declaration has is an error here (-Werror=objc-method-access; Apple clang only warns,
+  and the call fails at run time). Torch and Python include dirs are -isystem (nothing parses this
+  preprocessor output, so -isystem's extra line markers do no harm).
 
-Compiled as C++, a `.mm` sees only the declarations of the templates whose bodies are
-Objective-C++ (torch's exec_{unary,binary}_kernel_with_params, ternary_with_params); clang
-rejects their use with our params structs, which have no linkage. Those errors alone are
-dropped (OBJC_ONLY_BODIES): a Mac compiles the bodies.
+The stand-in cannot tell what the real SDK lacks or declares otherwise, nor availability by macOS
+version, linking, or anything at run time: the macOS workflow (.github/workflows/macos.yml) does.
 
 clang comes from PyPI's `ziglang` (requirements.txt): `zig clang` is clang's own driver,
 used here with the system's GNU toolchain (libstdc++, glibc) and zig's clang builtin headers.
@@ -41,10 +45,10 @@ from .finding import Finding
 # What torch.utils.cpp_extension adds to the extension's compile (see its build.ninja).
 TORCH_FLAGS = ["-std=c++20", "-DTORCH_API_INCLUDE_EXTENSION_H", "-DTORCH_EXTENSION_NAME=_C"]
 
-OBJC_ONLY_BODIES = re.compile(
-    r"function '(?:at::native::mps::MetalShaderLibrary::exec_(?:unary|binary)_kernel_with_params"
-    r"|mpsgen::mps::TernaryWithParams::operator\(\))<.*>' is used but not defined in this translation "
-    r"unit, and cannot be defined in any other translation unit because its type does not have linkage")
+APPLE_SDK = build.SUPPORT / "apple_sdk"  # the stand-in SDK headers (Foundation, Metal, MPS, MPSGraph, ...)
+# Objective-C++ as Apple clang compiles a .mm for macOS: blocks, Apple's Objective-C runtime (not
+# the GNU one a Linux target defaults to), and a message no declared selector matches as an error.
+OBJC_FLAGS = ["-x", "objective-c++", "-fblocks", "-fobjc-runtime=macosx-14.0", "-Werror=objc-method-access"]
 
 _DIAGNOSTIC = re.compile(r"^(?P<file>[^:\s][^:]*):(?P<line>\d+):(?P<col>\d+): "
                          r"(?P<severity>fatal error|error|warning): (?P<msg>.*)$", re.M)
@@ -60,7 +64,7 @@ def compile_flags() -> list[str]:
 @dataclass
 class Unit:
     name: str  # e.g. "kernels hypot", "host mpsgen_host_mps.mm"
-    source: Path | None = None  # a host source, compiled as C++
+    source: Path | None = None  # a host source, compiled as C++ (a .mm as Objective-C++)
     metal: Path | None = None  # a .metal whose CPU kernel unit is compiled
 
 
@@ -83,7 +87,7 @@ def kernel_units(metals: list[Path]) -> list[Unit]:
 def host_units(build_dir: Path, generated: Path) -> list[Unit]:
     """Every host unit setup.py builds on macOS; writes their generated parts into build_dir."""
     build.mps_metal_sources_header(build_dir, with_metallib=False, generated=generated)
-    return [Unit(f"host {p.name}" + (" as C++" if p.suffix == ".mm" else ""), source=p)
+    return [Unit(f"host {p.name}" + (" as Objective-C++" if p.suffix == ".mm" else ""), source=p)
             for p in build.host_sources(build_dir, mps=True, generated=generated)]
 
 
@@ -95,16 +99,18 @@ def _host_include_flags(build_dir: Path) -> list[str]:
     return [f"-I{d}" for d in ours] + [f"-isystem{d}" for d in theirs]
 
 
-def parse(stderr: str, objc_stand_in: bool) -> tuple[list[Finding], int]:
-    """clang's errors and warnings, and how many Objective-C++-only errors were dropped."""
-    findings, dropped = [], 0
-    for m in _DIAGNOSTIC.finditer(stderr):
-        if objc_stand_in and OBJC_ONLY_BODIES.search(m.group("msg")):
-            dropped += 1
-            continue
-        findings.append(Finding(m.group("file"), int(m.group("line")), int(m.group("col")), m.group("msg"),
-                                "warning" if m.group("severity") == "warning" else "error"))
-    return findings, dropped
+def parse(stderr: str) -> list[Finding]:
+    """clang's errors and warnings, in its order."""
+    return [Finding(m.group("file"), int(m.group("line")), int(m.group("col")), m.group("msg"),
+                    "warning" if m.group("severity") == "warning" else "error")
+            for m in _DIAGNOSTIC.finditer(stderr)]
+
+
+def language_flags(source: Path) -> list[str]:
+    """How a host source is compiled: a .mm as Objective-C++ against the stand-in SDK."""
+    if source.suffix == ".mm":
+        return [*OBJC_FLAGS, *build.MPS_CXX_FLAGS, f"-isystem{APPLE_SDK}"]
+    return ["-x", "c++"]
 
 
 def check_unit(unit: Unit, clang: list[str], build_dir: Path) -> Result:
@@ -113,15 +119,15 @@ def check_unit(unit: Unit, clang: list[str], build_dir: Path) -> Result:
         try:
             text = build.cpu_kernel_unit(unit.metal, clang)
         except RuntimeError as e:  # the preprocessor failed, or no kernel was instantiated
-            findings, _ = parse(str(e), objc_stand_in=False)
+            findings = parse(str(e))
             return Result(unit, findings or [Finding(str(unit.metal), 1, 1, str(e)[-2000:])], str(e),
                           time.perf_counter() - start)
         r = subprocess.run([*clang, *compile_flags(), "-x", "c++", "-"], input=text, capture_output=True, text=True)
     else:
-        r = subprocess.run([*clang, *compile_flags(), *_host_include_flags(build_dir), "-x", "c++", str(unit.source)],
-                           capture_output=True, text=True)
-    findings, dropped = parse(r.stderr, objc_stand_in=unit.source is not None and unit.source.suffix == ".mm")
-    if r.returncode and not dropped and not any(f.severity == "error" for f in findings):
+        r = subprocess.run([*clang, *compile_flags(), *_host_include_flags(build_dir), *language_flags(unit.source),
+                            str(unit.source)], capture_output=True, text=True)
+    findings = parse(r.stderr)
+    if r.returncode and not any(f.severity == "error" for f in findings):
         findings = [Finding(unit.name, 1, 1, "clang failed:\n" + r.stderr[-2000:])]
     return Result(unit, findings, r.stderr, time.perf_counter() - start)
 
