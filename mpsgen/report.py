@@ -192,9 +192,10 @@ def main(argv=None) -> int:
                     by_oracle.setdefault(oracle, []).append(sample)
                 for oracle, names in by_oracle.items():
                     print(f"  {name} {dtype} {device} ({oracle}): {len(names)}: {', '.join(names)}")
-    if registry.aten_ops:
-        names = ", ".join(o.qualified_name for o in registry.aten_ops)
-        print(f"\n{len(registry.aten_ops)} entries implement aten ops ({names}): "
+    ran_aten = [o for o in registry.aten_ops if o.qualified_name in per_op]  # the ops this run selected
+    if ran_aten:
+        names = ", ".join(o.qualified_name for o in ran_aten)
+        print(f"\n{len(ran_aten)} entries implement aten ops ({names}): "
               "their CPU rows ran torch's own aten op with our kernels registered for it, in a subprocess "
               f"({ATEN_ENV}=1, mpsgen/aten_overrides.py), on the samples without the 1M-element ones, against "
               "torch's CPU op in this process; their out=, in-place, refusals and opcheck are checked by "
