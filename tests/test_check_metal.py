@@ -117,6 +117,17 @@ FORBIDDEN = {
               "Metal does not allow the C++ standard library"),
     "__builtin_": (unary("return static_cast<T>(__builtin_sqrtf(static_cast<float>(x)));  // <-"),
                    "Metal does not allow compiler builtins (__builtin_sqrtf)"),
+    # the call graph's rules: a callee declared in the C library, a call through a pointer
+    "C library call (stdio)": (unary('printf("%f", static_cast<float>(x));  // <-\nreturn x;'),
+                               "Metal has no C standard library: printf (declared in "),
+    "C library call (stdlib)": (unary("int n = abs(static_cast<int>(x)) + rand();  // <-\nreturn static_cast<T>(n);"),
+                                "Metal has no C standard library: rand (declared in "),
+    "C library call from a helper": (unary("return static_cast<T>(noisy(static_cast<float>(x)));",
+                                           "inline float noisy(float v) {\n  return v + float(random());  // <-\n}\n"),
+                                     "Metal has no C standard library: random (declared in "),
+    "call through a function pointer": (unary("float (*f)(float) = metal::sin;\n"
+                                              "return static_cast<T>(f(static_cast<float>(x)));  // <-"),
+                                        "Metal does not allow calls through a function pointer"),
 }
 
 
@@ -146,6 +157,13 @@ ALLOWED = {
         "inline float scaled(float v, float s = 2.0f * 3.0f) { return v * s; }\n"
         "inline void split(float v, thread float& hi, thread float* lo) { hi = v; *lo = v - hi; }\n"
         "inline float first(constant float* p, device const float* q) { return p[0] * q[0]; }\n"),
+    # valid MSL the shim once refused or the registry misread
+    "relational not (no C++ alternative token), fast and precise math, isordered": unary(
+        "const float a = static_cast<float>(x);\nbool2 b = bool2(a > 0.0f, metal::isordered(a, 1.0f));\n"
+        "const float f = metal::fast::sin(a) + metal::precise::cos(a) + metal::fast::exp(a);\n"
+        "return static_cast<T>(metal::all(metal::not(b)) ? f : float(not(a > 1.0f)));"),
+    "a struct local to the operator()": unary(
+        "struct pair { float hi, lo; };\npair p = {static_cast<float>(x), 1.0f};\nreturn static_cast<T>(p.hi - p.lo);"),
     "class-scope static, deleted function, words in comments and strings": (
         "struct foo_functor {\n"
         "  static constexpr float k = 2.0f;  // not a double, no std::, no goto, no new\n"

@@ -449,3 +449,30 @@ def test_unsigned_dtypes_register(tmp_path, dtypes):
     path.write_text(registry(op(dtypes=dtypes)))
     regs = loader.load(path).ops[0].registrations
     assert {r.input for r in regs} <= {"ushort", "uint", "ulong"} and regs
+
+
+# ---- functor sources: the structs that name the functor ---------------------------------
+
+LOCAL_STRUCT = ("    functor: |\n"
+                "      template <typename T>\n"
+                "      inline T operator()(const T x) {\n"
+                "        struct pair { float hi, lo; };  // a local type, which Metal allows\n"
+                "        pair p = {static_cast<float>(x), 1.0f};\n"
+                "        return static_cast<T>(p.hi - p.lo);\n"
+                "      }\n")
+
+
+def test_a_struct_inside_the_operator_is_not_the_functors_struct(tmp_path):
+    path = tmp_path / "ops.yaml"
+    path.write_text(one_op("foo(Tensor self) -> Tensor", "", "torch.exp", LOCAL_STRUCT))
+    functor = loader.load(path).ops[0].functor
+    assert functor.startswith("struct foo_functor {\n") and "struct pair { float hi, lo; };" in functor
+
+
+def test_a_top_level_struct_of_another_name_is_still_refused(tmp_path):
+    text = one_op("foo(Tensor self) -> Tensor", "", "torch.exp",
+                  "    functor: |\n      struct helper { float v; };\n"
+                  "      struct bar_functor {\n        template <typename T>\n"
+                  "        inline T operator()(const T x) { return x; }\n      };\n")
+    message = single(errors_of(tmp_path, text), lineno(text, "functor:"), "functor", "foo")
+    assert "defines struct helper, bar_functor; expected 'struct foo_functor'" in message

@@ -275,6 +275,9 @@ def test_relational_functions(tmp_path):
         ("select(float2(1.0f, 2.0f), float2(3.0f, 4.0f), bool2(true, false))", [3.0, 2.0]),
         ("select(1.0f, 2.0f, true)", 2.0), ("select(1, 2, false)", 1),
         ("select(int3(1), int3(2), int3(0, 5, 0) > 1)", [1, 2, 1]),
+        # not: Metal's function (the Metal syntax rewrite makes the C++ token a call of it)
+        ("not(bool3(true, false, true))", [0, 1, 0]), ("metal::not(false)", 1),
+        ("all(not(float2(1.0f, 2.0f) > 3.0f))", 1),
     ])
 
 
@@ -398,6 +401,15 @@ def test_swizzle_rewrite_leaves_other_syntax_alone():
         "v.template swizzle_ref<2, 0>() = w; v.template swizzle_ref<0, 1>() += w; "
         "b = v.template swizzle<0, 1>() == w;")
     for unchanged in ('p.x + p.y', 'v.xy()', 'puts("v.xy");', "c = '.'; v.xyzwx", "o.xray", "t.wx_"):
+        assert to_cpp(unchanged) == unchanged
+
+
+
+def test_not_rewrite_takes_the_token_only():
+    from mpsgen.codegen.emit.metal_syntax import to_cpp
+
+    assert to_cpp("b = metal::not(c) && not (d);") == "b = metal::mpsgen_not(c) && mpsgen_not (d);"
+    for unchanged in ('cannot(1)', 'not_(2)', 'knot', 'puts("not");', "notify(x)"):
         assert to_cpp(unchanged) == unchanged
 
 

@@ -10,6 +10,9 @@ alone.
   components (distinct ones only, as Metal requires). Only `xyzw` names are rewritten,
   with 2 to 4 components (not `rgba`, which user struct fields such as `.bar` could
   spell); a user struct field spelt like a swizzle (`p.xy`) would be rewritten too.
+- `not`: in Metal the relational function `not(x)` (component-wise complement), in C++ an
+  alternative token for `!`. The token becomes `mpsgen_not`, which the shim defines (in
+  namespace metal, so `metal::not(b)` and, with `using namespace metal`, `not(b)` both work).
 - Half literals (`2.0h`) need no rewrite: the shim defines a literal operator `h`.
 """
 from __future__ import annotations
@@ -19,7 +22,7 @@ import re
 _COMPONENT = {"x": 0, "y": 1, "z": 2, "w": 3}
 
 # A string or character literal (kept as is), or a swizzle: `.xy..` not followed by `(` (a
-# method call). Every alternative starts with `"`, `'` or `.`, so the regex engine skips to
+# method call), or the token `not`. Every alternative starts with `"`, `'`, `.` or `n`, so the regex engine skips to
 # those characters; whether a value (an identifier, `)` or `]`) stands before the dot is checked
 # by _replace (a lookbehind here made the scan of a preprocessed unit, 1.3 MB of mostly
 # libstdc++, ten times slower: 0.1 s per unit, under the GIL).
@@ -27,6 +30,7 @@ _TOKEN = re.compile(
     r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\''
     r'|\.\s*(?P<swizzle>[xyzw]{2,4})\b(?!\s*\()'
     r'(?P<assigned>(?=\s*(?:=(?!=)|[-+*/]=)))?'
+    r'|(?P<not>not)(?!\w)'
 )
 
 
@@ -39,6 +43,9 @@ def _after_value(text: str, dot: int) -> bool:
 
 
 def _replace(m: re.Match) -> str:
+    if m.group("not") is not None:  # Metal's relational function, not C++'s `!` (the shim's mpsgen_not)
+        before = m.string[m.start() - 1] if m.start() else " "
+        return m.group(0) if before.isalnum() or before == "_" else "mpsgen_not"
     swizzle = m.group("swizzle")
     if swizzle is None or not _after_value(m.string, m.start()):
         return m.group(0)
@@ -48,5 +55,5 @@ def _replace(m: re.Match) -> str:
 
 
 def to_cpp(text: str) -> str:
-    """The preprocessed Metal text with its swizzles rewritten for the host shim."""
+    """The preprocessed Metal text with its swizzles and `not` rewritten for the host shim."""
     return _TOKEN.sub(_replace, text)

@@ -51,17 +51,26 @@ def functor_line(source: str, key_line: int) -> int:
 
 @functools.lru_cache(maxsize=16)  # check_functor, then functor_line, ask for the same entry
 def _structs(source: str) -> tuple[str, ...]:
-    """Names of the structs a functor source defines (comments ignored)."""
+    """Names of the structs a functor source defines at its top level (comments ignored): a
+    struct declared inside a function body (a small local type, which Metal allows) is not one."""
     if "struct" not in source:  # most functors are operator() bodies: no need to strip comments
         return ()
     code = _COMMENT.sub("", source)
-    return tuple(_STRUCT.findall(code))
+    found, depth = [], 0
+    for m in _STRUCT_OR_BRACE.finditer(code):
+        if m.group(0) == "{":
+            depth += 1
+        elif m.group(0) == "}":
+            depth = max(depth - 1, 0)
+        elif depth == 0:
+            found.append(m.group(1))
+    return tuple(found)
 
 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 
-_STRUCT = re.compile(r"\bstruct\s+(\w+)")
+_STRUCT_OR_BRACE = re.compile(r"\bstruct\s+(\w+)|[{}]")
 
 
 def check_dtypes(spec, family, opmath_ok, label, line, errors) -> tuple[Registration, ...]:

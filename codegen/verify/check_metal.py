@@ -348,6 +348,42 @@ def recursion_findings(callgraph: str) -> list[Finding]:
     return findings
 
 
+_C_LIBRARY = ("Metal has no C standard library: {name} (declared in {file}); use the Metal Standard "
+              "Library (metal::) or c10::metal")
+_INDIRECT = "Metal does not allow calls through a function pointer"
+
+
+def call_findings(callgraph: str, include_dirs: list[Path]) -> list[Finding]:
+    """Calls the user's code makes (the call site is in ops.yaml) that Metal has no callee for,
+    from the compiler's call graph: a function declared outside the shim, the project's Metal
+    headers, torch's c10/metal and the user's code (the C library: printf, malloc, memcpy, sqrtf,
+    ...; the C++ library is the lexical rule's `std::`), or a call through a function pointer."""
+    ours = [str(Path(d).resolve()) + os.sep for d in include_dirs]
+    declared = {}
+    for m in _CI_NODE.finditer(callgraph):
+        loc = _LOCATION.search(m.group("label").split("\\n")[-1])
+        if loc:
+            declared[m.group("title")] = loc.group("file")
+    findings, seen = [], set()
+    for m in _CI_EDGE.finditer(callgraph):
+        loc = _LOCATION.search(m.group("label"))
+        if not loc or not is_user_file(loc.group("file")):
+            continue
+        site, dst = (loc.group("file"), int(loc.group("line")), int(loc.group("col"))), m.group("dst")
+        file = declared.get(dst, "")
+        if dst == "__indirect_call":
+            message = _INDIRECT
+        elif file and not is_user_file(file) and f"{os.sep}c++{os.sep}" not in file \
+                and not str(Path(file).resolve()).startswith(tuple(ours)):
+            message = _C_LIBRARY.format(name=dst.rpartition(":")[2], file=file)
+        else:
+            continue
+        if (site, message) not in seen:  # each instantiation of a template calls it again
+            seen.add((site, message))
+            findings.append(Finding(*site, message))
+    return findings
+
+
 def compile_findings(metal: Path, include_dirs: list[Path], compiler: str = "c++") -> tuple[list[Finding], str]:
     """Strict compile (-O0, call graph kept): the findings and the compiler's other output."""
     text = strip_host_name_attributes(preprocess(compiler, metal, include_dirs))
@@ -367,7 +403,7 @@ def compile_findings(metal: Path, include_dirs: list[Path], compiler: str = "c++
     if r.returncode and not findings:
         findings.append(Finding(str(metal), 1, 1, "compile failed:\n" + r.stderr[-2000:]))
     if r.returncode == 0:
-        findings += recursion_findings(callgraph)
+        findings += recursion_findings(callgraph) + call_findings(callgraph, include_dirs)
     return findings, r.stderr
 
 
