@@ -245,6 +245,7 @@ def test_math_functions(tmp_path):
                                                     [f32(math.pi), f32(math.pi / 2)], 1),
         ("tanh(0.5f)", f32(math.tanh(0.5)), 1), ("asinh(1.0f)", f32(math.asinh(1)), 1),
         ("copysign(3.0f, -0.0f)", -3.0), ("copysign(float2(1.0f, -2.0f), float2(-1.0f, 1.0f))", [-1.0, 2.0]),
+        ("divide(6.0f, 4.0f)", 1.5), ("fast::divide(1.0f, 4.0f)", 0.25), ("precise::divide(half(3.0f), half(2.0f))", 1.5),
         ("fdim(5.0f, 3.0f)", 2.0), ("fdim(3.0f, 5.0f)", 0.0), ("fmod(7.0f, 3.0f)", 1.0), ("fmod(-7.0f, 3.0f)", -1.0),
         ("fmod(float2(7.5f, -1.0f), float2(2.0f))", [1.5, -1.0]),
         ("ldexp(1.5f, 3)", 12.0), ("ldexp(float2(1.0f, 3.0f), int2(2, -1))", [4.0, 1.5]), ("ilogb(12.0f)", 3),
@@ -258,6 +259,37 @@ def test_math_functions(tmp_path):
                                                   [1 - 2 ** -24, 1 + 2 ** -23]),
         ("precise::sqrt(2.0f)", f32(math.sqrt(2))), ("fast::exp2(3.0f)", 8.0), ("precise::clamp(2.0f, 0.0f, 1.0f)", 1.0),
     ])
+
+
+# The Metal Shading Language Specification's standard library, chapter 6: the functions of its
+# common, integer, relational, math and geometric tables (the math ones also in fast:: and
+# precise::). `not` is the Metal syntax rewrite's (test_not_rewrite_takes_the_token_only).
+MSL_FUNCTIONS = {
+    "common": "clamp mix saturate sign smoothstep step",
+    "integer": "abs absdiff addsat clamp clz ctz extract_bits hadd insert_bits mad24 madhi madsat max max3 median3 "
+               "min min3 mul24 mulhi popcount reverse_bits rhadd rotate subsat",
+    "relational": "all any isfinite isinf isnan isnormal isordered isunordered select signbit",
+    "math": "acos acosh asin asinh atan atan2 atanh ceil copysign cos cosh cospi divide exp exp2 exp10 fabs fdim floor "
+            "fma fmax fmax3 fmedian3 fmin fmin3 fmod fract frexp ilogb ldexp log log2 log10 modf nextafter pow powr "
+            "rint round rsqrt sin sincos sinh sinpi sqrt tan tanh tanpi trunc",
+    "geometric": "cross distance distance_squared dot faceforward length length_squared normalize reflect refract",
+}
+
+
+@pytest.mark.parametrize("table", MSL_FUNCTIONS)
+def test_the_shim_declares_every_function_of_the_metal_standard_library(table):
+    """Valid Metal calls none of these is refused for a name the shim lacks (one compile per table;
+    on failure, each name alone says which)."""
+    spaces = ("metal", "metal::fast", "metal::precise") if table == "math" else ("metal",)
+    names = [f"{ns}::{n}" for n in MSL_FUNCTIONS[table].split() for ns in spaces]
+    includes = [f"-I{d}" for d in (SHIM_INCLUDE, CPU_SUPPORT, torch_include())]
+
+    def compiles(chosen):
+        source = "#include <metal_stdlib>\n" + "".join(f"using {n};\n" for n in chosen)
+        return subprocess.run(["g++", "-std=c++20", "-fsyntax-only", "-x", "c++", "-", *includes], input=source,
+                              capture_output=True, text=True).returncode == 0
+    if not compiles(names):
+        assert [n for n in names if not compiles([n])] == []
 
 
 def test_relational_functions(tmp_path):
