@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .clang import ClangMissing, clang_command
+from .emit import host_names, metal_syntax
 from .emit.host_names import (calls_vector_math, parse_instantiations, preprocess, preprocess_raw, registration_lines,
                          rewrite_preprocessed, strip_host_name_attributes)
 
@@ -210,7 +211,7 @@ def _toolchain_key(compiler: str | Sequence[str]) -> bytes:
     here = Path(__file__).resolve().parent
     inputs = [p for d in (SHIM_INCLUDE, CPU_SUPPORT, METAL_INCLUDE) for p in d.rglob("*")
               if p.is_file() and p.suffix not in (".cpp", ".mm")]
-    for p in sorted(inputs) + [here / "build.py", here / "emit" / "host_names.py", here / "emit" / "metal_syntax.py"]:
+    for p in sorted(inputs) + [here / "build.py", *(Path(m.__file__) for m in (host_names, metal_syntax))]:
         h.update(f"{p.name}\n".encode() + p.read_bytes())
     return h.digest()
 

@@ -68,8 +68,6 @@ def _structs(source: str) -> tuple[str, ...]:
 
 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
-
-
 _STRUCT_OR_BRACE = re.compile(r"\bstruct\s+(\w+)|[{}]")
 
 

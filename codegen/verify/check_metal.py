@@ -13,8 +13,10 @@ not allow it:
   definition without an address space (`device`, `constant`, `thread`, `threadgroup`);
 - by the compiler (g++, -O0, -fno-exceptions -fno-rtti -Werror=vla), over the whole
   translation unit: variable-length arrays, and every ordinary compile error;
-- recursion, from the compiler's call graph (-fcallgraph-info): any cycle of calls
-  through a function defined in the user's code.
+- from the compiler's call graph (-fcallgraph-info): recursion (any cycle of calls through a
+  function defined in the user's code), a call from the user's code to the C library (a
+  function declared outside the shim, the project's Metal headers and c10/metal), and a call
+  through a function pointer.
 
 torch's c10/metal headers and the shim are system headers here: only the user's code is
 held to these rules, and torch's warnings stay quiet.
@@ -277,19 +279,39 @@ _CI_EDGE = re.compile(r'edge: \{ sourcename: "(?P<src>[^"]*)" targetname: "(?P<d
 _LOCATION = re.compile(r"(?P<file>[^:\\]+):(?P<line>\d+):(?P<col>\d+)(?=\n?\Z)")
 
 
-def recursion_findings(callgraph: str) -> list[Finding]:
-    """Cycles of calls (gcc -fcallgraph-info) through a function defined in the user's code."""
-    names, where, edges = {}, {}, {}
-    for m in _CI_NODE.finditer(callgraph):
+Site = tuple[str, int, int]  # file, line, column
+
+
+@dataclass
+class CallGraph:
+    """gcc's -fcallgraph-info: each function's name and where it is declared or defined, and
+    each call (caller -> [(callee, call site)])."""
+    names: dict[str, str]
+    where: dict[str, Site]
+    edges: dict[str, list[tuple[str, Site | None]]]
+
+
+def _site(text: str) -> Site | None:
+    loc = _LOCATION.search(text)
+    return (loc.group("file"), int(loc.group("line")), int(loc.group("col"))) if loc else None
+
+
+def parse_callgraph(text: str) -> CallGraph:
+    graph = CallGraph({}, {}, {})
+    for m in _CI_NODE.finditer(text):
         parts = m.group("label").split("\\n")
-        names[m.group("title")] = parts[0]
-        loc = _LOCATION.search(parts[1]) if len(parts) > 1 else None
-        if loc:
-            where[m.group("title")] = (loc.group("file"), int(loc.group("line")), int(loc.group("col")))
-    for m in _CI_EDGE.finditer(callgraph):
-        loc = _LOCATION.search(m.group("label"))
-        site = (loc.group("file"), int(loc.group("line")), int(loc.group("col"))) if loc else None
-        edges.setdefault(m.group("src"), []).append((m.group("dst"), site))
+        graph.names[m.group("title")] = parts[0]
+        site = _site(parts[1]) if len(parts) > 1 else None
+        if site:
+            graph.where[m.group("title")] = site
+    for m in _CI_EDGE.finditer(text):
+        graph.edges.setdefault(m.group("src"), []).append((m.group("dst"), _site(m.group("label"))))
+    return graph
+
+
+def recursion_findings(graph: CallGraph) -> list[Finding]:
+    """Cycles of calls through a function defined in the user's code."""
+    names, where, edges = graph.names, graph.where, graph.edges
 
     # Tarjan's strongly connected components, iteratively
     index, low, on_stack, stack, sccs, counter = {}, {}, set(), [], [], [0]
@@ -353,35 +375,29 @@ _C_LIBRARY = ("Metal has no C standard library: {name} (declared in {file}); use
 _INDIRECT = "Metal does not allow calls through a function pointer"
 
 
-def call_findings(callgraph: str, include_dirs: list[Path]) -> list[Finding]:
-    """Calls the user's code makes (the call site is in ops.yaml) that Metal has no callee for,
-    from the compiler's call graph: a function declared outside the shim, the project's Metal
-    headers, torch's c10/metal and the user's code (the C library: printf, malloc, memcpy, sqrtf,
-    ...; the C++ library is the lexical rule's `std::`), or a call through a function pointer."""
-    ours = [str(Path(d).resolve()) + os.sep for d in include_dirs]
-    declared = {}
-    for m in _CI_NODE.finditer(callgraph):
-        loc = _LOCATION.search(m.group("label").split("\\n")[-1])
-        if loc:
-            declared[m.group("title")] = loc.group("file")
+def call_findings(graph: CallGraph, include_dirs: list[Path]) -> list[Finding]:
+    """Calls the user's code makes (the call site is in ops.yaml) that Metal has no callee for:
+    a function declared outside the shim, the project's Metal headers, torch's c10/metal and the
+    user's code (the C library: printf, malloc, rand, ...; the C++ library is the lexical rule's
+    `std::`), or a call through a function pointer."""
+    ours = tuple(str(Path(d).resolve()) + os.sep for d in include_dirs)
     findings, seen = [], set()
-    for m in _CI_EDGE.finditer(callgraph):
-        loc = _LOCATION.search(m.group("label"))
-        if not loc or not is_user_file(loc.group("file")):
-            continue
-        site, dst = (loc.group("file"), int(loc.group("line")), int(loc.group("col"))), m.group("dst")
-        file = declared.get(dst, "")
-        if dst == "__indirect_call":
-            message = _INDIRECT
-        elif file and not is_user_file(file) and f"{os.sep}c++{os.sep}" not in file \
-                and not str(Path(file).resolve()).startswith(tuple(ours)):
-            message = _C_LIBRARY.format(name=dst.rpartition(":")[2], file=file)
-        else:
-            continue
-        if (site, message) not in seen:  # each instantiation of a template calls it again
-            seen.add((site, message))
-            findings.append(Finding(*site, message))
-    return findings
+    for calls in graph.edges.values():
+        for dst, site in calls:
+            if not site or not is_user_file(site[0]):
+                continue
+            file = graph.where[dst][0] if dst in graph.where else ""
+            if dst == "__indirect_call":
+                message = _INDIRECT
+            elif file and not is_user_file(file) and f"{os.sep}c++{os.sep}" not in file \
+                    and not str(Path(file).resolve()).startswith(ours):
+                message = _C_LIBRARY.format(name=dst.rpartition(":")[2], file=file)
+            else:
+                continue
+            if (site, message) not in seen:  # each instantiation of a template calls it again
+                seen.add((site, message))
+                findings.append(Finding(*site, message))
+    return sorted(findings)
 
 
 def compile_findings(metal: Path, include_dirs: list[Path], compiler: str = "c++") -> tuple[list[Finding], str]:
@@ -403,7 +419,8 @@ def compile_findings(metal: Path, include_dirs: list[Path], compiler: str = "c++
     if r.returncode and not findings:
         findings.append(Finding(str(metal), 1, 1, "compile failed:\n" + r.stderr[-2000:]))
     if r.returncode == 0:
-        findings += recursion_findings(callgraph) + call_findings(callgraph, include_dirs)
+        graph = parse_callgraph(callgraph)
+        findings += recursion_findings(graph) + call_findings(graph, include_dirs)
     return findings, r.stderr
 
 
