@@ -68,7 +68,7 @@ FORBIDDEN = {
             "Metal does not allow exceptions"),
     "new": (unary("float* p = new float(x);  // <-\nreturn static_cast<T>(*p);"),
             "Metal does not allow dynamic allocation (new)"),
-    "delete": (unary("float* p = nullptr;\ndelete p;  // <-\nreturn x;"),
+    "delete": (unary("thread float* p = nullptr;\ndelete p;  // <-\nreturn x;"),
                "Metal does not allow dynamic allocation (delete)"),
     "virtual": (unary("return static_cast<T>(Scale().apply(static_cast<float>(x)));",
                       "struct Scale {\n  virtual float apply(float v) const { return 2 * v; }  // <-\n};\n"),
@@ -125,6 +125,52 @@ FORBIDDEN = {
     "C library call from a helper": (unary("return static_cast<T>(noisy(static_cast<float>(x)));",
                                            "inline float noisy(float v) {\n  return v + float(random());  // <-\n}\n"),
                                      "Metal has no C standard library: random (declared in "),
+    # the Metal Shading Language's C++ restrictions (its section 1.5.4), one case each
+    "register": (unary("register float y = static_cast<float>(x);  // <-\nreturn static_cast<T>(y);"),
+                 "Metal does not allow the register storage class"),
+    "thread_local": (unary("return x;", "thread_local float last = 0.0f;  // <-\n"),
+                     "Metal does not allow thread_local storage"),
+    "noexcept operator": (unary("constexpr bool b = noexcept(x + x);  // <-\nreturn b ? x : T(0);"),
+                          "Metal does not allow the noexcept operator"),
+    "lambda (Metal 3.2 and later)": (unary("auto twice = [](float v) { return 2.0f * v; };  // <-\n"
+                                           "return static_cast<T>(twice(static_cast<float>(x)));"),
+                                     "Metal 3.1 does not allow lambda expressions"),
+    "derived class": (unary("return static_cast<T>(Twice().apply(static_cast<float>(x)));",
+                            "struct Base { float k = 2.0f; };\nstruct Twice : Base {  // <-\n"
+                            "  float apply(float v) { return k * v; }\n};\n"),
+                      "Metal does not allow derived classes"),
+    "a function named main": (unary("return static_cast<T>(main(static_cast<float>(x)));",
+                                    "inline float main(float v) { return v; }  // <-\n"),
+                              "Metal does not allow a function named main"),
+    # scalar types Metal lacks (its section 2.1: double, long long, unsigned long long, long double)
+    "long long": (unary("long long n = static_cast<long long>(x);  // <-\nreturn static_cast<T>(n);"),
+                  "Metal does not allow long long"),
+    # address spaces (its section 4): every pointer and reference, and program-scope variables
+    "local pointer": (unary("float v = static_cast<float>(x);\nfloat* p = &v;  // <-\nreturn static_cast<T>(*p);"),
+                      "Metal requires an address space (device, constant, thread or threadgroup) on pointer"),
+    "local reference": (unary("float v = static_cast<float>(x);\nconst float& r = v;  // <-\n"
+                              "return static_cast<T>(r);"),
+                        "Metal requires an address space (device, constant, thread or threadgroup) on pointer"),
+    "string literal through a plain pointer": (unary('const char* why = "why";  // <-\n(void)why;\nreturn x;'),
+                                               "Metal requires an address space"),
+    "range-for reference": (unary("float a[2] = {static_cast<float>(x), 1.0f};\nfloat s = 0.0f;\n"
+                                  "for (float& v : a) { s += v; }  // <-\nreturn static_cast<T>(s);"),
+                            "Metal requires an address space"),
+    "pointer member": (unary("return x;", "struct Span {\n  float* data;  // <-\n  int size;\n};\n"),
+                       "Metal requires an address space"),
+    "reference return type": (unary("float v = static_cast<float>(x);\nreturn static_cast<T>(first(v));",
+                                    "inline float& first(thread float& v) { return v; }  // <-\n"),
+                              "Metal requires an address space"),
+    "program-scope variable": (unary("return static_cast<T>(kScale * static_cast<float>(x));",
+                                     "constexpr float kScale = 2.0f;  // <-\n"),
+                               "Metal requires program-scope variables in the constant address space"),
+    "program-scope table": (unary("return static_cast<T>(kTable[0] * static_cast<float>(x));",
+                                  "float kTable[2] = {1.0f, 2.0f};  // <-\n"),
+                            "Metal requires program-scope variables in the constant address space"),
+    "static data member": ("struct foo_functor {\n  static constexpr float k = 2.0f;  // <-\n"
+                           "  template <typename T>\n  inline T operator()(const T x) {\n"
+                           "    return static_cast<T>(k * static_cast<float>(x));\n  }\n};",
+                           "Metal requires static data members in the constant address space"),
     "call through a function pointer": (unary("float (*f)(float) = metal::sin;\n"
                                               "return static_cast<T>(f(static_cast<float>(x)));  // <-"),
                                         "Metal does not allow calls through a function pointer"),
@@ -153,8 +199,8 @@ ALLOWED = {
         "return static_cast<T>(c10::metal::igamma(a, 2.0f) + c10::metal::log1p(a) + c10::metal::erf(a));"),
     "address spaces on pointer and reference parameters, default arguments": unary(
         "float hi, lo;\nsplit(static_cast<float>(x) * 2.0f, hi, &lo);\n"
-        "auto add = [](thread float& a, float b) { a += b; };\nadd(hi, lo);\nreturn static_cast<T>(scaled(hi));",
-        "inline float scaled(float v, float s = 2.0f * 3.0f) { return v * s; }\n"
+        "add(hi, lo);\nreturn static_cast<T>(scaled(hi));",
+        "inline void add(thread float& a, float b) { a += b; }\ninline float scaled(float v, float s = 2.0f * 3.0f) { return v * s; }\n"
         "inline void split(float v, thread float& hi, thread float* lo) { hi = v; *lo = v - hi; }\n"
         "inline float first(constant float* p, device const float* q) { return p[0] * q[0]; }\n"),
     # valid MSL the shim once refused or the registry misread
@@ -162,11 +208,22 @@ ALLOWED = {
         "const float a = static_cast<float>(x);\nbool2 b = bool2(a > 0.0f, metal::isordered(a, 1.0f));\n"
         "const float f = metal::fast::sin(a) + metal::precise::cos(a) + metal::fast::exp(a);\n"
         "return static_cast<T>(metal::all(metal::not(b)) ? f : float(not(a > 1.0f)));"),
+    "address spaces on local pointers and references, program-scope constants, deduced auto": unary(
+        "float v = static_cast<float>(x);\nthread float* p = &v;\nthread const float& r = v;\n"
+        "constexpr float local = 1.0f;\nauto w = v;\nfloat a[2] = {kTable[0], kTable[1]};\n"
+        "for (thread float& e : a) { w += e * local; }\n"
+        "return static_cast<T>(*p + r + w + kScale);",
+        "constant float kScale = 2.0f;\nconstexpr constant float kTable[2] = {1.0f, 2.0f};\n"
+        "inline thread float& first(thread float& v) { return v; }\n"),
+    "subscripts, attributes, an enum's underlying type, a noexcept specifier, long": unary(
+        "float a[2] = {static_cast<float>(x), 1.0f};\n[[maybe_unused]] long n = 1;\n"
+        "return static_cast<T>(a[0] * half_of(a[1]) + float(Mode::b));",
+        "enum class Mode : int { a, b };\ninline float half_of(float v) noexcept { return 0.5f * v; }\n"),
     "a struct local to the operator()": unary(
         "struct pair { float hi, lo; };\npair p = {static_cast<float>(x), 1.0f};\nreturn static_cast<T>(p.hi - p.lo);"),
     "class-scope static, deleted function, words in comments and strings": (
         "struct foo_functor {\n"
-        "  static constexpr float k = 2.0f;  // not a double, no std::, no goto, no new\n"
+        "  static constexpr constant float k = 2.0f;  // not a double, no std::, no goto, no new\n"
         "  static float twice(float v) { return k * v; }\n"
         "  foo_functor() = default;\n"
         "  foo_functor(const foo_functor&) = default;\n"
@@ -174,11 +231,10 @@ ALLOWED = {
         "  /* throw, try, virtual, __builtin_trap: only words here */\n"
         "  template <typename T>\n"
         "  inline T operator()(const T x) {\n"
-        "    const char* why = \"static double std::max\";\n"
+        "    constant const char* why = \"static double std::max\";\n"
         "    (void)why;\n"
         "    constexpr float table[2] = {1.0f, 2.0f};\n"
-        "    auto scale = [](float v) { return v * 0.5f; };\n"
-        "    return static_cast<T>(scale(twice(static_cast<float>(x))) + table[0]);\n"
+        "    return static_cast<T>(twice(static_cast<float>(x)) * 0.5f + table[0]);\n"
         "  }\n"
         "};"),
 }
@@ -232,7 +288,7 @@ def test_registry_of_another_name_is_the_users_code(tmp_path):
 def test_static_is_rejected_only_at_function_scope():
     functor = (
         "struct foo_functor {\n"
-        "  static constexpr int k = 1;\n"
+        "  static constexpr constant int k = 1;\n"
         "  static float h(float v) {\n"
         "    struct Local { static float one() { return 1.0f; } };\n"
         "    for (int i = 0; i < 2; ++i) { static int calls = 0; }  // <-\n"

@@ -445,6 +445,20 @@ def test_not_rewrite_takes_the_token_only():
         assert to_cpp(unchanged) == unchanged
 
 
+def test_constant_const_becomes_one_const():
+    """`constant const char*` (torch's c10/metal/error.h) is valid Metal; with the shim's `constant`
+    expanded it is `const const`, which C++ refuses. Line markers between the two stay."""
+    from mpsgen.codegen.emit.metal_syntax import to_cpp
+
+    assert to_cpp("const const char* s;") == "const       char* s;"
+    assert to_cpp('const \n# 49 "ops.yaml"\n  const float k;') == 'const \n# 49 "ops.yaml"\n        float k;'
+    for unchanged in ("const constexpr float k;", "const float* const p;", "myconst const x;", 'puts("const const");'):
+        assert to_cpp(unchanged) == unchanged
+    r = subprocess.run(["c++", "-std=c++20", "-fsyntax-only", "-x", "c++", "-"],
+                       input=to_cpp("const const char* s = \"x\";"), capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
 @pytest.mark.parametrize("statement,says", [
     ("float2 v = float2(1.0f); v.xx = float2(2.0f);", "a swizzle assigned to repeats a component"),
     ("float2 v = float2(1.0f); v.xz = float2(2.0f);", "swizzle component out of range"),

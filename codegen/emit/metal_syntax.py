@@ -13,6 +13,9 @@ alone.
 - `not`: in Metal the relational function `not(x)` (component-wise complement), in C++ an
   alternative token for `!`. The token becomes `mpsgen_not`, which the shim defines (in
   namespace metal, so `metal::not(b)` and, with `using namespace metal`, `not(b)` both work).
+- `constant const T` (or `const constant T`, as torch's c10/metal/error.h writes it): the shim
+  spells the address space `constant` as `const`, and C++ refuses a duplicate `const`; the pair
+  becomes one `const` (line markers between them, from a macro of torch's headers, are kept).
 - Half literals (`2.0h`) need no rewrite: the shim defines a literal operator `h`.
 """
 from __future__ import annotations
@@ -22,8 +25,8 @@ import re
 _COMPONENT = {"x": 0, "y": 1, "z": 2, "w": 3}
 
 # A string or character literal (kept as is), or a swizzle: `.xy..` not followed by `(` (a
-# method call), or the token `not`. Every alternative starts with `"`, `'`, `.` or `n`, so the regex engine skips to
-# those characters; whether a value (an identifier, `)` or `]`) stands before the dot is checked
+# method call), the token `not`, or `const const`. Every alternative starts with `"`, `'`, `.`,
+# `n` or `c`, so the regex engine skips to those characters; whether a value (an identifier, `)` or `]`) stands before the dot is checked
 # by _replace (a lookbehind here made the scan of a preprocessed unit, 1.3 MB of mostly
 # libstdc++, ten times slower: 0.1 s per unit, under the GIL).
 _TOKEN = re.compile(
@@ -31,6 +34,7 @@ _TOKEN = re.compile(
     r'|\.\s*(?P<swizzle>[xyzw]{2,4})\b(?!\s*\()'
     r'(?P<assigned>(?=\s*(?:=(?!=)|[-+*/]=)))?'
     r'|(?P<not>not)(?!\w)'
+    r'|(?P<const>const(?:(?:\s|#[^\n]*\n)+const)+)(?!\w)'
 )
 
 
@@ -43,6 +47,12 @@ def _after_value(text: str, dot: int) -> bool:
 
 
 def _replace(m: re.Match) -> str:
+    if m.group("const") is not None:  # `constant const`, with the shim's `constant` expanded
+        before = m.string[m.start() - 1] if m.start() else " "
+        if before.isalnum() or before == "_":
+            return m.group(0)
+        # the later ones blanked: a line marker between them (a macro of a system header) stays
+        return "const" + re.sub(r"\bconst\b", "     ", m.group(0)[5:])
     if m.group("not") is not None:  # Metal's relational function, not C++'s `!` (the shim's mpsgen_not)
         before = m.string[m.start() - 1] if m.start() else " "
         return m.group(0) if before.isalnum() or before == "_" else "mpsgen_not"

@@ -48,6 +48,27 @@ TORCH_FLAGS = ["-std=c++20", "-DTORCH_API_INCLUDE_EXTENSION_H", "-DTORCH_EXTENSI
 APPLE_SDK = build.SUPPORT / "apple_sdk"  # the stand-in SDK headers (Foundation, Metal, MPS, MPSGraph, ...)
 # Objective-C++ as Apple clang compiles a .mm for macOS: blocks, Apple's Objective-C runtime (not
 # the GNU one a Linux target defaults to), and a message no declared selector matches as an error.
+# Metal 3.1 (-std=metal3.1, build.METAL_FLAGS) is C++14 with Metal's extensions, and Metal 4 the first
+# on C++17 (torch's c10/metal/common.h says so of `if constexpr`). The kernel unit is C++20 for the CPU
+# launcher around it, so clang warns of every later feature (-Wpre-c++17-compat, ...) and those in the
+# kernel's own code (the .metal and the ops.yaml lines in it) become errors; the rest are dropped.
+METAL_LANGUAGE_FLAGS = ["-Wpre-c++17-compat", "-Wpre-c++20-compat", "-Wpre-c++23-compat"]
+_LATER_CXX = re.compile(r"(?P<what>.*) (?:is|are) incompatible with C\+\+ standards before (?P<std>C\+\+\d+) "
+                        r"\[-Wpre-c\+\+\d+-compat\]$")
+
+
+def metal_language(findings: list[Finding]) -> list[Finding]:
+    """clang's pre-C++17/20/23 warnings as errors in the kernel's own code (the .metal, the registry),
+    and dropped elsewhere (the shim's and launcher's headers are host C++)."""
+    kept = []
+    for f in findings:
+        m = _LATER_CXX.match(f.message)
+        if m is None:
+            kept.append(f)
+        elif f.file.endswith((".metal", ".yaml", ".yml")):
+            kept.append(Finding(f.file, f.line, f.col, f"Metal 3.1 is C++14: {m.group('what')} "
+                                f"({m.group('std')}) is not allowed", "error"))
+    return kept
 OBJC_FLAGS = ["-x", "objective-c++", "-fblocks", "-fobjc-runtime=macosx-14.0", "-Werror=objc-method-access"]
 
 _DIAGNOSTIC = re.compile(r"^(?P<file>[^:\s][^:]*):(?P<line>\d+):(?P<col>\d+): "
@@ -122,11 +143,13 @@ def check_unit(unit: Unit, clang: list[str], build_dir: Path) -> Result:
             findings = parse(str(e))
             return Result(unit, findings or [Finding(str(unit.metal), 1, 1, str(e)[-2000:])], str(e),
                           time.perf_counter() - start)
-        r = subprocess.run([*clang, *compile_flags(), "-x", "c++", "-"], input=text, capture_output=True, text=True)
+        r = subprocess.run([*clang, *compile_flags(), *METAL_LANGUAGE_FLAGS, "-x", "c++", "-"], input=text,
+                           capture_output=True, text=True)
+        findings = metal_language(parse(r.stderr))
     else:
         r = subprocess.run([*clang, *compile_flags(), *_host_include_flags(build_dir), *language_flags(unit.source),
                             str(unit.source)], capture_output=True, text=True)
-    findings = parse(r.stderr)
+        findings = parse(r.stderr)
     if r.returncode and not any(f.severity == "error" for f in findings):
         findings = [Finding(unit.name, 1, 1, "clang failed:\n" + r.stderr[-2000:])]
     return Result(unit, findings, r.stderr, time.perf_counter() - start)
