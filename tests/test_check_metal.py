@@ -202,7 +202,9 @@ ALLOWED = {
         "add(hi, lo);\nreturn static_cast<T>(scaled(hi));",
         "inline void add(thread float& a, float b) { a += b; }\ninline float scaled(float v, float s = 2.0f * 3.0f) { return v * s; }\n"
         "inline void split(float v, thread float& hi, thread float* lo) { hi = v; *lo = v - hi; }\n"
-        "inline float first(constant float* p, device const float* q) { return p[0] * q[0]; }\n"),
+        "inline float first(constant float* p, device const float* q) { return p[0] * q[0]; }\n"
+        "template <typename A, typename B>\nstruct two { A a; B b; };\n"
+        "inline float sum(thread two<float, float>* t, float s = 1 < 2 ? 1.0f : 0.0f) { return t->a + t->b + s; }\n"),
     # valid MSL the shim once refused or the registry misread
     "relational not (no C++ alternative token), fast and precise math, isordered": unary(
         "const float a = static_cast<float>(x);\nbool2 b = bool2(a > 0.0f, metal::isordered(a, 1.0f));\n"
@@ -245,6 +247,14 @@ def test_valid_metal_passes(tmp_path, case):
     findings, stderr = run_check(tmp_path, ALLOWED[case])
     assert not findings, (findings, stderr)
     assert "warning" not in stderr, stderr  # quiet: torch's headers are system headers
+
+
+def test_projects_metal_headers_keep_the_lexical_rules():
+    """support/metal/mpsgen is Metal code Apple's compiler builds too: read as if it were the user's."""
+    headers = sorted((ROOT / "support" / "metal" / "mpsgen").glob("*.h"))
+    assert headers
+    for header in headers:
+        assert lexical_findings(f'#line 1 "{header.name}.yaml"\n' + header.read_text()) == [], header
 
 
 def test_lexical_rules_ignore_code_outside_ops_yaml():

@@ -58,14 +58,14 @@ _LATER_CXX = re.compile(r"(?P<what>.*) (?:is|are) incompatible with C\+\+ standa
 
 
 def metal_language(findings: list[Finding]) -> list[Finding]:
-    """clang's pre-C++17/20/23 warnings as errors in the kernel's own code (the .metal, the registry),
-    and dropped elsewhere (the shim's and launcher's headers are host C++)."""
+    """clang's pre-C++17/20/23 warnings as errors in Metal code (the .metal, the registry, the project's
+    Metal headers), and dropped elsewhere (the shim's and launcher's headers are host C++)."""
     kept = []
     for f in findings:
         m = _LATER_CXX.match(f.message)
         if m is None:
             kept.append(f)
-        elif f.file.endswith((".metal", ".yaml", ".yml")):
+        elif f.file.endswith((".metal", ".yaml", ".yml")) or Path(f.file).resolve().is_relative_to(build.METAL_INCLUDE):
             kept.append(Finding(f.file, f.line, f.col, f"Metal 3.1 is C++14: {m.group('what')} "
                                 f"({m.group('std')}) is not allowed", "error"))
     return kept

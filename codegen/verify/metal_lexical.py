@@ -249,13 +249,17 @@ def _unqualified_parameters(toks: list[_Tok]) -> list[_Tok]:
         close = _matching(toks, i)
         if not _is_definition(toks, i, close):
             continue
-        params, current, depth = [], [], 0
+        params, current, depth, angles = [], [], 0, 0
         for tok in toks[i + 1:close]:
             if tok.text in _OPEN:
                 depth += 1
             elif tok.text in _CLOSE:
                 depth -= 1
-            if tok.text == "," and depth == 0:
+            elif tok.text == "<" and current and current[-1].kind == "ident":  # template arguments
+                angles += 1
+            elif tok.text == ">" and angles:
+                angles -= 1
+            if tok.text == "," and depth == 0 and angles == 0:
                 params.append(current)
                 current = []
             else:
