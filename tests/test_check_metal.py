@@ -221,6 +221,9 @@ ALLOWED = {
         "float a[2] = {static_cast<float>(x), 1.0f};\n[[maybe_unused]] long n = 1;\n"
         "return static_cast<T>(a[0] * half_of(a[1]) + float(Mode::b));",
         "enum class Mode : int { a, b };\ninline float half_of(float v) noexcept { return 0.5f * v; }\n"),
+    "rgba swizzles, packed vectors": unary(
+        "float4 c = float4(static_cast<float>(x), 2.0f, 3.0f, 4.0f);\nc.a = c.r + c.gb.x;\n"
+        "packed_float3 p = packed_float3(c.rgb);\nfloat3 u = p;\nreturn static_cast<T>(u.z + c.a + p[0]);"),
     "a struct local to the operator()": unary(
         "struct pair { float hi, lo; };\npair p = {static_cast<float>(x), 1.0f};\nreturn static_cast<T>(p.hi - p.lo);"),
     "class-scope static, deleted function, words in comments and strings": (

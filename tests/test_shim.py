@@ -437,6 +437,21 @@ def test_swizzle_rewrite_leaves_other_syntax_alone():
 
 
 
+def test_rgba_swizzles_unless_the_name_is_declared():
+    """Metal's second set of component names (MSL 2.2.1): `.r` is `.x`, `.ga` the swizzle <1, 3>; a
+    name the user's code declares (a field `bar`, a variable `a`) stays a member access, and only
+    the user's code (what line markers attribute to the registry) declares."""
+    from mpsgen.codegen.emit.metal_syntax import to_cpp
+
+    assert to_cpp("v.a = v.r + v.ga.x; v.rg = w;") == (
+        "v.w = v.x + v.template swizzle<1, 3>().x; v.template swizzle_ref<0, 1>() = w;")
+    assert to_cpp("struct P { float bar; }; float a = p.bar + q.a + q.rgb.r;") == (
+        "struct P { float bar; }; float a = p.bar + q.a + q.template swizzle<0, 1, 2>().x;")
+    assert to_cpp("v.argb()") == "v.argb()"  # a method call
+    unit = '# 1 "c10/metal/utils.h" 3\nfloat a;\n# 40 "ops.yaml"\nfloat b = v.a + v.b;\n'
+    assert to_cpp(unit) == unit.replace("v.a", "v.w")
+
+
 def test_not_rewrite_takes_the_token_only():
     from mpsgen.codegen.emit.metal_syntax import to_cpp
 

@@ -7,9 +7,12 @@ alone.
 - Swizzles: `v.yx`, `v.xxyz` become `v.template swizzle<1, 0>()` (a member template of
   the shim's vectors that returns a new, const vector), and a swizzle assigned to
   (`v.xy = w`, `v.zy += w`) becomes `v.template swizzle_ref<0, 1>()`, which writes the
-  components (distinct ones only, as Metal requires). Only `xyzw` names are rewritten,
-  with 2 to 4 components (not `rgba`, which user struct fields such as `.bar` could
-  spell); a user struct field spelt like a swizzle (`p.xy`) would be rewritten too.
+  components (distinct ones only, as Metal requires). `xyzw` names with 2 to 4 components
+  are always rewritten (a user struct field spelt like one, `p.xy`, would be too). `rgba`
+  names, also of one component (`v.a` becomes `v.w`), are rewritten unless the user's code
+  (the lines the registry's `#line`s mark) has the name other than after `.` or `->`: a
+  declared name (a field `float bar;`, or a variable `a`, which then hides `v.a`: the shim
+  refuses it, name the variable otherwise), and `p.bar` is left alone.
 - `not`: in Metal the relational function `not(x)` (component-wise complement), in C++ an
   alternative token for `!`. The token becomes `mpsgen_not`, which the shim defines (in
   namespace metal, so `metal::not(b)` and, with `using namespace metal`, `not(b)` both work).
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-_COMPONENT = {"x": 0, "y": 1, "z": 2, "w": 3}
+_COMPONENT = {"x": 0, "y": 1, "z": 2, "w": 3, "r": 0, "g": 1, "b": 2, "a": 3}
 
 # A string or character literal (kept as is), or a swizzle: `.xy..` not followed by `(` (a
 # method call), the token `not`, or `const const`. Every alternative starts with `"`, `'`, `.`,
@@ -31,7 +34,7 @@ _COMPONENT = {"x": 0, "y": 1, "z": 2, "w": 3}
 # libstdc++, ten times slower: 0.1 s per unit, under the GIL).
 _TOKEN = re.compile(
     r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\''
-    r'|\.\s*(?P<swizzle>[xyzw]{2,4})\b(?!\s*\()'
+    r'|\.\s*(?P<swizzle>[xyzw]{2,4}|[rgba]{1,4})\b(?!\s*\()'
     r'(?P<assigned>(?=\s*(?:=(?!=)|[-+*/]=)))?'
     r'|(?P<not>not)(?!\w)'
     r'|(?P<const>const(?:(?:\s|#[^\n]*\n)+const)+)(?!\w)'
@@ -46,7 +49,34 @@ def _after_value(text: str, dot: int) -> bool:
     return i > 0 and (text[i - 1].isalnum() or text[i - 1] in "_)]")
 
 
-def _replace(m: re.Match) -> str:
+_RGBA_WORD = re.compile(r"\b[rgba]{1,4}\b")
+_MARKER = re.compile(r'^# \d+ "([^"]*)"[ \d]*$', re.M)
+
+
+def _users_code(text: str) -> str:
+    """The stretches of preprocessed text its line markers attribute to a registry (.yaml), or all
+    of a text without line markers."""
+    marks = list(_MARKER.finditer(text))
+    if not marks:
+        return text
+    return "\n".join(text[m.end():(marks[i + 1].start() if i + 1 < len(marks) else len(text))]
+                     for i, m in enumerate(marks) if m.group(1).endswith((".yaml", ".yml")))
+
+
+def _declared_rgba(text: str) -> set[str]:
+    """Words of the letters rgba that the user's code has not after `.` or `->`: declared names."""
+    names = set()
+    text = _users_code(text)
+    for m in _RGBA_WORD.finditer(text):
+        i = m.start()
+        while i > 0 and text[i - 1].isspace():
+            i -= 1
+        if not (text[i - 1:i] == "." or text[i - 2:i] == "->"):
+            names.add(m.group(0))
+    return names
+
+
+def _replace(m: re.Match, declared: dict[str, set[str]]) -> str:
     if m.group("const") is not None:  # `constant const`, with the shim's `constant` expanded
         before = m.string[m.start() - 1] if m.start() else " "
         if before.isalnum() or before == "_":
@@ -59,11 +89,19 @@ def _replace(m: re.Match) -> str:
     swizzle = m.group("swizzle")
     if swizzle is None or not _after_value(m.string, m.start()):
         return m.group(0)
+    if swizzle[0] in "rgba":
+        if "names" not in declared:  # scanned once per unit, when the first rgba swizzle comes
+            declared["names"] = _declared_rgba(m.string)
+        if swizzle in declared["names"]:
+            return m.group(0)
+        if len(swizzle) == 1:  # one component: the member itself, an lvalue
+            return "." + "xyzw"[_COMPONENT[swizzle]]
     indices = ", ".join(str(_COMPONENT[c]) for c in swizzle)
     method = "swizzle_ref" if m.group("assigned") is not None else "swizzle"
     return f".template {method}<{indices}>()"
 
 
 def to_cpp(text: str) -> str:
-    """The preprocessed Metal text with its swizzles and `not` rewritten for the host shim."""
-    return _TOKEN.sub(_replace, text)
+    """The preprocessed Metal text with its swizzles, `not` and `constant const` rewritten for the shim."""
+    declared: dict[str, set[str]] = {}
+    return _TOKEN.sub(lambda m: _replace(m, declared), text)
