@@ -61,8 +61,8 @@ def test_cpu_registry_holds_exactly_the_macro_instantiations(op):
 
 def test_the_avx_variants_go_to_narrow_float_kernels_and_to_ops_calling_vector_math():
     """codegen/emit/host_names.py: kernels reading or writing half or bfloat get the AVX2 and AVX-512
-    variants by their host_name; every kernel of a unit whose ops.yaml code (after an ops.yaml
-    line marker) calls exp, log, tanh, fma, erf... gets them too. Calls in the shim or c10
+    variants by their host_name (their cast kernels AVX2 only); every kernel of a unit whose
+    ops.yaml code (after an ops.yaml line marker) calls exp, log, tanh, fma, erf... gets both. Calls in the shim or c10
     headers do not count; other kernels get the baseline variant only."""
     from mpsgen.codegen.emit.host_names import KernelInstantiation, calls_vector_math, registration_lines
 
@@ -87,3 +87,16 @@ def test_the_avx_variants_go_to_narrow_float_kernels_and_to_ops_calling_vector_m
     # a build for a machine without AVX-512 (or without AVX2) compiles no variant above it
     assert isa(registration_lines(kernels, vector_math=True, max_isa=1)) == ["1"] * 3
     assert isa(registration_lines(kernels, max_isa=0)) == ["0"] * 3
+    # a cast kernel (a switch on the dtype per element) of half or bfloat gets AVX2, no AVX-512,
+    # unless the op calls vector math
+    casts = [KernelInstantiation(host_name=h, function=f"::c10::metal::{k}<{t}, f>")
+             for h, k, t in [("f_dense_cast_half_half", "unary_dense_castout", "half"),
+                             ("f_strided_castout_bfloat", "binary_strided_castout", "bfloat"),
+                             ("f_dense_castout_ilp_half", "unary_dense_castout_ilp", "half"),
+                             ("f_dense_cast_float_float", "binary_dense_cast", "float")]]
+    def cast_isa(text: str) -> list[str]:
+        return re.findall(r"Kernel<&::c10::metal::\w+<\w+, f>, (\d)[,>][^\n]*::run\(\)", text)
+
+    assert cast_isa(registration_lines(casts)) == ["1", "1", "1", "0"]
+    assert cast_isa(registration_lines(casts, vector_math=True)) == ["2"] * 4
+    assert cast_isa(registration_lines(casts, max_isa=0)) == ["0"] * 4

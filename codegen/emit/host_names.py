@@ -164,11 +164,16 @@ def _split_template_args(args: str) -> list[str]:
 # it; in the former, the contiguous (ILP) kernels' loops separate each tile's 4 elements with
 # shuffles, which AVX-512 BW does in one 16-bit permute where AVX2 needs several (floor float16
 # contiguous 3.07 -> 1.03 of torch's time, mul bfloat16 2.24 -> 0.85 on the AMD EPYC; docs/cpu-backend.md).
+# The cast kernels (operands of mixed dtypes, or an out= of another: their loads and stores are a
+# switch on the dtype per element) of the former get no AVX-512 variant: none ran faster than
+# its AVX2 one (add, mul, eq and hypot of half or bfloat with int8, add of half to float out=:
+# the same time within 2 %; sin's castout, a vector-math op, ran in half the time, and keeps it).
 # Other kernels (add, compare, select...) gain nothing from AVX2 and are compiled once: a
 # variant of every kernel made the kernel units take about 40 % longer to compile.
 # A build compiles the variants up to `max_isa` (codegen/build.py cpu_variants: by default the
 # level of the machine that builds), since a variant its CPU cannot run only costs compile time.
 NARROW_FLOAT = re.compile(r"_(?:half2?|bfloat)(?:_|$)")
+CAST_KERNEL = re.compile(r"_cast(?:out)?(?:_|$)")  # a c10::metal kernel template's name
 VECTOR_MATH_CALL = re.compile(
     r"\b(?:exp2?|exp10|log|log2|log10|log1p|expm1|ldexp|sin|cos|tan|sinh|cosh|tanh|atan2?|fma|erf|erfc|"
     r"erfinv|logaddexp|sigmoid)\s*\(")
@@ -192,7 +197,13 @@ def registration_lines(instantiations: list[KernelInstantiation], vector_math: b
         template = k.function.split("<", 1)[0]
         ilp = 4 if template in ILP_KERNELS else 0
         broadcast = BROADCAST_KERNELS.get(template, 0)
-        isa = min(max_isa, 2) if vector_math or NARROW_FLOAT.search(k.host_name) else 0
+        if vector_math:
+            isa = 2
+        elif NARROW_FLOAT.search(k.host_name):
+            isa = 1 if CAST_KERNEL.search(template) else 2
+        else:
+            isa = 0
+        isa = min(isa, max_isa)
         form = f", {ilp}, {broadcast}" if broadcast else f", {ilp}" if ilp else ""
         if template in ROW_OPERANDS:
             operands = ROW_OPERANDS[template](*_split_template_args(k.function[len(template) + 1 : -1]))

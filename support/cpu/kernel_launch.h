@@ -470,15 +470,18 @@ struct Kernel<Fn, Isa, Ilp, Broadcast, Unit> {
     run_impl(buffers, begin, end, grid_x);
   }
   // The baseline of a kernel that has a variant for newer CPUs: run only on an x86-64 without
-  // AVX2, F16C and FMA (or under MPSGEN_CPU_ISA=baseline), so it is optimised for size, as
-  // clang does with cold code. Same bits (tests/test_cpu_launcher.py), and a shorter compile
-  // (sin's unit with all three variants: 10.3 s -> 8.8 s on an AMD EPYC). Castout kernels
-  // (an out= of another dtype), a third of all kernels, were tried the same way, and called
-  // once per thread instead of inlined into a loop: the kernel units' total CPU time did not
-  // move (312 s against 320 s in one build each, within the noise), so they stay as they are.
+  // AVX2, F16C and FMA (or under MPSGEN_CPU_ISA=baseline). It is the plain launch, as Metal
+  // runs a grid: the kernel called once per thread through opaque_kernel, compiled once per
+  // unit (the launches above that call it so share it) and not inlined into loops. Same bits
+  // (tests/test_cpu_launcher.py), slower, and a shorter compile: the kernel unit of sin (every
+  // kernel with variants) 10.0 s -> 8.7 s, of eq 6.5 s -> 6.2 s, against its copy inlined into
+  // every launch path for size (clang's `cold`; AMD EPYC, AVX-512, medians of two).
+  // Castout kernels (an out= of another dtype), a third of all kernels, were tried the same
+  // way as their only variant: the kernel units' total CPU time did not move (312 s against
+  // 320 s in one build each, within the noise), so they stay as they are.
   __attribute__((cold)) static void run_baseline_cold(void* const* buffers, uint64_t begin, uint64_t end,
                                                      uint32_t grid_x) {
-    run_impl(buffers, begin, end, grid_x);
+    run_ndim<0, true>(buffers, begin, end, grid_x, std::make_index_sequence<nbuffers - 1>{});
   }
 #if MPSGEN_CPU_X86_AVX2
   __attribute__((flatten, target(MPSGEN_CPU_AVX2_TARGET))) static void run_avx2(void* const* buffers, uint64_t begin,
