@@ -173,6 +173,29 @@ def test_the_same_clang_in_another_folder_is_the_same_compiler(tmp_path, toolcha
     assert _compiles(log) == 1
 
 
+def test_the_compiler_is_asked_its_version_once_until_it_changes(tmp_path, toolchain):
+    """The compiler's identity is kept per binary (its path, size and modification time): one
+    `--version` for a build's units, and a new one when another compiler takes the same path,
+    whose objects are then other entries."""
+    _, log = toolchain
+    asked = tmp_path / "version.log"
+    cc = tmp_path / "bin" / "cc"
+    cc.parent.mkdir()
+
+    def install(version: str) -> None:
+        cc.write_text(f'#!/bin/sh\ncase " $* " in *" --version "*) echo x >> "{asked}"; echo "clang {version}"; '
+                      f'exit 0;; *" -c "*) echo "$*" >> "{log}";; esac\nexec c++ "$@"\n')
+        cc.chmod(cc.stat().st_mode | stat.S_IEXEC)
+
+    install("22.1")
+    for answer in (1, 2, 3):
+        assert _compile(cc, _source(tmp_path / f"unit{answer}", answer=answer)).returncode == 0
+    assert _compiles(log) == 3 and _compiles(asked) == 1
+    install("22.10")  # another compiler at the same path: another size
+    assert _compile(cc, _source(tmp_path / "unit1", answer=1)).returncode == 0
+    assert _compiles(asked) == 2 and _compiles(log) == 4  # another key: compiled again
+
+
 def test_a_unit_past_its_budget_is_compiled_again_at_the_lower_inline_threshold(tmp_path, toolchain):
     """A compile at a raised inline threshold that runs past MPSGEN_UNIT_BUDGET is stopped (the
     compiler's whole process group) and run again at objcache.FALLBACK_INLINE_THRESHOLD; the
