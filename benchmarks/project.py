@@ -42,7 +42,10 @@ def cpu() -> str:
     model = platform.processor() or "unknown CPU"
     try:
         info = Path("/proc/cpuinfo").read_text()
-        model = next(l.split(":", 1)[1].strip() for l in info.splitlines() if l.startswith("model name"))
+        field = lambda name: next(l.split(":", 1)[1].strip() for l in info.splitlines()  # noqa: E731
+                                  if l.split(":", 1)[0].strip() == name)
+        # a cloud VM's model name is often only the brand ("AMD EPYC"): family and model tell its generation
+        model = f"{field('model name')} (CPU family {field('cpu family')}, model {field('model')})"
         flags = next(l for l in info.splitlines() if l.startswith("flags")).split()
         model += f", {os.cpu_count()} cores, " + ("AVX-512" if "avx512f" in flags else "no AVX-512") \
                  + (", AVX2" if "avx2" in flags else "")
