@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from . import objcache
 from .clang import ClangMissing, clang_command
 from .emit import host_names, metal_syntax
 from .emit.host_names import (calls_vector_math, parse_instantiations, preprocess, preprocess_raw, registration_lines,
@@ -205,9 +206,8 @@ def _toolchain_key(compiler: str | Sequence[str]) -> bytes:
 
     h = hashlib.sha256()
     command = [compiler] if isinstance(compiler, str) else list(compiler)
-    version = subprocess.run([*command, "--version"], capture_output=True, text=True).stdout
-    h.update(f"{shutil.which(command[0])} {command[1:]}\n{version}\n{torch.__version__}\n{torch_include()}\n"
-             f"variants {cpu_variants()}\n".encode())
+    h.update(f"{shutil.which(command[0])} {command[1:]}\n".encode() + objcache.compiler_identity(command)
+             + f"\n{torch.__version__}\n{torch_include()}\nvariants {cpu_variants()}\n".encode())
     here = Path(__file__).resolve().parent
     inputs = [p for d in (SHIM_INCLUDE, CPU_SUPPORT, METAL_INCLUDE) for p in d.rglob("*")
               if p.is_file() and p.suffix not in (".cpp", ".mm")]

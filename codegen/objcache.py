@@ -9,10 +9,10 @@ ninja runs each compile step through it (codegen/build.py, `compile_through_cach
 The key is the SHA-256 of the compiler's identity (its `--version`, asked once per compiler
 binary), its arguments (the unit's, object's and depfile's own paths left out) and the
 preprocessed source with its line markers left out. A kernel unit is preprocessed already
-(the build writes it so); any other unit is preprocessed with the same command and `-E`. Line markers only name files for
-diagnostics and debug information, which the build has none of (-g0), and every `__FILE__` is
-a string in the preprocessed text: so the same code at another path, in another clone, has the
-same key, and a different one never does.
+(the build writes it so); any other unit is preprocessed with the same command and `-E`.
+Line markers only name files for diagnostics and debug information, which the build has none
+of (-g0), and every `__FILE__` is a string in the preprocessed text: so the same code at
+another path, in another clone, has the same key, and a different one never does.
 
 On a hit the object is copied out of the cache and the depfile written from the markers (the
 files the unit includes), as the compiler would have. Each entry carries the SHA-256 and
@@ -99,25 +99,30 @@ class Command:
         return r.stdout
 
 
-def _compiler_identity(rest: list[str]) -> bytes:
+def compiler_identity(rest: list[str]) -> bytes:
     """The compiler's --version: a new compiler at the same path is another key. Asked once per
-    compiler binary (its real path, size and modification time) and kept in the cache folder:
-    `zig clang --version` takes 0.1 s, paid by every unit of a build otherwise."""
+    compiler binary (its real path, size and modification time) and kept in the cache folder
+    while the cache is on: `zig clang --version` takes 0.1 s, paid by every unit of a build
+    otherwise (and by the build's own key of its kernel units, codegen/build.py)."""
     compiler = rest[:2] if len(rest) > 1 and rest[1] == "clang" else rest[:1]  # `c++`, or `zig clang`
     memo = None
-    try:
-        exe = os.path.realpath(shutil.which(compiler[0]) or compiler[0])
-        st = os.stat(exe)
-        stamp = "\0".join([exe, str(st.st_size), str(st.st_mtime_ns), *compiler[1:]])
-        memo = cache_dir() / "compilers" / hashlib.sha256(stamp.encode()).hexdigest()
-        return memo.read_bytes()
-    except OSError:
-        pass
+    if enabled():
+        try:
+            exe = os.path.realpath(shutil.which(compiler[0]) or compiler[0])
+            st = os.stat(exe)
+            stamp = "\0".join([exe, str(st.st_size), str(st.st_mtime_ns), *compiler[1:]])
+            memo = cache_dir() / "compilers" / hashlib.sha256(stamp.encode()).hexdigest()
+            return memo.read_bytes()
+        except OSError:
+            pass
     r = subprocess.run([*compiler, "--version"], capture_output=True)
     # clang names the folder it runs from (`InstalledDir:`): the same clang in another venv is the same
     identity = re.sub(rb"(?m)^InstalledDir:[^\n]*\n?", b"", r.stdout + r.stderr)
     if memo is not None and r.returncode == 0:
-        _write_atomically(memo, identity)
+        try:
+            _write_atomically(memo, identity)
+        except OSError:
+            pass  # asked again next time
     return identity
 
 
@@ -152,7 +157,7 @@ def _code_flags(rest: list[str]) -> list[str]:
 
 def key(command: Command, text: bytes) -> str:
     h = hashlib.sha256()
-    h.update(MAGIC + b"\n" + _compiler_identity(command.rest))
+    h.update(MAGIC + b"\n" + compiler_identity(command.rest))
     h.update("\0".join(_code_flags(command.rest)).encode() + b"\n")
     h.update(_MARKER.sub(b"#", text))
     return h.hexdigest()

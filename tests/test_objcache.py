@@ -173,7 +173,7 @@ def test_the_same_clang_in_another_folder_is_the_same_compiler(tmp_path, toolcha
     assert _compiles(log) == 1
 
 
-def test_the_compiler_is_asked_its_version_once_until_it_changes(tmp_path, toolchain):
+def test_the_compiler_is_asked_its_version_once_until_it_changes(tmp_path, toolchain, monkeypatch):
     """The compiler's identity is kept per binary (its path, size and modification time): one
     `--version` for a build's units, and a new one when another compiler takes the same path,
     whose objects are then other entries."""
@@ -194,6 +194,14 @@ def test_the_compiler_is_asked_its_version_once_until_it_changes(tmp_path, toolc
     install("22.10")  # another compiler at the same path: another size
     assert _compile(cc, _source(tmp_path / "unit1", answer=1)).returncode == 0
     assert _compiles(asked) == 2 and _compiles(log) == 4  # another key: compiled again
+    # with the cache off (`mpsgen build --no-cache`) nothing is kept: the build's own key of its
+    # kernel units (codegen/build.py) asks the compiler each time, and writes no file
+    from mpsgen.codegen import objcache
+    memos = sorted((tmp_path / "cache" / "objects" / "compilers").iterdir())
+    assert objcache.compiler_identity([str(cc)]) == b"clang 22.10\n" and _compiles(asked) == 2
+    monkeypatch.setenv("MPSGEN_OBJECT_CACHE", "0")
+    assert objcache.compiler_identity([str(cc)]) == b"clang 22.10\n" and _compiles(asked) == 3
+    assert sorted((tmp_path / "cache" / "objects" / "compilers").iterdir()) == memos
 
 
 def test_a_unit_past_its_budget_is_compiled_again_at_the_lower_inline_threshold(tmp_path, toolchain):
