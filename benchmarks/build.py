@@ -120,8 +120,9 @@ def main() -> None:
     args = parser.parse_args()
     ok = True
     variants = os.environ.get("MPSGEN_CPU_VARIANTS", "native")
-    level = ["baseline", "AVX2", "AVX-512"][cpu_variants()]
-    print(f"{cpu()}; CPU kernel variants up to {level} (MPSGEN_CPU_VARIANTS={variants}); command: "
+    level, lower = cpu_variants()
+    which = ("up to " if lower else "only ") + ["baseline", "AVX2", "AVX-512"][level]
+    print(f"{cpu()}; CPU kernel variants {which} (MPSGEN_CPU_VARIANTS={variants}); command: "
           f"MAX_JOBS={os.cpu_count()} {sys.executable} setup.py --quiet build_ext --inplace, in a temporary "
           "copy of the checkout", flush=True)
     with tempfile.TemporaryDirectory() as tmp:

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 from . import objcache
 from .clang import ClangMissing, clang_command
@@ -126,23 +127,34 @@ def _machine_cpu_flags() -> set[str] | None:
     return set(line.partition(":")[2].split())
 
 
+class CpuVariants(NamedTuple):
+    """The x86-64 variants of the CPU kernels a build compiles (support/cpu/kernel_launch.h):
+    up to `level` (0 baseline, 1 AVX2 + F16C + FMA, 2 AVX-512 as well), and with `lower` a
+    kernel's variants below its highest too, or else only the highest (codegen/emit/
+    host_names.py registration_lines)."""
+    level: int
+    lower: bool
+
+
 @functools.cache
-def cpu_variants() -> int:
-    """The highest x86-64 variant of the CPU kernels this build compiles (support/cpu/
-    kernel_launch.h; 0 baseline, 1 AVX2 + F16C + FMA, 2 that and AVX-512): MPSGEN_CPU_VARIANTS,
-    `native` (default) for the level of the machine that builds, so no variant its CPU cannot
-    run costs compile time; `all` for a build meant for other machines (a wheel to share); or
-    `baseline`, `avx2`, `avx512`. Kernels with variants keep their baseline for older CPUs."""
+def cpu_variants() -> CpuVariants:
+    """MPSGEN_CPU_VARIANTS: `native` (default) compiles, of each kernel's variants, the one the
+    machine that builds runs: no variant its CPU cannot run or would not pick costs compile time
+    (a kernel with AVX2 and AVX-512 variants gets the AVX-512 one alone on a machine with
+    AVX-512). `all` compiles every level, for a build meant for other machines (a wheel to
+    share); `baseline`, `avx2`, `avx512` the levels up to that one. Kernels with variants keep
+    their baseline, for CPUs below the variants and for MPSGEN_CPU_ISA."""
     choice = os.environ.get("MPSGEN_CPU_VARIANTS", "native").strip().lower() or "native"
     if choice in CPU_VARIANT_LEVELS:
-        return CPU_VARIANT_LEVELS[choice]
+        return CpuVariants(CPU_VARIANT_LEVELS[choice], lower=True)
     if choice != "native":
         raise SystemExit(f"mpsgen: MPSGEN_CPU_VARIANTS={choice!r}: expected native, all, "
                          + ", ".join(k for k in CPU_VARIANT_LEVELS if k != "all"))
     flags = _machine_cpu_flags()
     if flags is None:  # not x86-64 (no variants), or features unknown: every variant
-        return 2
-    return 2 if _AVX2_FLAGS | _AVX512_FLAGS <= flags else 1 if _AVX2_FLAGS <= flags else 0
+        return CpuVariants(2, lower=True)
+    level = 2 if _AVX2_FLAGS | _AVX512_FLAGS <= flags else 1 if _AVX2_FLAGS <= flags else 0
+    return CpuVariants(level, lower=False)
 
 
 def host_include_dirs(build_dir: Path) -> list[Path]:
@@ -179,7 +191,7 @@ def _unit_body(metal: Path, text: str) -> str:
         "// host_name that torch's REGISTER_* macros instantiated.\n"
         + strip_host_name_attributes(text)
         + "\n"
-        + registration_lines(kernels, calls_vector_math(text), cpu_variants())
+        + registration_lines(kernels, calls_vector_math(text), *cpu_variants())
     )
 
 
@@ -207,7 +219,7 @@ def _toolchain_key(compiler: str | Sequence[str]) -> bytes:
     h = hashlib.sha256()
     command = [compiler] if isinstance(compiler, str) else list(compiler)
     h.update(f"{shutil.which(command[0])} {command[1:]}\n".encode() + objcache.compiler_identity(command)
-             + f"\n{torch.__version__}\n{torch_include()}\nvariants {cpu_variants()}\n".encode())
+             + f"\n{torch.__version__}\n{torch_include()}\nvariants {tuple(cpu_variants())}\n".encode())
     here = Path(__file__).resolve().parent
     inputs = [p for d in (SHIM_INCLUDE, CPU_SUPPORT, METAL_INCLUDE) for p in d.rglob("*")
               if p.is_file() and p.suffix not in (".cpp", ".mm")]

@@ -158,11 +158,12 @@ def test_units_compile_with_their_own_rules(tmp_path):
 
 
 @pytest.mark.parametrize("setting, flags, level", [
-    ("all", None, 2), ("avx2", None, 1), ("baseline", None, 0), (" AVX512 ", None, 2),
-    ("native", {"avx2", "f16c", "fma", "avx512f", "avx512vl", "avx512bw", "avx512dq"}, 2),
-    ("native", {"avx2", "f16c", "fma", "avx512f"}, 1),  # AVX-512 without BW, DQ, VL: the AVX2 level
-    ("native", {"avx2", "f16c", "sse4_2"}, 0),  # AVX2 without FMA: baseline only
-    ("", None, 2),  # native, on a machine whose features are unknown (not x86-64): every variant
+    ("all", None, (2, True)), ("avx2", None, (1, True)), ("baseline", None, (0, True)), (" AVX512 ", None, (2, True)),
+    # native: the one variant of each kernel the machine runs
+    ("native", {"avx2", "f16c", "fma", "avx512f", "avx512vl", "avx512bw", "avx512dq"}, (2, False)),
+    ("native", {"avx2", "f16c", "fma", "avx512f"}, (1, False)),  # AVX-512 without BW, DQ, VL: the AVX2 level
+    ("native", {"avx2", "f16c", "sse4_2"}, (0, False)),  # AVX2 without FMA: baseline only
+    ("", None, (2, True)),  # native, on a machine whose features are unknown (not x86-64): every variant
 ])
 def test_cpu_variants_follow_the_setting_or_the_building_machine(monkeypatch, setting, flags, level):
     monkeypatch.setenv("MPSGEN_CPU_VARIANTS", setting)

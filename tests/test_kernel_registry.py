@@ -79,14 +79,18 @@ def test_the_avx_variants_go_to_narrow_float_kernels_and_to_ops_calling_vector_m
     kernels = [KernelInstantiation(host_name=h, function=f"::c10::metal::unary_dense<{t}, f>")
                for h, t in [("f_dense_float_float", "float"), ("f_dense_half_half", "half"),
                             ("f_dense_bfloat_bfloat", "bfloat")]]
-    def isa(text: str) -> list[str]:  # Kernel<&fn, Isa...>: the level after the kernel's function
+    def isa(text: str) -> list[str]:  # Kernel<&fn, Isa...>: the mask after the kernel's function
         return re.findall(r"Kernel<&::c10::metal::unary_dense<\w+, f>, (\d)[,>][^\n]*::run\(\)", text)
 
-    assert isa(registration_lines(kernels)) == ["0", "2", "2"]  # AVX2 and AVX-512 for half and bfloat
-    assert isa(registration_lines(kernels, vector_math=True)) == ["2"] * 3  # and for vector math
+    # Isa, a mask: 1 AVX2, 2 AVX-512, 3 both
+    assert isa(registration_lines(kernels)) == ["0", "3", "3"]  # AVX2 and AVX-512 for half and bfloat
+    assert isa(registration_lines(kernels, vector_math=True)) == ["3"] * 3  # and for vector math
     # a build for a machine without AVX-512 (or without AVX2) compiles no variant above it
     assert isa(registration_lines(kernels, vector_math=True, max_isa=1)) == ["1"] * 3
     assert isa(registration_lines(kernels, max_isa=0)) == ["0"] * 3
+    # a native build (lower=False) compiles the one variant its machine runs
+    assert isa(registration_lines(kernels, lower=False)) == ["0", "2", "2"]
+    assert isa(registration_lines(kernels, vector_math=True, max_isa=1, lower=False)) == ["1"] * 3
     # a cast kernel (a switch on the dtype per element) of half or bfloat gets AVX2, no AVX-512,
     # unless the op calls vector math
     casts = [KernelInstantiation(host_name=h, function=f"::c10::metal::{k}<{t}, f>")
@@ -98,5 +102,8 @@ def test_the_avx_variants_go_to_narrow_float_kernels_and_to_ops_calling_vector_m
         return re.findall(r"Kernel<&::c10::metal::\w+<\w+, f>, (\d)[,>][^\n]*::run\(\)", text)
 
     assert cast_isa(registration_lines(casts)) == ["1", "1", "1", "0"]
-    assert cast_isa(registration_lines(casts, vector_math=True)) == ["2"] * 4
+    assert cast_isa(registration_lines(casts, vector_math=True)) == ["3"] * 4
     assert cast_isa(registration_lines(casts, max_isa=0)) == ["0"] * 4
+    # natively on a machine with AVX-512 too: the AVX2 variant is these kernels' highest
+    assert cast_isa(registration_lines(casts, lower=False)) == ["1", "1", "1", "0"]
+    assert cast_isa(registration_lines(casts, vector_math=True, lower=False)) == ["2"] * 4

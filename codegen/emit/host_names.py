@@ -170,8 +170,9 @@ def _split_template_args(args: str) -> list[str]:
 # the same time within 2 %; sin's castout, a vector-math op, ran in half the time, and keeps it).
 # Other kernels (add, compare, select...) gain nothing from AVX2 and are compiled once: a
 # variant of every kernel made the kernel units take about 40 % longer to compile.
-# A build compiles the variants up to `max_isa` (codegen/build.py cpu_variants: by default the
-# level of the machine that builds), since a variant its CPU cannot run only costs compile time.
+# A build compiles the variants up to `max_isa` (codegen/build.py cpu_variants), and by default
+# (`lower` false: a native build) only the highest of a kernel's, the one the machine that builds
+# runs: a variant its CPU cannot run, or would not pick, only costs compile time.
 NARROW_FLOAT = re.compile(r"_(?:half2?|bfloat)(?:_|$)")
 CAST_KERNEL = re.compile(r"_cast(?:out)?(?:_|$)")  # a c10::metal kernel template's name
 VECTOR_MATH_CALL = re.compile(
@@ -188,10 +189,12 @@ def calls_vector_math(preprocessed: str) -> bool:
                if name.endswith((".yaml", ".yml")))
 
 
-def registration_lines(instantiations: list[KernelInstantiation], vector_math: bool = False, max_isa: int = 2) -> str:
+def registration_lines(instantiations: list[KernelInstantiation], vector_math: bool = False, max_isa: int = 2,
+                       lower: bool = True) -> str:
     """C++ that registers each instantiated kernel with the CPU backend by host_name;
     `vector_math`: the unit's ops.yaml code calls vectorised math (calls_vector_math);
-    `max_isa`: the highest variant compiled (0 baseline, 1 AVX2, 2 AVX-512)."""
+    `max_isa`: the highest variant compiled (0 baseline, 1 AVX2, 2 AVX-512); `lower`: a kernel's
+    variants below its highest too. The launcher's Isa is the mask of the variants compiled."""
     lines = []
     for i, k in enumerate(instantiations):
         template = k.function.split("<", 1)[0]
@@ -203,7 +206,8 @@ def registration_lines(instantiations: list[KernelInstantiation], vector_math: b
             isa = 1 if CAST_KERNEL.search(template) else 2
         else:
             isa = 0
-        isa = min(isa, max_isa)
+        top = min(isa, max_isa)
+        isa = 0 if top == 0 else (1 << top) - 1 if lower else 1 << (top - 1)
         form = f", {ilp}, {broadcast}" if broadcast else f", {ilp}" if ilp else ""
         if template in ROW_OPERANDS:
             operands = ROW_OPERANDS[template](*_split_template_args(k.function[len(template) + 1 : -1]))
