@@ -131,7 +131,11 @@ struct Kernel<Fn, Isa, Ilp, Broadcast, Unit> {
   template <bool Opaque = false, bool Interleaved = false, typename Last, typename... A>
   __attribute__((always_inline)) static inline void loop(uint64_t begin, uint64_t end, uint32_t grid_x, Last last,
                                                          A... a) {
-    void (*const callee)(Args...) = Opaque ? opaque_kernel : nullptr;
+    // The partial tile of an ILP kernel (one thread, below) calls the kernel compiled once per
+    // unit: inlined there it was a copy of both the kernel's branches in every variant, 8 % of
+    // the kernel units' compile time (sin, exp, atan2, hypot, copysign, bitwise_not: 25.3 -> 23.3 s).
+    constexpr bool opaque_tail = Opaque || Ilp != 0;
+    void (*const callee)(Args...) = opaque_tail ? opaque_kernel : nullptr;
     (mpsgen_vmath::assume_not_a_table(a), ...);  // sin/cos/tan's table is no kernel buffer
     if constexpr (grid_dims == 2) {
       // Row by row: what the kernel computes from the row alone (its outer coordinates)
@@ -196,18 +200,8 @@ struct Kernel<Fn, Isa, Ilp, Broadcast, Unit> {
           }
         }
       }
-      if constexpr (Ilp != 0 && !Opaque) {
-        // The partial tile (one thread) calls the kernel compiled once per unit: inlined here it
-        // was a copy of both the kernel's branches in every variant, 8 % of the kernel units'
-        // compile time (sin, exp, atan2, hypot, copysign, bitwise_not: 25.3 -> 23.3 s).
-        void (*const tail)(Args...) = opaque_kernel;
-        for (; t < uint(end); ++t) {
-          call<true>(tail, a..., last, t);
-        }
-      } else {
-        for (; t < uint(end); ++t) {
-          call<Opaque>(callee, a..., last, t);
-        }
+      for (; t < uint(end); ++t) {
+        call<opaque_tail>(callee, a..., last, t);
       }
     }
   }
