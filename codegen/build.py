@@ -517,6 +517,16 @@ def order_longest_first(build_ninja: Path) -> None:
     _write_if_changed(build_ninja, text[:first] + "".join(f"build {o}: {r} {i}\n" for o, r, i in ordered) + rest)
 
 
+def ninja_command() -> list[str]:
+    """The ninja of requirements.txt, whether or not its folder is on PATH; else PATH's."""
+    try:
+        import ninja
+
+        return [str(Path(ninja.BIN_DIR) / "ninja")]
+    except ImportError:
+        return ["ninja"]
+
+
 def run_ninja(build_directory: str, verbose: bool, error_prefix: str) -> None:
     """ninja for torch's BuildExtension, printing one short line per compiled unit and, in
     full, whatever the compiler says (the user's warnings and errors; torch's own headers
@@ -524,12 +534,7 @@ def run_ninja(build_directory: str, verbose: bool, error_prefix: str) -> None:
     torch.utils.cpp_extension._run_ninja_build, which setup.py replaces with it: torch's
     prints every command line in full (hundreds of flags each), or with --quiet nothing at
     all, warnings included."""
-    try:  # the ninja of requirements.txt, whether or not its folder is on PATH
-        import ninja
-
-        command = [str(Path(ninja.BIN_DIR) / "ninja"), "-v"]
-    except ImportError:
-        command = ["ninja", "-v"]
+    command = [*ninja_command(), "-v"]
     if os.environ.get("MAX_JOBS"):
         command += ["-j", os.environ["MAX_JOBS"]]
     assign_compilers(Path(build_directory) / "build.ninja", kernel_compiler(),

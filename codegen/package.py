@@ -156,16 +156,23 @@ def link_when_stale(link, stamps: Path):
     return link_if_stale
 
 
-def _build_extension_command():
+def _build_extension_command(project: Project):
     """torch's BuildExtension (ninja), linking only when the objects or the link changed
     (link_when_stale): torch's command always links, since it leaves to ninja what to
-    compile; that was 1.2 s of a build where nothing changed."""
+    compile; that was 1.2 s of a build where nothing changed. A successful build leaves the
+    stamp that lets the next one stop before importing torch when nothing changed (uptodate)."""
     from torch.utils.cpp_extension import BuildExtension
+
+    from . import uptodate
 
     class Build(BuildExtension.with_options(use_ninja=True)):
         def build_extensions(self) -> None:
             self.compiler.link = link_when_stale(self.compiler.link, Path(self.build_temp))
             super().build_extensions()
+
+        def run(self) -> None:
+            super().run()
+            uptodate.remember(project, sys.argv[1:], self.build_temp)
 
     return Build
 
@@ -175,14 +182,23 @@ def setup(root: Path | str | None = None, **kwargs):
     current directory under pip): generate, then build `<package>._C`. `kwargs` go to
     setuptools (packages, package_data, ...); the package and its generated library.py are
     added."""
-    import setuptools
-
     project = read_project(Path(root or Path.cwd()))
     if project is None:
         sys.exit(f"{Path(root or Path.cwd()) / 'pyproject.toml'}: no [tool.mpsgen] table")
     os.chdir(project.root)
     if generate(project):
         sys.exit(f"mpsgen: {project.ops.name} has errors (above); nothing was built")
+    from . import uptodate
+
+    # only the project's own extension: ninja's build file, which the check asks, is the last
+    # extension's, and what another is made from is not in the stamp
+    if not kwargs.get("ext_modules") and uptodate.is_fresh(project, sys.argv[1:]):
+        print(f"ninja: no work to do.\nmpsgen: {project.package}._C is up to date (nothing changed since "
+              f"its last build)", flush=True)
+        return None
+    uptodate.forget(project)
+    import setuptools
+
     packages = list(kwargs.pop("packages", [project.package]))
     package_data = dict(kwargs.pop("package_data", {}))
     library = project.generated / "library.py"
@@ -193,6 +209,6 @@ def setup(root: Path | str | None = None, **kwargs):
         packages=packages,
         package_data=package_data,
         ext_modules=[extension(project), *kwargs.pop("ext_modules", [])],
-        cmdclass={"build_ext": _build_extension_command(), **kwargs.pop("cmdclass", {})},
+        cmdclass={"build_ext": _build_extension_command(project), **kwargs.pop("cmdclass", {})},
         **kwargs,
     )

@@ -175,3 +175,36 @@ def test_pip_refuses_a_broken_registry_with_its_line(installed, tmp_path):
     assert f"ops.yaml:{line}: op 'softsign', key 'dtypes'" in out and "floaty" in out, out[-3000:]
     assert "Traceback" not in out
     assert not (project / "softops" / "generated").exists()  # nothing was written
+
+
+SETUP_THEN_TORCH = """
+import runpy, sys
+sys.argv = ["setup.py", "--quiet", "build_ext", "--inplace"]
+runpy.run_path("setup.py", run_name="__main__")
+print("torch imported:", "torch" in sys.modules)
+"""
+
+
+def test_a_build_where_nothing_changed_stops_before_importing_torch(installed, tmp_path):
+    project = tmp_path / "softops"
+    shutil.copytree(installed["work"] / "softops", project,
+                    ignore=shutil.ignore_patterns("build", "*.egg-info", "*.so"))
+    env = installed["env"]
+    first = _run([installed["mpsgen"], "build"], project, env).stdout
+    assert "up to date" not in first
+    extension = next((project / "softops").glob("_C*.so"))
+
+    def build_again(**extra) -> str:
+        return _run([installed["python"], "-c", SETUP_THEN_TORCH], project, {**env, **extra}).stdout
+
+    again = build_again()
+    assert "softops._C is up to date" in again and "torch imported: False" in again
+    ops = project / "ops.yaml"  # an edit: generate writes, and the build runs (torch and ninja)
+    ops.write_text(ops.read_text().replace("    functor: |\n", "    functor: |\n      // edited\n", 1))
+    edited = build_again()
+    assert "wrote 1 file(s)" in edited and "up to date" not in edited and "torch imported: True" in edited
+    assert "softops._C is up to date" in build_again()
+    built = extension.stat().st_mtime_ns
+    other = build_again(MPSGEN_CPU_VARIANTS="baseline")  # another build setting: compiled and linked again
+    assert "up to date" not in other and "torch imported: True" in other
+    assert extension.stat().st_mtime_ns > built
