@@ -2,7 +2,7 @@
 build, a second clone, a scratch copy (the tests' small registries, tools/sanitize.sh) and
 every project made with `mpsgen init` compile a unit once.
 
-ninja runs each compile step through it (codegen/build.py, `compile_through_cache`):
+ninja runs each compile step through it (codegen/ninja_build.py, `compile_through_cache`):
 
     python .../objcache.py <compiler> <flags> -c <unit> -o <object> -MMD -MF <depfile>
 

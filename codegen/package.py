@@ -100,10 +100,10 @@ def extension(project: Project):
     from torch.utils import cpp_extension
     from torch.utils.cpp_extension import CppExtension
 
-    from . import build
+    from . import build, ninja_build
 
-    # one short line per compiled unit, and the compiler's own messages (build.run_ninja)
-    cpp_extension._run_ninja_build = build.run_ninja
+    # one short line per compiled unit, and the compiler's own messages (ninja_build.run_ninja)
+    cpp_extension._run_ninja_build = ninja_build.run_ninja
     build_dir = project.build_dir
     build_dir.mkdir(parents=True, exist_ok=True)
     mps = sys.platform == "darwin"
@@ -115,7 +115,7 @@ def extension(project: Project):
     # code in another clone or copy is the same object, which the object cache can share
     flags = list(build.CXX_FLAGS) + (build.MPS_CXX_FLAGS if mps else build.GCC_CXX_FLAGS) \
         + [f"-ffile-prefix-map={project.root}{os.sep}="]
-    link = ["-framework", "Metal", "-framework", "Foundation"] if mps else list(build.GCC_LINK_FLAGS)
+    link = ["-framework", "Metal", "-framework", "Foundation"] if mps else [*build.GCC_LINK_FLAGS, *build.linker_flags()]
     include_dirs = build.host_include_dirs(build_dir) + ([build.MPS_INCLUDE] if mps else [])
     return CppExtension(f"{project.package}._C", [_relative(p, project.root, build_dir) for p in sources],
                         include_dirs=[str(d) for d in include_dirs], extra_compile_args={"cxx": flags},

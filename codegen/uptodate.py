@@ -47,10 +47,10 @@ def _files(folder: Path, skip: tuple[str, ...] = ()) -> list[Path]:
 
 def _toolchain() -> list[Path]:
     """The compilers, ninja and torch that a build uses (their files: an upgrade changes them)."""
-    from . import build
+    from . import ninja_build
 
     found = [shutil.which(os.environ.get("CXX", "c++")), shutil.which(os.environ.get("CC", "cc")),
-             shutil.which(build.ninja_command()[0])]
+             shutil.which(ninja_build.ninja_command()[0])]
     if sys.platform.startswith("linux"):
         ziglang = importlib.util.find_spec("ziglang")
         if ziglang and ziglang.origin:
@@ -102,9 +102,9 @@ def is_fresh(project, argv: list[str]) -> bool:
         return False
     if stamp.get("fingerprint") != fingerprint(project, argv) or not Path(stamp.get("ninja_dir", "")).is_dir():
         return False
-    from . import build
+    from . import ninja_build
 
-    r = subprocess.run([*build.ninja_command(), "-n"], cwd=stamp["ninja_dir"], capture_output=True, text=True)
+    r = subprocess.run([*ninja_build.ninja_command(), "-n"], cwd=stamp["ninja_dir"], capture_output=True, text=True)
     return r.returncode == 0 and r.stdout.strip() == "ninja: no work to do."
 
 

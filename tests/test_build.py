@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.codegen import build
+from mpsgen.codegen import build, ninja_build
 from test_codegen import generate_ok, registry, unary_op, write_ops
 
 UNARY = "      template <typename T>\n      inline T operator()(const T x) {\n        return x;\n      }\n"
@@ -80,7 +80,7 @@ def _ninja_build(folder, source: str) -> None:
           command = c++ -O2 -Wall -fPIC -DSOME_LONG_FLAG=1 -c $in -o $out
         build {folder}/unit.o: cxx {folder}/unit.cpp
         """))
-    build.run_ninja(str(folder), verbose=False, error_prefix="Error compiling objects")
+    ninja_build.run_ninja(str(folder), verbose=False, error_prefix="Error compiling objects")
 
 
 def test_build_log_is_one_line_per_unit_and_the_compilers_messages(tmp_path, capsys):
@@ -109,22 +109,22 @@ def test_ninja_compiles_the_longest_units_first(tmp_path, capsys, monkeypatch):
         "rule compile\n  command = c++ -c $in -o $out\n"
         + "".join(f"build {tmp_path}/{n[:-4]}.o: compile {tmp_path}/{n}\n" for n in sorted(sources)))
     monkeypatch.setenv("MAX_JOBS", "1")
-    build.run_ninja(str(tmp_path), verbose=False, error_prefix="Error compiling objects")
+    ninja_build.run_ninja(str(tmp_path), verbose=False, error_prefix="Error compiling objects")
     steps = [line.split("/")[-1] for line in capsys.readouterr().out.splitlines() if line.startswith("[")]
     assert steps == ["module.cpp", "b_kernels.cpp", "c_kernels.cpp", "a_kernels.cpp"]
     # only the order changed, and each step runs through the object cache (codegen/objcache.py)
-    assert (f"rule compile\n  command = {sys.executable} {build.OBJCACHE} c++ -c $in -o $out\n"
+    assert (f"rule compile\n  command = {sys.executable} {ninja_build.OBJCACHE} c++ -c $in -o $out\n"
             in (tmp_path / "build.ninja").read_text())
 
 
 def test_every_compile_step_runs_through_the_object_cache_once(tmp_path):
     ninja = tmp_path / "build.ninja"
     ninja.write_text("rule compile\n  command = c++ -c $in -o $out\n\nrule compile_kernels\n  command = zig clang -c $in\n")
-    build.compile_through_cache(ninja)
-    build.compile_through_cache(ninja)  # a second pass changes nothing
+    ninja_build.compile_through_cache(ninja)
+    ninja_build.compile_through_cache(ninja)  # a second pass changes nothing
     text = ninja.read_text()
-    assert text.count(str(build.OBJCACHE)) == 2
-    assert f"command = {sys.executable} {build.OBJCACHE} zig clang -c $in\n" in text
+    assert text.count(str(ninja_build.OBJCACHE)) == 2
+    assert f"command = {sys.executable} {ninja_build.OBJCACHE} zig clang -c $in\n" in text
 
 
 def test_units_compile_with_their_own_rules(tmp_path):
@@ -138,8 +138,8 @@ def test_units_compile_with_their_own_rules(tmp_path):
             f"build {tmp_path}/executor.o: compile {tmp_path}/executor.cpp\n"
             f"build {tmp_path}/stubs.o: compile {tmp_path}/stubs.mm\n")
     ninja.write_text(text)
-    build.assign_compilers(ninja, ["zig", "clang"], ["-fopenmp"])
-    build.assign_compilers(ninja, ["zig", "clang"], ["-fopenmp"])  # a second pass changes nothing
+    ninja_build.assign_compilers(ninja, ["zig", "clang"], ["-fopenmp"])
+    ninja_build.assign_compilers(ninja, ["zig", "clang"], ["-fopenmp"])  # a second pass changes nothing
     out = ninja.read_text()
     rules = dict(re.findall(r"rule (\w+)\n  command = ([^\n]*)\n", out))
     assert sorted(rules) == ["compile", "compile_host", "compile_kernels", "compile_openmp"]
@@ -153,7 +153,7 @@ def test_units_compile_with_their_own_rules(tmp_path):
     assert f"build {tmp_path}/executor.o: compile_openmp {tmp_path}/executor.cpp\n" in out
     assert f"build {tmp_path}/stubs.o: compile {tmp_path}/stubs.mm\n" in out  # Objective-C++: torch's
     ninja.write_text(text)
-    build.assign_compilers(ninja, ["c++"])  # without clang (nor OpenMP): torch's rule for all
+    ninja_build.assign_compilers(ninja, ["c++"])  # without clang (nor OpenMP): torch's rule for all
     assert ninja.read_text() == text
 
 

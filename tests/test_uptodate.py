@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from codegen import build, uptodate
-from codegen.package import Project
+from mpsgen.codegen import ninja_build, uptodate
+from mpsgen.codegen.package import Project
 
 pytestmark = pytest.mark.quick  # bash test.sh --quick (tests/conftest.py)
 
@@ -32,7 +32,7 @@ def built(tmp_path, monkeypatch):
     ninja_dir = tmp_path / "build" / "temp"
     ninja_dir.mkdir(parents=True)
     (ninja_dir / "build.ninja").write_text(f"rule copy\n  command = cp $in $out\nbuild out.o: copy {header}\n")
-    subprocess.run(build.ninja_command(), cwd=ninja_dir, check=True, capture_output=True)
+    subprocess.run(ninja_build.ninja_command(), cwd=ninja_dir, check=True, capture_output=True)
     uptodate.remember(project, ARGV, str(ninja_dir))
     return project, header
 
