@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.metadata
+import importlib.util
 import os
 import re
 import shutil
@@ -169,10 +171,17 @@ def host_include_dirs(build_dir: Path) -> list[Path]:
     return [SUPPORT / "host", CPU_SUPPORT, SHIM_INCLUDE, build_dir]
 
 
-def torch_include() -> Path:
-    from torch.utils.cpp_extension import include_paths
+def torch_home() -> Path:
+    """The installed torch's folder, found without importing torch (uptodate.py's builds)."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError("mpsgen builds against torch, which is not installed: pip install torch==2.13.0")
+    return Path(spec.origin).resolve().parent
 
-    return Path(include_paths()[0])
+
+def torch_include() -> Path:
+    """torch's headers (torch.utils.cpp_extension.include_paths()'s first)."""
+    return torch_home() / "include"
 
 
 def kernel_include_dirs() -> list[Path]:
@@ -220,12 +229,11 @@ def _toolchain_key(compiler: str | Sequence[str]) -> bytes:
     """What a preprocessed kernel depends on besides its .metal: the compiler, torch's
     headers (its version and place), the project's shim and launcher headers, and the code
     that rewrites the preprocessor's output."""
-    import torch
-
     h = hashlib.sha256()
     command = [compiler] if isinstance(compiler, str) else list(compiler)
     h.update(f"{shutil.which(command[0])} {command[1:]}\n".encode() + objcache.compiler_identity(command)
-             + f"\n{torch.__version__}\n{torch_include()}\nvariants {tuple(cpu_variants())}\n".encode())
+             + f"\n{importlib.metadata.version('torch')}\n{torch_include()}\nvariants {tuple(cpu_variants())}\n"
+             .encode())
     here = Path(__file__).resolve().parent
     inputs = [p for d in (SHIM_INCLUDE, CPU_SUPPORT, METAL_INCLUDE) for p in d.rglob("*")
               if p.is_file() and p.suffix not in (".cpp", ".mm")]

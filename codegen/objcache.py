@@ -88,10 +88,15 @@ class Command:
             i += 1
         self.rest = rest
 
+    @property
+    def preprocessed(self) -> bool:
+        """A kernel unit: written preprocessed by the build, under comment lines."""
+        return Path(self.source).name.endswith("_kernels.cpp")
+
     def preprocess(self) -> bytes:
         """The unit preprocessed, as this command would see it."""
         src = Path(self.source)
-        if src.name.endswith("_kernels.cpp"):  # written preprocessed by the build, under comment lines
+        if self.preprocessed:
             return _COMMENT_LINE.sub(b"", src.read_bytes())  # (the build's key names torch's folder)
         r = subprocess.run([*self.rest, "-E", self.source], capture_output=True)
         if r.returncode != 0:
@@ -215,11 +220,24 @@ def trim(bound: int) -> None:
         total -= size
 
 
+# A line marker of the preprocessor's output that enters an #included file (flag 1), and whether
+# that is a system header (flag 3)
+_ENTER = re.compile(rb"^# \d+ \"([^\"\n]*)\"((?: \d)*)[ \t]*$", re.M)
+
+
 def _depfile(command: Command, text: bytes) -> None:
-    """What -MMD would have written: the object, then the unit and the files it includes."""
+    """What -MMD would have written: the object, then the unit and the files it #includes but
+    system headers (the same list as clang's, for the CPU stubs' unit of the shipped registry).
+    Not every file a line marker names: a `#line` directive names the generated file that
+    code came from, which it does not include. Nor, for a kernel unit (preprocessed already,
+    so it includes nothing), its .metal: as a dependency, an edit that moved ops to other
+    lines had ninja compile all of theirs again (from the cache), though the build had left
+    their units as they were (build.py `_keys`)."""
     if not command.depfile:
         return
-    deps = dict.fromkeys(m.decode(errors="replace") for m in _MARKER.findall(text))
+    entered = [] if command.preprocessed else [f for f, flags in _ENTER.findall(text)
+                                                if b"1" in flags.split() and b"3" not in flags.split()]
+    deps = dict.fromkeys(f.decode(errors="replace") for f in entered)
     deps = [d for d in deps if not d.startswith("<") and os.path.isfile(d)]
     escape = lambda p: p.replace(" ", "\\ ")  # noqa: E731
     Path(command.depfile).write_text(f"{escape(command.output)}: " + " \\\n  ".join(

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
 import sys
 import tomllib
 from dataclasses import dataclass
@@ -138,9 +139,14 @@ def _relative(path: Path, root: Path, build_dir: Path) -> str:
     return os.path.relpath(path, root)
 
 
-def link_when_stale(link, stamps: Path):
-    """`link` (a distutils compiler's) that does nothing when its output is newer than every
-    object and was linked with the same arguments (a key in `stamps`, the build folder)."""
+def link_when_stale(compiler, stamps: Path):
+    """`compiler.link` (a distutils compiler's) that does nothing when its output is newer
+    than every object and was linked with the same arguments (a key in `stamps`, the build
+    folder); what it ran is kept there for the builds without torch (uptodate.record_link)."""
+    from . import uptodate
+
+    link = compiler.link
+
     def link_if_stale(target_desc, objects, output_filename, output_dir=None, *args, **kwargs):
         out = Path(output_dir or "", output_filename)
         key = hashlib.sha256(repr((target_desc, list(objects), str(out), args, kwargs)).encode()).hexdigest()
@@ -149,9 +155,18 @@ def link_when_stale(link, stamps: Path):
                 and all(os.path.getmtime(o) < out.stat().st_mtime for o in objects)):
             return
         stamp.unlink(missing_ok=True)
-        link(target_desc, objects, output_filename, output_dir, *args, **kwargs)
+        commands, runners = [], {n: getattr(compiler, n) for n in ("call", "spawn") if hasattr(compiler, n)}
+        for name, run in runners.items():  # setuptools' `call` (`spawn` in older ones)
+            setattr(compiler, name, lambda command, _run=run, **kw: (
+                commands.append(list(command)) if list(command) not in commands else None, _run(command, **kw))[1])
+        try:
+            link(target_desc, objects, output_filename, output_dir, *args, **kwargs)
+        finally:
+            for name, run in runners.items():
+                setattr(compiler, name, run)
         stamps.mkdir(parents=True, exist_ok=True)
         stamp.write_text(key)
+        uptodate.record_link(stamps, out, list(objects), commands)
 
     return link_if_stale
 
@@ -167,7 +182,7 @@ def _build_extension_command(project: Project):
 
     class Build(BuildExtension.with_options(use_ninja=True)):
         def build_extensions(self) -> None:
-            self.compiler.link = link_when_stale(self.compiler.link, Path(self.build_temp))
+            self.compiler.link = link_when_stale(self.compiler, Path(self.build_temp))
             super().build_extensions()
 
         def run(self) -> None:
@@ -192,9 +207,14 @@ def setup(root: Path | str | None = None, **kwargs):
 
     # only the project's own extension: ninja's build file, which the check asks, is the last
     # extension's, and what another is made from is not in the stamp
-    if not kwargs.get("ext_modules") and uptodate.is_fresh(project, sys.argv[1:]):
-        print(f"ninja: no work to do.\nmpsgen: {project.package}._C is up to date (nothing changed since "
-              f"its last build)", flush=True)
+    try:
+        done = None if kwargs.get("ext_modules") else uptodate.build_without_torch(project, sys.argv[1:])
+    except (RuntimeError, subprocess.CalledProcessError) as e:
+        sys.exit(f"error: {e}")
+    if done == "up to date":
+        print(f"ninja: no work to do.\nmpsgen: {project.package}._C is up to date (nothing changed since its "
+              f"last build)", flush=True)
+    if done:
         return None
     uptodate.forget(project)
     import setuptools

@@ -1,17 +1,24 @@
-"""A build where nothing changed, answered before torch is imported.
+"""Builds answered before torch is imported: when nothing changed, or only the registry's code.
 
-Such a build (`python setup.py build_ext --inplace` twice) spent 1.2 of its 1.5 s importing
-torch for torch.utils.cpp_extension, which then found nothing to compile and nothing to link
-(AMD EPYC family 26; on slower machines several seconds). After each successful `build_ext`
-the build leaves a stamp: a digest of what the extension is made from that ninja does not see
-(the command line, the build's environment variables, Python, torch, the compilers, mpsgen's
-code and support files, the generated sources, the build folder and the extension itself,
-each file by size and modification time) and the folder of ninja's build file. The next build
-with the same command line, after generate, compares the digest and asks that ninja, with
-`-n`, whether it has work (the headers each unit included, from its depfiles). Only when
-both say nothing changed does it stop there; anything else (another digest, ninja's work, no
-stamp, a `--force`, any other setuptools command) builds as before, and a build that fails
-leaves no stamp.
+A build through setup.py imports torch for torch.utils.cpp_extension: 1.2 of the 1.5 s of a
+build where nothing changed (AMD EPYC family 26; more on slower machines), and as much of
+every edit's. After each successful `build_ext` the build leaves a stamp with two digests of
+what the extension is made from, each file by its size and modification time:
+- its setting: the command line, the build's environment variables, Python, torch's files,
+  the compilers and ninja, mpsgen's code and support files, the project's pyproject.toml and
+  setup.py, and the names of the generated files (which ops there are);
+- all of it: the setting, the generated files, the build folder and the extension.
+The next `build_ext` with the same command line, after generate:
+- all of it the same, and ninja (`-n`, which checks the headers each unit included) without
+  work: the extension is up to date, and the build stops;
+- the same setting (an edit to ops.yaml that adds or removes no op): the build's own steps,
+  without torch: the units whose keys changed written again (build.py), ninja on the build
+  file of the last build (the same sources and flags: that is the setting), the last link's
+  command again when an object is newer than the extension, and its copy in place;
+- anything else, or no stamp (a build that fails or stops leaves none), `--force`, another
+  setuptools command (`pip install` and `pip wheel` always build), a setup.py with extensions
+  of its own, the Objective-C++ build of macOS (its Metal sources header needs torch): the
+  full build through setuptools and torch.
 """
 from __future__ import annotations
 
@@ -66,46 +73,93 @@ def _toolchain() -> list[Path]:
     return [Path(p).resolve() for p in found if p]
 
 
-def fingerprint(project, argv: list[str]) -> str:
-    """The digest of what a build of `project` with `argv` is made from, but for what ninja
-    checks itself (codegen/package.py: after generate)."""
-    from . import build
-
-    h = hashlib.sha256()
-    env = {k: v for k, v in os.environ.items() if k in _ENV_NAMES or k.startswith(_ENV_PREFIXES)}
-    h.update(repr((argv, sys.executable, sys.version, sorted(env.items()))).encode())
-    package = project.root / project.package.replace(".", "/")
-    files = [project.root / "pyproject.toml", Path(sys.argv[0]).resolve(), *_toolchain(),
-             *_files(Path(__file__).resolve().parent), *_files(build.SUPPORT), *_files(project.generated),
-             *_files(project.root / "build", skip=(STAMP,)), *sorted(package.glob("_C*"))]
+def _add(h, files: list[Path]) -> None:
     for path in files:
         try:
             st = path.stat()
             h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
         except OSError:
             h.update(f"{path}\0missing\n".encode())
-    return h.hexdigest()
+
+
+def digests(project, argv: list[str]) -> tuple[str, str]:
+    """The digests of a build of `project` with `argv`: its setting, and all it is made from
+    but what ninja checks itself (codegen/package.py: after generate)."""
+    from . import build
+
+    setting = hashlib.sha256()
+    env = {k: v for k, v in os.environ.items() if k in _ENV_NAMES or k.startswith(_ENV_PREFIXES)}
+    generated = _files(project.generated)
+    setting.update(repr((argv, sys.executable, sys.version, sorted(env.items()),
+                         [p.relative_to(project.generated).as_posix() for p in generated])).encode())
+    _add(setting, [project.root / "pyproject.toml", Path(sys.argv[0]).resolve(), *_toolchain(),
+                   *_files(Path(__file__).resolve().parent), *_files(build.SUPPORT)])
+    everything = setting.copy()
+    package = project.root / project.package.replace(".", "/")
+    _add(everything, [*generated, *_files(project.root / "build", skip=(STAMP,)), *sorted(package.glob("_C*"))])
+    return setting.hexdigest(), everything.hexdigest()
 
 
 def _stamp(project) -> Path:
     return project.root / "build" / STAMP
 
 
-def is_fresh(project, argv: list[str]) -> bool:
-    """Whether the last build of `project` was this command line's, and nothing it was made
-    from has changed since: neither what the stamp's digest covers nor what ninja checks."""
-    if not eligible(argv):
-        return False
-    try:
-        stamp = json.loads(_stamp(project).read_text())
-    except (OSError, ValueError):
-        return False
-    if stamp.get("fingerprint") != fingerprint(project, argv) or not Path(stamp.get("ninja_dir", "")).is_dir():
-        return False
+LINK_RECORD = ".link.json"  # beside the link's key (package.link_when_stale), in ninja's folder
+
+
+def record_link(folder: Path, output: Path, objects: list[str], commands: list[list[str]]) -> None:
+    """What the last link ran (package.link_when_stale), for the builds without torch; when
+    it ran nothing seen (another setuptools), no record: those builds need setuptools."""
+    record = folder / (output.name + LINK_RECORD)
+    record.unlink(missing_ok=True)
+    if commands:
+        record.write_text(json.dumps({"output": str(output.resolve()), "commands": commands,
+                                      "objects": [str(Path(o).resolve()) for o in objects]}))
+
+
+def _no_work(ninja_dir: Path) -> bool:
     from . import ninja_build
 
-    r = subprocess.run([*ninja_build.ninja_command(), "-n"], cwd=stamp["ninja_dir"], capture_output=True, text=True)
+    r = subprocess.run([*ninja_build.ninja_command(), "-n"], cwd=ninja_dir, capture_output=True, text=True)
     return r.returncode == 0 and r.stdout.strip() == "ninja: no work to do."
+
+
+def build_without_torch(project, argv: list[str]) -> str | None:
+    """"up to date", "built", or None when the build needs setuptools and torch (above).
+    Raises RuntimeError when a unit does not compile, CalledProcessError when the link fails."""
+    try:
+        stamp = json.loads(_stamp(project).read_text()) if eligible(argv) else {}
+    except (OSError, ValueError):
+        return None
+    ninja_dir = Path(stamp.get("ninja_dir", "/nonexistent"))
+    if not ninja_dir.is_dir():
+        return None
+    setting, everything = digests(project, argv)
+    if stamp.get("setting") != setting:
+        return None
+    if stamp.get("everything") == everything and _no_work(ninja_dir):
+        return "up to date"
+    records = list(ninja_dir.glob("*" + LINK_RECORD))
+    if sys.platform == "darwin" or len(records) != 1:
+        return None
+    link = json.loads(records[0].read_text())
+    forget(project)
+    from . import build, ninja_build
+
+    build.host_sources(project.build_dir, False, project.generated)
+    build.cpu_kernel_sources(project.build_dir, build.kernel_compiler(), project.generated)
+    ninja_build.run_ninja(str(ninja_dir), False, "Error compiling objects")
+    out = Path(link["output"])
+    stale = not out.is_file() or any(os.path.getmtime(o) >= out.stat().st_mtime for o in link["objects"])
+    for command in link["commands"] if stale else []:
+        subprocess.run(command, check=True)
+    if {"--inplace", "-i"} & set(argv):  # setuptools' copy of the extension into the package
+        inplace = project.root / project.package.replace(".", "/") / out.name
+        if stale or not inplace.is_file() or inplace.stat().st_size != out.stat().st_size \
+                or int(inplace.stat().st_mtime) < int(out.stat().st_mtime):
+            shutil.copy2(out, inplace)
+    remember(project, argv, str(ninja_dir))
+    return "built"
 
 
 def forget(project) -> None:
@@ -116,7 +170,8 @@ def forget(project) -> None:
 def remember(project, argv: list[str], ninja_dir: str) -> None:
     """After a successful build (ninja's build file in `ninja_dir`)."""
     if eligible(argv):
+        setting, everything = digests(project, argv)
         stamp = _stamp(project)
         stamp.parent.mkdir(parents=True, exist_ok=True)
-        stamp.write_text(json.dumps({"fingerprint": fingerprint(project, argv),
+        stamp.write_text(json.dumps({"setting": setting, "everything": everything,
                                      "ninja_dir": str(Path(ninja_dir).resolve())}))

@@ -8,6 +8,7 @@ made again.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -190,19 +191,27 @@ def test_the_link_runs_only_when_an_object_or_the_link_changed(tmp_path):
 
     calls = []
 
-    def link(target_desc, objects, output_filename, output_dir=None, *args, **kwargs):
-        calls.append(list(objects))
-        Path(output_dir, output_filename).write_text("linked")
+    class Compiler:  # a distutils compiler's link, running its command through `call`
+        def link(self, target_desc, objects, output_filename, output_dir=None, *args, **kwargs):
+            calls.append(list(objects))
+            self.call(["ld", *objects, "-o", output_filename])
+            Path(output_dir, output_filename).write_text("linked")
+
+        def call(self, command):
+            pass
 
     a, b = tmp_path / "a.o", tmp_path / "b.o"
     a.write_text("a")
     b.write_text("b")
     out = tmp_path / "lib"
     out.mkdir()
-    linker = link_when_stale(link, tmp_path / "temp")
+    linker = link_when_stale(Compiler(), tmp_path / "temp")
     linker("shared_object", [str(a), str(b)], "_C.so", str(out), ["-lfoo"])
     linker("shared_object", [str(a), str(b)], "_C.so", str(out), ["-lfoo"])  # nothing changed
     assert len(calls) == 1
+    # what it ran, kept for the builds without torch (codegen/uptodate.py)
+    record = json.loads((tmp_path / "temp" / "_C.so.link.json").read_text())
+    assert record["commands"] == [["ld", str(a), str(b), "-o", "_C.so"]] and record["output"] == str(out / "_C.so")
     os.utime(a, (time.time() + 5, time.time() + 5))  # an object compiled again
     linker("shared_object", [str(a), str(b)], "_C.so", str(out), ["-lfoo"])
     assert len(calls) == 2

@@ -183,28 +183,50 @@ sys.argv = ["setup.py", "--quiet", "build_ext", "--inplace"]
 runpy.run_path("setup.py", run_name="__main__")
 print("torch imported:", "torch" in sys.modules)
 """
+SOFTSIGN = "return static_cast<T>(v / (1.0f + ::metal::abs(v)));"
 
 
-def test_a_build_where_nothing_changed_stops_before_importing_torch(installed, tmp_path):
+def test_a_build_after_an_edit_or_none_runs_without_torch(installed, tmp_path):
+    """Nothing changed: up to date, before torch is imported. A functor edited: its kernels
+    compiled and linked, still without torch, and the op computes the edit. A compile error
+    there fails the build with the compiler's message at its ops.yaml line; another build
+    setting takes the full build (codegen/uptodate.py)."""
     project = tmp_path / "softops"
     shutil.copytree(installed["work"] / "softops", project,
                     ignore=shutil.ignore_patterns("build", "*.egg-info", "*.so"))
     env = installed["env"]
-    first = _run([installed["mpsgen"], "build"], project, env).stdout
-    assert "up to date" not in first
+    assert "up to date" not in _run([installed["mpsgen"], "build"], project, env).stdout
     extension = next((project / "softops").glob("_C*.so"))
 
-    def build_again(**extra) -> str:
-        return _run([installed["python"], "-c", SETUP_THEN_TORCH], project, {**env, **extra}).stdout
+    def build_again(check=True, **extra) -> subprocess.CompletedProcess:
+        return _run([installed["python"], "-c", SETUP_THEN_TORCH], project, {**env, **extra}, check=check)
 
-    again = build_again()
+    again = build_again().stdout
     assert "softops._C is up to date" in again and "torch imported: False" in again
-    ops = project / "ops.yaml"  # an edit: generate writes, and the build runs (torch and ninja)
-    ops.write_text(ops.read_text().replace("    functor: |\n", "    functor: |\n      // edited\n", 1))
-    edited = build_again()
-    assert "wrote 1 file(s)" in edited and "up to date" not in edited and "torch imported: True" in edited
-    assert "softops._C is up to date" in build_again()
+    ops = project / "ops.yaml"
+    text = ops.read_text()
+    assert SOFTSIGN in text
+    ops.write_text(text.replace(SOFTSIGN, "return static_cast<T>(2.0f * v / (1.0f + ::metal::abs(v)));"))
     built = extension.stat().st_mtime_ns
-    other = build_again(MPSGEN_CPU_VARIANTS="baseline")  # another build setting: compiled and linked again
-    assert "up to date" not in other and "torch imported: True" in other
+    edited = build_again().stdout
+    assert "] clang " in edited and "softops/softsign_kernels.cpp" in edited and "torch imported: False" in edited
     assert extension.stat().st_mtime_ns > built
+    check = ("import torch, softops; x = torch.tensor([-3.0, -0.5, 0.0, 2.0]); "
+             "print(torch.equal(softops.softsign(x), 2 * torch.nn.functional.softsign(x)))")
+    assert _run([installed["python"], "-c", check], project, env).stdout.strip() == "True"
+    assert "softops._C is up to date" in build_again().stdout
+
+    ops.write_text(text.replace(SOFTSIGN, "return static_cast<T>(v / (1.0f + ::metal::abs(w)));"))
+    broken = build_again(check=False)
+    line = text.splitlines().index("        " + SOFTSIGN) + 1
+    assert broken.returncode != 0 and "torch imported" not in broken.stdout
+    assert f"ops.yaml:{line}:" in broken.stdout + broken.stderr and "'w'" in broken.stdout + broken.stderr
+    assert "Error compiling objects" in broken.stderr
+    ops.write_text(text)
+    fixed = build_again().stdout  # after a failed build: the full one
+    assert "torch imported: True" in fixed
+    check = check.replace("2 * ", "")
+    assert _run([installed["python"], "-c", check], project, env).stdout.strip() == "True"
+
+    other = build_again(MPSGEN_CPU_VARIANTS="baseline").stdout  # another build setting: the full build
+    assert "up to date" not in other and "torch imported: True" in other

@@ -75,6 +75,29 @@ def test_a_unit_compiled_once_is_linked_from_the_cache_at_any_path(tmp_path, too
     assert dep.startswith(f"{second.with_suffix('.o')}: {second}") and str(second.parent / "answer.h") in dep
 
 
+def _deps(source: Path, clone: Path) -> list[str]:
+    """The files the unit's depfile names, the clone's folder written as `CLONE`."""
+    text = Path(f"{source.with_suffix('.o')}.d").read_text().split(":", 1)[1]
+    return [d.replace(str(clone), "CLONE") for d in text.split() if d != "\\"]
+
+
+def test_a_hits_depfile_is_the_compilers(tmp_path, toolchain):
+    """The files a unit #includes, but not those a `#line` names (the build's unity units name
+    each generated stub so), nor system headers: a generated file rewritten with other line
+    numbers must not make ninja compile the unit again."""
+    cc, log = toolchain
+    units = []
+    for clone in ("clone1", "clone2"):
+        folder = tmp_path / clone
+        (folder / "stub.cpp").parent.mkdir(parents=True)
+        (folder / "stub.cpp").write_text("// a generated stub, inlined below under its name\n")
+        units.append(_source(folder, f'#include <vector>\n#line 1 "{folder / "stub.cpp"}"\n{UNIT}'))
+        assert _compile(cc, units[-1]).returncode == 0
+    assert _compiles(log) == 1
+    compiled, hit = (_deps(unit, unit.parent) for unit in units)
+    assert compiled == hit == ["CLONE/unit.cpp", "CLONE/answer.h"]
+
+
 def test_other_code_or_flags_are_other_entries(tmp_path, toolchain):
     cc, log = toolchain
     assert _compile(cc, _source(tmp_path / "a")).returncode == 0
@@ -152,10 +175,17 @@ def test_a_kernel_unit_is_keyed_without_its_comment_lines(tmp_path, toolchain):
         folder = tmp_path / clone
         folder.mkdir()
         unit = folder / "hypot_kernels.cpp"
+        (folder / "hypot.metal").write_text("// the op's kernels, before the build preprocessed them\n")
         unit.write_text(f"// mpsgen build key: made in {clone}\n# 1 \"{folder}/hypot.metal\"\n"
                         "int hypot_kernel() { return 3; }\n")
         assert _compile(cc, unit).returncode == 0
     assert _compiles(log) == 1
+    # the hit's depfile is the compiler's: the unit alone, not the .metal its markers name
+    # (ninja would compile it again whenever generate rewrote the .metal, key or not)
+    compiled, hit = ([d for d in Path(f"{tmp_path / clone / 'hypot_kernels.o'}.d").read_text().split(":", 1)[1].split()
+                      if d != "\\"] for clone in ("clone1", "clone2"))
+    assert compiled == [str(tmp_path / "clone1" / "hypot_kernels.cpp")]
+    assert hit == [str(tmp_path / "clone2" / "hypot_kernels.cpp")]
 
 
 def test_the_same_clang_in_another_folder_is_the_same_compiler(tmp_path, toolchain):
