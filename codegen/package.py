@@ -214,6 +214,9 @@ def setup(root: Path | str | None = None, **kwargs):
     if done == "up to date":
         print(f"ninja: no work to do.\nmpsgen: {project.package}._C is up to date (nothing changed since its "
               f"last build)", flush=True)
+    elif done:
+        print(f"mpsgen: {project.package}._C built without setuptools (the same ops and build setting as its "
+              f"last build)", flush=True)
     if done:
         return None
     uptodate.forget(project)
