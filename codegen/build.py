@@ -179,6 +179,16 @@ def torch_home() -> Path:
     return Path(spec.origin).resolve().parent
 
 
+def torch_version() -> str:
+    """torch.__version__, from its package metadata where it has some (no import of torch)."""
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:  # a torch without metadata (built in place)
+        import torch
+
+        return torch.__version__
+
+
 def torch_include() -> Path:
     """torch's headers (torch.utils.cpp_extension.include_paths()'s first)."""
     return torch_home() / "include"
@@ -232,7 +242,7 @@ def _toolchain_key(compiler: str | Sequence[str]) -> bytes:
     h = hashlib.sha256()
     command = [compiler] if isinstance(compiler, str) else list(compiler)
     h.update(f"{shutil.which(command[0])} {command[1:]}\n".encode() + objcache.compiler_identity(command)
-             + f"\n{importlib.metadata.version('torch')}\n{torch_include()}\nvariants {tuple(cpu_variants())}\n"
+             + f"\n{torch_version()}\n{torch_include()}\nvariants {tuple(cpu_variants())}\n"
              .encode())
     here = Path(__file__).resolve().parent
     inputs = [p for d in (SHIM_INCLUDE, CPU_SUPPORT, METAL_INCLUDE) for p in d.rglob("*")

@@ -221,3 +221,18 @@ def test_the_link_runs_only_when_an_object_or_the_link_changed(tmp_path):
     (out / "_C.so").unlink()  # the output removed
     linker("shared_object", [str(a)], "_C.so", str(out), ["-lbar"])
     assert len(calls) == 5
+
+
+def test_torch_version_is_torchs_with_or_without_its_metadata(monkeypatch):
+    """The kernel units' key reads torch's version without importing torch where it can."""
+    import importlib.metadata
+
+    import torch
+
+    assert build.torch_version() == torch.__version__
+
+    def no_metadata(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", no_metadata)
+    assert build.torch_version() == torch.__version__
