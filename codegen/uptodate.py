@@ -54,7 +54,7 @@ def _files(folder: Path, skip: tuple[str, ...] = ()) -> list[Path]:
 
 def _toolchain() -> list[Path]:
     """The compilers, ninja and torch that a build uses (their files: an upgrade changes them)."""
-    from . import ninja_build
+    from . import build, ninja_build
 
     found = [shutil.which(os.environ.get("CXX", "c++")), shutil.which(os.environ.get("CC", "cc")),
              shutil.which(ninja_build.ninja_command()[0])]
@@ -66,10 +66,8 @@ def _toolchain() -> list[Path]:
         for tool in ("clang++", "metal"):
             r = subprocess.run(["xcrun", "-f", tool], capture_output=True, text=True)
             found.append(r.stdout.strip() if r.returncode == 0 else None)
-    torch = importlib.util.find_spec("torch")
-    if torch and torch.origin:
-        home = Path(torch.origin).parent
-        found += [str(home / "version.py"), *map(str, home.glob("_C*")), *map(str, (home / "lib").glob("*"))]
+    home = build.torch_home()
+    found += [str(home / "version.py"), *map(str, home.glob("_C*")), *map(str, (home / "lib").glob("*"))]
     return [Path(p).resolve() for p in found if p]
 
 
