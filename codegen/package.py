@@ -23,6 +23,7 @@ is the same call, with the generator's own packages added.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -139,10 +140,11 @@ def _relative(path: Path, root: Path, build_dir: Path) -> str:
     return os.path.relpath(path, root)
 
 
-def link_when_stale(compiler, stamps: Path):
+def link_when_stale(compiler, folder: Path):
     """`compiler.link` (a distutils compiler's) that does nothing when its output is newer
-    than every object and was linked with the same arguments (a key in `stamps`, the build
-    folder); what it ran is kept there for the builds without torch (uptodate.record_link)."""
+    than every object and was linked with the same arguments. Each link that succeeds leaves
+    in `folder` (the build's) its key and the commands it ran (uptodate.link_record), which
+    the builds without torch run again."""
     from . import uptodate
 
     link = compiler.link
@@ -150,23 +152,34 @@ def link_when_stale(compiler, stamps: Path):
     def link_if_stale(target_desc, objects, output_filename, output_dir=None, *args, **kwargs):
         out = Path(output_dir or "", output_filename)
         key = hashlib.sha256(repr((target_desc, list(objects), str(out), args, kwargs)).encode()).hexdigest()
-        stamp = stamps / (out.name + ".link-key")
-        if (out.is_file() and stamp.is_file() and stamp.read_text() == key
-                and all(os.path.getmtime(o) < out.stat().st_mtime for o in objects)):
+        record = uptodate.link_record(folder, out)
+        try:
+            last = json.loads(record.read_text())
+        except (OSError, ValueError):
+            last = {}
+        if last.get("key") == key and uptodate.linked(out, objects):
             return
-        stamp.unlink(missing_ok=True)
-        commands, runners = [], {n: getattr(compiler, n) for n in ("call", "spawn") if hasattr(compiler, n)}
+        record.unlink(missing_ok=True)
+        commands = []
+
+        def recording(run):
+            def run_and_record(command, **kw):
+                if list(command) not in commands:  # one command, whichever of the two ran it
+                    commands.append(list(command))
+                return run(command, **kw)
+            return run_and_record
+
+        runners = {n: getattr(compiler, n) for n in ("call", "spawn") if hasattr(compiler, n)}
         for name, run in runners.items():  # setuptools' `call` (`spawn` in older ones)
-            setattr(compiler, name, lambda command, _run=run, **kw: (
-                commands.append(list(command)) if list(command) not in commands else None, _run(command, **kw))[1])
+            setattr(compiler, name, recording(run))
         try:
             link(target_desc, objects, output_filename, output_dir, *args, **kwargs)
         finally:
             for name, run in runners.items():
                 setattr(compiler, name, run)
-        stamps.mkdir(parents=True, exist_ok=True)
-        stamp.write_text(key)
-        uptodate.record_link(stamps, out, list(objects), commands)
+        folder.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps({"key": key, "output": str(out.resolve()), "commands": commands,
+                                      "objects": [str(Path(o).resolve()) for o in objects]}))
 
     return link_if_stale
 

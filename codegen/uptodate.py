@@ -102,17 +102,18 @@ def _stamp(project) -> Path:
     return project.root / "build" / STAMP
 
 
-LINK_RECORD = ".link.json"  # beside the link's key (package.link_when_stale), in ninja's folder
+LINK_RECORD = ".link.json"  # in ninja's folder, beside the objects
 
 
-def record_link(folder: Path, output: Path, objects: list[str], commands: list[list[str]]) -> None:
-    """What the last link ran (package.link_when_stale), for the builds without torch; when
-    it ran nothing seen (another setuptools), no record: those builds need setuptools."""
-    record = folder / (output.name + LINK_RECORD)
-    record.unlink(missing_ok=True)
-    if commands:
-        record.write_text(json.dumps({"output": str(output.resolve()), "commands": commands,
-                                      "objects": [str(Path(o).resolve()) for o in objects]}))
+def link_record(folder: Path, output: Path) -> Path:
+    """Where package.link_when_stale keeps its link's key and what the link ran (the
+    commands, for the builds without torch), from the last link that succeeded."""
+    return folder / (output.name + LINK_RECORD)
+
+
+def linked(output: Path, objects: list[str]) -> bool:
+    """Whether `output` exists and is newer than every object."""
+    return output.is_file() and all(os.path.getmtime(o) < output.stat().st_mtime for o in objects)
 
 
 def _no_work(ninja_dir: Path) -> bool:
@@ -141,6 +142,8 @@ def build_without_torch(project, argv: list[str]) -> str | None:
     if sys.platform == "darwin" or len(records) != 1:
         return None
     link = json.loads(records[0].read_text())
+    if not link.get("commands"):  # a setuptools whose link this build could not see
+        return None
     forget(project)
     from . import build, ninja_build
 
@@ -148,14 +151,10 @@ def build_without_torch(project, argv: list[str]) -> str | None:
     build.cpu_kernel_sources(project.build_dir, build.kernel_compiler(), project.generated)
     ninja_build.run_ninja(str(ninja_dir), False, "Error compiling objects")
     out = Path(link["output"])
-    stale = not out.is_file() or any(os.path.getmtime(o) >= out.stat().st_mtime for o in link["objects"])
-    for command in link["commands"] if stale else []:
+    for command in [] if linked(out, link["objects"]) else link["commands"]:
         subprocess.run(command, check=True)
-    if {"--inplace", "-i"} & set(argv):  # setuptools' copy of the extension into the package
-        inplace = project.root / project.package.replace(".", "/") / out.name
-        if stale or not inplace.is_file() or inplace.stat().st_size != out.stat().st_size \
-                or int(inplace.stat().st_mtime) < int(out.stat().st_mtime):
-            shutil.copy2(out, inplace)
+    if {"--inplace", "-i"} & set(argv):  # setuptools' copy of the extension into the package, as it makes it
+        shutil.copy2(out, project.root / project.package.replace(".", "/") / out.name)
     remember(project, argv, str(ninja_dir))
     return "built"
 
