@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, compute_elementwise_output_strides, elementwise_dtypes
+from torch._prims_common import (ELEMENTWISE_TYPE_PROMOTION_KIND, apply_perm, compute_elementwise_output_logical_to_physical_perm,
+                                 compute_elementwise_output_strides, elementwise_dtypes, invert_perm,
+                                 make_contiguous_strides_for)
 
 from .samples import op_overload
 
@@ -246,8 +248,42 @@ def fake_elementwise(spec: Spec, operands: list, alpha=None, promoting=(), choic
     memory_format = options.get("memory_format")
     if memory_format not in (None, torch.preserve_format):  # a new result laid out as empty_like would
         return torch.empty(shape, dtype=dtype, device=device, memory_format=memory_format)
-    strides = compute_elementwise_output_strides(*(t.expand(shape) for t in tensors))
-    return torch.empty_strided(shape, strides, dtype=dtype, device=device)
+    return torch.empty_strided(shape, _output_strides(tensors, shape), dtype=dtype, device=device)
+
+
+class _Broadcast:
+    """A tensor as broadcast to `shape`, as far as torch's stride-order rule reads it (shape,
+    stride(), ndim, numel()): a fake kernel that expanded its operands paid a dispatch for each,
+    which under a dynamic-shape trace was a third of the trace's time."""
+
+    def __init__(self, t: torch.Tensor, shape):
+        pad = len(shape) - t.dim()
+        self.shape, self.ndim = tuple(shape), len(shape)
+        self._stride = tuple(0 if i < pad or (t.shape[i - pad] == 1 and shape[i] != 1) else t.stride(i - pad)
+                             for i in range(len(shape)))
+
+    def stride(self):
+        return self._stride
+
+    def numel(self):
+        n = 1
+        for size in self.shape:
+            n *= size
+        return n
+
+
+def _output_strides(tensors: list, shape) -> tuple:
+    """TensorIterator's output strides for operands broadcast to `shape`: those of
+    torch._prims_common.compute_elementwise_output_strides on the expanded operands, whose
+    short cuts (rank 0 or 1, one operand) come first."""
+    if len(shape) <= 1:
+        return (1,) * len(shape)
+    views = [t for t in tensors if not _is_cpu_scalar(t)]  # 0-dim CPU tensors do not count, as in TensorIterator
+    if len(views) == 1:  # the only operand with dimensions: of the result's shape
+        return compute_elementwise_output_strides(views[0])
+    perm, _ = compute_elementwise_output_logical_to_physical_perm(*(_Broadcast(t, shape) for t in views),
+                                                                  _skip_checks=True)
+    return tuple(apply_perm(make_contiguous_strides_for(apply_perm(shape, perm)), invert_perm(perm)))
 
 
 # --- out= and in-place variants ---------------------------------------------------

@@ -2,9 +2,10 @@
 registered dtype, on its OpInfo samples.
 
 opcheck runs each sample for real and under FakeTensorMode and compares
-shape, dtype and strides (test_faketensor), checks the schema's mutation and
-alias annotations (test_schema), the autograd registration, and traces the op
-with AOTAutograd and dynamic shapes (test_aot_dispatch_dynamic).
+shape, dtype and strides (test_faketensor), and checks the schema's mutation and
+alias annotations (test_schema). The autograd registration and the trace with
+AOTAutograd and dynamic shapes (test_aot_dispatch_dynamic) run once per structure
+class of the samples (mpsgen/opcheck.py): a failure names the sample and its class.
 """
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import mpsgen.ops  # loads mpsgen's own ops (the extension and generated/library.py)
+from mpsgen.opcheck import opcheck_samples, out_refuses_grad, structure
 from mpsgen.codegen.registry.loader import load
-from mpsgen.samples import (TORCH_DTYPES, as_inplace, edge_samples, entry_params, op_overload, opinfo_samples,
-                            reference, registered_dtypes, registered_outputs, require_grad)
+from mpsgen.samples import (TORCH_DTYPES, Sample, as_inplace, edge_samples, entry_params, op_overload,
+                            opinfo_samples, reference, registered_dtypes, registered_outputs, require_grad)
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = load(ROOT / "ops.yaml")
@@ -45,7 +47,7 @@ def _differentiable(dtype: torch.dtype, op=None) -> bool:
 
 
 @pytest.mark.parametrize("op,entry,dtype", list(_cases()))
-def test_opcheck_opinfo_samples(op, entry, dtype):
+def test_opcheck_opinfo_samples(op, entry, dtype, record_property):
     fn = op_overload(NS, entry.qualified_name)
     grad = _differentiable(dtype, op)
     found = opinfo_samples(entry.opinfo, entry_params(entry), "cpu", dtype, requires_grad=grad,
@@ -67,6 +69,7 @@ def test_opcheck_opinfo_samples(op, entry, dtype):
                  for s in edge_samples(entry_params(entry), "cpu", dtype, {dtype}, large=False)
                  if s.name not in ("empty", "nan-inf") and _runs(fn, s, grad)][:MIN_SAMPLES]
     assert found, f"no sample fits {entry.schema}"
+    checked = []
     for sample in found:
         result = fn(*sample.args, **sample.kwargs)
         if result.isnan().any():
@@ -78,7 +81,11 @@ def test_opcheck_opinfo_samples(op, entry, dtype):
             for a in (*sample.args, *sample.kwargs.values()):
                 if isinstance(a, torch.Tensor) and a.is_leaf and not a.is_complex():
                     a.requires_grad_(False)
-        torch.library.opcheck(fn, sample.args, sample.kwargs)
+        checked.append(sample)
+    traced = opcheck_samples(fn, checked)
+    record_property("opcheck_classes", traced)
+    # every structure among the samples was traced by one of them (mpsgen/opcheck.py)
+    assert {structure(s.args, s.kwargs) for s in checked} == set(traced)
 
 
 def _nothing_to_trace(fn, op, entry, sample) -> bool:
@@ -138,6 +145,12 @@ def test_opcheck_out_and_inplace(op, entry, dtype):
     expected = op_overload(NS, names["functional"])(*sample.args, **sample.kwargs)
     for out in (torch.empty(0, dtype=expected.dtype), torch.empty_like(expected)):  # resized, and as is
         torch.library.opcheck(op_overload(NS, names["out"]), sample.args, {**sample.kwargs, "out": out})
+    # out= refuses inputs that require grad, as torch's out= variants do (opcheck's autograd
+    # check cannot see a missing Autograd kernel of an out= variant: mpsgen/opcheck.py)
+    graded = require_grad(Sample(sample.name, tuple(a.clone() if isinstance(a, torch.Tensor) else a
+                                                     for a in sample.args), sample.kwargs))
+    if any(isinstance(a, torch.Tensor) and a.requires_grad for a in graded.args):
+        assert out_refuses_grad(op_overload(NS, names["out"]), graded, torch.empty_like(expected)) is None
     if "inplace" in names and torch.can_cast(expected.dtype, dtype):  # where has no in-place variant
         params = entry_params(entry)
         self = next(a for a in sample.args if isinstance(a, torch.Tensor))

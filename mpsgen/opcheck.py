@@ -1,0 +1,108 @@
+"""torch.library.opcheck over a list of samples, tracing once per structure class.
+
+opcheck runs four checks. Two are cheap and run on every sample: test_schema (the schema's
+mutation and alias annotations) and test_faketensor (the fake kernel's shape, dtype and
+strides against the real result). The other two, test_autograd_registration and
+test_aot_dispatch_dynamic (an AOTAutograd trace with dynamic shapes, forward and backward,
+compared with eager), cost a trace each, about 0.7 s. What they check of an elementwise op
+depends on the sample's *structure*, not its sizes or values: sizes are symbols in the trace,
+and the values are compared with torch sample by sample by op-output-match. So they run on
+the first sample of each structure class (`structure`):
+
+- per Tensor argument: dtype, rank, each dimension as 0, 1 or a size symbol shared by equal
+  sizes (the tracer specializes 0 and 1 and gives equal sizes one symbol, which is also the
+  broadcast pattern), the stride class (contiguous, transposed, expanded, sliced, offset),
+  and requires_grad;
+- per other argument: its kind (int, float, complex Scalar; None), or its value where the
+  value is not a number (a bool, a string, a dtype, a memory format);
+- the overload (functional, out=, in-place) is the op itself.
+"""
+from __future__ import annotations
+
+import torch
+from torch._prims_common import is_non_overlapping_and_dense_or_false as is_non_overlapping_and_dense
+
+EVERY_SAMPLE = ("test_schema", "test_faketensor")
+PER_CLASS = ("test_autograd_registration", "test_aot_dispatch_dynamic")
+_DTYPE = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", torch.float64: "f64",
+          torch.complex64: "c64", torch.complex32: "c32", torch.complex128: "c128", torch.bool: "b8",
+          torch.uint8: "u8", torch.int8: "i8", torch.int16: "i16", torch.int32: "i32", torch.int64: "i64"}
+
+
+def _layout(t: torch.Tensor) -> str:
+    """The stride class: '' (contiguous), 'transposed(order)', 'expanded(dims)', 'sliced(order)',
+    'offset'. The order lists the dimensions from the largest stride to the smallest."""
+    if t.layout != torch.strided:
+        return str(t.layout)
+    big = [d for d in range(t.dim()) if t.shape[d] > 1]
+    order = ",".join(str(d) for d in sorted(big, key=lambda d: (-t.stride(d), d)))
+    zero = [d for d in big if t.stride(d) == 0]
+    if zero:
+        return f" expanded({','.join(map(str, zero))})"
+    if t.is_contiguous():
+        return " offset" if t.storage_offset() else ""
+    if is_non_overlapping_and_dense(t):
+        return f" transposed({order})"
+    return f" sliced({order})"
+
+
+def structure(args: tuple, kwargs: dict) -> str:
+    """The sample's structure class as a readable name, e.g.
+    'f32[a,1] grad, f32[a] transposed(0), int' (sizes > 1 named by symbol, equal sizes alike)."""
+    symbols: dict[int, str] = {}
+
+    def size(n: int) -> str:
+        if n in (0, 1):
+            return str(n)
+        return symbols.setdefault(n, "abcdefghijklmnopqrstuvwxyz"[len(symbols) % 26])
+
+    def describe(a) -> str:
+        if isinstance(a, torch.Tensor):
+            dims = ",".join(size(n) for n in a.shape)
+            return f"{_DTYPE.get(a.dtype, str(a.dtype))}[{dims}]{_layout(a)}{' grad' if a.requires_grad else ''}"
+        if isinstance(a, (list, tuple)):
+            return "(" + ", ".join(describe(x) for x in a) + ")"
+        if isinstance(a, bool) or a is None or not isinstance(a, (int, float, complex)):
+            return repr(a)  # a value the trace specializes on: bool, str, dtype, memory format, None
+        return type(a).__name__  # a number: its kind
+    parts = [describe(a) for a in args] + [f"{k}={describe(v)}" for k, v in kwargs.items()]
+    return ", ".join(parts)
+
+
+def opcheck_samples(op, samples: list) -> dict[str, str]:
+    """torch.library.opcheck on every sample: EVERY_SAMPLE's checks on each, PER_CLASS's on the
+    first sample of each structure class. `samples` are (name, args, kwargs) objects. Returns
+    {structure class: the name of the sample that traced it}; a failure names the sample and
+    its class."""
+    traced: dict[str, str] = {}
+    for sample in samples:
+        cls = structure(sample.args, sample.kwargs)
+        utils = EVERY_SAMPLE if cls in traced else EVERY_SAMPLE + PER_CLASS
+        try:
+            torch.library.opcheck(op, sample.args, sample.kwargs, test_utils=utils)
+        except Exception as e:
+            raise AssertionError(f"{op}: sample {sample.name} (class {cls}): {e}") from e
+        traced.setdefault(cls, sample.name)
+    return traced
+
+
+OUT_WITH_GRAD = "functions with out=... arguments don't support automatic differentiation"
+
+
+def out_refuses_grad(out_op, sample, out: torch.Tensor | None = None) -> str | None:
+    """None if the out= overload refuses the sample's inputs that require grad, as torch's own
+    out= variants do (VariableType: "functions with out=... arguments don't support automatic
+    differentiation"); else what it did. torch's test_autograd_registration cannot see a missing
+    Autograd kernel of an mpsgen out= variant: its decomposition at CompositeImplicitAutograd
+    passes that check."""
+    first = next(a for a in sample.args if isinstance(a, torch.Tensor))
+    assert any(isinstance(a, torch.Tensor) and a.requires_grad for a in (*sample.args, *sample.kwargs.values())), \
+        f"sample {sample.name}: no input requires grad"
+    out = torch.empty(0, dtype=first.dtype) if out is None else out
+    try:
+        out_op(*sample.args, **sample.kwargs, out=out)
+    except RuntimeError as e:
+        if OUT_WITH_GRAD in str(e):
+            return None
+        return f"{out_op}: out= with an input requiring grad did not refuse it as torch does; it raised: {e}"
+    return f"{out_op}: out= with an input requiring grad did not refuse it as torch does; it returned"
