@@ -318,7 +318,7 @@ def opinfo_samples(opinfo_name: str, params, device: str, dtype: torch.dtype, re
     for kind, gen in gens:
         i = -1
         try:
-            for i, sample in enumerate(gen(device, dtype)):
+            for i, sample in enumerate(_seeded(gen(device, dtype, set_seed=False), device)):
                 bound = bind(sample, params, device)
                 if not isinstance(bound, str):
                     found.append(Sample(f"{kind}[{i}]", *bound))
@@ -334,6 +334,32 @@ def opinfo_samples(opinfo_name: str, params, device: str, dtype: torch.dtype, re
         for sample in found:
             require_grad(sample)
     return found
+
+
+def _seeded(samples, device: str):
+    """OpInfo's samples with the seeds its iterator sets before each sample (TrackedInputIter:
+    torch, random and numpy, to common_utils.SEED outside a unittest class), so each sample's
+    values do not depend on the samples before it. On CPU, torch's CPU generator alone:
+    torch.manual_seed also queues the seed for CUDA, XPU and MTIA, each time with a formatted
+    stack trace where they are not initialized (torch.cuda._lazy_call), which was 70 % of the
+    samples' cost; no CPU sample draws from those."""
+    import random
+
+    from torch.testing._internal import common_utils
+
+    it = iter(samples)
+    while True:
+        if torch.device(device).type == "cpu":
+            torch.default_generator.manual_seed(common_utils.SEED)
+            random.seed(common_utils.SEED)
+            if common_utils.TEST_NUMPY:
+                common_utils.np.random.seed(common_utils.SEED)
+        else:
+            common_utils.set_rng_seed(common_utils.SEED)
+        try:
+            yield next(it)
+        except StopIteration:
+            return
 
 
 def describe_opinfo_sample(sample) -> str:
