@@ -81,7 +81,7 @@ class Replay:
 
 def plan(registry, large: bool = False) -> dict[tuple[str, str], Case]:
     """The samples of every aten entry and registered dtype, on CPU. Without `large`, the
-    1M-element samples stay out: they run the same executor paths as any other entry's,
+    large samples stay out: they run the same executor paths as any other entry's,
     and would make the file the subprocess reads hundreds of megabytes."""
     cases = {}
     for op in registry.aten_ops:

@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--namespace", help="init: the project's namespace, which names its package too")
     parser.add_argument("--aten", action="store_true", help="new: implement torch's own aten operator "
                         "(`implements: aten`) instead of defining <namespace>::OP")
-    parser.add_argument("--quick", action="store_true", help="test: skip the large (1M-element) samples")
+    parser.add_argument("--quick", action="store_true", help="test: skip the large samples")
     parser.add_argument("--no-cache", action="store_true", help="build: compile every unit that changed, without "
                         "reading or writing the object cache (codegen/objcache.py)")
     parser.add_argument("--project", type=Path, default=None, help="the project folder (default: found from "

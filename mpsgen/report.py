@@ -16,7 +16,7 @@ row could not be run at all.
 Entries that implement aten ops (`implements: aten`) run their CPU rows in one
 subprocess that registers their kernels for torch's own aten ops
 (MPSGEN_ATEN_CPU_OVERRIDES=1, mpsgen/aten_overrides.py), on the samples without the
-1M-element ones; torch's op in this process is the oracle. Their out= and in-place
+large ones; torch's op in this process is the oracle. Their out= and in-place
 variants and opcheck are checked by tests/test_aten_overrides.py.
 """
 from __future__ import annotations
@@ -120,7 +120,7 @@ def main(argv=None) -> int:
     parser.add_argument("--ops", type=Path, default=ROOT / "ops.yaml")
     parser.add_argument("--loads", default="mpsgen.ops", help="the module whose import loads the ops "
                         "(default: mpsgen.ops, mpsgen's own)")
-    parser.add_argument("--quick", action="store_true", help="skip the large (1M-element) samples")
+    parser.add_argument("--quick", action="store_true", help="skip the large samples")
     args = parser.parse_args(argv)
     registry = load(args.ops)
     known = {op.name for op in registry.ops} | {e.qualified_name for op in registry.ops for e in op.entries}
@@ -197,7 +197,7 @@ def main(argv=None) -> int:
         names = ", ".join(o.qualified_name for o in ran_aten)
         print(f"\n{len(ran_aten)} entries implement aten ops ({names}): "
               "their CPU rows ran torch's own aten op with our kernels registered for it, in a subprocess "
-              f"({ATEN_ENV}=1, mpsgen/aten_overrides.py), on the samples without the 1M-element ones, against "
+              f"({ATEN_ENV}=1, mpsgen/aten_overrides.py), on the samples without the large ones, against "
               "torch's CPU op in this process; their out=, in-place, refusals and opcheck are checked by "
               "tests/test_aten_overrides.py")
     problems = [p for t in per_op.values() for p in t.problems]

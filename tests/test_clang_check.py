@@ -113,42 +113,57 @@ def test_shipped_mps_stubs_pass_as_objective_cpp(tmp_path):
     assert {MPS_UNIT, "host metal_library.mm as Objective-C++"} <= units
 
 
-def _planted_mps_stub(tmp_path: Path, code: str) -> tuple[Path, int]:
-    """A copy of generated/ whose elu_mps.mm (an op with params: it includes torch's Objective-C++
-    OperationUtils.h) ends with `code`; returns the stub and the line of the code's `// <-`."""
-    generated = tmp_path / "generated"
-    shutil.copytree(GENERATED, generated)
-    stub = generated / "elu_mps.mm"
-    text = stub.read_text()
-    stub.write_text(text + code)
-    return stub, text.count("\n") + code.split("// <-")[0].count("\n") + 1
-
-
-# Objective-C++ mistakes only an Objective-C++ parse sees (as C++, the .mm stubs never reach them)
-PLANTED_OBJC = {
+# Mistakes only an Objective-C++ parse sees (as C++, the .mm stubs never reach them), and a C++
+# one (arithmetic on void*, a GNU extension g++ accepts): each in a function of its own
+PLANTED_MPS = {
     # Metal's selector is setBytes:length:atIndex:; Apple clang only warns, the call fails at run time
-    "wrong selector": ("namespace {\n[[maybe_unused]] void elu_bind(id<MTLComputeCommandEncoder> encoder, float x) {\n"
-                       "  [encoder setBytes:&x length:sizeof(x) index:0];  // <-\n}\n}  // namespace\n",
+    "wrong selector": ("[[maybe_unused]] void elu_bind(id<MTLComputeCommandEncoder> encoder, float x) {\n"
+                       "  [encoder setBytes:&x length:sizeof(x) index:0];  // <-\n}\n",
                        "instance method '-setBytes:length:index:' not found"),
     # a class method that MTLCaptureManager does not have (it is sharedCaptureManager)
-    "wrong class method": ("namespace {\n[[maybe_unused]] BOOL elu_capturing() {\n"
-                           "  return [[MTLCaptureManager sharedManager] isCapturing];  // <-\n}\n}  // namespace\n",
+    "wrong class method": ("[[maybe_unused]] BOOL elu_capturing() {\n"
+                           "  return [[MTLCaptureManager sharedManager] isCapturing];  // <-\n}\n",
                            "class method '+sharedManager' not found"),
     # a block's parameter list that does not match the handler type Metal declares
-    "wrong block type": ("namespace {\n[[maybe_unused]] void elu_when_done(id<MTLCommandBuffer> buffer) {\n"
-                         "  [buffer addCompletedHandler:^(int status) { (void)status; }];  // <-\n}\n}  // namespace\n",
+    "wrong block type": ("[[maybe_unused]] void elu_when_done(id<MTLCommandBuffer> buffer) {\n"
+                         "  [buffer addCompletedHandler:^(int status) { (void)status; }];  // <-\n}\n",
                          "cannot initialize a parameter of type 'MTLCommandBufferHandler'"),
+    "C++: arithmetic on void*": ("[[maybe_unused]] const char* elu_next(void* p) {\n"
+                                 "  return static_cast<const char*>(p + 1);  // <-\n}\n",
+                                 "arithmetic on a pointer to void"),
 }
 
 
-@pytest.mark.parametrize("name", PLANTED_OBJC)
-def test_a_planted_objective_cpp_mistake_is_reported_at_its_line(tmp_path, name):
-    code, message = PLANTED_OBJC[name]
-    stub, line = _planted_mps_stub(tmp_path, code)
-    result = clang_check.check_unit(host_unit(tmp_path / "build", stub.parent, MPS_UNIT), CLANG, tmp_path / "build")
-    errors = [f for f in result.findings if f.severity == "error"]
-    assert [(Path(f.file).resolve(), f.line) for f in errors] == [(stub.resolve(), line)], result.stderr
-    assert message in errors[0].message
+@pytest.fixture(scope="module")
+def planted_mps(tmp_path_factory):
+    """A copy of generated/ whose elu_mps.mm (an op with params: it includes torch's Objective-C++
+    OperationUtils.h) ends with every PLANTED_MPS mistake, checked once (one parse of the unit,
+    7 s, serves every mistake): (the stub, {name: the line of its `// <-`}, the result)."""
+    tmp = tmp_path_factory.mktemp("planted-mps")
+    generated = tmp / "generated"
+    shutil.copytree(GENERATED, generated)
+    stub = generated / "elu_mps.mm"
+    text = stub.read_text() + "namespace {\n"
+    lines = {}
+    for name, (code, _) in PLANTED_MPS.items():
+        lines[name] = text.count("\n") + code.split("// <-")[0].count("\n") + 1
+        text += code
+    stub.write_text(text + "}  // namespace\n")
+    return stub, lines, clang_check.check_unit(host_unit(tmp / "build", generated, MPS_UNIT), CLANG, tmp / "build")
+
+
+def test_every_planted_mps_mistake_and_nothing_else_is_reported(planted_mps):
+    stub, lines, result = planted_mps
+    assert sorted((Path(f.file).resolve(), f.line, f.severity) for f in result.findings) == \
+        sorted((stub.resolve(), line, "error") for line in lines.values()), result.stderr
+
+
+@pytest.mark.parametrize("name", PLANTED_MPS)
+def test_a_planted_mps_mistake_is_reported_at_its_line(planted_mps, name):
+    stub, lines, result = planted_mps
+    at_line = [f for f in result.findings if Path(f.file).resolve() == stub.resolve() and f.line == lines[name]]
+    assert [f.severity for f in at_line] == ["error"], result.stderr
+    assert PLANTED_MPS[name][1] in at_line[0].message
 
 
 def test_arc_would_reject_torchs_headers(tmp_path, monkeypatch):
@@ -160,17 +175,6 @@ def test_arc_would_reject_torchs_headers(tmp_path, monkeypatch):
     assert errors and all(Path(f.file).name == "OperationUtils.h" for f in errors
                           if "explicit message send" in f.message), result.stderr
     assert any("ARC forbids explicit message send of 'retain'" in f.message for f in errors)
-
-
-def test_a_cpp_mistake_in_an_mm_stub_is_reported_at_its_line(tmp_path):
-    # arithmetic on void* (a GNU extension g++ accepts), in Objective-C++ as in C++
-    code = ("namespace {\n[[maybe_unused]] const char* elu_next(void* p) {\n"
-            "  return static_cast<const char*>(p + 1);  // <-\n}\n}  // namespace\n")
-    stub, line = _planted_mps_stub(tmp_path, code)
-    result = clang_check.check_unit(host_unit(tmp_path / "build", stub.parent, MPS_UNIT), CLANG, tmp_path / "build")
-    assert [(Path(f.file).resolve(), f.line, f.severity) for f in result.findings] == \
-        [(stub.resolve(), line, "error")], result.stderr
-    assert "arithmetic on a pointer to void" in result.findings[0].message
 
 
 def test_missing_clang_fails_with_how_to_get_it(monkeypatch, capsys):
