@@ -17,10 +17,13 @@ def pytest_configure(config):
     # pytest-xdist's workers share the cores: each gets its share of torch's intra-op threads
     # (the CPU kernels' launches and torch's own). With every worker on every core, the whole
     # suite took 1.6 times as long on 2 cores (test_ops' float32 and complex64 rows: 151 -> 93 s).
+    # The tests' own Python subprocesses (the aten overrides', the recurrences') inherit it.
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if workers > 1:
         import torch
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+        threads = max(1, (os.cpu_count() or 1) // workers)
+        torch.set_num_threads(threads)
+        os.environ["OMP_NUM_THREADS"] = str(threads)
     config.addinivalue_line(
         "markers", "quick: the subset `bash test.sh --quick` runs at every commit (under a minute on 2 cores): "
         "generate and the registry's errors, the run-time errors, the MPS stubs compiled as C++, the "
