@@ -26,7 +26,7 @@ void addcdiv_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, co
   mpsgen::visit_dtype(addcdiv_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const addcdiv_params<T> params{
-        mpsgen::scalar_as<mpsgen::opmath_t<T>>(addcdiv_spec, value),
+        mpsgen::scalar_as_opmath<T>(addcdiv_spec, value),
     };
     mpsgen::cpu::exec_ternary_kernel_with_params(iter, kernel, params, "addcdiv_params_" + mpsgen::metal_type(common));
   });

@@ -29,7 +29,7 @@ void addcdiv_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, co
   mpsgen::visit_dtype(addcdiv_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const addcdiv_params<T> params{
-        mpsgen::scalar_as<mpsgen::opmath_t<T>>(addcdiv_spec, value),
+        mpsgen::scalar_as_opmath<T>(addcdiv_spec, value),
     };
     mpsgen::mps::ternary_with_params(library)(iter, kernel, params, "addcdiv_params_" + mpsgen::metal_type(common));
   });

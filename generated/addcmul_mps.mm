@@ -29,7 +29,7 @@ void addcmul_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, co
   mpsgen::visit_dtype(addcmul_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const addcmul_params<T> params{
-        mpsgen::scalar_as<mpsgen::opmath_t<T>>(addcmul_spec, value),
+        mpsgen::scalar_as_opmath<T>(addcmul_spec, value),
     };
     mpsgen::mps::ternary_with_params(library)(iter, kernel, params, "addcmul_params_" + mpsgen::metal_type(common));
   });

@@ -28,9 +28,9 @@ void elu_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const 
   mpsgen::visit_dtype(elu_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const elu_params<T> params{
-        mpsgen::scalar_as<mpsgen::opmath_t<T>>(elu_spec, alpha),
-        mpsgen::scalar_as<mpsgen::opmath_t<T>>(elu_spec, scale),
-        mpsgen::scalar_as<mpsgen::opmath_t<T>>(elu_spec, input_scale),
+        mpsgen::scalar_as_opmath<T>(elu_spec, alpha),
+        mpsgen::scalar_as_opmath<T>(elu_spec, scale),
+        mpsgen::scalar_as_opmath<T>(elu_spec, input_scale),
     };
     mpsgen::cpu::exec_unary_kernel_with_params(iter, kernel, params, "elu_params_" + mpsgen::metal_type(common));
   });

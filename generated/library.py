@@ -632,7 +632,7 @@ addcmul_spec = Spec(
 # ops.yaml:431: addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
 @torch.library.register_fake("mpsgen::addcmul", lib=lib)
 def addcmul_fake(self, tensor1, tensor2, *, value=1):
-    return fake_elementwise(addcmul_spec, [self, tensor1, tensor2])
+    return fake_elementwise(addcmul_spec, [self, tensor1, tensor2], opmath_scalars=[value])
 register_variants(lib, "addcmul", out="addcmul.out", inplace="addcmul_")
 
 
@@ -653,7 +653,7 @@ addcdiv_spec = Spec(
 # ops.yaml:458: addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
 @torch.library.register_fake("mpsgen::addcdiv", lib=lib)
 def addcdiv_fake(self, tensor1, tensor2, *, value=1):
-    return fake_elementwise(addcdiv_spec, [self, tensor1, tensor2])
+    return fake_elementwise(addcdiv_spec, [self, tensor1, tensor2], opmath_scalars=[value])
 register_variants(lib, "addcdiv", out="addcdiv.out", inplace="addcdiv_")
 
 
@@ -672,7 +672,7 @@ elu_spec = Spec(
 # ops.yaml:496: elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
 @torch.library.register_fake("mpsgen::elu", lib=lib)
 def elu_fake(self, alpha=1, scale=1, input_scale=1):
-    return fake_elementwise(elu_spec, [self])
+    return fake_elementwise(elu_spec, [self], opmath_scalars=[alpha, scale, input_scale])
 register_variants(lib, "elu", out="elu.out", inplace="elu_", exact_out=True)
 
 
@@ -797,7 +797,7 @@ softplus_spec = Spec(
 # ops.yaml:621: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
 @torch.library.register_fake("mpsgen::softplus", lib=lib)
 def softplus_fake(self, beta=1, threshold=20):
-    return fake_elementwise(softplus_spec, [self])
+    return fake_elementwise(softplus_spec, [self], opmath_scalars=[beta, threshold])
 register_variants(lib, "softplus", out="softplus.out", inplace="softplus_", exact_out=True)
 
 

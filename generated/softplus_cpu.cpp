@@ -27,8 +27,8 @@ void softplus_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, c
   mpsgen::visit_dtype(softplus_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const softplus_params<T> params{
-        mpsgen::scalar_as<mpsgen::opmath_t<T>>(softplus_spec, beta),
-        mpsgen::scalar_as<mpsgen::opmath_t<T>>(softplus_spec, threshold),
+        mpsgen::scalar_as_opmath<T>(softplus_spec, beta),
+        mpsgen::scalar_as_opmath<T>(softplus_spec, threshold),
     };
     mpsgen::cpu::exec_unary_kernel_with_params(iter, kernel, params, "softplus_params_" + mpsgen::metal_type(common));
   });

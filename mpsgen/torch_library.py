@@ -121,8 +121,11 @@ def _compute_dtype(spec: Spec, values: list) -> torch.dtype:
     return common
 
 
+_OPMATH = {torch.float16: torch.float32, torch.bfloat16: torch.float32, torch.complex32: torch.complex64}
+
+
 def result_dtype(spec: Spec, operands: list, alpha=None, promoting=(), dtype=None,
-                 kernel_scalar=None) -> torch.dtype:
+                 kernel_scalar=None, opmath_scalars=()) -> torch.dtype:
     """The dtype the kernel produces for these operands, with the C++ host's checks.
 
     operands: the op's tensor inputs; a Scalar overload's Scalars as Python numbers.
@@ -130,6 +133,9 @@ def result_dtype(spec: Spec, operands: list, alpha=None, promoting=(), dtype=Non
     dtype: a ScalarType argument's value (`result_dtype:`): the dtype the kernels compute in.
     kernel_scalar: the Scalar the kernels read (REGISTER_*_ALPHA_OP's), which the host converts to
     the computation dtype with c10's range check.
+    opmath_scalars: the Scalars of `opmath` params fields, which the host checks against the
+    computation dtype itself where it is an integer (its opmath may be wider) and converts to
+    its opmath (mpsgen::scalar_as_opmath).
     """
     scalars = [p for p in promoting if p is not None]
     if spec.mask:  # the mask takes no part; the others are cast to their common dtype (torch's where)
@@ -148,6 +154,9 @@ def result_dtype(spec: Spec, operands: list, alpha=None, promoting=(), dtype=Non
         _check_alpha(spec, common, alpha)
     if kernel_scalar is not None:
         _check_converts(spec, kernel_scalar, common)
+    for value in opmath_scalars:
+        if value is not None:
+            _check_converts(spec, value, _OPMATH.get(common, common))
     return spec.registrations[key]
 
 
@@ -213,7 +222,7 @@ def _check_options(spec: Spec, here: torch.device, layout=None, device=None, pin
 
 
 def fake_elementwise(spec: Spec, operands: list, alpha=None, promoting=(), choice=None,
-                     converted=(), options=None, kernel_scalar=None) -> torch.Tensor:
+                     converted=(), options=None, kernel_scalar=None, opmath_scalars=()) -> torch.Tensor:
     """A new output as the C++ host makes it: broadcast shape, TensorIterator's
     stride order, the registered result dtype, on the first non-CPU-scalar's device.
     choice: (argument, value, {allowed value: the Spec of the dtypes its kernel registers}) of a
@@ -221,7 +230,7 @@ def fake_elementwise(spec: Spec, operands: list, alpha=None, promoting=(), choic
     the result dtype (as torch's where converts them). options: the result's dtype (a ScalarType
     argument), layout, device, pin_memory and memory_format, as far as the schema takes them.
     kernel_scalar: the Scalar the kernels read (REGISTER_*_ALPHA_OP's), which must fit the
-    computation dtype."""
+    computation dtype. opmath_scalars: see result_dtype."""
     options = options or {}
     check_defined(spec, operands)
     operands = given_operands(spec, operands)
@@ -229,7 +238,7 @@ def fake_elementwise(spec: Spec, operands: list, alpha=None, promoting=(), choic
         arg, value, specs = choice
         check_choice(spec, arg, value, list(specs))
         spec = specs["None" if value is None else value]
-    dtype = result_dtype(spec, operands, alpha, promoting, options.get("dtype"), kernel_scalar)
+    dtype = result_dtype(spec, operands, alpha, promoting, options.get("dtype"), kernel_scalar, opmath_scalars)
     if spec.result_like:  # aten's kernel allocates its output like this input (mish_backward)
         like = operands[spec.inputs.index(spec.result_like)].dtype
         if not torch.can_cast(dtype, like):

@@ -300,6 +300,43 @@ def test_addcmul_fuses_like_torch(value):
     torch.testing.assert_close(OPS.addcmul(*args, value=value), torch.addcmul(*args, value=value), equal_nan=True)
 
 
+NARROW_INTEGERS = {"char": torch.int8, "short": torch.int16, "uchar": torch.uint8}  # their opmath is int32
+OPMATH_SCALAR_CASES = [pytest.param(e, p.name, NARROW_INTEGERS[r.input], id=f"{e.qualified_name}-{p.name}-{r.input}")
+                       for op in REGISTRY.own_ops for e in op.entries for p in op.params
+                       if p.kind == "Scalar" and p.metal == "opmath"
+                       for r in op.registrations if r.input in NARROW_INTEGERS]
+
+
+@pytest.mark.parametrize("entry,arg,dtype", OPMATH_SCALAR_CASES)
+def test_an_opmath_scalar_beyond_a_narrow_integer_is_refused_as_torch_refuses(entry, arg, dtype):
+    """The kernels read the Scalar in opmath (int32 for int8, int16 and uint8); torch converts it to
+    the dtype itself, so 1000 for int8 raises there instead of wrapping. Functional, out=,
+    in-place, and the fake kernel (torch.compile) alike."""
+    too_big = torch.iinfo(dtype).max + 1
+    sample = next(s for s in edge_samples(entry_params(entry), "cpu", dtype, {dtype}, large=False)
+                  if s.name == "contiguous")
+    kwargs = {**sample.kwargs, arg: too_big}
+    with pytest.raises(RuntimeError, match="without overflow"):
+        reference(entry.reference)(*sample.args, **kwargs)  # the oracle refuses it
+    message = (f"{REGISTRY.namespace}::{entry.qualified_name.split('.')[0]}: value cannot be converted to type "
+               ".* without overflow")
+    names = entry.schema_names
+    op = lambda variant: op_overload(REGISTRY.namespace, names[variant])  # noqa: E731
+    calls = [lambda: op("functional")(*sample.args, **kwargs),
+             lambda: op("out")(*sample.args, **kwargs, out=torch.empty(0, dtype=dtype))]
+    if "inplace" in names:
+        calls.append(lambda: op("inplace")(sample.args[0].clone(), *sample.args[1:], **kwargs))
+    for call in calls:
+        with pytest.raises(RuntimeError, match=message):
+            call()
+    with torch._subclasses.FakeTensorMode() as mode, pytest.raises(RuntimeError, match=message):
+        op_overload(REGISTRY.namespace, names["functional"])(*(mode.from_tensor(a) for a in sample.args), **kwargs)
+    # at the limit it computes, as torch does (wrapping arithmetic in both)
+    limit = {**sample.kwargs, arg: too_big - 1}
+    torch.testing.assert_close(op("functional")(*sample.args, **limit),
+                               reference(entry.reference)(*sample.args, **limit))
+
+
 # ---- tensors that need more than 32-bit indexing ------------------------------------
 
 BIG = {"exp": (torch.exp, 1), "add.Tensor": (torch.add, 2), "lt.Tensor": (torch.lt, 2),

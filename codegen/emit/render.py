@@ -113,7 +113,9 @@ def param_values(op: Op) -> list[str]:
     values = []
     for p in op.params:
         host = _HOST_FIELD[p.metal]
-        if p.kind == "Scalar":
+        if p.kind == "Scalar" and p.metal == "opmath":  # checked against T too (support/host/elementwise.h)
+            value = lambda v: f"mpsgen::scalar_as_opmath<T>({op.name}_spec, {v})"  # noqa: E731
+        elif p.kind == "Scalar":
             value = lambda v: f"mpsgen::scalar_as<{host}>({op.name}_spec, {v})"  # noqa: E731
         else:
             value = lambda v: f"static_cast<{host}>({v})"  # noqa: E731

@@ -19,6 +19,7 @@
 #include "op_spec.h"
 
 #include <functional>
+#include <type_traits>
 #include <initializer_list>
 #include <string>
 #include <utility>
@@ -147,6 +148,18 @@ T scalar_as(const OpSpec& op, const c10::Scalar& s) {
   } catch (const std::runtime_error& e) {  // c10's report_overflow throws std::runtime_error
     TORCH_CHECK(false, op.name, ": ", e.what());
   }
+}
+
+// A Scalar argument an `opmath` params field holds: in opmath_t<T>, after the value is checked
+// to fit T itself where T is an integer narrower than its opmath (int8, int16, uint8 compute in
+// int32), as torch's kernels take it (value.to<scalar_t>()): addcmul of int8 with value=1000
+// raises instead of wrapping in the kernel's cast to T.
+template <typename T>
+opmath_t<T> scalar_as_opmath(const OpSpec& op, const c10::Scalar& s) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<opmath_t<T>, T>) {
+    (void)scalar_as<T>(op, s);
+  }
+  return scalar_as<opmath_t<T>>(op, s);
 }
 
 // Calls f(Tag<T>{}) with the C++ type T of dtype t, to fill a params struct
