@@ -35,6 +35,7 @@ at::Tensor& abs_out_cpu(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& abs_inplace_cpu(at::Tensor& self) {
+  mpsgen::check_inplace(abs_spec, self);
   return mpsgen::elementwise_out(abs_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     abs_cpu_kernel(iter, common);
   });

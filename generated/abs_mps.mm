@@ -37,6 +37,7 @@ at::Tensor& abs_out_mps(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& abs_inplace_mps(at::Tensor& self) {
+  mpsgen::check_inplace(abs_spec, self);
   return mpsgen::elementwise_out(abs_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     abs_mps_kernel(iter, common);
   });

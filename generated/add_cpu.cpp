@@ -35,6 +35,7 @@ at::Tensor& add_Tensor_out_cpu(const at::Tensor& self, const at::Tensor& other, 
 }
 
 at::Tensor& add_Tensor_inplace_cpu(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  mpsgen::check_inplace(add_spec, self);
   return mpsgen::elementwise_out(add_spec, mpsgen::Backend::CPU, {self, other}, {alpha, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     add_cpu_kernel(iter, common, alpha);
   });
@@ -55,6 +56,7 @@ at::Tensor& add_Scalar_out_cpu(const at::Tensor& self, const at::Scalar& other, 
 }
 
 at::Tensor& add_Scalar_inplace_cpu(at::Tensor& self, const at::Scalar& other, const at::Scalar& alpha) {
+  mpsgen::check_inplace(add_spec, self);
   return mpsgen::elementwise_out(add_spec, mpsgen::Backend::CPU, {self, at::native::wrapped_scalar_tensor(other)}, {alpha, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     add_cpu_kernel(iter, common, alpha);
   });

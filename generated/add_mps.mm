@@ -38,6 +38,7 @@ at::Tensor& add_Tensor_out_mps(const at::Tensor& self, const at::Tensor& other, 
 }
 
 at::Tensor& add_Tensor_inplace_mps(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  mpsgen::check_inplace(add_spec, self);
   return mpsgen::elementwise_out(add_spec, mpsgen::Backend::MPS, {self, other}, {alpha, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     add_mps_kernel(iter, common, alpha);
   });
@@ -58,6 +59,7 @@ at::Tensor& add_Scalar_out_mps(const at::Tensor& self, const at::Scalar& other, 
 }
 
 at::Tensor& add_Scalar_inplace_mps(at::Tensor& self, const at::Scalar& other, const at::Scalar& alpha) {
+  mpsgen::check_inplace(add_spec, self);
   return mpsgen::elementwise_out(add_spec, mpsgen::Backend::MPS, {self, at::native::wrapped_scalar_tensor(other)}, {alpha, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     add_mps_kernel(iter, common, alpha);
   });

@@ -46,6 +46,7 @@ at::Tensor& addcmul_out_cpu(const at::Tensor& self, const at::Tensor& tensor1, c
 }
 
 at::Tensor& addcmul_inplace_cpu(at::Tensor& self, const at::Tensor& tensor1, const at::Tensor& tensor2, const at::Scalar& value) {
+  mpsgen::check_inplace(addcmul_spec, self);
   return mpsgen::elementwise_out(addcmul_spec, mpsgen::Backend::CPU, {self, tensor1, tensor2}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     addcmul_cpu_kernel(iter, common, value);
   });

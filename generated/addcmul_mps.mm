@@ -49,6 +49,7 @@ at::Tensor& addcmul_out_mps(const at::Tensor& self, const at::Tensor& tensor1, c
 }
 
 at::Tensor& addcmul_inplace_mps(at::Tensor& self, const at::Tensor& tensor1, const at::Tensor& tensor2, const at::Scalar& value) {
+  mpsgen::check_inplace(addcmul_spec, self);
   return mpsgen::elementwise_out(addcmul_spec, mpsgen::Backend::MPS, {self, tensor1, tensor2}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     addcmul_mps_kernel(iter, common, value);
   });

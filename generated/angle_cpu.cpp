@@ -34,6 +34,7 @@ at::Tensor& angle_out_cpu(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& angle_inplace_cpu(at::Tensor& self) {
+  mpsgen::check_inplace(angle_spec, self);
   return mpsgen::elementwise_out(angle_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     angle_cpu_kernel(iter, common);
   });

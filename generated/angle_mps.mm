@@ -36,6 +36,7 @@ at::Tensor& angle_out_mps(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& angle_inplace_mps(at::Tensor& self) {
+  mpsgen::check_inplace(angle_spec, self);
   return mpsgen::elementwise_out(angle_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     angle_mps_kernel(iter, common);
   });

@@ -34,6 +34,7 @@ at::Tensor& atan2_out_cpu(const at::Tensor& self, const at::Tensor& other, at::T
 }
 
 at::Tensor& atan2_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(atan2_spec, self);
   return mpsgen::elementwise_out(atan2_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     atan2_cpu_kernel(iter, common);
   });

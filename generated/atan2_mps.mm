@@ -36,6 +36,7 @@ at::Tensor& atan2_out_mps(const at::Tensor& self, const at::Tensor& other, at::T
 }
 
 at::Tensor& atan2_inplace_mps(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(atan2_spec, self);
   return mpsgen::elementwise_out(atan2_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     atan2_mps_kernel(iter, common);
   });

@@ -34,6 +34,7 @@ at::Tensor& bitwise_and_Tensor_out_cpu(const at::Tensor& self, const at::Tensor&
 }
 
 at::Tensor& bitwise_and_Tensor_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(bitwise_and_spec, self);
   return mpsgen::elementwise_out(bitwise_and_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     bitwise_and_cpu_kernel(iter, common);
   });
@@ -53,6 +54,7 @@ at::Tensor& bitwise_and_Scalar_out_cpu(const at::Tensor& self, const at::Scalar&
 }
 
 at::Tensor& bitwise_and_Scalar_inplace_cpu(at::Tensor& self, const at::Scalar& other) {
+  mpsgen::check_inplace(bitwise_and_spec, self);
   return mpsgen::elementwise_out(bitwise_and_spec, mpsgen::Backend::CPU, {self, at::native::wrapped_scalar_tensor(other)}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     bitwise_and_cpu_kernel(iter, common);
   });

@@ -36,6 +36,7 @@ at::Tensor& bitwise_and_Tensor_out_mps(const at::Tensor& self, const at::Tensor&
 }
 
 at::Tensor& bitwise_and_Tensor_inplace_mps(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(bitwise_and_spec, self);
   return mpsgen::elementwise_out(bitwise_and_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     bitwise_and_mps_kernel(iter, common);
   });
@@ -55,6 +56,7 @@ at::Tensor& bitwise_and_Scalar_out_mps(const at::Tensor& self, const at::Scalar&
 }
 
 at::Tensor& bitwise_and_Scalar_inplace_mps(at::Tensor& self, const at::Scalar& other) {
+  mpsgen::check_inplace(bitwise_and_spec, self);
   return mpsgen::elementwise_out(bitwise_and_spec, mpsgen::Backend::MPS, {self, at::native::wrapped_scalar_tensor(other)}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     bitwise_and_mps_kernel(iter, common);
   });

@@ -35,6 +35,7 @@ at::Tensor& bitwise_not_out_cpu(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& bitwise_not_inplace_cpu(at::Tensor& self) {
+  mpsgen::check_inplace(bitwise_not_spec, self);
   return mpsgen::elementwise_out(bitwise_not_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     bitwise_not_cpu_kernel(iter, common);
   });

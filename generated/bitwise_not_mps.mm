@@ -37,6 +37,7 @@ at::Tensor& bitwise_not_out_mps(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& bitwise_not_inplace_mps(at::Tensor& self) {
+  mpsgen::check_inplace(bitwise_not_spec, self);
   return mpsgen::elementwise_out(bitwise_not_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     bitwise_not_mps_kernel(iter, common);
   });

@@ -34,6 +34,7 @@ at::Tensor& bitwise_or_Tensor_out_cpu(const at::Tensor& self, const at::Tensor& 
 }
 
 at::Tensor& bitwise_or_Tensor_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(bitwise_or_spec, self);
   return mpsgen::elementwise_out(bitwise_or_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     bitwise_or_cpu_kernel(iter, common);
   });

@@ -36,6 +36,7 @@ at::Tensor& bitwise_or_Tensor_out_mps(const at::Tensor& self, const at::Tensor& 
 }
 
 at::Tensor& bitwise_or_Tensor_inplace_mps(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(bitwise_or_spec, self);
   return mpsgen::elementwise_out(bitwise_or_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     bitwise_or_mps_kernel(iter, common);
   });

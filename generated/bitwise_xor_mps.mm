@@ -36,6 +36,7 @@ at::Tensor& bitwise_xor_out_mps(const at::Tensor& self, const at::Tensor& other,
 }
 
 at::Tensor& bitwise_xor_inplace_mps(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(bitwise_xor_spec, self);
   return mpsgen::elementwise_out(bitwise_xor_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     bitwise_xor_mps_kernel(iter, common);
   });

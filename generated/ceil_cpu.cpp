@@ -35,6 +35,7 @@ at::Tensor& ceil_out_cpu(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& ceil_inplace_cpu(at::Tensor& self) {
+  mpsgen::check_inplace(ceil_spec, self);
   return mpsgen::elementwise_out(ceil_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     ceil_cpu_kernel(iter, common);
   });

@@ -37,6 +37,7 @@ at::Tensor& ceil_out_mps(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& ceil_inplace_mps(at::Tensor& self) {
+  mpsgen::check_inplace(ceil_spec, self);
   return mpsgen::elementwise_out(ceil_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     ceil_mps_kernel(iter, common);
   });

@@ -57,6 +57,7 @@ at::Tensor& clamp_out_cpu(const at::Tensor& self, const std::optional<at::Scalar
 }
 
 at::Tensor& clamp_inplace_cpu(at::Tensor& self, const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max) {
+  mpsgen::check_inplace(clamp_spec, self);
   return mpsgen::elementwise_out(clamp_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {min, max}}, [&] {
     TORCH_CHECK((min.has_value() || max.has_value()), "mpsgen::clamp: ", "torch.clamp: At least one of 'min' or 'max' must not be None");  // ops.yaml:521
   }, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {

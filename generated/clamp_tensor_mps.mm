@@ -53,6 +53,7 @@ at::Tensor& clamp_Tensor_out_mps(const at::Tensor& self, const std::optional<at:
 }
 
 at::Tensor& clamp_Tensor_inplace_mps(at::Tensor& self, const std::optional<at::Tensor>& min, const std::optional<at::Tensor>& max) {
+  mpsgen::check_inplace(clamp_tensor_spec, self);
   return mpsgen::elementwise_out(clamp_tensor_spec, mpsgen::Backend::MPS, mpsgen::given_tensors({self, min, max}), {std::nullopt, {}}, [&] {
     TORCH_CHECK((mpsgen::given(min) || mpsgen::given(max)), "mpsgen::clamp: ", "torch.clamp: At least one of 'min' or 'max' must not be None");  // ops.yaml:546
     TORCH_CHECK((mpsgen::given(min) && mpsgen::given(max)) || (mpsgen::given(min) && !mpsgen::given(max)) || (!mpsgen::given(min) && mpsgen::given(max)),

@@ -38,6 +38,7 @@ at::Tensor& complex_out_cpu(const at::Tensor& real, const at::Tensor& imag, at::
 }
 
 at::Tensor& complex_inplace_cpu(at::Tensor& real, const at::Tensor& imag) {
+  mpsgen::check_inplace(complex_spec, real);
   return mpsgen::elementwise_out(complex_spec, mpsgen::Backend::CPU, {real, imag}, {std::nullopt, {}}, [&] {
     TORCH_CHECK((real.scalar_type() == imag.scalar_type()), "mpsgen::complex: ", "Expected both inputs to be Half, Float or Double tensors of one dtype");  // ops.yaml:1110
   }, real, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {

@@ -40,6 +40,7 @@ at::Tensor& complex_out_mps(const at::Tensor& real, const at::Tensor& imag, at::
 }
 
 at::Tensor& complex_inplace_mps(at::Tensor& real, const at::Tensor& imag) {
+  mpsgen::check_inplace(complex_spec, real);
   return mpsgen::elementwise_out(complex_spec, mpsgen::Backend::MPS, {real, imag}, {std::nullopt, {}}, [&] {
     TORCH_CHECK((real.scalar_type() == imag.scalar_type()), "mpsgen::complex: ", "Expected both inputs to be Half, Float or Double tensors of one dtype");  // ops.yaml:1110
   }, real, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {

@@ -34,6 +34,7 @@ at::Tensor& copysign_out_cpu(const at::Tensor& self, const at::Tensor& other, at
 }
 
 at::Tensor& copysign_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(copysign_spec, self);
   return mpsgen::elementwise_out(copysign_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     copysign_cpu_kernel(iter, common);
   });

@@ -36,6 +36,7 @@ at::Tensor& copysign_out_mps(const at::Tensor& self, const at::Tensor& other, at
 }
 
 at::Tensor& copysign_inplace_mps(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(copysign_spec, self);
   return mpsgen::elementwise_out(copysign_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     copysign_mps_kernel(iter, common);
   });

@@ -34,6 +34,7 @@ at::Tensor& cos_out_cpu(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& cos_inplace_cpu(at::Tensor& self) {
+  mpsgen::check_inplace(cos_spec, self);
   return mpsgen::elementwise_out(cos_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     cos_cpu_kernel(iter, common);
   });

@@ -36,6 +36,7 @@ at::Tensor& cos_out_mps(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& cos_inplace_mps(at::Tensor& self) {
+  mpsgen::check_inplace(cos_spec, self);
   return mpsgen::elementwise_out(cos_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     cos_mps_kernel(iter, common);
   });

@@ -47,6 +47,7 @@ at::Tensor& div_Tensor_mode_out_mps(const at::Tensor& self, const at::Tensor& ot
 }
 
 at::Tensor& div_Tensor_mode_inplace_mps(at::Tensor& self, const at::Tensor& other, std::optional<c10::string_view> rounding_mode) {
+  mpsgen::check_inplace(div_spec_for(rounding_mode), self);
   return mpsgen::elementwise_out(div_spec_for(rounding_mode), mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     div_mps_kernel(iter, common, rounding_mode);
   });

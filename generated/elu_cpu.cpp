@@ -51,6 +51,7 @@ at::Tensor& elu_out_cpu(const at::Tensor& self, const at::Scalar& alpha, const a
 }
 
 at::Tensor& elu_inplace_cpu(at::Tensor& self, const at::Scalar& alpha, const at::Scalar& scale, const at::Scalar& input_scale) {
+  mpsgen::check_inplace(elu_spec, self);
   return mpsgen::elementwise_out(elu_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     elu_cpu_kernel(iter, common, alpha, scale, input_scale);
   });

@@ -34,6 +34,7 @@ at::Tensor& eq_Tensor_out_cpu(const at::Tensor& self, const at::Tensor& other, a
 }
 
 at::Tensor& eq_Tensor_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(eq_spec, self);
   return mpsgen::elementwise_out(eq_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     eq_cpu_kernel(iter, common);
   });
@@ -53,6 +54,7 @@ at::Tensor& eq_Scalar_out_cpu(const at::Tensor& self, const at::Scalar& other, a
 }
 
 at::Tensor& eq_Scalar_inplace_cpu(at::Tensor& self, const at::Scalar& other) {
+  mpsgen::check_inplace(eq_spec, self);
   return mpsgen::elementwise_out(eq_spec, mpsgen::Backend::CPU, {self, at::native::wrapped_scalar_tensor(other)}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     eq_cpu_kernel(iter, common);
   });

@@ -36,6 +36,7 @@ at::Tensor& eq_Tensor_out_mps(const at::Tensor& self, const at::Tensor& other, a
 }
 
 at::Tensor& eq_Tensor_inplace_mps(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(eq_spec, self);
   return mpsgen::elementwise_out(eq_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     eq_mps_kernel(iter, common);
   });
@@ -55,6 +56,7 @@ at::Tensor& eq_Scalar_out_mps(const at::Tensor& self, const at::Scalar& other, a
 }
 
 at::Tensor& eq_Scalar_inplace_mps(at::Tensor& self, const at::Scalar& other) {
+  mpsgen::check_inplace(eq_spec, self);
   return mpsgen::elementwise_out(eq_spec, mpsgen::Backend::MPS, {self, at::native::wrapped_scalar_tensor(other)}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     eq_mps_kernel(iter, common);
   });

@@ -34,6 +34,7 @@ at::Tensor& erf_out_cpu(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& erf_inplace_cpu(at::Tensor& self) {
+  mpsgen::check_inplace(erf_spec, self);
   return mpsgen::elementwise_out(erf_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     erf_cpu_kernel(iter, common);
   });

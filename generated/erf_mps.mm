@@ -36,6 +36,7 @@ at::Tensor& erf_out_mps(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& erf_inplace_mps(at::Tensor& self) {
+  mpsgen::check_inplace(erf_spec, self);
   return mpsgen::elementwise_out(erf_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     erf_mps_kernel(iter, common);
   });

@@ -34,6 +34,7 @@ at::Tensor& exp_out_cpu(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& exp_inplace_cpu(at::Tensor& self) {
+  mpsgen::check_inplace(exp_spec, self);
   return mpsgen::elementwise_out(exp_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     exp_cpu_kernel(iter, common);
   });

@@ -36,6 +36,7 @@ at::Tensor& exp_out_mps(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& exp_inplace_mps(at::Tensor& self) {
+  mpsgen::check_inplace(exp_spec, self);
   return mpsgen::elementwise_out(exp_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     exp_mps_kernel(iter, common);
   });

@@ -34,6 +34,7 @@ at::Tensor& expm1_out_cpu(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& expm1_inplace_cpu(at::Tensor& self) {
+  mpsgen::check_inplace(expm1_spec, self);
   return mpsgen::elementwise_out(expm1_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     expm1_cpu_kernel(iter, common);
   });

@@ -36,6 +36,7 @@ at::Tensor& expm1_out_mps(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& expm1_inplace_mps(at::Tensor& self) {
+  mpsgen::check_inplace(expm1_spec, self);
   return mpsgen::elementwise_out(expm1_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     expm1_mps_kernel(iter, common);
   });

@@ -35,6 +35,7 @@ at::Tensor& floor_out_cpu(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& floor_inplace_cpu(at::Tensor& self) {
+  mpsgen::check_inplace(floor_spec, self);
   return mpsgen::elementwise_out(floor_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     floor_cpu_kernel(iter, common);
   });

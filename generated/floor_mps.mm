@@ -37,6 +37,7 @@ at::Tensor& floor_out_mps(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& floor_inplace_mps(at::Tensor& self) {
+  mpsgen::check_inplace(floor_spec, self);
   return mpsgen::elementwise_out(floor_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     floor_mps_kernel(iter, common);
   });

@@ -34,6 +34,7 @@ at::Tensor& fmax_out_cpu(const at::Tensor& self, const at::Tensor& other, at::Te
 }
 
 at::Tensor& fmax_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(fmax_spec, self);
   return mpsgen::elementwise_out(fmax_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     fmax_cpu_kernel(iter, common);
   });

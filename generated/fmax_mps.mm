@@ -36,6 +36,7 @@ at::Tensor& fmax_out_mps(const at::Tensor& self, const at::Tensor& other, at::Te
 }
 
 at::Tensor& fmax_inplace_mps(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(fmax_spec, self);
   return mpsgen::elementwise_out(fmax_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     fmax_mps_kernel(iter, common);
   });

@@ -34,6 +34,7 @@ at::Tensor& fmin_out_cpu(const at::Tensor& self, const at::Tensor& other, at::Te
 }
 
 at::Tensor& fmin_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(fmin_spec, self);
   return mpsgen::elementwise_out(fmin_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     fmin_cpu_kernel(iter, common);
   });

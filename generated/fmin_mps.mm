@@ -36,6 +36,7 @@ at::Tensor& fmin_out_mps(const at::Tensor& self, const at::Tensor& other, at::Te
 }
 
 at::Tensor& fmin_inplace_mps(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(fmin_spec, self);
   return mpsgen::elementwise_out(fmin_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     fmin_mps_kernel(iter, common);
   });

@@ -36,6 +36,7 @@ at::Tensor& ge_Tensor_out_mps(const at::Tensor& self, const at::Tensor& other, a
 }
 
 at::Tensor& ge_Tensor_inplace_mps(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(ge_spec, self);
   return mpsgen::elementwise_out(ge_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     ge_mps_kernel(iter, common);
   });

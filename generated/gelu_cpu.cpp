@@ -35,6 +35,7 @@ at::Tensor& gelu_out_cpu(const at::Tensor& self, c10::string_view approximate, a
 }
 
 at::Tensor& gelu_inplace_cpu(at::Tensor& self, c10::string_view approximate) {
+  mpsgen::check_inplace(gelu_spec, self);
   return mpsgen::elementwise_out(gelu_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     gelu_cpu_kernel(iter, common, approximate);
   });

@@ -37,6 +37,7 @@ at::Tensor& gelu_out_mps(const at::Tensor& self, c10::string_view approximate, a
 }
 
 at::Tensor& gelu_inplace_mps(at::Tensor& self, c10::string_view approximate) {
+  mpsgen::check_inplace(gelu_spec, self);
   return mpsgen::elementwise_out(gelu_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     gelu_mps_kernel(iter, common, approximate);
   });

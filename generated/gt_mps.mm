@@ -36,6 +36,7 @@ at::Tensor& gt_Tensor_out_mps(const at::Tensor& self, const at::Tensor& other, a
 }
 
 at::Tensor& gt_Tensor_inplace_mps(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(gt_spec, self);
   return mpsgen::elementwise_out(gt_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     gt_mps_kernel(iter, common);
   });
@@ -55,6 +56,7 @@ at::Tensor& gt_Scalar_out_mps(const at::Tensor& self, const at::Scalar& other, a
 }
 
 at::Tensor& gt_Scalar_inplace_mps(at::Tensor& self, const at::Scalar& other) {
+  mpsgen::check_inplace(gt_spec, self);
   return mpsgen::elementwise_out(gt_spec, mpsgen::Backend::MPS, {self, at::native::wrapped_scalar_tensor(other)}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     gt_mps_kernel(iter, common);
   });

@@ -36,6 +36,7 @@ at::Tensor& hardshrink_out_cpu(const at::Tensor& self, const at::Scalar& lambd, 
 }
 
 at::Tensor& hardshrink_inplace_cpu(at::Tensor& self, const at::Scalar& lambd) {
+  mpsgen::check_inplace(hardshrink_spec, self);
   return mpsgen::elementwise_out(hardshrink_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     hardshrink_cpu_kernel(iter, common, lambd);
   });

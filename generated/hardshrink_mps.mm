@@ -39,6 +39,7 @@ at::Tensor& hardshrink_out_mps(const at::Tensor& self, const at::Scalar& lambd, 
 }
 
 at::Tensor& hardshrink_inplace_mps(at::Tensor& self, const at::Scalar& lambd) {
+  mpsgen::check_inplace(hardshrink_spec, self);
   return mpsgen::elementwise_out(hardshrink_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     hardshrink_mps_kernel(iter, common, lambd);
   });

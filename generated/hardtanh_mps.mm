@@ -52,6 +52,7 @@ at::Tensor& hardtanh_out_mps(const at::Tensor& self, const at::Scalar& min_val, 
 }
 
 at::Tensor& hardtanh_inplace_mps(at::Tensor& self, const at::Scalar& min_val, const at::Scalar& max_val) {
+  mpsgen::check_inplace(hardtanh_spec, self);
   return mpsgen::elementwise_out(hardtanh_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     hardtanh_mps_kernel(iter, common, min_val, max_val);
   });

@@ -39,6 +39,7 @@ at::Tensor& heaviside_out_cpu(const at::Tensor& self, const at::Tensor& values, 
 }
 
 at::Tensor& heaviside_inplace_cpu(at::Tensor& self, const at::Tensor& values) {
+  mpsgen::check_inplace(heaviside_spec, self);
   return mpsgen::elementwise_out(heaviside_spec, mpsgen::Backend::CPU, {self, values}, {std::nullopt, {}}, [&] {
     TORCH_CHECK((self.scalar_type() == values.scalar_type()), "mpsgen::heaviside: ", "heaviside is not yet implemented for tensors with different dtypes.");  // ops.yaml:1551
   }, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {

@@ -41,6 +41,7 @@ at::Tensor& heaviside_out_mps(const at::Tensor& self, const at::Tensor& values, 
 }
 
 at::Tensor& heaviside_inplace_mps(at::Tensor& self, const at::Tensor& values) {
+  mpsgen::check_inplace(heaviside_spec, self);
   return mpsgen::elementwise_out(heaviside_spec, mpsgen::Backend::MPS, {self, values}, {std::nullopt, {}}, [&] {
     TORCH_CHECK((self.scalar_type() == values.scalar_type()), "mpsgen::heaviside: ", "heaviside is not yet implemented for tensors with different dtypes.");  // ops.yaml:1551
   }, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {

@@ -34,6 +34,7 @@ at::Tensor& hypot_out_cpu(const at::Tensor& self, const at::Tensor& other, at::T
 }
 
 at::Tensor& hypot_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(hypot_spec, self);
   return mpsgen::elementwise_out(hypot_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     hypot_cpu_kernel(iter, common);
   });

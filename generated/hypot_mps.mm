@@ -36,6 +36,7 @@ at::Tensor& hypot_out_mps(const at::Tensor& self, const at::Tensor& other, at::T
 }
 
 at::Tensor& hypot_inplace_mps(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(hypot_spec, self);
   return mpsgen::elementwise_out(hypot_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     hypot_mps_kernel(iter, common);
   });

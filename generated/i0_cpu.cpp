@@ -34,6 +34,7 @@ at::Tensor& i0_out_cpu(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& i0_inplace_cpu(at::Tensor& self) {
+  mpsgen::check_inplace(i0_spec, self);
   return mpsgen::elementwise_out(i0_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     i0_cpu_kernel(iter, common);
   });

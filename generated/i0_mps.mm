@@ -36,6 +36,7 @@ at::Tensor& i0_out_mps(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& i0_inplace_mps(at::Tensor& self) {
+  mpsgen::check_inplace(i0_spec, self);
   return mpsgen::elementwise_out(i0_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     i0_mps_kernel(iter, common);
   });

@@ -35,6 +35,7 @@ at::Tensor& isnan_out_cpu(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& isnan_inplace_cpu(at::Tensor& self) {
+  mpsgen::check_inplace(isnan_spec, self);
   return mpsgen::elementwise_out(isnan_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     isnan_cpu_kernel(iter, common);
   });

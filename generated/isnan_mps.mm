@@ -37,6 +37,7 @@ at::Tensor& isnan_out_mps(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& isnan_inplace_mps(at::Tensor& self) {
+  mpsgen::check_inplace(isnan_spec, self);
   return mpsgen::elementwise_out(isnan_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     isnan_mps_kernel(iter, common);
   });

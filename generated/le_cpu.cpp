@@ -34,6 +34,7 @@ at::Tensor& le_Tensor_out_cpu(const at::Tensor& self, const at::Tensor& other, a
 }
 
 at::Tensor& le_Tensor_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(le_spec, self);
   return mpsgen::elementwise_out(le_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     le_cpu_kernel(iter, common);
   });

@@ -36,6 +36,7 @@ at::Tensor& le_Tensor_out_mps(const at::Tensor& self, const at::Tensor& other, a
 }
 
 at::Tensor& le_Tensor_inplace_mps(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(le_spec, self);
   return mpsgen::elementwise_out(le_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     le_mps_kernel(iter, common);
   });

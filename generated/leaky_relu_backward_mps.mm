@@ -55,6 +55,7 @@ at::Tensor& leaky_relu_backward_out_mps(const at::Tensor& grad_output, const at:
 }
 
 at::Tensor& leaky_relu_backward_inplace_mps(at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& negative_slope, bool self_is_result) {
+  mpsgen::check_inplace(leaky_relu_backward_spec, grad_output);
   return mpsgen::elementwise_out(leaky_relu_backward_spec, mpsgen::Backend::MPS, {grad_output, self}, {std::nullopt, {}}, [&] {
     TORCH_CHECK((!self_is_result || (negative_slope.to<double>() >= 0.0)), "mpsgen::leaky_relu_backward: ", "In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. This is caused by calling in-place forward function with a negative slope, please call out-of-place version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu backward calculation with negative slope");  // ops.yaml:706
   }, grad_output, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {

@@ -36,6 +36,7 @@ at::Tensor& leaky_relu_out_cpu(const at::Tensor& self, const at::Scalar& negativ
 }
 
 at::Tensor& leaky_relu_inplace_cpu(at::Tensor& self, const at::Scalar& negative_slope) {
+  mpsgen::check_inplace(leaky_relu_spec, self);
   return mpsgen::elementwise_out(leaky_relu_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     leaky_relu_cpu_kernel(iter, common, negative_slope);
   });

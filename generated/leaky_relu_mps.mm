@@ -39,6 +39,7 @@ at::Tensor& leaky_relu_out_mps(const at::Tensor& self, const at::Scalar& negativ
 }
 
 at::Tensor& leaky_relu_inplace_mps(at::Tensor& self, const at::Scalar& negative_slope) {
+  mpsgen::check_inplace(leaky_relu_spec, self);
   return mpsgen::elementwise_out(leaky_relu_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     leaky_relu_mps_kernel(iter, common, negative_slope);
   });

@@ -43,6 +43,7 @@ at::Tensor& lerp_Tensor_out_mps(const at::Tensor& self, const at::Tensor& end, c
 }
 
 at::Tensor& lerp_Tensor_inplace_mps(at::Tensor& self, const at::Tensor& end, const at::Tensor& weight) {
+  mpsgen::check_inplace(lerp_spec, self);
   return mpsgen::elementwise_out(lerp_spec, mpsgen::Backend::MPS, {self, end, weight}, {std::nullopt, {}}, [&] {
     TORCH_CHECK((end.scalar_type() == self.scalar_type()), "mpsgen::lerp: ", "expected dtype ", self.scalar_type(), " for `end` but got dtype ", end.scalar_type());  // ops.yaml:365
     TORCH_CHECK(((static_cast<double>(weight.dim()) == 0.0) || (weight.scalar_type() == self.scalar_type())), "mpsgen::lerp: ", "expected dtype ", self.scalar_type(), " for `weight` but got dtype ", weight.scalar_type());  // ops.yaml:367

@@ -50,6 +50,7 @@ at::Tensor& lerp_Scalar_out_cpu(const at::Tensor& self, const at::Tensor& end, c
 }
 
 at::Tensor& lerp_Scalar_inplace_cpu(at::Tensor& self, const at::Tensor& end, const at::Scalar& weight) {
+  mpsgen::check_inplace(lerp_scalar_spec, self);
   return mpsgen::elementwise_out(lerp_scalar_spec, mpsgen::Backend::CPU, {self, end}, {std::nullopt, {}}, [&] {
     TORCH_CHECK((end.scalar_type() == self.scalar_type()), "mpsgen::lerp: ", "expected dtype ", self.scalar_type(), " for `end` but got dtype ", end.scalar_type());  // ops.yaml:403
   }, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {

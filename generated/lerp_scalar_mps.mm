@@ -53,6 +53,7 @@ at::Tensor& lerp_Scalar_out_mps(const at::Tensor& self, const at::Tensor& end, c
 }
 
 at::Tensor& lerp_Scalar_inplace_mps(at::Tensor& self, const at::Tensor& end, const at::Scalar& weight) {
+  mpsgen::check_inplace(lerp_scalar_spec, self);
   return mpsgen::elementwise_out(lerp_scalar_spec, mpsgen::Backend::MPS, {self, end}, {std::nullopt, {}}, [&] {
     TORCH_CHECK((end.scalar_type() == self.scalar_type()), "mpsgen::lerp: ", "expected dtype ", self.scalar_type(), " for `end` but got dtype ", end.scalar_type());  // ops.yaml:403
   }, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {

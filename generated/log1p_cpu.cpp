@@ -34,6 +34,7 @@ at::Tensor& log1p_out_cpu(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& log1p_inplace_cpu(at::Tensor& self) {
+  mpsgen::check_inplace(log1p_spec, self);
   return mpsgen::elementwise_out(log1p_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     log1p_cpu_kernel(iter, common);
   });

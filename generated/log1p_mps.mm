@@ -36,6 +36,7 @@ at::Tensor& log1p_out_mps(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& log1p_inplace_mps(at::Tensor& self) {
+  mpsgen::check_inplace(log1p_spec, self);
   return mpsgen::elementwise_out(log1p_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     log1p_mps_kernel(iter, common);
   });

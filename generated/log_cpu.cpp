@@ -34,6 +34,7 @@ at::Tensor& log_out_cpu(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& log_inplace_cpu(at::Tensor& self) {
+  mpsgen::check_inplace(log_spec, self);
   return mpsgen::elementwise_out(log_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     log_cpu_kernel(iter, common);
   });

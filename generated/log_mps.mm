@@ -36,6 +36,7 @@ at::Tensor& log_out_mps(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& log_inplace_mps(at::Tensor& self) {
+  mpsgen::check_inplace(log_spec, self);
   return mpsgen::elementwise_out(log_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     log_mps_kernel(iter, common);
   });

@@ -34,6 +34,7 @@ at::Tensor& logaddexp_out_cpu(const at::Tensor& self, const at::Tensor& other, a
 }
 
 at::Tensor& logaddexp_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(logaddexp_spec, self);
   return mpsgen::elementwise_out(logaddexp_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     logaddexp_cpu_kernel(iter, common);
   });

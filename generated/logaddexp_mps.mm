@@ -36,6 +36,7 @@ at::Tensor& logaddexp_out_mps(const at::Tensor& self, const at::Tensor& other, a
 }
 
 at::Tensor& logaddexp_inplace_mps(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(logaddexp_spec, self);
   return mpsgen::elementwise_out(logaddexp_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     logaddexp_mps_kernel(iter, common);
   });

@@ -34,6 +34,7 @@ at::Tensor& logical_xor_out_cpu(const at::Tensor& self, const at::Tensor& other,
 }
 
 at::Tensor& logical_xor_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(logical_xor_spec, self);
   return mpsgen::elementwise_out(logical_xor_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     logical_xor_cpu_kernel(iter, common);
   });

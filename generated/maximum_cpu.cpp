@@ -34,6 +34,7 @@ at::Tensor& maximum_out_cpu(const at::Tensor& self, const at::Tensor& other, at:
 }
 
 at::Tensor& maximum_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(maximum_spec, self);
   return mpsgen::elementwise_out(maximum_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     maximum_cpu_kernel(iter, common);
   });

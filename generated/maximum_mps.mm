@@ -36,6 +36,7 @@ at::Tensor& maximum_out_mps(const at::Tensor& self, const at::Tensor& other, at:
 }
 
 at::Tensor& maximum_inplace_mps(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(maximum_spec, self);
   return mpsgen::elementwise_out(maximum_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     maximum_mps_kernel(iter, common);
   });

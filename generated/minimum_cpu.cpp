@@ -34,6 +34,7 @@ at::Tensor& minimum_out_cpu(const at::Tensor& self, const at::Tensor& other, at:
 }
 
 at::Tensor& minimum_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(minimum_spec, self);
   return mpsgen::elementwise_out(minimum_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     minimum_cpu_kernel(iter, common);
   });

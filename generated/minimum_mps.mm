@@ -36,6 +36,7 @@ at::Tensor& minimum_out_mps(const at::Tensor& self, const at::Tensor& other, at:
 }
 
 at::Tensor& minimum_inplace_mps(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(minimum_spec, self);
   return mpsgen::elementwise_out(minimum_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     minimum_mps_kernel(iter, common);
   });

@@ -36,6 +36,7 @@ at::Tensor& mish_backward_out_mps(const at::Tensor& grad_output, const at::Tenso
 }
 
 at::Tensor& mish_backward_inplace_mps(at::Tensor& grad_output, const at::Tensor& self) {
+  mpsgen::check_inplace(mish_backward_spec, grad_output);
   return mpsgen::elementwise_out(mish_backward_spec, mpsgen::Backend::MPS, {grad_output, self}, {std::nullopt, {}}, nullptr, grad_output, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     mish_backward_mps_kernel(iter, common);
   });

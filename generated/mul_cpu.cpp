@@ -34,6 +34,7 @@ at::Tensor& mul_Tensor_out_cpu(const at::Tensor& self, const at::Tensor& other, 
 }
 
 at::Tensor& mul_Tensor_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(mul_spec, self);
   return mpsgen::elementwise_out(mul_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     mul_cpu_kernel(iter, common);
   });
@@ -54,6 +55,7 @@ at::Tensor& mul_Scalar_out_cpu(const at::Tensor& self, const at::Scalar& other, 
 }
 
 at::Tensor& mul_Scalar_inplace_cpu(at::Tensor& self, const at::Scalar& other) {
+  mpsgen::check_inplace(mul_spec, self);
   return mpsgen::elementwise_out(mul_spec, mpsgen::Backend::CPU, {self, at::native::wrapped_scalar_tensor(other)}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     mul_cpu_kernel(iter, common);
   });

@@ -36,6 +36,7 @@ at::Tensor& mul_Tensor_out_mps(const at::Tensor& self, const at::Tensor& other, 
 }
 
 at::Tensor& mul_Tensor_inplace_mps(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(mul_spec, self);
   return mpsgen::elementwise_out(mul_spec, mpsgen::Backend::MPS, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     mul_mps_kernel(iter, common);
   });
@@ -56,6 +57,7 @@ at::Tensor& mul_Scalar_out_mps(const at::Tensor& self, const at::Scalar& other, 
 }
 
 at::Tensor& mul_Scalar_inplace_mps(at::Tensor& self, const at::Scalar& other) {
+  mpsgen::check_inplace(mul_spec, self);
   return mpsgen::elementwise_out(mul_spec, mpsgen::Backend::MPS, {self, at::native::wrapped_scalar_tensor(other)}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     mul_mps_kernel(iter, common);
   });

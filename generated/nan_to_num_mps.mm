@@ -60,6 +60,7 @@ at::Tensor& nan_to_num_out_mps(const at::Tensor& self, std::optional<double> nan
 }
 
 at::Tensor& nan_to_num_inplace_mps(at::Tensor& self, std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf) {
+  mpsgen::check_inplace(nan_to_num_spec, self);
   return mpsgen::elementwise_out(nan_to_num_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     nan_to_num_mps_kernel(iter, common, nan, posinf, neginf);
   });

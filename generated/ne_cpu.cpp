@@ -34,6 +34,7 @@ at::Tensor& ne_Tensor_out_cpu(const at::Tensor& self, const at::Tensor& other, a
 }
 
 at::Tensor& ne_Tensor_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
+  mpsgen::check_inplace(ne_spec, self);
   return mpsgen::elementwise_out(ne_spec, mpsgen::Backend::CPU, {self, other}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     ne_cpu_kernel(iter, common);
   });

@@ -41,6 +41,7 @@ at::Tensor& neg_out_mps(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& neg_inplace_mps(at::Tensor& self) {
+  mpsgen::check_inplace(neg_spec, self);
   return mpsgen::elementwise_out(neg_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, [&] {
     TORCH_CHECK((self.scalar_type() != c10::ScalarType::Bool), "mpsgen::neg: ", "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");  // ops.yaml:859
   }, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {

@@ -38,6 +38,7 @@ at::Tensor& polar_out_cpu(const at::Tensor& abs, const at::Tensor& angle, at::Te
 }
 
 at::Tensor& polar_inplace_cpu(at::Tensor& abs, const at::Tensor& angle) {
+  mpsgen::check_inplace(polar_spec, abs);
   return mpsgen::elementwise_out(polar_spec, mpsgen::Backend::CPU, {abs, angle}, {std::nullopt, {}}, [&] {
     TORCH_CHECK((abs.scalar_type() == angle.scalar_type()), "mpsgen::polar: ", "Expected both inputs to be Half, Float or Double tensors of one dtype");  // ops.yaml:1094
   }, abs, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {

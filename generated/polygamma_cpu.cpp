@@ -50,6 +50,7 @@ at::Tensor& polygamma_out_cpu(int64_t n, const at::Tensor& self, at::Tensor& out
 }
 
 at::Tensor& polygamma_inplace_cpu(at::Tensor& self, int64_t n) {
+  mpsgen::check_inplace(polygamma_spec, self);
   return mpsgen::elementwise_out(polygamma_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, [&] {
     TORCH_CHECK((n >= 0.0), "mpsgen::polygamma: ", "polygamma(n, x) does not support negative n.");  // ops.yaml:934
   }, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {

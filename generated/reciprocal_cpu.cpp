@@ -34,6 +34,7 @@ at::Tensor& reciprocal_out_cpu(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& reciprocal_inplace_cpu(at::Tensor& self) {
+  mpsgen::check_inplace(reciprocal_spec, self);
   return mpsgen::elementwise_out(reciprocal_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     reciprocal_cpu_kernel(iter, common);
   });

@@ -36,6 +36,7 @@ at::Tensor& reciprocal_out_mps(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& reciprocal_inplace_mps(at::Tensor& self) {
+  mpsgen::check_inplace(reciprocal_spec, self);
   return mpsgen::elementwise_out(reciprocal_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     reciprocal_mps_kernel(iter, common);
   });

@@ -47,6 +47,7 @@ at::Tensor& round_decimals_out_cpu(const at::Tensor& self, int64_t decimals, at:
 }
 
 at::Tensor& round_decimals_inplace_cpu(at::Tensor& self, int64_t decimals) {
+  mpsgen::check_inplace(round_decimals_spec, self);
   return mpsgen::elementwise_out(round_decimals_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     round_decimals_cpu_kernel(iter, common, decimals);
   });

@@ -50,6 +50,7 @@ at::Tensor& round_decimals_out_mps(const at::Tensor& self, int64_t decimals, at:
 }
 
 at::Tensor& round_decimals_inplace_mps(at::Tensor& self, int64_t decimals) {
+  mpsgen::check_inplace(round_decimals_spec, self);
   return mpsgen::elementwise_out(round_decimals_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     round_decimals_mps_kernel(iter, common, decimals);
   });

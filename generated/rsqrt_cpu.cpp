@@ -34,6 +34,7 @@ at::Tensor& rsqrt_out_cpu(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& rsqrt_inplace_cpu(at::Tensor& self) {
+  mpsgen::check_inplace(rsqrt_spec, self);
   return mpsgen::elementwise_out(rsqrt_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     rsqrt_cpu_kernel(iter, common);
   });

@@ -36,6 +36,7 @@ at::Tensor& rsqrt_out_mps(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& rsqrt_inplace_mps(at::Tensor& self) {
+  mpsgen::check_inplace(rsqrt_spec, self);
   return mpsgen::elementwise_out(rsqrt_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     rsqrt_mps_kernel(iter, common);
   });

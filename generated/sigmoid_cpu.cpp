@@ -34,6 +34,7 @@ at::Tensor& sigmoid_out_cpu(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& sigmoid_inplace_cpu(at::Tensor& self) {
+  mpsgen::check_inplace(sigmoid_spec, self);
   return mpsgen::elementwise_out(sigmoid_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sigmoid_cpu_kernel(iter, common);
   });

@@ -36,6 +36,7 @@ at::Tensor& sigmoid_out_mps(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& sigmoid_inplace_mps(at::Tensor& self) {
+  mpsgen::check_inplace(sigmoid_spec, self);
   return mpsgen::elementwise_out(sigmoid_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sigmoid_mps_kernel(iter, common);
   });

@@ -35,6 +35,7 @@ at::Tensor& sign_out_cpu(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& sign_inplace_cpu(at::Tensor& self) {
+  mpsgen::check_inplace(sign_spec, self);
   return mpsgen::elementwise_out(sign_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sign_cpu_kernel(iter, common);
   });

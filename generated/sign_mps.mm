@@ -37,6 +37,7 @@ at::Tensor& sign_out_mps(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& sign_inplace_mps(at::Tensor& self) {
+  mpsgen::check_inplace(sign_spec, self);
   return mpsgen::elementwise_out(sign_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sign_mps_kernel(iter, common);
   });

@@ -34,6 +34,7 @@ at::Tensor& sin_out_cpu(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& sin_inplace_cpu(at::Tensor& self) {
+  mpsgen::check_inplace(sin_spec, self);
   return mpsgen::elementwise_out(sin_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sin_cpu_kernel(iter, common);
   });

@@ -36,6 +36,7 @@ at::Tensor& sin_out_mps(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& sin_inplace_mps(at::Tensor& self) {
+  mpsgen::check_inplace(sin_spec, self);
   return mpsgen::elementwise_out(sin_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sin_mps_kernel(iter, common);
   });

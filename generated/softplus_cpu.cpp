@@ -49,6 +49,7 @@ at::Tensor& softplus_out_cpu(const at::Tensor& self, const at::Scalar& beta, con
 }
 
 at::Tensor& softplus_inplace_cpu(at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
+  mpsgen::check_inplace(softplus_spec, self);
   return mpsgen::elementwise_out(softplus_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     softplus_cpu_kernel(iter, common, beta, threshold);
   });

@@ -52,6 +52,7 @@ at::Tensor& softplus_out_mps(const at::Tensor& self, const at::Scalar& beta, con
 }
 
 at::Tensor& softplus_inplace_mps(at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
+  mpsgen::check_inplace(softplus_spec, self);
   return mpsgen::elementwise_out(softplus_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     softplus_mps_kernel(iter, common, beta, threshold);
   });

@@ -43,6 +43,7 @@ at::Tensor& softshrink_out_mps(const at::Tensor& self, const at::Scalar& lambd, 
 }
 
 at::Tensor& softshrink_inplace_mps(at::Tensor& self, const at::Scalar& lambd) {
+  mpsgen::check_inplace(softshrink_spec, self);
   return mpsgen::elementwise_out(softshrink_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, [&] {
     TORCH_CHECK(((lambd.to<double>() >= 0.0) && (lambd.to<double>() <= mpsgen::dtype_max(self))), "mpsgen::softshrink: ", "lambda must be in range [0, ", mpsgen::dtype_max(self), "] for input dtype ", self.scalar_type(), ", but found ", lambd.to<double>());  // ops.yaml:279
   }, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {

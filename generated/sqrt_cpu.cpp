@@ -34,6 +34,7 @@ at::Tensor& sqrt_out_cpu(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& sqrt_inplace_cpu(at::Tensor& self) {
+  mpsgen::check_inplace(sqrt_spec, self);
   return mpsgen::elementwise_out(sqrt_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sqrt_cpu_kernel(iter, common);
   });

@@ -36,6 +36,7 @@ at::Tensor& sqrt_out_mps(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& sqrt_inplace_mps(at::Tensor& self) {
+  mpsgen::check_inplace(sqrt_spec, self);
   return mpsgen::elementwise_out(sqrt_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sqrt_mps_kernel(iter, common);
   });

@@ -41,6 +41,7 @@ at::Tensor& sub_Tensor_out_cpu(const at::Tensor& self, const at::Tensor& other, 
 }
 
 at::Tensor& sub_Tensor_inplace_cpu(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  mpsgen::check_inplace(sub_spec, self);
   return mpsgen::elementwise_out(sub_spec, mpsgen::Backend::CPU, {self, other}, {alpha, {}}, [&] {
     TORCH_CHECK(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) || (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.");  // ops.yaml:336
     TORCH_CHECK(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) && (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");  // ops.yaml:338
@@ -70,6 +71,7 @@ at::Tensor& sub_Scalar_out_cpu(const at::Tensor& self, const at::Scalar& other, 
 }
 
 at::Tensor& sub_Scalar_inplace_cpu(at::Tensor& self, const at::Scalar& other, const at::Scalar& alpha) {
+  mpsgen::check_inplace(sub_spec, self);
   return mpsgen::elementwise_out(sub_spec, mpsgen::Backend::CPU, {self, at::native::wrapped_scalar_tensor(other)}, {alpha, {}}, [&] {
     TORCH_CHECK(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) || (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.");  // ops.yaml:336
     TORCH_CHECK(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) && (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");  // ops.yaml:338

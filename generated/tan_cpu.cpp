@@ -34,6 +34,7 @@ at::Tensor& tan_out_cpu(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& tan_inplace_cpu(at::Tensor& self) {
+  mpsgen::check_inplace(tan_spec, self);
   return mpsgen::elementwise_out(tan_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     tan_cpu_kernel(iter, common);
   });

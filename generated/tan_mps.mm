@@ -36,6 +36,7 @@ at::Tensor& tan_out_mps(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& tan_inplace_mps(at::Tensor& self) {
+  mpsgen::check_inplace(tan_spec, self);
   return mpsgen::elementwise_out(tan_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     tan_mps_kernel(iter, common);
   });

@@ -34,6 +34,7 @@ at::Tensor& tanh_backward_out_cpu(const at::Tensor& grad_output, const at::Tenso
 }
 
 at::Tensor& tanh_backward_inplace_cpu(at::Tensor& grad_output, const at::Tensor& output) {
+  mpsgen::check_inplace(tanh_backward_spec, grad_output);
   return mpsgen::elementwise_out(tanh_backward_spec, mpsgen::Backend::CPU, {grad_output, output}, {std::nullopt, {}}, nullptr, grad_output, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     tanh_backward_cpu_kernel(iter, common);
   });

@@ -36,6 +36,7 @@ at::Tensor& tanh_backward_out_mps(const at::Tensor& grad_output, const at::Tenso
 }
 
 at::Tensor& tanh_backward_inplace_mps(at::Tensor& grad_output, const at::Tensor& output) {
+  mpsgen::check_inplace(tanh_backward_spec, grad_output);
   return mpsgen::elementwise_out(tanh_backward_spec, mpsgen::Backend::MPS, {grad_output, output}, {std::nullopt, {}}, nullptr, grad_output, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     tanh_backward_mps_kernel(iter, common);
   });

@@ -34,6 +34,7 @@ at::Tensor& tanh_out_cpu(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& tanh_inplace_cpu(at::Tensor& self) {
+  mpsgen::check_inplace(tanh_spec, self);
   return mpsgen::elementwise_out(tanh_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     tanh_cpu_kernel(iter, common);
   });

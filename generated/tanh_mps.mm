@@ -36,6 +36,7 @@ at::Tensor& tanh_out_mps(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& tanh_inplace_mps(at::Tensor& self) {
+  mpsgen::check_inplace(tanh_spec, self);
   return mpsgen::elementwise_out(tanh_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     tanh_mps_kernel(iter, common);
   });

@@ -48,6 +48,7 @@ at::Tensor& threshold_out_cpu(const at::Tensor& self, const at::Scalar& threshol
 }
 
 at::Tensor& threshold_inplace_cpu(at::Tensor& self, const at::Scalar& threshold, const at::Scalar& value) {
+  mpsgen::check_inplace(threshold_spec, self);
   return mpsgen::elementwise_out(threshold_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     threshold_cpu_kernel(iter, common, threshold, value);
   });

@@ -51,6 +51,7 @@ at::Tensor& threshold_out_mps(const at::Tensor& self, const at::Scalar& threshol
 }
 
 at::Tensor& threshold_inplace_mps(at::Tensor& self, const at::Scalar& threshold, const at::Scalar& value) {
+  mpsgen::check_inplace(threshold_spec, self);
   return mpsgen::elementwise_out(threshold_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     threshold_mps_kernel(iter, common, threshold, value);
   });

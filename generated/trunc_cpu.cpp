@@ -35,6 +35,7 @@ at::Tensor& trunc_out_cpu(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& trunc_inplace_cpu(at::Tensor& self) {
+  mpsgen::check_inplace(trunc_spec, self);
   return mpsgen::elementwise_out(trunc_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     trunc_cpu_kernel(iter, common);
   });

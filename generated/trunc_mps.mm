@@ -37,6 +37,7 @@ at::Tensor& trunc_out_mps(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& trunc_inplace_mps(at::Tensor& self) {
+  mpsgen::check_inplace(trunc_spec, self);
   return mpsgen::elementwise_out(trunc_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     trunc_mps_kernel(iter, common);
   });

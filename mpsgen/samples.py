@@ -188,6 +188,14 @@ def fill(params, tensors, dtype: torch.dtype, values: dict | None = None, inplac
     return tuple(args), kw
 
 
+def inplace_allowed(self_dtype: torch.dtype, result_dtype: torch.dtype) -> bool:
+    """torch's rule for an in-place variant: the result casts into self, and a complex self does
+    not take a real result (abs_: "In-place abs is not supported for complex tensors"; a
+    comparison's bool result casts into any self)."""
+    real_of_complex = self_dtype.is_complex and not result_dtype.is_complex and result_dtype != torch.bool
+    return torch.can_cast(result_dtype, self_dtype) and not real_of_complex
+
+
 def as_inplace(params, args: tuple, kwargs: dict, self_: torch.Tensor | None = None) -> tuple[tuple, dict]:
     """A call's (args, kwargs) rearranged for the in-place variant (the first Tensor first),
     with that Tensor replaced by self_ if given."""

@@ -323,6 +323,10 @@ def register_variants(lib: torch.library.Library, name: str, out: str, inplace: 
 
     def inplace_decomposition(self, *args, **kwargs):
         result = functional(*args[:self_index], self, *args[self_index:], **kwargs)
+        if self.is_complex() and not result.is_complex() and result.dtype != torch.bool:
+            # as the C++ host (mpsgen::check_inplace) and torch's abs_
+            raise RuntimeError(f"{inplace_name}: In-place {name.split('.')[0]} is not supported for complex "
+                               "tensors (its result is real)")
         if result.shape != self.shape:
             raise RuntimeError(f"{inplace_name}: output with shape {list(self.shape)} doesn't match the "
                                f"broadcast shape {list(result.shape)}")

@@ -19,7 +19,8 @@ import torch
 
 import mpsgen.ops  # loads mpsgen's own ops (the extension and generated/library.py)
 from mpsgen.codegen.registry.loader import load
-from mpsgen.samples import TORCH_DTYPES, as_inplace, edge_samples, entry_params, op_overload, value_tensors
+from mpsgen.samples import (TORCH_DTYPES, as_inplace, edge_samples, entry_params, inplace_allowed, op_overload,
+                            value_tensors)
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = load(ROOT / "ops.yaml")
@@ -68,12 +69,12 @@ def _all_variants(entry, sample):
 
 
 def with_inplace(entry, sample) -> bool:
-    """exp_ of an integer tensor, polar_ of a float one: refused, as torch refuses them;
-    a `mask:` op (where) has no in-place variant."""
+    """exp_ of an integer tensor, polar_ of a float one, abs_ of a complex one: refused, as torch
+    refuses them; a `mask:` op (where) has no in-place variant."""
     if "inplace" not in entry.schema_names:
         return False
     result = op_overload(NS, entry.qualified_name)(*sample.args, **sample.kwargs)
-    return torch.can_cast(result.dtype, next(a for a in sample.args if isinstance(a, torch.Tensor)).dtype)
+    return inplace_allowed(next(a for a in sample.args if isinstance(a, torch.Tensor)).dtype, result.dtype)
 
 
 def _recording_aot_eager(graphs: list):

@@ -17,8 +17,8 @@ from torch.testing._comparison import default_tolerances
 import mpsgen._C as ext
 import mpsgen.ops  # noqa: F401  (loads the ops: torch.ops.mpsgen.*, the fake kernels)
 from mpsgen.codegen.registry.loader import load
-from mpsgen.samples import (TORCH_DTYPES, Sample, as_inplace, edge_samples, entry_params, fill, op_overload,
-                            reference, registered_dtypes, value_tensors, widened_reference)
+from mpsgen.samples import (TORCH_DTYPES, Sample, as_inplace, edge_samples, entry_params, fill, inplace_allowed,
+                            op_overload, reference, registered_dtypes, value_tensors, widened_reference)
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = load(ROOT / "ops.yaml")
@@ -142,10 +142,13 @@ def test_inplace_on_noncontiguous_self(op, entry, dtype):
     assert not self_.is_contiguous()
     inplace = overload(entry.schema_names["inplace"])
     args, kwargs = as_inplace(entry_params(entry), args, kwargs, self_)
-    if torch.can_cast(expected.dtype, dtype):
+    if inplace_allowed(dtype, expected.dtype):
         assert inplace(*args, **kwargs) is self_
         assert not self_.is_contiguous()
         _close_after_cast(self_, expected)
+    elif torch.can_cast(expected.dtype, dtype):  # a real result of a complex self
+        with pytest.raises(RuntimeError, match="In-place .* is not supported for complex tensors"):
+            inplace(*args, **kwargs)
     else:
         with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
             inplace(*args, **kwargs)
@@ -335,6 +338,39 @@ def test_an_opmath_scalar_beyond_a_narrow_integer_is_refused_as_torch_refuses(en
     limit = {**sample.kwargs, arg: too_big - 1}
     torch.testing.assert_close(op("functional")(*sample.args, **limit),
                                reference(entry.reference)(*sample.args, **limit))
+
+
+REAL_OF_COMPLEX = [pytest.param(e, TORCH_DTYPES[r.input], id=f"{e.qualified_name}-{r.input}")
+                   for op in REGISTRY.own_ops if not op.bool_output for e in op.entries
+                   if "inplace" in e.schema_names for r in op.registrations
+                   if TORCH_DTYPES[r.input].is_complex and not TORCH_DTYPES[r.output].is_complex]
+
+
+def test_the_registry_has_in_place_ops_whose_result_is_real_for_complex_inputs():
+    assert {p.values[0].qualified_name for p in REAL_OF_COMPLEX} >= {"abs", "angle"}
+
+
+@pytest.mark.parametrize("entry,dtype", REAL_OF_COMPLEX)
+def test_in_place_of_a_complex_self_with_a_real_result_is_refused(entry, dtype):
+    """torch refuses abs_ of a complex tensor ("In-place abs is not supported for complex
+    tensors."), as every in-place variant of an op whose result is real for complex inputs: the
+    result would be written back with a zero imaginary part. Eager, and the decomposition that
+    fake tensors (torch.compile) run; nothing is written."""
+    with pytest.raises(RuntimeError, match="In-place abs is not supported for complex tensors"):
+        torch.abs_(torch.ones(3, dtype=torch.complex64))  # the rule's oracle
+    inplace = overload(entry.schema_names["inplace"])
+    self_ = torch.tensor([3 + 4j, -1 - 1j, 0.5j], dtype=dtype)
+    before = self_.clone()
+    message = (f"{REGISTRY.namespace}::{entry.schema_names['inplace']}: In-place {entry.qualified_name.split('.')[0]} "
+               "is not supported for complex tensors")
+    with pytest.raises(RuntimeError, match=re.escape(message)):
+        inplace(self_)
+    assert torch.equal(torch.view_as_real(self_), torch.view_as_real(before))  # (no equal for complex32)
+    with torch._subclasses.FakeTensorMode() as mode, pytest.raises(RuntimeError, match=re.escape(message)):
+        inplace(mode.from_tensor(self_))
+    real = torch.tensor([-1.5, 2.0, 0.0])  # a real self still works in place, as torch's abs_
+    expected = reference(entry.reference)(real.clone())
+    torch.testing.assert_close(inplace(real), expected)
 
 
 # ---- tensors that need more than 32-bit indexing ------------------------------------

@@ -316,6 +316,23 @@ at::Tensor elementwise(const OpSpec& op, Backend backend, at::TensorList inputs,
   return run(op, backend, args, at::empty({0}, inputs[0].options().device(device).dtype(reg.output)), kernel, common);
 }
 
+void check_inplace(const OpSpec& op, const at::Tensor& self) {
+  if (!self.defined() || !self.is_complex() || op.bool_output) return;
+  for (const auto& r : op.registrations) {
+    // torch's in-place variants of ops whose result is real for complex inputs refuse a complex
+    // self (abs_: "In-place abs is not supported for complex tensors."): the real result would
+    // be written back with a zero imaginary part
+    if (r.input == self.scalar_type() && !c10::isComplexType(r.output)) {
+      const std::string full(op.name);  // "<namespace>::<name>[.<overload>]"
+      const auto start = full.find("::") + 2, dot = full.find('.', start);
+      const std::string base = full.substr(start, dot == std::string::npos ? dot : dot - start);
+      const std::string overload = dot == std::string::npos ? "" : full.substr(dot);
+      TORCH_CHECK(false, full.substr(0, start), base, "_", overload, ": In-place ", base,
+                  " is not supported for complex tensors (its result is real)");
+    }
+  }
+}
+
 at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList inputs, const ScalarArgs& scalars,
                             const ChecksFn& checks, at::Tensor& out, const KernelFn& kernel,
                             std::initializer_list<c10::ScalarType> exact_out) {

@@ -66,6 +66,9 @@ using KernelFn = std::function<void(at::TensorIteratorBase&, c10::ScalarType com
 // within torch's can_cast rule.
 at::Tensor elementwise(const OpSpec& op, Backend backend, at::TensorList inputs, const ScalarArgs& scalars,
                        const ChecksFn& checks, const KernelFn& kernel);
+// An in-place variant's self: refused where it is complex and the op's result for it is real,
+// as torch's in-place variants refuse it.
+void check_inplace(const OpSpec& op, const at::Tensor& self);
 at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList inputs, const ScalarArgs& scalars,
                             const ChecksFn& checks, at::Tensor& out, const KernelFn& kernel,
                             std::initializer_list<c10::ScalarType> exact_out = {});
