@@ -1245,15 +1245,15 @@ polar_spec = Spec(
 @torch.library.register_fake("mpsgen::polar", lib=lib)
 def polar_fake(abs, angle):
     check_defined(polar_spec, [abs, angle])
-    if not (abs.dtype == angle.dtype):  # ops.yaml:1094
+    if not (abs.dtype == angle.dtype):  # ops.yaml:1095
         raise RuntimeError(f'mpsgen::polar: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(polar_spec, [abs, angle])
-register_variants(lib, "polar", out="polar.out", inplace="polar_")
+register_variants(lib, "polar", out="polar.out", inplace="polar_", exact_out=True)
 
 
-# ---- complex: ops.yaml:1106 ----
+# ---- complex: ops.yaml:1107 ----
 complex_spec = Spec(
-    "mpsgen::complex", "ops.yaml:1106", inputs=["real", "imag"], int_to_float=False, bool_output=False,
+    "mpsgen::complex", "ops.yaml:1107", inputs=["real", "imag"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
         torch.float16: torch.complex32,
@@ -1262,19 +1262,19 @@ complex_spec = Spec(
 )
 
 
-# ops.yaml:1106: complex(Tensor real, Tensor imag) -> Tensor
+# ops.yaml:1107: complex(Tensor real, Tensor imag) -> Tensor
 @torch.library.register_fake("mpsgen::complex", lib=lib)
 def complex_fake(real, imag):
     check_defined(complex_spec, [real, imag])
-    if not (real.dtype == imag.dtype):  # ops.yaml:1110
+    if not (real.dtype == imag.dtype):  # ops.yaml:1112
         raise RuntimeError(f'mpsgen::complex: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(complex_spec, [real, imag])
-register_variants(lib, "complex", out="complex.out", inplace="complex_")
+register_variants(lib, "complex", out="complex.out", inplace="complex_", exact_out=True)
 
 
-# ---- angle: ops.yaml:1121 ----
+# ---- angle: ops.yaml:1123 ----
 angle_spec = Spec(
-    "mpsgen::angle", "ops.yaml:1121", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::angle", "ops.yaml:1123", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1292,16 +1292,16 @@ angle_spec = Spec(
 )
 
 
-# ops.yaml:1121: angle(Tensor self) -> Tensor
+# ops.yaml:1123: angle(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::angle", lib=lib)
 def angle_fake(self):
     return fake_elementwise(angle_spec, [self])
 register_variants(lib, "angle", out="angle.out", inplace="angle_")
 
 
-# ---- cos: ops.yaml:1145 ----
+# ---- cos: ops.yaml:1147 ----
 cos_spec = Spec(
-    "mpsgen::cos", "ops.yaml:1145", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::cos", "ops.yaml:1147", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1319,16 +1319,16 @@ cos_spec = Spec(
 )
 
 
-# ops.yaml:1145: cos(Tensor self) -> Tensor
+# ops.yaml:1147: cos(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::cos", lib=lib)
 def cos_fake(self):
     return fake_elementwise(cos_spec, [self])
 register_variants(lib, "cos", out="cos.out", inplace="cos_")
 
 
-# ---- tan: ops.yaml:1171 ----
+# ---- tan: ops.yaml:1173 ----
 tan_spec = Spec(
-    "mpsgen::tan", "ops.yaml:1171", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::tan", "ops.yaml:1173", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1346,16 +1346,16 @@ tan_spec = Spec(
 )
 
 
-# ops.yaml:1171: tan(Tensor self) -> Tensor
+# ops.yaml:1173: tan(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tan", lib=lib)
 def tan_fake(self):
     return fake_elementwise(tan_spec, [self])
 register_variants(lib, "tan", out="tan.out", inplace="tan_")
 
 
-# ---- tanh: ops.yaml:1190 ----
+# ---- tanh: ops.yaml:1192 ----
 tanh_spec = Spec(
-    "mpsgen::tanh", "ops.yaml:1190", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::tanh", "ops.yaml:1192", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1373,16 +1373,16 @@ tanh_spec = Spec(
 )
 
 
-# ops.yaml:1190: tanh(Tensor self) -> Tensor
+# ops.yaml:1192: tanh(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tanh", lib=lib)
 def tanh_fake(self):
     return fake_elementwise(tanh_spec, [self])
 register_variants(lib, "tanh", out="tanh.out", inplace="tanh_")
 
 
-# ---- log: ops.yaml:1208 ----
+# ---- log: ops.yaml:1210 ----
 log_spec = Spec(
-    "mpsgen::log", "ops.yaml:1208", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::log", "ops.yaml:1210", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1400,16 +1400,16 @@ log_spec = Spec(
 )
 
 
-# ops.yaml:1208: log(Tensor self) -> Tensor
+# ops.yaml:1210: log(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log", lib=lib)
 def log_fake(self):
     return fake_elementwise(log_spec, [self])
 register_variants(lib, "log", out="log.out", inplace="log_")
 
 
-# ---- log1p: ops.yaml:1226 ----
+# ---- log1p: ops.yaml:1228 ----
 log1p_spec = Spec(
-    "mpsgen::log1p", "ops.yaml:1226", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::log1p", "ops.yaml:1228", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1427,16 +1427,16 @@ log1p_spec = Spec(
 )
 
 
-# ops.yaml:1226: log1p(Tensor self) -> Tensor
+# ops.yaml:1228: log1p(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log1p", lib=lib)
 def log1p_fake(self):
     return fake_elementwise(log1p_spec, [self])
 register_variants(lib, "log1p", out="log1p.out", inplace="log1p_")
 
 
-# ---- expm1: ops.yaml:1250 ----
+# ---- expm1: ops.yaml:1252 ----
 expm1_spec = Spec(
-    "mpsgen::expm1", "ops.yaml:1250", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::expm1", "ops.yaml:1252", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1454,16 +1454,16 @@ expm1_spec = Spec(
 )
 
 
-# ops.yaml:1250: expm1(Tensor self) -> Tensor
+# ops.yaml:1252: expm1(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::expm1", lib=lib)
 def expm1_fake(self):
     return fake_elementwise(expm1_spec, [self])
 register_variants(lib, "expm1", out="expm1.out", inplace="expm1_")
 
 
-# ---- rsqrt: ops.yaml:1279 ----
+# ---- rsqrt: ops.yaml:1281 ----
 rsqrt_spec = Spec(
-    "mpsgen::rsqrt", "ops.yaml:1279", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::rsqrt", "ops.yaml:1281", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1481,16 +1481,16 @@ rsqrt_spec = Spec(
 )
 
 
-# ops.yaml:1279: rsqrt(Tensor self) -> Tensor
+# ops.yaml:1281: rsqrt(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::rsqrt", lib=lib)
 def rsqrt_fake(self):
     return fake_elementwise(rsqrt_spec, [self])
 register_variants(lib, "rsqrt", out="rsqrt.out", inplace="rsqrt_")
 
 
-# ---- i0: ops.yaml:1297 ----
+# ---- i0: ops.yaml:1299 ----
 i0_spec = Spec(
-    "mpsgen::i0", "ops.yaml:1297", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::i0", "ops.yaml:1299", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1506,16 +1506,16 @@ i0_spec = Spec(
 )
 
 
-# ops.yaml:1297: i0(Tensor self) -> Tensor
+# ops.yaml:1299: i0(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::i0", lib=lib)
 def i0_fake(self):
     return fake_elementwise(i0_spec, [self])
 register_variants(lib, "i0", out="i0.out", inplace="i0_")
 
 
-# ---- reciprocal: ops.yaml:1310 ----
+# ---- reciprocal: ops.yaml:1312 ----
 reciprocal_spec = Spec(
-    "mpsgen::reciprocal", "ops.yaml:1310", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::reciprocal", "ops.yaml:1312", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1533,16 +1533,16 @@ reciprocal_spec = Spec(
 )
 
 
-# ops.yaml:1310: reciprocal(Tensor self) -> Tensor
+# ops.yaml:1312: reciprocal(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::reciprocal", lib=lib)
 def reciprocal_fake(self):
     return fake_elementwise(reciprocal_spec, [self])
 register_variants(lib, "reciprocal", out="reciprocal.out", inplace="reciprocal_")
 
 
-# ---- floor: ops.yaml:1329 ----
+# ---- floor: ops.yaml:1331 ----
 floor_spec = Spec(
-    "mpsgen::floor", "ops.yaml:1329", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::floor", "ops.yaml:1331", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1558,16 +1558,16 @@ floor_spec = Spec(
 )
 
 
-# ops.yaml:1329: floor(Tensor self) -> Tensor
+# ops.yaml:1331: floor(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::floor", lib=lib)
 def floor_fake(self):
     return fake_elementwise(floor_spec, [self])
 register_variants(lib, "floor", out="floor.out", inplace="floor_", exact_out=True)
 
 
-# ---- ceil: ops.yaml:1345 ----
+# ---- ceil: ops.yaml:1347 ----
 ceil_spec = Spec(
-    "mpsgen::ceil", "ops.yaml:1345", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::ceil", "ops.yaml:1347", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1583,16 +1583,16 @@ ceil_spec = Spec(
 )
 
 
-# ops.yaml:1345: ceil(Tensor self) -> Tensor
+# ops.yaml:1347: ceil(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::ceil", lib=lib)
 def ceil_fake(self):
     return fake_elementwise(ceil_spec, [self])
 register_variants(lib, "ceil", out="ceil.out", inplace="ceil_", exact_out=True)
 
 
-# ---- trunc: ops.yaml:1361 ----
+# ---- trunc: ops.yaml:1363 ----
 trunc_spec = Spec(
-    "mpsgen::trunc", "ops.yaml:1361", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::trunc", "ops.yaml:1363", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1608,16 +1608,16 @@ trunc_spec = Spec(
 )
 
 
-# ops.yaml:1361: trunc(Tensor self) -> Tensor
+# ops.yaml:1363: trunc(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::trunc", lib=lib)
 def trunc_fake(self):
     return fake_elementwise(trunc_spec, [self])
 register_variants(lib, "trunc", out="trunc.out", inplace="trunc_", exact_out=True)
 
 
-# ---- sign: ops.yaml:1377 ----
+# ---- sign: ops.yaml:1379 ----
 sign_spec = Spec(
-    "mpsgen::sign", "ops.yaml:1377", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::sign", "ops.yaml:1379", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1633,16 +1633,16 @@ sign_spec = Spec(
 )
 
 
-# ops.yaml:1377: sign(Tensor self) -> Tensor
+# ops.yaml:1379: sign(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::sign", lib=lib)
 def sign_fake(self):
     return fake_elementwise(sign_spec, [self])
 register_variants(lib, "sign", out="sign.out", inplace="sign_", exact_out=True)
 
 
-# ---- minimum: ops.yaml:1391 ----
+# ---- minimum: ops.yaml:1393 ----
 minimum_spec = Spec(
-    "mpsgen::minimum", "ops.yaml:1391", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::minimum", "ops.yaml:1393", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1658,16 +1658,16 @@ minimum_spec = Spec(
 )
 
 
-# ops.yaml:1391: minimum(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1393: minimum(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::minimum", lib=lib)
 def minimum_fake(self, other):
     return fake_elementwise(minimum_spec, [self, other])
 register_variants(lib, "minimum", out="minimum.out", inplace="minimum_")
 
 
-# ---- fmax: ops.yaml:1404 ----
+# ---- fmax: ops.yaml:1406 ----
 fmax_spec = Spec(
-    "mpsgen::fmax", "ops.yaml:1404", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmax", "ops.yaml:1406", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1683,16 +1683,16 @@ fmax_spec = Spec(
 )
 
 
-# ops.yaml:1404: fmax(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1406: fmax(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmax", lib=lib)
 def fmax_fake(self, other):
     return fake_elementwise(fmax_spec, [self, other])
 register_variants(lib, "fmax", out="fmax.out", inplace="fmax_")
 
 
-# ---- fmin: ops.yaml:1421 ----
+# ---- fmin: ops.yaml:1423 ----
 fmin_spec = Spec(
-    "mpsgen::fmin", "ops.yaml:1421", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmin", "ops.yaml:1423", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1708,16 +1708,16 @@ fmin_spec = Spec(
 )
 
 
-# ops.yaml:1421: fmin(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1423: fmin(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmin", lib=lib)
 def fmin_fake(self, other):
     return fake_elementwise(fmin_spec, [self, other])
 register_variants(lib, "fmin", out="fmin.out", inplace="fmin_")
 
 
-# ---- bitwise_and: ops.yaml:1437 ----
+# ---- bitwise_and: ops.yaml:1439 ----
 bitwise_and_spec = Spec(
-    "mpsgen::bitwise_and", "ops.yaml:1437", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_and", "ops.yaml:1439", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -1730,23 +1730,23 @@ bitwise_and_spec = Spec(
 )
 
 
-# ops.yaml:1437: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1439: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Tensor", lib=lib)
 def bitwise_and_Tensor_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
 register_variants(lib, "bitwise_and.Tensor", out="bitwise_and.Tensor_out", inplace="bitwise_and_.Tensor")
 
 
-# ops.yaml:1446: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1448: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Scalar", lib=lib)
 def bitwise_and_Scalar_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
 register_variants(lib, "bitwise_and.Scalar", out="bitwise_and.Scalar_out", inplace="bitwise_and_.Scalar")
 
 
-# ---- bitwise_or: ops.yaml:1448 ----
+# ---- bitwise_or: ops.yaml:1450 ----
 bitwise_or_spec = Spec(
-    "mpsgen::bitwise_or", "ops.yaml:1448", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_or", "ops.yaml:1450", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -1759,16 +1759,16 @@ bitwise_or_spec = Spec(
 )
 
 
-# ops.yaml:1448: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1450: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_or.Tensor", lib=lib)
 def bitwise_or_Tensor_fake(self, other):
     return fake_elementwise(bitwise_or_spec, [self, other])
 register_variants(lib, "bitwise_or.Tensor", out="bitwise_or.Tensor_out", inplace="bitwise_or_.Tensor")
 
 
-# ---- gt: ops.yaml:1458 ----
+# ---- gt: ops.yaml:1460 ----
 gt_spec = Spec(
-    "mpsgen::gt", "ops.yaml:1458", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::gt", "ops.yaml:1460", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1784,23 +1784,23 @@ gt_spec = Spec(
 )
 
 
-# ops.yaml:1458: gt.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1460: gt.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Tensor", lib=lib)
 def gt_Tensor_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
 register_variants(lib, "gt.Tensor", out="gt.Tensor_out", inplace="gt_.Tensor")
 
 
-# ops.yaml:1467: gt.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1469: gt.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Scalar", lib=lib)
 def gt_Scalar_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
 register_variants(lib, "gt.Scalar", out="gt.Scalar_out", inplace="gt_.Scalar")
 
 
-# ---- ge: ops.yaml:1469 ----
+# ---- ge: ops.yaml:1471 ----
 ge_spec = Spec(
-    "mpsgen::ge", "ops.yaml:1469", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::ge", "ops.yaml:1471", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1816,16 +1816,16 @@ ge_spec = Spec(
 )
 
 
-# ops.yaml:1469: ge.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1471: ge.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::ge.Tensor", lib=lib)
 def ge_Tensor_fake(self, other):
     return fake_elementwise(ge_spec, [self, other])
 register_variants(lib, "ge.Tensor", out="ge.Tensor_out", inplace="ge_.Tensor")
 
 
-# ---- le: ops.yaml:1478 ----
+# ---- le: ops.yaml:1480 ----
 le_spec = Spec(
-    "mpsgen::le", "ops.yaml:1478", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::le", "ops.yaml:1480", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1841,16 +1841,16 @@ le_spec = Spec(
 )
 
 
-# ops.yaml:1478: le.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1480: le.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::le.Tensor", lib=lib)
 def le_Tensor_fake(self, other):
     return fake_elementwise(le_spec, [self, other])
 register_variants(lib, "le.Tensor", out="le.Tensor_out", inplace="le_.Tensor")
 
 
-# ---- logical_or: ops.yaml:1487 ----
+# ---- logical_or: ops.yaml:1489 ----
 logical_or_spec = Spec(
-    "mpsgen::logical_or", "ops.yaml:1487", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_or", "ops.yaml:1489", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1867,16 +1867,16 @@ logical_or_spec = Spec(
 )
 
 
-# ops.yaml:1487: logical_or(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1489: logical_or(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_or", lib=lib)
 def logical_or_fake(self, other):
     return fake_elementwise(logical_or_spec, [self, other])
 register_variants(lib, "logical_or", out="logical_or.out", inplace="logical_or_")
 
 
-# ---- logical_xor: ops.yaml:1496 ----
+# ---- logical_xor: ops.yaml:1498 ----
 logical_xor_spec = Spec(
-    "mpsgen::logical_xor", "ops.yaml:1496", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_xor", "ops.yaml:1498", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1893,16 +1893,16 @@ logical_xor_spec = Spec(
 )
 
 
-# ops.yaml:1496: logical_xor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1498: logical_xor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_xor", lib=lib)
 def logical_xor_fake(self, other):
     return fake_elementwise(logical_xor_spec, [self, other])
 register_variants(lib, "logical_xor", out="logical_xor.out", inplace="logical_xor_")
 
 
-# ---- where: ops.yaml:1509 ----
+# ---- where: ops.yaml:1511 ----
 where_spec = Spec(
-    "mpsgen::where", "ops.yaml:1509", inputs=["condition", "self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::where", "ops.yaml:1511", inputs=["condition", "self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1921,49 +1921,49 @@ where_spec = Spec(
 )
 
 
-# ops.yaml:1509: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
+# ops.yaml:1511: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::where.self", lib=lib)
 def where_self_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1515
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1517
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other])
 register_variants(lib, "where.self", out="where.self_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1531: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor
+# ops.yaml:1533: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::where.ScalarSelf", lib=lib)
 def where_ScalarSelf_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1515
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1517
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other], converted=[self])
 register_variants(lib, "where.ScalarSelf", out="where.ScalarSelf_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1532: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor
+# ops.yaml:1534: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::where.ScalarOther", lib=lib)
 def where_ScalarOther_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1515
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1517
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other], converted=[other])
 register_variants(lib, "where.ScalarOther", out="where.ScalarOther_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1533: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor
+# ops.yaml:1535: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::where.Scalar", lib=lib)
 def where_Scalar_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1515
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1517
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other], converted=[self, other])
 register_variants(lib, "where.Scalar", out="where.Scalar_out", inplace=None, exact_out=True)
 
 
-# ---- full_like: ops.yaml:1852 ----
+# ---- full_like: ops.yaml:1854 ----
 full_like_spec = Spec(
-    "mpsgen::full_like", "ops.yaml:1852", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::full_like", "ops.yaml:1854", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1984,7 +1984,7 @@ full_like_spec = Spec(
 )
 
 
-# ops.yaml:1852: full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor
+# ops.yaml:1854: full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor
 @torch.library.register_fake("mpsgen::full_like", lib=lib)
 def full_like_fake(self, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
     return fake_elementwise(full_like_spec, [self], kernel_scalar=fill_value, options={"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory, "memory_format": memory_format})

@@ -1156,10 +1156,10 @@ extern const OpSpec polar_spec{
     },
     };
 
-// ops.yaml:1107: the dtypes complex.metal registers (input -> output)
+// ops.yaml:1108: the dtypes complex.metal registers (input -> output)
 extern const OpSpec complex_spec{
     "mpsgen::complex",
-    "ops.yaml:1106",
+    "ops.yaml:1107",
     {"real", "imag"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1175,10 +1175,10 @@ extern const OpSpec complex_spec{
     },
     };
 
-// ops.yaml:1122: the dtypes angle.metal registers (input -> output)
+// ops.yaml:1124: the dtypes angle.metal registers (input -> output)
 extern const OpSpec angle_spec{
     "mpsgen::angle",
-    "ops.yaml:1121",
+    "ops.yaml:1123",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1203,10 +1203,10 @@ extern const OpSpec angle_spec{
     },
     };
 
-// ops.yaml:1146: the dtypes cos.metal registers (input -> output)
+// ops.yaml:1148: the dtypes cos.metal registers (input -> output)
 extern const OpSpec cos_spec{
     "mpsgen::cos",
-    "ops.yaml:1145",
+    "ops.yaml:1147",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1231,10 +1231,10 @@ extern const OpSpec cos_spec{
     },
     };
 
-// ops.yaml:1172: the dtypes tan.metal registers (input -> output)
+// ops.yaml:1174: the dtypes tan.metal registers (input -> output)
 extern const OpSpec tan_spec{
     "mpsgen::tan",
-    "ops.yaml:1171",
+    "ops.yaml:1173",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1259,10 +1259,10 @@ extern const OpSpec tan_spec{
     },
     };
 
-// ops.yaml:1191: the dtypes tanh.metal registers (input -> output)
+// ops.yaml:1193: the dtypes tanh.metal registers (input -> output)
 extern const OpSpec tanh_spec{
     "mpsgen::tanh",
-    "ops.yaml:1190",
+    "ops.yaml:1192",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1287,10 +1287,10 @@ extern const OpSpec tanh_spec{
     },
     };
 
-// ops.yaml:1209: the dtypes log.metal registers (input -> output)
+// ops.yaml:1211: the dtypes log.metal registers (input -> output)
 extern const OpSpec log_spec{
     "mpsgen::log",
-    "ops.yaml:1208",
+    "ops.yaml:1210",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1315,10 +1315,10 @@ extern const OpSpec log_spec{
     },
     };
 
-// ops.yaml:1227: the dtypes log1p.metal registers (input -> output)
+// ops.yaml:1229: the dtypes log1p.metal registers (input -> output)
 extern const OpSpec log1p_spec{
     "mpsgen::log1p",
-    "ops.yaml:1226",
+    "ops.yaml:1228",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1343,10 +1343,10 @@ extern const OpSpec log1p_spec{
     },
     };
 
-// ops.yaml:1251: the dtypes expm1.metal registers (input -> output)
+// ops.yaml:1253: the dtypes expm1.metal registers (input -> output)
 extern const OpSpec expm1_spec{
     "mpsgen::expm1",
-    "ops.yaml:1250",
+    "ops.yaml:1252",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1371,10 +1371,10 @@ extern const OpSpec expm1_spec{
     },
     };
 
-// ops.yaml:1280: the dtypes rsqrt.metal registers (input -> output)
+// ops.yaml:1282: the dtypes rsqrt.metal registers (input -> output)
 extern const OpSpec rsqrt_spec{
     "mpsgen::rsqrt",
-    "ops.yaml:1279",
+    "ops.yaml:1281",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1399,10 +1399,10 @@ extern const OpSpec rsqrt_spec{
     },
     };
 
-// ops.yaml:1298: the dtypes i0.metal registers (input -> output)
+// ops.yaml:1300: the dtypes i0.metal registers (input -> output)
 extern const OpSpec i0_spec{
     "mpsgen::i0",
-    "ops.yaml:1297",
+    "ops.yaml:1299",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1425,10 +1425,10 @@ extern const OpSpec i0_spec{
     },
     };
 
-// ops.yaml:1311: the dtypes reciprocal.metal registers (input -> output)
+// ops.yaml:1313: the dtypes reciprocal.metal registers (input -> output)
 extern const OpSpec reciprocal_spec{
     "mpsgen::reciprocal",
-    "ops.yaml:1310",
+    "ops.yaml:1312",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1453,10 +1453,10 @@ extern const OpSpec reciprocal_spec{
     },
     };
 
-// ops.yaml:1331: the dtypes floor.metal registers (input -> output)
+// ops.yaml:1333: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
     "mpsgen::floor",
-    "ops.yaml:1329",
+    "ops.yaml:1331",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1479,10 +1479,10 @@ extern const OpSpec floor_spec{
     },
     };
 
-// ops.yaml:1347: the dtypes ceil.metal registers (input -> output)
+// ops.yaml:1349: the dtypes ceil.metal registers (input -> output)
 extern const OpSpec ceil_spec{
     "mpsgen::ceil",
-    "ops.yaml:1345",
+    "ops.yaml:1347",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1505,10 +1505,10 @@ extern const OpSpec ceil_spec{
     },
     };
 
-// ops.yaml:1363: the dtypes trunc.metal registers (input -> output)
+// ops.yaml:1365: the dtypes trunc.metal registers (input -> output)
 extern const OpSpec trunc_spec{
     "mpsgen::trunc",
-    "ops.yaml:1361",
+    "ops.yaml:1363",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1531,10 +1531,10 @@ extern const OpSpec trunc_spec{
     },
     };
 
-// ops.yaml:1379: the dtypes sign.metal registers (input -> output)
+// ops.yaml:1381: the dtypes sign.metal registers (input -> output)
 extern const OpSpec sign_spec{
     "mpsgen::sign",
-    "ops.yaml:1377",
+    "ops.yaml:1379",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1557,10 +1557,10 @@ extern const OpSpec sign_spec{
     },
     };
 
-// ops.yaml:1392: the dtypes minimum.metal registers (input -> output)
+// ops.yaml:1394: the dtypes minimum.metal registers (input -> output)
 extern const OpSpec minimum_spec{
     "mpsgen::minimum",
-    "ops.yaml:1391",
+    "ops.yaml:1393",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1583,10 +1583,10 @@ extern const OpSpec minimum_spec{
     },
     };
 
-// ops.yaml:1405: the dtypes fmax.metal registers (input -> output)
+// ops.yaml:1407: the dtypes fmax.metal registers (input -> output)
 extern const OpSpec fmax_spec{
     "mpsgen::fmax",
-    "ops.yaml:1404",
+    "ops.yaml:1406",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1609,10 +1609,10 @@ extern const OpSpec fmax_spec{
     },
     };
 
-// ops.yaml:1422: the dtypes fmin.metal registers (input -> output)
+// ops.yaml:1424: the dtypes fmin.metal registers (input -> output)
 extern const OpSpec fmin_spec{
     "mpsgen::fmin",
-    "ops.yaml:1421",
+    "ops.yaml:1423",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1635,10 +1635,10 @@ extern const OpSpec fmin_spec{
     },
     };
 
-// ops.yaml:1438: the dtypes bitwise_and.metal registers (input -> output)
+// ops.yaml:1440: the dtypes bitwise_and.metal registers (input -> output)
 extern const OpSpec bitwise_and_spec{
     "mpsgen::bitwise_and",
-    "ops.yaml:1437",
+    "ops.yaml:1439",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1658,10 +1658,10 @@ extern const OpSpec bitwise_and_spec{
     },
     };
 
-// ops.yaml:1449: the dtypes bitwise_or.metal registers (input -> output)
+// ops.yaml:1451: the dtypes bitwise_or.metal registers (input -> output)
 extern const OpSpec bitwise_or_spec{
     "mpsgen::bitwise_or",
-    "ops.yaml:1448",
+    "ops.yaml:1450",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1681,10 +1681,10 @@ extern const OpSpec bitwise_or_spec{
     },
     };
 
-// ops.yaml:1459: the dtypes gt.metal registers (input -> output)
+// ops.yaml:1461: the dtypes gt.metal registers (input -> output)
 extern const OpSpec gt_spec{
     "mpsgen::gt",
-    "ops.yaml:1458",
+    "ops.yaml:1460",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1707,10 +1707,10 @@ extern const OpSpec gt_spec{
     },
     };
 
-// ops.yaml:1470: the dtypes ge.metal registers (input -> output)
+// ops.yaml:1472: the dtypes ge.metal registers (input -> output)
 extern const OpSpec ge_spec{
     "mpsgen::ge",
-    "ops.yaml:1469",
+    "ops.yaml:1471",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1733,10 +1733,10 @@ extern const OpSpec ge_spec{
     },
     };
 
-// ops.yaml:1479: the dtypes le.metal registers (input -> output)
+// ops.yaml:1481: the dtypes le.metal registers (input -> output)
 extern const OpSpec le_spec{
     "mpsgen::le",
-    "ops.yaml:1478",
+    "ops.yaml:1480",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1759,10 +1759,10 @@ extern const OpSpec le_spec{
     },
     };
 
-// ops.yaml:1488: the dtypes logical_or.metal registers (input -> output)
+// ops.yaml:1490: the dtypes logical_or.metal registers (input -> output)
 extern const OpSpec logical_or_spec{
     "mpsgen::logical_or",
-    "ops.yaml:1487",
+    "ops.yaml:1489",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1786,10 +1786,10 @@ extern const OpSpec logical_or_spec{
     },
     };
 
-// ops.yaml:1497: the dtypes logical_xor.metal registers (input -> output)
+// ops.yaml:1499: the dtypes logical_xor.metal registers (input -> output)
 extern const OpSpec logical_xor_spec{
     "mpsgen::logical_xor",
-    "ops.yaml:1496",
+    "ops.yaml:1498",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1813,10 +1813,10 @@ extern const OpSpec logical_xor_spec{
     },
     };
 
-// ops.yaml:1511: the dtypes where.metal registers (input -> output)
+// ops.yaml:1513: the dtypes where.metal registers (input -> output)
 extern const OpSpec where_spec{
     "mpsgen::where",
-    "ops.yaml:1509",
+    "ops.yaml:1511",
     {"condition", "self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1841,10 +1841,10 @@ extern const OpSpec where_spec{
     },
     };
 
-// ops.yaml:1548: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1550: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1545",
+    "ops.yaml:1547",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1867,10 +1867,10 @@ extern const OpSpec heaviside_spec{
     },
     };
 
-// ops.yaml:1562: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1564: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1560",
+    "ops.yaml:1562",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1893,10 +1893,10 @@ extern const OpSpec special_ndtri_spec{
     },
     };
 
-// ops.yaml:1630: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1632: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1628",
+    "ops.yaml:1630",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1919,10 +1919,10 @@ extern const OpSpec special_log_ndtr_spec{
     },
     };
 
-// ops.yaml:1658: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1660: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1656",
+    "ops.yaml:1658",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1945,10 +1945,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     },
     };
 
-// ops.yaml:1703: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1705: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1701",
+    "ops.yaml:1703",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1971,10 +1971,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     },
     };
 
-// ops.yaml:1751: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1753: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1749",
+    "ops.yaml:1751",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1997,10 +1997,10 @@ extern const OpSpec special_airy_ai_spec{
     },
     };
 
-// ops.yaml:1854: the dtypes full_like.metal registers (input -> output)
+// ops.yaml:1856: the dtypes full_like.metal registers (input -> output)
 extern const OpSpec full_like_spec{
     "mpsgen::full_like",
-    "ops.yaml:1852",
+    "ops.yaml:1854",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,

@@ -9,7 +9,7 @@ using namespace metal;
 using namespace c10::metal;
 
 // functor from ops.yaml:1089
-#line 1099 "ops.yaml"
+#line 1100 "ops.yaml"
 struct polar_functor {
   template <typename T>
   inline vec2type_t<T> operator()(const T r_, const T theta_) {

@@ -23,7 +23,7 @@ void polar_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
 // ops.yaml:1089: polar(Tensor abs, Tensor angle) -> Tensor
 at::Tensor polar_cpu(const at::Tensor& abs, const at::Tensor& angle) {
   return mpsgen::elementwise(polar_spec, mpsgen::Backend::CPU, {abs, angle}, {std::nullopt, {}}, [&] {
-    TORCH_CHECK((abs.scalar_type() == angle.scalar_type()), "mpsgen::polar: ", "Expected both inputs to be Half, Float or Double tensors of one dtype");  // ops.yaml:1094
+    TORCH_CHECK((abs.scalar_type() == angle.scalar_type()), "mpsgen::polar: ", "Expected both inputs to be Half, Float or Double tensors of one dtype");  // ops.yaml:1095
   }, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     polar_cpu_kernel(iter, common);
   });
@@ -31,16 +31,17 @@ at::Tensor polar_cpu(const at::Tensor& abs, const at::Tensor& angle) {
 
 at::Tensor& polar_out_cpu(const at::Tensor& abs, const at::Tensor& angle, at::Tensor& out) {
   return mpsgen::elementwise_out(polar_spec, mpsgen::Backend::CPU, {abs, angle}, {std::nullopt, {}}, [&] {
-    TORCH_CHECK((abs.scalar_type() == angle.scalar_type()), "mpsgen::polar: ", "Expected both inputs to be Half, Float or Double tensors of one dtype");  // ops.yaml:1094
+    TORCH_CHECK((abs.scalar_type() == angle.scalar_type()), "mpsgen::polar: ", "Expected both inputs to be Half, Float or Double tensors of one dtype");  // ops.yaml:1095
   }, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     polar_cpu_kernel(iter, common);
-  });
+  },
+                                {c10::ScalarType::Float, c10::ScalarType::Half});
 }
 
 at::Tensor& polar_inplace_cpu(at::Tensor& abs, const at::Tensor& angle) {
   mpsgen::check_inplace(polar_spec, abs);
   return mpsgen::elementwise_out(polar_spec, mpsgen::Backend::CPU, {abs, angle}, {std::nullopt, {}}, [&] {
-    TORCH_CHECK((abs.scalar_type() == angle.scalar_type()), "mpsgen::polar: ", "Expected both inputs to be Half, Float or Double tensors of one dtype");  // ops.yaml:1094
+    TORCH_CHECK((abs.scalar_type() == angle.scalar_type()), "mpsgen::polar: ", "Expected both inputs to be Half, Float or Double tensors of one dtype");  // ops.yaml:1095
   }, abs, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     polar_cpu_kernel(iter, common);
   });

@@ -25,7 +25,7 @@ void polar_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) {
 // ops.yaml:1089: polar(Tensor abs, Tensor angle) -> Tensor
 at::Tensor polar_mps(const at::Tensor& abs, const at::Tensor& angle) {
   return mpsgen::elementwise(polar_spec, mpsgen::Backend::MPS, {abs, angle}, {std::nullopt, {}}, [&] {
-    TORCH_CHECK((abs.scalar_type() == angle.scalar_type()), "mpsgen::polar: ", "Expected both inputs to be Half, Float or Double tensors of one dtype");  // ops.yaml:1094
+    TORCH_CHECK((abs.scalar_type() == angle.scalar_type()), "mpsgen::polar: ", "Expected both inputs to be Half, Float or Double tensors of one dtype");  // ops.yaml:1095
   }, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     polar_mps_kernel(iter, common);
   });
@@ -33,16 +33,17 @@ at::Tensor polar_mps(const at::Tensor& abs, const at::Tensor& angle) {
 
 at::Tensor& polar_out_mps(const at::Tensor& abs, const at::Tensor& angle, at::Tensor& out) {
   return mpsgen::elementwise_out(polar_spec, mpsgen::Backend::MPS, {abs, angle}, {std::nullopt, {}}, [&] {
-    TORCH_CHECK((abs.scalar_type() == angle.scalar_type()), "mpsgen::polar: ", "Expected both inputs to be Half, Float or Double tensors of one dtype");  // ops.yaml:1094
+    TORCH_CHECK((abs.scalar_type() == angle.scalar_type()), "mpsgen::polar: ", "Expected both inputs to be Half, Float or Double tensors of one dtype");  // ops.yaml:1095
   }, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     polar_mps_kernel(iter, common);
-  });
+  },
+                                {c10::ScalarType::Float, c10::ScalarType::Half});
 }
 
 at::Tensor& polar_inplace_mps(at::Tensor& abs, const at::Tensor& angle) {
   mpsgen::check_inplace(polar_spec, abs);
   return mpsgen::elementwise_out(polar_spec, mpsgen::Backend::MPS, {abs, angle}, {std::nullopt, {}}, [&] {
-    TORCH_CHECK((abs.scalar_type() == angle.scalar_type()), "mpsgen::polar: ", "Expected both inputs to be Half, Float or Double tensors of one dtype");  // ops.yaml:1094
+    TORCH_CHECK((abs.scalar_type() == angle.scalar_type()), "mpsgen::polar: ", "Expected both inputs to be Half, Float or Double tensors of one dtype");  // ops.yaml:1095
   }, abs, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     polar_mps_kernel(iter, common);
   });

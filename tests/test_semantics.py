@@ -24,8 +24,10 @@ ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = load(ROOT / "ops.yaml")
 OPS = getattr(torch.ops, REGISTRY.namespace)
 REGISTRY_BY_NAME = {e.qualified_name: e for e in REGISTRY.entries}
-METAL_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
-                torch.int8, torch.uint8, torch.bool]
+# every dtype an out= may have: Metal's, and those only the CPU has (float64, complex128: the
+# result is cast into them, as TensorIterator casts)
+OUT_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64, torch.int32, torch.int16,
+              torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex32, torch.complex128]
 
 
 def overload(qualified: str):
@@ -90,8 +92,13 @@ def test_out_variant_matches_reference(op, entry, dtype):
     aten_out = _aten_op(entry.schemas["out"])
     if aten_out is not None and not _runs(aten_out, args, kwargs, torch.empty(0, dtype=expected.dtype)):
         aten_out = None  # torch's CPU lacks the kernel (float16 of some ops): no oracle
-    for other in METAL_DTYPES:
+    for other in OUT_DTYPES:
         if other == expected.dtype:
+            continue
+        if dtype.is_complex and other.is_complex and not expected.dtype.is_complex:
+            # not checked yet: a complex out= of a complex-to-real op's complex input. torch's
+            # abs.out takes only the input's dtype there, angle.out any; ops.yaml has no rule for
+            # it yet (issue 50), and ours casts the real result into any complex out=
             continue
         target = torch.empty(expected.shape, dtype=other)
         exact = bool(op.mask) or dtype in {TORCH_DTYPES[d] for d in entry.exact_out}
