@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from torch._prims_common import (ELEMENTWISE_TYPE_PROMOTION_KIND, apply_perm, compute_elementwise_output_logical_to_physical_perm,
+from torch._prims_common import (ELEMENTWISE_TYPE_PROMOTION_KIND, apply_perm,
+                                 compute_elementwise_output_logical_to_physical_perm,
                                  compute_elementwise_output_strides, elementwise_dtypes, invert_perm,
                                  make_contiguous_strides_for)
 
@@ -206,9 +207,14 @@ def _check_converts(spec: Spec, value, dtype: torch.dtype) -> None:
             raise RuntimeError(f"{spec.name}: {e}") from None
 
 
-def _check_options(spec: Spec, here: torch.device, layout=None, device=None, pin_memory=None,
+def _check_options(spec: Spec, here: torch.device, rank: int, layout=None, device=None, pin_memory=None,
                    memory_format=None) -> None:
-    """aten's *_like options that kernels writing where they read can honour (as the C++ host checks)."""
+    """aten's *_like options that kernels writing where they read can honour (as the C++ host checks);
+    rank: the result's, which a channels-last memory format requires as empty_like does."""
+    for fmt, needed, name in ((torch.channels_last, 4, "channels_last"),
+                              (torch.channels_last_3d, 5, "channels_last_3d")):
+        if memory_format == fmt and rank != needed:
+            raise RuntimeError(f"{spec.name}: required rank {needed} tensor to use {name} format")
     if layout is not None and layout != torch.strided:
         raise RuntimeError(f"{spec.name}: a layout other than torch.strided is not supported; "
                            "the kernels write a strided result")
@@ -252,7 +258,7 @@ def fake_elementwise(spec: Spec, operands: list, alpha=None, promoting=(), choic
         if t.device != device and not _is_cpu_scalar(t):
             raise RuntimeError(f"{spec.name}: expected all tensors on one device, but input {i} is on "
                                f"{t.device} and input 0 on {device}")
-    _check_options(spec, device, **{k: v for k, v in options.items() if k != "dtype"})
+    _check_options(spec, device, max(t.dim() for t in tensors), **{k: v for k, v in options.items() if k != "dtype"})
     shape = torch.broadcast_shapes(*(t.shape for t in tensors))
     memory_format = options.get("memory_format")
     if memory_format not in (None, torch.preserve_format):  # a new result laid out as empty_like would

@@ -718,6 +718,24 @@ def test_full_likes_memory_format_lays_out_the_result_as_torchs(memory_format, l
             assert OPS.full_like(x, 2.0, memory_format=memory_format).stride() == expected.stride()
 
 
+@pytest.mark.parametrize("shape,memory_format", [((3, 4), torch.channels_last), ((2, 3, 4), torch.channels_last),
+                                                 ((2, 3, 4, 5), torch.channels_last_3d),
+                                                 ((2, 3, 4, 5, 6), torch.channels_last)])
+def test_full_likes_channels_last_needs_the_rank_as_torchs(shape, memory_format):
+    """torch's full_like and its out= refuse a channels-last memory format for a tensor of another
+    rank (empty_like's check); ours did in the functional op, but its out= took and ignored it."""
+    x = torch.randn(shape)
+    with pytest.raises(RuntimeError, match="required rank") as theirs:
+        torch.ops.aten.full_like.out(x, 1.0, memory_format=memory_format, out=torch.empty(0))
+    says = re.escape(str(theirs.value))
+    calls = [lambda: OPS.full_like(x, 1.0, memory_format=memory_format),
+             lambda: OPS.full_like.out(x, 1.0, memory_format=memory_format, out=torch.empty(0))]
+    for mode in (contextlib.nullcontext(), torch._subclasses.FakeTensorMode(allow_non_fake_inputs=True)):
+        for call in calls:
+            with mode, pytest.raises(RuntimeError, match=f"mpsgen::full_like: {says}"):
+                call()
+
+
 @pytest.mark.parametrize("kwargs,says", [
     ({"layout": torch.sparse_coo}, "a layout other than torch.strided is not supported"),
     ({"pin_memory": True}, "pin_memory=True is not supported; the result is on the inputs' device"),

@@ -207,6 +207,15 @@ void check_options(const OpSpec& op, at::TensorList inputs, const ResultOptions&
               ": a layout other than torch.strided is not supported; the kernels write a strided result");
   TORCH_CHECK(!o.pin_memory || !*o.pin_memory, op.name,
               ": pin_memory=True is not supported; the result is on the inputs' device");
+  if (o.memory_format == at::MemoryFormat::ChannelsLast || o.memory_format == at::MemoryFormat::ChannelsLast3d) {
+    // as empty_like checks it for torch's own *_like ops, and so their out= (full_like.out
+    // calls full_like): the result's rank, that of the broadcast inputs
+    int64_t rank = 0;
+    for (const auto& t : inputs) rank = std::max<int64_t>(rank, t.dim());
+    const bool is_2d = *o.memory_format == at::MemoryFormat::ChannelsLast;
+    TORCH_CHECK(rank == (is_2d ? 4 : 5), op.name, ": required rank ", is_2d ? 4 : 5, " tensor to use ",
+                is_2d ? "channels_last" : "channels_last_3d", " format");
+  }
   if (o.device) {
     const auto here = op_device(inputs);
     TORCH_CHECK(o.device->type() == here.type() && (!o.device->has_index() || o.device->index() == here.index()),
