@@ -20,13 +20,10 @@ the first sample of each structure class (`structure`):
 from __future__ import annotations
 
 import torch
-from torch._prims_common import is_non_overlapping_and_dense_or_false as is_non_overlapping_and_dense
+from torch._prims_common import is_non_overlapping_and_dense_or_false
 
 EVERY_SAMPLE = ("test_schema", "test_faketensor")
 PER_CLASS = ("test_autograd_registration", "test_aot_dispatch_dynamic")
-_DTYPE = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", torch.float64: "f64",
-          torch.complex64: "c64", torch.complex32: "c32", torch.complex128: "c128", torch.bool: "b8",
-          torch.uint8: "u8", torch.int8: "i8", torch.int16: "i16", torch.int32: "i32", torch.int64: "i64"}
 
 
 def _layout(t: torch.Tensor) -> str:
@@ -41,14 +38,14 @@ def _layout(t: torch.Tensor) -> str:
         return f" expanded({','.join(map(str, zero))})"
     if t.is_contiguous():
         return " offset" if t.storage_offset() else ""
-    if is_non_overlapping_and_dense(t):
+    if is_non_overlapping_and_dense_or_false(t):
         return f" transposed({order})"
     return f" sliced({order})"
 
 
 def structure(args: tuple, kwargs: dict) -> str:
     """The sample's structure class as a readable name, e.g.
-    'f32[a,1] grad, f32[a] transposed(0), int' (sizes > 1 named by symbol, equal sizes alike)."""
+    'float32[a,1] grad, float32[a] transposed(0), int' (sizes > 1 named by symbol, equal sizes alike)."""
     symbols: dict[int, str] = {}
 
     def size(n: int) -> str:
@@ -59,7 +56,8 @@ def structure(args: tuple, kwargs: dict) -> str:
     def describe(a) -> str:
         if isinstance(a, torch.Tensor):
             dims = ",".join(size(n) for n in a.shape)
-            return f"{_DTYPE.get(a.dtype, str(a.dtype))}[{dims}]{_layout(a)}{' grad' if a.requires_grad else ''}"
+            dtype = str(a.dtype).removeprefix("torch.")
+            return f"{dtype}[{dims}]{_layout(a)}{' grad' if a.requires_grad else ''}"
         if isinstance(a, (list, tuple)):
             return "(" + ", ".join(describe(x) for x in a) + ")"
         if isinstance(a, bool) or a is None or not isinstance(a, (int, float, complex)):

@@ -355,15 +355,16 @@ def _seeded(samples, device: str):
 
     from torch.testing._internal import common_utils
 
+    def seed_cpu(seed):
+        torch.default_generator.manual_seed(seed)
+        random.seed(seed)
+        if common_utils.TEST_NUMPY:
+            common_utils.np.random.seed(seed)
+
+    seed = seed_cpu if torch.device(device).type == "cpu" else common_utils.set_rng_seed
     it = iter(samples)
     while True:
-        if torch.device(device).type == "cpu":
-            torch.default_generator.manual_seed(common_utils.SEED)
-            random.seed(common_utils.SEED)
-            if common_utils.TEST_NUMPY:
-                common_utils.np.random.seed(common_utils.SEED)
-        else:
-            common_utils.set_rng_seed(common_utils.SEED)
+        seed(common_utils.SEED)
         try:
             yield next(it)
         except StopIteration:

@@ -10,6 +10,7 @@ runs only on fake or meta tensors, never on an eager call.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -281,10 +282,7 @@ class _Broadcast:
         return self._stride
 
     def numel(self):
-        n = 1
-        for size in self.shape:
-            n *= size
-        return n
+        return math.prod(self.shape)
 
 
 def _output_strides(tensors: list, shape) -> tuple:

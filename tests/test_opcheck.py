@@ -22,41 +22,41 @@ def s(*args, **kwargs) -> str:
 
 
 def test_sizes_other_than_0_and_1_do_not_matter_but_their_equality_does():
-    assert s(torch.randn(5, 5)) == s(torch.randn(7, 7)) == "f32[a,a]"
-    assert s(torch.randn(5, 3)) == s(torch.randn(2, 9)) == "f32[a,b]"
-    assert s(torch.randn(5, 1)) == "f32[a,1]"
-    assert s(torch.randn(0, 3)) == "f32[0,a]"
-    assert s(torch.randn(())) == "f32[]"
+    assert s(torch.randn(5, 5)) == s(torch.randn(7, 7)) == "float32[a,a]"
+    assert s(torch.randn(5, 3)) == s(torch.randn(2, 9)) == "float32[a,b]"
+    assert s(torch.randn(5, 1)) == "float32[a,1]"
+    assert s(torch.randn(0, 3)) == "float32[0,a]"
+    assert s(torch.randn(())) == "float32[]"
     # the broadcast pattern: a row of the other's last size, or of its first
-    assert s(torch.randn(5, 3), torch.randn(3)) == s(torch.randn(4, 6), torch.randn(6)) == "f32[a,b], f32[b]"
-    assert s(torch.randn(5, 3), torch.randn(5, 1)) == "f32[a,b], f32[a,1]"
+    assert s(torch.randn(5, 3), torch.randn(3)) == s(torch.randn(4, 6), torch.randn(6)) == "float32[a,b], float32[b]"
+    assert s(torch.randn(5, 3), torch.randn(5, 1)) == "float32[a,b], float32[a,1]"
     assert s(torch.randn(5, 3), torch.randn(3)) != s(torch.randn(3, 3), torch.randn(3))
 
 
 def test_stride_classes():
     base = torch.randn(3, 5)
-    assert s(base) == "f32[a,b]"
-    assert s(base.t()) == "f32[a,b] transposed(1,0)"
-    assert s(torch.randn(5, 1).expand(5, 3)) == "f32[a,b] expanded(1)"
-    assert s(torch.randn(5, 6)[:, ::2]) == "f32[a,b] sliced(0,1)"
-    assert s(torch.randn(10)[2:]) == "f32[a] offset"
+    assert s(base) == "float32[a,b]"
+    assert s(base.t()) == "float32[a,b] transposed(1,0)"
+    assert s(torch.randn(5, 1).expand(5, 3)) == "float32[a,b] expanded(1)"
+    assert s(torch.randn(5, 6)[:, ::2]) == "float32[a,b] sliced(0,1)"
+    assert s(torch.randn(10)[2:]) == "float32[a] offset"
     assert len({s(t) for t in (base.t().contiguous(), base.t(), torch.randn(5, 1).expand(5, 3),
                                torch.randn(5, 6)[:, ::2])}) == 4
     # a 4-D channels-last tensor is dense and permuted: the order says which permutation
-    assert s(torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last)) == "f32[a,b,c,d] transposed(0,2,3,1)"
+    assert s(torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last)) == "float32[a,b,c,d] transposed(0,2,3,1)"
 
 
 def test_dtypes_grad_and_arguments():
     x = torch.randn(4)
     assert s(x) != s(x.double()) != s(x.half())
-    assert s(x.requires_grad_()) == "f32[a] grad"
+    assert s(x.requires_grad_()) == "float32[a] grad"
     y = torch.randn(4)
     # numbers by kind, not value; values the trace specializes on by value
-    assert s(y, 2) == s(y, 3) == "f32[a], int"
-    assert s(y, 2.5) == "f32[a], float" != s(y, 2j)
-    assert s(y, alpha=1) == s(y, alpha=7) == "f32[a], alpha=int"
+    assert s(y, 2) == s(y, 3) == "float32[a], int"
+    assert s(y, 2.5) == "float32[a], float" != s(y, 2j)
+    assert s(y, alpha=1) == s(y, alpha=7) == "float32[a], alpha=int"
     assert s(y, rounding_mode="floor") != s(y, rounding_mode="trunc")
-    assert s(y, rounding_mode=None) == "f32[a], rounding_mode=None"
+    assert s(y, rounding_mode=None) == "float32[a], rounding_mode=None"
     assert s(y, True) != s(y, False) != s(y, 1)
     assert s(y, dtype=torch.float16) != s(y, dtype=torch.float32)
 
@@ -127,13 +127,13 @@ def _samples() -> list[Sample]:
 @pytest.mark.parametrize("planted", [("sound", {})], indirect=True)
 def test_a_sound_op_passes_with_one_trace_per_class(planted):
     traced = opcheck_samples(planted.default, _samples())
-    assert traced == {"f32[a,b] grad": "sample[0]", "f32[a,b] transposed(1,0) grad": "sample[2]"}
+    assert traced == {"float32[a,b] grad": "sample[0]", "float32[a,b] transposed(1,0) grad": "sample[2]"}
     assert out_refuses_grad(planted.out, _samples()[0]) is None
 
 
 @pytest.mark.parametrize("planted", [("fake", {"fake_transposed_wrong": True})], indirect=True)
 def test_a_fake_kernel_wrong_for_transposed_inputs_only_is_caught(planted):
-    with pytest.raises(AssertionError, match=r"sample\[2\] \(class f32\[a,b\] transposed\(1,0\) grad\).*"
+    with pytest.raises(AssertionError, match=r"sample\[2\] \(class float32\[a,b\] transposed\(1,0\) grad\).*"
                                              r"test_faketensor"):
         opcheck_samples(planted.default, _samples())
 

@@ -19,9 +19,9 @@
 #include "op_spec.h"
 
 #include <functional>
-#include <type_traits>
 #include <initializer_list>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <optional>
 #include <vector>
