@@ -1,6 +1,7 @@
 """Command line: `python -m codegen generate`, `python -m codegen check` and
 `python -m codegen check-metal` (Metal-strict check of generated/*.metal, codegen/verify/check_metal.py,
-then clang over what macOS builds, codegen/verify/clang_check.py)."""
+then clang over the C++ units, codegen/verify/clang_check.py) and `python -m codegen check-macos` (the
+macOS arm64 cross-build and its symbol check, codegen/verify/macos_build.py)."""
 from __future__ import annotations
 
 import argparse
@@ -17,10 +18,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m codegen", description=__doc__)
-    parser.add_argument("command", choices=["generate", "check", "check-metal"],
+    parser.add_argument("command", choices=["generate", "check", "check-metal", "check-macos"],
                         help="generate: write generated/; check: fail if generated/ is stale; "
                              "check-metal: reject what Metal does not allow in generated/*.metal, then "
-                             "compile what macOS builds with clang, syntax only")
+                             "compile what Linux builds with clang, syntax only; check-macos: compile "
+                             "every unit of the Mac build for aarch64-macos, link, and resolve its symbols")
     parser.add_argument("only", nargs="*", help="check-metal: only these ops (default: all)")
     parser.add_argument("--ops", type=Path, default=ROOT / "ops.yaml", help="the registry (default: ops.yaml)")
     parser.add_argument("--out", type=Path, default=ROOT / "generated", help="output folder (default: generated/)")
@@ -31,6 +33,12 @@ def main(argv: list[str] | None = None) -> int:
         from .verify import check_metal
 
         return check_metal.main(args.out, args.only)
+    if args.command == "check-macos":
+        if args.only:
+            parser.error("check-macos takes no op names: it builds the whole extension")
+        from .verify import macos_build
+
+        return macos_build.main(ROOT, args.out, ROOT / "build" / "macos-arm64" / "mpsgen")
 
     try:
         data = yaml_source.read(args.ops)

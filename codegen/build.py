@@ -69,7 +69,13 @@ OPENMP_SOURCES = ("executor.cpp",)
 # by hand (MPSCachedKernel, MPSCachedGraph), which ARC forbids ("ARC forbids explicit message send
 # of 'retain'": check-metal's Objective-C++ parse, codegen/verify/clang_check.py, found it under
 # the -fobjc-arc this list held before). mpsgen's own .mm code creates no Objective-C objects.
-MPS_CXX_FLAGS = ["-fno-objc-arc"]
+# FMT_HEADER_ONLY: torch's OperationUtils.h formats kernel names with fmt::format (the templates
+# exec_unary_kernel_with_params and the like, instantiated in the `.mm` stubs), which calls
+# fmt::vformat; torch links fmt into libtorch_cpu.dylib without exporting it (2.13.0's macOS wheel:
+# no fmt::vformat among its 35,334 exports), so the extension failed to load on a Mac with "symbol
+# not found" (found by the macOS cross-build's symbol check, codegen/verify/macos_symbols.py).
+# Header-only, fmt's functions are compiled into the extension (torch ships fmt/format-inl.h).
+MPS_CXX_FLAGS = ["-fno-objc-arc", "-DFMT_HEADER_ONLY"]
 # clang, for the CPU kernel units: an inline threshold of 1000 (clang's -O2 default is 225), so
 # functors that call the shim's inlined math (support/metal_shim/vector_math.h), such as
 # log1p_functor ("too costly to inline" at the default) or special_ndtri's two logs, are
@@ -194,10 +200,23 @@ def torch_include() -> Path:
     return torch_home() / "include"
 
 
-def kernel_include_dirs() -> list[Path]:
+def kernel_include_dirs(torch_headers: Path | None = None) -> list[Path]:
     """Where a .metal's includes resolve when it is compiled as C++: the host shim, the
-    CPU launcher, the project's Metal headers, then torch's (c10/metal)."""
-    return [SHIM_INCLUDE, CPU_SUPPORT, METAL_INCLUDE, torch_include()]
+    CPU launcher, the project's Metal headers, then torch's (c10/metal): the installed
+    torch's, or `torch_headers` (the macOS cross-build's, codegen/verify/macos_build.py)."""
+    return [SHIM_INCLUDE, CPU_SUPPORT, METAL_INCLUDE, torch_headers or torch_include()]
+
+
+class KernelTarget(NamedTuple):
+    """What a kernel unit is made for besides its compiler: torch's headers and the x86-64
+    variants it registers (none for arm64)."""
+    torch_headers: Path
+    variants: CpuVariants
+
+
+def host_target() -> KernelTarget:
+    """This machine's: the installed torch's headers, the variants of MPSGEN_CPU_VARIANTS."""
+    return KernelTarget(torch_include(), cpu_variants())
 
 
 def _write_if_changed(path: Path, text: str) -> None:
@@ -206,7 +225,7 @@ def _write_if_changed(path: Path, text: str) -> None:
         path.write_text(text)
 
 
-def _unit_body(metal: Path, text: str) -> str:
+def _unit_body(metal: Path, text: str, variants: CpuVariants) -> str:
     kernels = parse_instantiations(text)
     if not kernels:
         raise RuntimeError(f"{metal}: no `template [[host_name(...)]]` kernels instantiated")
@@ -216,7 +235,7 @@ def _unit_body(metal: Path, text: str) -> str:
         "// host_name that torch's REGISTER_* macros instantiated.\n"
         + strip_host_name_attributes(text)
         + "\n"
-        + registration_lines(kernels, calls_vector_math(text), *cpu_variants())
+        + registration_lines(kernels, calls_vector_math(text), *variants)
     )
 
 
@@ -224,7 +243,7 @@ def cpu_kernel_unit(metal: Path, compiler: str | Sequence[str] = "c++") -> str:
     """The C++ translation unit of one generated .metal for the CPU backend: the .metal
     preprocessed by `compiler` (host shim and launcher first), then one registration per
     host_name that torch's REGISTER_* macros instantiated."""
-    return _unit_body(metal, preprocess(compiler, metal, kernel_include_dirs()))
+    return _unit_body(metal, preprocess(compiler, metal, kernel_include_dirs()), cpu_variants())
 
 
 _KEY = "// mpsgen build key: "
@@ -235,14 +254,14 @@ def _unnumbered(m: re.Match) -> str:
     return (m.group(1) or m.group(2)) + "N"
 
 
-def _toolchain_key(compiler: str | Sequence[str]) -> bytes:
+def _toolchain_key(compiler: str | Sequence[str], target: KernelTarget) -> bytes:
     """What a preprocessed kernel depends on besides its .metal: the compiler, torch's
     headers (its version and place), the project's shim and launcher headers, and the code
     that rewrites the preprocessor's output."""
     h = hashlib.sha256()
     command = [compiler] if isinstance(compiler, str) else list(compiler)
     h.update(f"{shutil.which(command[0])} {command[1:]}\n".encode() + objcache.compiler_identity(command)
-             + f"\n{torch_version()}\n{torch_include()}\nvariants {tuple(cpu_variants())}\n"
+             + f"\n{torch_version()}\n{target.torch_headers}\nvariants {tuple(target.variants)}\n"
              .encode())
     here = Path(__file__).resolve().parent
     inputs = [p for d in (SHIM_INCLUDE, CPU_SUPPORT, METAL_INCLUDE) for p in d.rglob("*")
@@ -266,7 +285,7 @@ def _keys(toolchain: bytes, metal_text: str) -> tuple[str, str]:
 _MARKER = re.compile(r"^#[^\n]*", re.M)
 
 
-def _line_insensitive(compiler: str, metal: Path, raw: str, scratch: Path) -> bool:
+def _line_insensitive(compiler: str, metal: Path, raw: str, scratch: Path, include_dirs: list[Path]) -> bool:
     """Whether the preprocessed .metal (`raw`, as the preprocessor wrote it) is the same, but
     for line markers, when every `#line` in it moves one line down: true unless `__LINE__` is
     expanded in the user's code. The raw texts are compared: the rewrites that follow
@@ -274,26 +293,30 @@ def _line_insensitive(compiler: str, metal: Path, raw: str, scratch: Path) -> bo
     shifted = re.sub(r"(?m)^#line (\d+)", lambda m: f"#line {int(m[1]) + 1}", metal.read_text())
     scratch.write_text(shifted)
     try:
-        again = preprocess_raw(compiler, scratch, kernel_include_dirs())
+        again = preprocess_raw(compiler, scratch, include_dirs)
     finally:
         scratch.unlink()
     return _MARKER.sub("", again) == _MARKER.sub("", raw)
 
 
 def _keyed_kernel_unit(compiler: str | Sequence[str], metal: Path, keys: tuple[str, str],
-                       build_dir: Path) -> str:
+                       build_dir: Path, target: KernelTarget) -> str:
     """cpu_kernel_unit, under the key that says what it was made from."""
-    raw = preprocess_raw(compiler, metal, kernel_include_dirs())
+    include_dirs = kernel_include_dirs(target.torch_headers)
+    raw = preprocess_raw(compiler, metal, include_dirs)
     scratch = build_dir / f"{metal.stem}.shifted.metal"
-    key = keys[1] if _line_insensitive(compiler, metal, raw, scratch) else keys[0]
-    return f"{_KEY}{key}\n" + _unit_body(metal, rewrite_preprocessed(raw, kernel_include_dirs()))
+    key = keys[1] if _line_insensitive(compiler, metal, raw, scratch, include_dirs) else keys[0]
+    return f"{_KEY}{key}\n" + _unit_body(metal, rewrite_preprocessed(raw, include_dirs), target.variants)
 
 
-def cpu_kernel_sources(build_dir: Path, compiler: str | Sequence[str] = "c++", generated: Path = GENERATED) -> list[Path]:
+def cpu_kernel_sources(build_dir: Path, compiler: str | Sequence[str] = "c++", generated: Path = GENERATED,
+                       target: KernelTarget | None = None) -> list[Path]:
     """One `<op>_kernels.cpp` per generated .metal; returns their paths. A unit whose key
     (its first line) still matches is left as it is: not preprocessed, not rewritten, so
-    ninja does not compile it again. The others are preprocessed on every core."""
-    toolchain = _toolchain_key(compiler)
+    ninja does not compile it again. The others are preprocessed on every core. `target`:
+    this machine's (host_target) unless given, as the macOS cross-build gives its own."""
+    target = target or host_target()
+    toolchain = _toolchain_key(compiler, target)
     todo, sources = [], []
     for metal in sorted(generated.glob("*.metal")):
         unit = build_dir / f"{metal.stem}_kernels.cpp"
@@ -302,7 +325,7 @@ def cpu_kernel_sources(build_dir: Path, compiler: str | Sequence[str] = "c++", g
         if not unit.is_file() or unit.open().readline().removeprefix(_KEY).strip() not in keys:
             todo.append((metal, unit, keys))
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        texts = pool.map(lambda job: _keyed_kernel_unit(compiler, job[0], job[2], build_dir), todo)
+        texts = pool.map(lambda job: _keyed_kernel_unit(compiler, job[0], job[2], build_dir, target), todo)
         for (_, unit, _), text in zip(todo, texts):
             _write_if_changed(unit, text)
     return sources
@@ -409,12 +432,15 @@ def _metallib(metal: Path, source: str, build_dir: Path) -> bytes | None:
     return lib.read_bytes()
 
 
-def mps_metal_sources_header(build_dir: Path, with_metallib: bool = True, generated: Path = GENERATED) -> Path:
+def mps_metal_sources_header(build_dir: Path, with_metallib: bool = True, generated: Path = GENERATED,
+                             torch_headers: Path | None = None) -> Path:
+    """mpsgen_metal_sources.h: each .metal with the headers it includes inlined (torch's own
+    embedding), from the installed torch's c10/metal or `torch_headers`'."""
     from torch.utils._cpp_embed_headers import embed_headers
 
     entries, blobs = [], []
     for i, metal in enumerate(sorted(generated.glob("*.metal"))):
-        source = embed_headers(str(metal), [str(torch_include()), str(METAL_INCLUDE)])
+        source = embed_headers(str(metal), [str(torch_headers or torch_include()), str(METAL_INCLUDE)])
         lib = _metallib(metal, source, build_dir) if with_metallib else None
         if lib:
             blobs.append(f"static const uint8_t kMetallib{i}[] = {{{', '.join(map(str, lib))}}};")

@@ -4,7 +4,9 @@ pyproject.toml whose [tool.mpsgen] table names the package (or below it).
     mpsgen init DIR --namespace NAME   start a project: ops.yaml, setup.py, package, tests
     mpsgen new OP [--aten]             add aten's operator OP to ops.yaml (functor left to write)
     mpsgen generate | check            write generated/ / fail if it is stale
-    mpsgen check-metal [OP ...]        reject what Metal does not allow; clang over what macOS builds
+    mpsgen check-metal [OP ...]        reject what Metal does not allow; clang over the C++ units
+    mpsgen check-macos                 compile the Mac build for aarch64-macos on any machine, link it,
+                                       and resolve every symbol against torch's macOS wheel
     mpsgen show OP                     print OP's generated .metal and host stubs
     mpsgen build [--no-cache]          generate, then build the extension in place (ninja; compiled
                                        units come from the machine's object cache when they can)
@@ -18,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-COMMANDS = ("init", "new", "generate", "check", "check-metal", "show", "build", "test")
+COMMANDS = ("init", "new", "generate", "check", "check-metal", "check-macos", "show", "build", "test")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,6 +79,16 @@ def _run(parser, args) -> int:
         from .codegen.verify import check_metal
 
         return check_metal.main(project.generated, args.names)
+    if args.command == "check-macos":
+        if args.names:
+            parser.error("check-macos takes no op names: it builds the whole extension")
+        from .codegen.verify import macos_build
+
+        if generate(project, "check"):
+            print(f"mpsgen check-macos: {project.generated} is stale: run `mpsgen generate` (or build) first",
+                  file=sys.stderr)
+            return 1
+        return macos_build.main(project.root, project.generated, project.root / "build" / "macos-arm64" / project.package)
     if args.command == "show":
         for path in scaffold.show(project, _one(parser, args, "op")):
             print(f"// ===== {path} =====\n{path.read_text()}")

@@ -10,19 +10,13 @@ it (codegen/build.py):
   by clang itself through the Metal host shim, as on macOS. torch's headers are flagged as
   system headers in its line markers (host_names.preprocess), so their warnings stay quiet
   and errors in a functor point at its ops.yaml line;
-- host: build.host_sources: the CPU stubs' unity unit and the support sources as C++; the `.mm`
-  stubs' unity unit and support/mps/metal_library.mm as Objective-C++ (-x objective-c++, blocks,
-  Apple's runtime, build.MPS_CXX_FLAGS), against support/apple_sdk/: a stand-in for the Apple SDK
-  headers that they and torch's MPS headers (OperationUtils.h, MetalShaderLibrary.h, MPSStream.h,
-  MPSProfiler.h) include, declaring from Apple's documentation only what is used. So torch's
-  Objective-C++ template bodies (exec_unary_kernel_with_params, ...) are instantiated with the
-  generated params structs, and every message send is checked against the declared selectors: a
-  selector no declaration has is an error here (-Werror=objc-method-access; Apple clang only warns,
-  and the call fails at run time). Torch and Python include dirs are -isystem (nothing parses this
+- host: build.host_sources: the CPU stubs' unity unit and the support sources as C++, against
+  the installed torch's headers. Torch and Python include dirs are -isystem (nothing parses this
   preprocessor output, so -isystem's extra line markers do no harm).
 
-The stand-in cannot tell what the real SDK lacks or declares otherwise, nor availability by macOS
-version, linking, or anything at run time: the macOS workflow (.github/workflows/macos.yml) does.
+The `.mm` units (the MPS stubs' unity unit, support/mps/metal_library.mm) are compiled by the macOS
+cross-build instead (`check-macos`, codegen/verify/macos_build.py): as Objective-C++ for
+aarch64-macos, on Apple's Objective-C runtime headers, against torch's macOS headers.
 
 clang comes from PyPI's `ziglang` (requirements.txt): `zig clang` is clang's own driver,
 used here with the system's GNU toolchain (libstdc++, glibc) and zig's clang builtin headers.
@@ -45,9 +39,6 @@ from .finding import Finding
 # What torch.utils.cpp_extension adds to the extension's compile (see its build.ninja).
 TORCH_FLAGS = ["-std=c++20", "-DTORCH_API_INCLUDE_EXTENSION_H", "-DTORCH_EXTENSION_NAME=_C"]
 
-APPLE_SDK = build.SUPPORT / "apple_sdk"  # the stand-in SDK headers (Foundation, Metal, MPS, MPSGraph, ...)
-# Objective-C++ as Apple clang compiles a .mm for macOS: blocks, Apple's Objective-C runtime (not
-# the GNU one a Linux target defaults to), and a message no declared selector matches as an error.
 # Metal 3.1 (-std=metal3.1, build.METAL_FLAGS) is C++14 with Metal's extensions, and Metal 4 the first
 # on C++17 (torch's c10/metal/common.h says so of `if constexpr`). The kernel unit is C++20 for the CPU
 # launcher around it, so clang warns of every later feature (-Wpre-c++17-compat, ...) and those in the
@@ -69,7 +60,6 @@ def metal_language(findings: list[Finding]) -> list[Finding]:
             kept.append(Finding(f.file, f.line, f.col, f"Metal 3.1 is C++14: {m.group('what')} "
                                 f"({m.group('std')}) is not allowed", "error"))
     return kept
-OBJC_FLAGS = ["-x", "objective-c++", "-fblocks", "-fobjc-runtime=macosx-14.0", "-Werror=objc-method-access"]
 
 _DIAGNOSTIC = re.compile(r"^(?P<file>[^:\s][^:]*):(?P<line>\d+):(?P<col>\d+): "
                          r"(?P<severity>fatal error|error|warning): (?P<msg>.*)$", re.M)
@@ -84,8 +74,8 @@ def compile_flags() -> list[str]:
 
 @dataclass
 class Unit:
-    name: str  # e.g. "kernels hypot", "host mpsgen_host_mps.mm"
-    source: Path | None = None  # a host source, compiled as C++ (a .mm as Objective-C++)
+    name: str  # e.g. "kernels hypot", "host mpsgen_host_cpu.cpp"
+    source: Path | None = None  # a host source, compiled as C++
     metal: Path | None = None  # a .metal whose CPU kernel unit is compiled
 
 
@@ -106,16 +96,15 @@ def kernel_units(metals: list[Path]) -> list[Unit]:
 
 
 def host_units(build_dir: Path, generated: Path) -> list[Unit]:
-    """Every host unit setup.py builds on macOS; writes their generated parts into build_dir."""
-    build.mps_metal_sources_header(build_dir, with_metallib=False, generated=generated)
-    return [Unit(f"host {p.name}" + (" as Objective-C++" if p.suffix == ".mm" else ""), source=p)
-            for p in build.host_sources(build_dir, mps=True, generated=generated)]
+    """Every C++ host unit setup.py builds (the `.mm` ones are check-macos's); writes their
+    generated parts into build_dir."""
+    return [Unit(f"host {p.name}", source=p) for p in build.host_sources(build_dir, mps=False, generated=generated)]
 
 
 def _host_include_flags(build_dir: Path) -> list[str]:
     from torch.utils.cpp_extension import include_paths
 
-    ours = [*build.host_include_dirs(build_dir), build.MPS_INCLUDE]
+    ours = build.host_include_dirs(build_dir)
     theirs = [*include_paths(), sysconfig.get_paths()["include"]]
     return [f"-I{d}" for d in ours] + [f"-isystem{d}" for d in theirs]
 
@@ -125,13 +114,6 @@ def parse(stderr: str) -> list[Finding]:
     return [Finding(m.group("file"), int(m.group("line")), int(m.group("col")), m.group("msg"),
                     "warning" if m.group("severity") == "warning" else "error")
             for m in _DIAGNOSTIC.finditer(stderr)]
-
-
-def language_flags(source: Path) -> list[str]:
-    """How a host source is compiled: a .mm as Objective-C++ against the stand-in SDK."""
-    if source.suffix == ".mm":
-        return [*OBJC_FLAGS, *build.MPS_CXX_FLAGS, f"-isystem{APPLE_SDK}"]
-    return ["-x", "c++"]
 
 
 def check_unit(unit: Unit, clang: list[str], build_dir: Path) -> Result:
@@ -147,8 +129,8 @@ def check_unit(unit: Unit, clang: list[str], build_dir: Path) -> Result:
                            capture_output=True, text=True)
         findings = metal_language(parse(r.stderr))
     else:
-        r = subprocess.run([*clang, *compile_flags(), *_host_include_flags(build_dir), *language_flags(unit.source),
-                            str(unit.source)], capture_output=True, text=True)
+        r = subprocess.run([*clang, *compile_flags(), *_host_include_flags(build_dir), "-x", "c++", str(unit.source)],
+                           capture_output=True, text=True)
         findings = parse(r.stderr)
     if r.returncode and not any(f.severity == "error" for f in findings):
         findings = [Finding(unit.name, 1, 1, "clang failed:\n" + r.stderr[-2000:])]

@@ -1,23 +1,15 @@
-// Stand-in for Apple's Foundation, for check-metal's Objective-C++ parse on Linux
-// (codegen/verify/clang_check.py): only the declarations mpsgen's .mm sources and torch's MPS
-// headers use, written from Apple's documentation. It declares, it does not implement:
-// nothing here is linked or run. On macOS the SDK's own headers are used.
+// Stand-in for Apple's Foundation, standing on Apple's Objective-C runtime headers as the SDK's
+// does (objc/NSObject.h: id, BOOL, nil, NSInteger, the NSObject protocol and root class; on Linux
+// zig's copy of them, for aarch64-macos). Only the declarations mpsgen's .mm sources and torch's
+// MPS headers use, written from Apple's documentation. It declares, it does not implement; the
+// macOS cross-build (codegen/verify/macos_build.py) checks that what they name is exported by
+// the frameworks. On a Mac the SDK's own headers are used.
 #pragma once
 
-#include <stddef.h>
 #include <limits.h>
+#include <objc/NSObject.h>
+#include <stddef.h>
 #include <stdint.h>
-
-typedef bool BOOL;  // arm64 macOS: objc.h's BOOL is bool
-#define YES __objc_yes
-#define NO __objc_no
-#define nil nullptr
-#define Nil nullptr
-
-typedef long NSInteger;
-typedef unsigned long NSUInteger;
-#define NSIntegerMax LONG_MAX
-#define NSUIntegerMax ULONG_MAX
 
 #define NS_ENUM(type, name) enum name : type name; enum name : type
 #define NS_OPTIONS(type, name) enum name : type name; enum name : type
@@ -30,27 +22,8 @@ typedef unsigned long NSUInteger;
 
 @class NSString, NSError, NSArray<ObjectType>, NSDictionary<KeyType, ObjectType>, NSNumber, NSData;
 
-@protocol NSObject
-- (instancetype)retain;
-- (oneway void)release;
-- (instancetype)autorelease;
-- (NSUInteger)retainCount;
-- (BOOL)isEqual:(id)object;
-@property(readonly) NSUInteger hash;
-@property(readonly, copy) NSString* description;
-@end
-
 @protocol NSCopying
-- (id)copyWithZone:(void*)zone;
-@end
-
-__attribute__((objc_root_class))
-@interface NSObject <NSObject>
-+ (instancetype)alloc;
-+ (instancetype)new;
-- (instancetype)init;
-- (id)copy;
-- (void)dealloc;
+- (id)copyWithZone:(struct _NSZone*)zone;
 @end
 
 @interface NSString : NSObject <NSCopying>

@@ -22,7 +22,6 @@ extern "C" dispatch_data_t dispatch_data_create(const void* buffer, size_t size,
 #define DISPATCH_QUEUE_SERIAL nullptr
 extern "C" {
 dispatch_queue_t dispatch_queue_create(const char* label, dispatch_queue_attr_t attr);
-dispatch_queue_t dispatch_get_main_queue(void);
 void dispatch_sync(dispatch_queue_t queue, dispatch_block_t block);
 void dispatch_async(dispatch_queue_t queue, dispatch_block_t block);
 void dispatch_retain(NSObject<OS_dispatch_object>* object);

@@ -1,0 +1,152 @@
+"""What a Mac would build against, fetched on Linux: torch's macOS arm64 wheel and zig's darwin files.
+
+The macOS cross-build (codegen/verify/macos_build.py) compiles the extension for the Mac against
+the headers of the torch a Mac user installs with the same version, and resolves what it links
+against what that torch's libraries export. Both come from torch's macOS arm64 wheel, which pip
+fetches as it fetches any wheel (`pip download --platform macosx_14_0_arm64`, its cache included).
+Kept per torch version in the cache folder: the wheel's `torch/include`, and `symbols.json`, read
+from its dylibs with LIEF:
+
+- `exports`: each of torch's dylibs (libc10, libtorch_cpu, libtorch_python, ...) and what it exports;
+- `imports`: what those dylibs import from Apple's libraries (libc++, libobjc, the Metal and
+  Foundation frameworks, ...), by library: names that Apple's linker resolved against Apple's SDK
+  when it linked torch, so they are exported there.
+
+zig (PyPI's ziglang, a requirement) gives the rest: clang for aarch64-macos, darwin's libc and
+Objective-C runtime headers, libc++'s headers and libSystem.tbd (libSystem's exports).
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from ..build import torch_version
+
+TARGET = "aarch64-macos.14.0"  # torch's macOS wheels: macosx_14_0_arm64
+PLATFORM = "macosx_14_0_arm64"
+_DYLIB = re.compile(r"^torch/lib/[^/]+\.dylib$")
+
+
+class SdkMissing(RuntimeError):
+    pass
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(os.environ.get("MPSGEN_MACOS_CACHE_DIR") or Path(base) / "mpsgen" / "macos")
+
+
+def release(version: str) -> str:
+    """A torch version without its local part (2.13.0+cpu -> 2.13.0): the macOS wheel's."""
+    return version.split("+", 1)[0]
+
+
+def python_tag() -> str:
+    return f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def torch_folder(version: str | None = None) -> Path:
+    """The macOS wheel's files for `version` (default: the installed torch's), fetched once."""
+    version = release(version or torch_version())
+    folder = cache_root() / f"torch-{version}-py{python_tag()}"
+    if (folder / "symbols.json").is_file():
+        return folder
+    cache_root().mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="mpsgen-macos-", dir=cache_root()) as tmp:
+        wheel = _download(version, Path(tmp))
+        staged = Path(tmp) / "staged"
+        _unpack(wheel, staged)
+        try:
+            staged.rename(folder)
+        except OSError:  # another build unpacked it first
+            if not (folder / "symbols.json").is_file():
+                raise
+    return folder
+
+
+def _download(version: str, into: Path) -> Path:
+    command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+               "--platform", PLATFORM, "--python-version", python_tag(), "--implementation", "cp",
+               f"torch=={version}", "-d", str(into)]
+    r = subprocess.run(command, capture_output=True, text=True)
+    wheels = sorted(into.glob("torch-*.whl"))
+    if r.returncode or not wheels:
+        raise SdkMissing(f"torch {version}'s macOS arm64 wheel ({PLATFORM}, Python {python_tag()}) could not be "
+                         f"fetched: `{' '.join(command[2:])}` said:\n{r.stderr.strip()[-1500:]}")
+    return wheels[0]
+
+
+def _unpack(wheel: Path, folder: Path) -> None:
+    """torch/include as it is; the dylibs read for their symbols, not kept (350 MB)."""
+    import lief
+
+    lief.logging.disable()
+    symbols = {"wheel": wheel.name, "exports": {}, "imports": {}}
+    with zipfile.ZipFile(wheel) as z, tempfile.TemporaryDirectory() as tmp:
+        for name in z.namelist():
+            if name.startswith("torch/include/") and not name.endswith("/"):
+                z.extract(name, folder)
+            elif _DYLIB.match(name):
+                path = Path(z.extract(name, tmp))
+                binary = lief.parse(str(path))
+                symbols["exports"][path.name] = sorted(s.name for s in binary.exported_symbols)
+                for s in binary.imported_symbols:
+                    if s.has_binding_info and s.binding_info.has_library:
+                        symbols["imports"].setdefault(s.binding_info.library.name, set()).add(s.name)
+                path.unlink()
+    symbols["imports"] = {lib: sorted(names) for lib, names in sorted(symbols["imports"].items())}
+    (folder / "symbols.json").write_text(json.dumps(symbols, indent=0))
+
+
+@functools.cache
+def symbols(folder: Path) -> dict:
+    return json.loads((folder / "symbols.json").read_text())
+
+
+def zig_home() -> Path:
+    import ziglang
+
+    return Path(ziglang.__file__).resolve().parent
+
+
+def compiler() -> list[str]:
+    """zig's clang driver for the Mac: `zig c++ -target aarch64-macos.14.0` (darwin's libc,
+    libc++'s and the Objective-C runtime's headers are zig's)."""
+    zig = zig_home() / "zig"
+    if not zig.is_file():
+        raise SdkMissing(f"ziglang at {zig.parent} has no zig binary: reinstall the requirements")
+    return [str(zig), "c++", "-target", TARGET]
+
+
+def libsystem_exports() -> set[str]:
+    """libSystem's exports (and those of the libraries it re-exports), from zig's libSystem.tbd."""
+    import yaml
+
+    class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        pass
+
+    Loader.add_multi_constructor("!", lambda loader, suffix, node: loader.construct_mapping(node, deep=True))
+    names = set()
+    text = (zig_home() / "lib" / "libc" / "darwin" / "libSystem.tbd").read_text()
+    for document in yaml.load_all(text, Loader=Loader):
+        for section in ("exports", "reexports"):
+            for block in (document or {}).get(section, []):
+                names.update(block.get("symbols", []))
+                names.update(block.get("weak-symbols", []))
+                names.update(block.get("thread-local-symbols", []))
+                for cls in block.get("objc-classes", []):
+                    names.update((f"_OBJC_CLASS_$_{cls}", f"_OBJC_METACLASS_$_{cls}"))
+                names.update(f"_OBJC_IVAR_$_{v}" for v in block.get("objc-ivars", []))
+    return names
+
+
+def clang_version() -> str:
+    r = subprocess.run([*compiler()[:2], "--version"], capture_output=True, text=True)
+    return r.stdout.splitlines()[0] if r.returncode == 0 and r.stdout else "clang (version unknown)"
