@@ -154,6 +154,16 @@ def test_mpsgen_test_runs_the_new_op_green(installed):
     assert "frac              float16    cpu" in r.stdout
 
 
+def test_a_projects_mac_build_compiles_and_links_from_linux(installed):
+    """`mpsgen check-macos` in a project made by `mpsgen init`, with the installed mpsgen: every
+    unit of its Mac build compiles for aarch64-macos and every symbol resolves (tests/test_macos_build.py
+    plants what it must catch)."""
+    r = _run([installed["mpsgen"], "check-macos"], installed["work"] / "fracops", installed["env"], check=False)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "ok   frac_kernels.cpp" in r.stdout and "ok   mpsgen_host_mps.mm as Objective-C++" in r.stdout
+    assert "compiled for aarch64-macos.14.0, 0 rejected, 0 unresolved symbol(s)" in r.stdout
+
+
 def test_init_refuses_a_folder_that_is_not_empty(installed):
     r = _run([installed["mpsgen"], "init", "fracops", "--namespace", "other"], installed["work"], installed["env"],
              check=False)
