@@ -475,8 +475,11 @@ def registered_outputs(op) -> set:
 
 
 def devices() -> list[str]:
-    """CPU everywhere (the CPU backend), plus MPS where this machine has it."""
-    return ["cpu"] + (["mps"] if torch.backends.mps.is_available() else [])
+    """CPU everywhere (the CPU backend), plus MPS where it computes as the CPU does
+    (mpsgen/mps_device.py: a runner that reports MPS but has none is not trusted)."""
+    from .mps_device import devices as usable
+
+    return list(usable())
 
 
 MATCH, MISMATCH, NO_REFERENCE, UNSUPPORTED = "match", "mismatch", "no-reference", "unsupported"

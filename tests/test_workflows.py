@@ -49,6 +49,21 @@ def test_the_workflows_run_the_readmes_commands():
         assert command in macos, command
 
 
+def test_the_mac_jobs_trust_mps_only_as_far_as_the_canary():
+    """The hosted job asks the canary (mpsgen/mps_device.py) and goes on without mps; the
+    self-hosted job, switched on by a repository variable, requires it."""
+    import yaml
+
+    jobs = yaml.safe_load(next(w for w in WORKFLOWS if w.name == "macos.yml").read_text())["jobs"]
+    hosted, own = jobs["mac"], jobs["mps"]
+    assert hosted["runs-on"].startswith("macos-") and "MPSGEN_REQUIRE_MPS" not in hosted.get("env", {})
+    assert any(s.get("run") == ".venv/bin/python -m mpsgen.mps_device" for s in hosted["steps"])
+    assert own["runs-on"] == ["self-hosted", "macOS", "ARM64"] and own["env"]["MPSGEN_REQUIRE_MPS"] == "1"
+    assert own["if"] == "${{ vars.MPSGEN_SELF_HOSTED_MAC == 'true' }}"
+    assert any("python -m mpsgen.mps_device" in s.get("run", "") for s in own["steps"])
+    assert any(s.get("run") == "bash test.sh" for s in own["steps"])
+
+
 @pytest.mark.parametrize("plant,says", [
     (("python-version:", "pythn-version:"), 'input "pythn-version" is not defined in action "actions/setup-python'),
     (("runs-on: macos-15", "runs-on: macos-15-arm128"), 'label "macos-15-arm128" is unknown'),
