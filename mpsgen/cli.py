@@ -11,6 +11,8 @@ pyproject.toml whose [tool.mpsgen] table names the package (or below it).
     mpsgen build [--no-cache]          generate, then build the extension in place (ninja; compiled
                                        units come from the machine's object cache when they can)
     mpsgen test [OP ...] [--quick]     op-output-match of those ops (default: all) against torch
+    mpsgen doctor [--out FILE]         on a Mac: toolchain, build, every op on mps against torch's
+                                       CPU op; elsewhere: check-macos. One report file to attach
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-COMMANDS = ("init", "new", "generate", "check", "check-metal", "check-macos", "show", "build", "test")
+COMMANDS = ("init", "new", "generate", "check", "check-metal", "check-macos", "show", "build", "test", "doctor")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="test: skip the large samples")
     parser.add_argument("--no-cache", action="store_true", help="build: compile every unit that changed, without "
                         "reading or writing the object cache (codegen/objcache.py)")
+    parser.add_argument("--out", type=Path, default=None, help="doctor: the report file (default: "
+                        "mpsgen-doctor.txt in the project)")
     parser.add_argument("--project", type=Path, default=None, help="the project folder (default: found from "
                         "the current directory up)")
     args = parser.parse_args(argv)
@@ -95,6 +99,10 @@ def _run(parser, args) -> int:
         return 0
     if args.command == "build":
         return build(project.root, cache=not args.no_cache)
+    if args.command == "doctor":
+        from . import doctor
+
+        return doctor.main(project, args.out)
     # test: the main job's op-output-match, on the in-place build when there is one
     from . import report
 

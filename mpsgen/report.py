@@ -3,7 +3,8 @@
     python -m mpsgen.report [--quick] [OP ...]      (mpsgen test [OP ...] in a project)
 
 Prints one row per (op, registered dtype, device): how many samples matched the
-torch reference within dtype tolerances, the largest absolute error, how many
+torch reference within dtype tolerances, the worst error as a fraction of its tolerance
+(assert_close's atol + rtol * |expected|: at most 1 where every sample matched), how many
 samples were compared against a widened oracle (torch's CPU lacks the dtype, so
 the reference ran in a wider one and was cast back), how many had no torch
 result, and how many OpInfo samples bound to the entry's schema. Then, per op,
@@ -94,7 +95,7 @@ def run_row(registry, ref, op, entry, r, device, large, xfail, t: Totals) -> tup
             continue
         compared += 1
         matched += c.status == MATCH
-        worst = max(worst, c.error)
+        worst = max(worst, c.of_tolerance)
         if c.status == MISMATCH:
             where.append(sample.name)
     if device == "cpu" and not ran_own:
@@ -109,7 +110,7 @@ def run_row(registry, ref, op, entry, r, device, large, xfail, t: Totals) -> tup
     t.widened += len(widened)
     if widened:
         t.widened_rows.append((str(dtype)[6:], device, widened))
-    counts = (f"{f'{matched}/{compared}':>10}{worst:>12.3g}{len(widened):>9}{no_ref:>8}"
+    counts = (f"{f'{matched}/{compared}':>10}{worst:>12.2g}{len(widened):>9}{no_ref:>8}"
               f"{f'{bound}/{bound + len(dropped)}':>9}")
     return counts, ", ".join(where[:4]) + (f" (+{len(where) - 4})" if len(where) > 4 else "")
 
@@ -134,7 +135,7 @@ def main(argv=None) -> int:
         return 2
     importlib.import_module(args.loads)
     start = time.perf_counter()
-    header = (f"{'op':<18}{'dtype':<11}{'device':<8}{'matched':>10}{'max error':>12}{'widened':>9}{'no-ref':>8}"
+    header = (f"{'op':<18}{'dtype':<11}{'device':<8}{'matched':>10}{'error/tol':>12}{'widened':>9}{'no-ref':>8}"
               f"{'opinfo':>9}  where it differs")
     print(header)
     print("-" * len(header))

@@ -5,6 +5,7 @@ both judge an op on the same inputs, against the same torch reference.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import re
@@ -492,6 +493,9 @@ class Comparison(NamedTuple):
     error: float  # largest absolute error (inf when one side raised)
     message: str
     oracle: str = ""  # "" when torch ran the sample as given; else how it was widened, e.g. "complex32->complex64"
+    # the worst element's error as a fraction of what assert_close allows it (atol + rtol * |expected|):
+    # at most 1 where the sample matched; inf where one side raised or the results' shape or dtype differ
+    of_tolerance: float = 0.0
 
     @property
     def widened(self) -> bool:
@@ -626,11 +630,13 @@ def compare(op_fn, ref_fn, sample: Sample, registered_outputs: set = frozenset()
     says so (NotImplementedError naming its registered dtypes).
     """
     oracle = ""
+    on_device = _on_a_device(sample)
+    reference_sample = _to_cpu(sample) if on_device else sample  # the oracle is torch's CPU op
     try:
-        expected = ref_fn(*sample.args, **sample.kwargs)
+        expected = ref_fn(*reference_sample.args, **reference_sample.kwargs)
     except Exception as e:
         try:
-            expected, oracle = widened_reference(ref_fn, sample, e, dtype_defaults)
+            expected, oracle = widened_reference(ref_fn, reference_sample, e, dtype_defaults)
         except Exception as e2:
             message = str(e).splitlines()[0] if str(e) else type(e).__name__
             if e2 is not e:
@@ -643,22 +649,54 @@ def compare(op_fn, ref_fn, sample: Sample, registered_outputs: set = frozenset()
             return Comparison(UNSUPPORTED, 0.0, str(e).splitlines()[0], oracle)
         return Comparison(MISMATCH, float("inf"), f"NotImplementedError: {e}", oracle)
     except Exception as e:  # torch computes a result where we raise
-        return Comparison(MISMATCH, float("inf"), f"{type(e).__name__}: {e}", oracle)
-    err = 0.0
-    if actual.shape == expected.shape and actual.numel() and actual.dtype == expected.dtype:
-        diff = (actual.to(torch.complex128 if actual.is_complex() else torch.float64)
-                - expected.to(torch.complex128 if expected.is_complex() else torch.float64)).abs()
-        same = actual.eq(expected)  # equal infinities differ by nan, not 0
-        if actual.is_floating_point() or actual.is_complex():
-            same |= actual.isnan() & expected.isnan()
-        diff = diff.masked_fill(same, 0)
-        err = float(diff.nan_to_num(nan=float("inf")).max())
+        return Comparison(MISMATCH, float("inf"), f"{type(e).__name__}: {e}", oracle, float("inf"))
+    if on_device:
+        actual = actual.cpu()
+    err, of_tolerance = _errors(actual, expected, tol)
     try:
         torch.testing.assert_close(actual, expected, equal_nan=True, **(tol or {}))
     except AssertionError as e:
         message = str(e) + (f"\n(reference computed widened: {oracle})" if oracle else "")
-        return Comparison(MISMATCH, err, message, oracle)
-    return Comparison(MATCH, err, "", oracle)
+        return Comparison(MISMATCH, err, message, oracle, of_tolerance)
+    return Comparison(MATCH, err, "", oracle, of_tolerance)
+
+
+def _errors(actual: torch.Tensor, expected: torch.Tensor, tol: dict | None) -> tuple[float, float]:
+    """The largest absolute error, and the largest as a fraction of assert_close's allowance,
+    atol + rtol * |expected| (torch's default tolerances for the dtype unless `tol`): equal
+    values, equal infinities and two nans are no error; an error where nothing is allowed (an
+    integer or bool result) is infinitely many times it. (inf, inf) when shape or dtype differ."""
+    if actual.shape != expected.shape or actual.dtype != expected.dtype:
+        return float("inf"), float("inf")
+    if not actual.numel():
+        return 0.0, 0.0
+    from torch.testing._comparison import default_tolerances
+
+    rtol, atol = (tol["rtol"], tol["atol"]) if tol else default_tolerances(actual, expected)
+    wide = torch.complex128 if actual.is_complex() else torch.float64
+    diff = (actual.to(wide) - expected.to(wide)).abs()
+    same = actual.eq(expected)  # equal infinities differ by nan, not 0
+    if actual.is_floating_point() or actual.is_complex():
+        same |= actual.isnan() & expected.isnan()
+    diff = diff.masked_fill(same, 0).nan_to_num(nan=float("inf"))
+    allowed = atol + rtol * expected.to(wide).abs().nan_to_num(nan=0.0, posinf=0.0)
+    fraction = torch.where(diff == 0, 0.0, diff / allowed)  # x / 0 is inf
+    return float(diff.max()), float(fraction.max())
+
+
+def _on_a_device(sample: Sample) -> bool:
+    return any(isinstance(a, torch.Tensor) and a.device.type != "cpu"
+               for a in (*sample.args, *sample.kwargs.values()))
+
+
+def _to_cpu(sample: Sample) -> Sample:
+    """The sample with its tensors copied to the CPU, for torch's CPU op as the oracle of a
+    device's result (MPS lacks float64, and the device's own op may be what the entry adds)."""
+    def cpu(a):
+        return a.cpu() if isinstance(a, torch.Tensor) else a
+
+    return dataclasses.replace(sample, args=tuple(map(cpu, sample.args)),
+                               kwargs={k: cpu(v) for k, v in sample.kwargs.items()})
 
 
 # ---- which kernel a call ran: the CPU executor's launch log ----------------------------

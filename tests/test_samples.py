@@ -113,7 +113,8 @@ def test_complex32_reference_is_widened_to_complex64():
     with pytest.raises(NotImplementedError, match="ComplexHalf"):
         torch.div(x, y)  # torch's CPU has no such kernel: what the widened oracle stands in for
     c = compare(_via({torch.complex32: torch.complex64}, torch.div), torch.div, Sample("s", (x, y)))
-    assert c == Comparison(MATCH, c.error, "", "complex32->complex64") and c.widened
+    assert c == Comparison(MATCH, c.error, "", "complex32->complex64", c.of_tolerance) and c.widened
+    assert c.of_tolerance <= 1
     # a wrong result is still a mismatch, and says the oracle was widened
     wrong = compare(lambda a, b: torch.zeros_like(a), torch.div, Sample("s", (x, y)))
     assert wrong.status == MISMATCH and wrong.oracle == "complex32->complex64"
@@ -320,3 +321,29 @@ def test_the_reference_is_atens_kernel_with_onednn_off():
     assert torch.equal(expected[:2], x[:2])  # the hand-computed values
     torch.testing.assert_close(gelu(x), expected, equal_nan=True)
     assert torch.backends.mkldnn.enabled  # and oneDNN is back on for everything else
+
+
+# ---- the error as a fraction of its tolerance (the report's error/tol column) -------------------
+
+@pytest.mark.parametrize("actual,expected,tol,status,fraction", [
+    # rtol 0.5 of |expected| 2 allows 1: an error of 0.5 is half of it
+    ([2.5, -4.0], [2.0, -4.0], {"rtol": 0.5, "atol": 0.0}, MATCH, 0.5),
+    ([3.5, -4.0], [2.0, -4.0], {"rtol": 0.5, "atol": 0.0}, MISMATCH, 1.5),
+    # atol 0.25 and rtol 0.125 of 4: 0.75 allowed for the second element, whose error is 0.375
+    ([2.0, -4.375], [2.0, -4.0], {"rtol": 0.125, "atol": 0.25}, MATCH, 0.5),
+    # a huge value with a huge error, well inside its relative tolerance (polygamma's bfloat16 rows)
+    ([1.0e20 + 1.0e17], [1.0e20], {"rtol": 0.01, "atol": 0.0}, MATCH, 0.1),
+    # two nans, equal infinities: no error
+    ([float("nan"), float("inf")], [float("nan"), float("inf")], {"rtol": 0.0, "atol": 0.0}, MATCH, 0.0),
+])
+def test_the_error_is_reported_as_a_fraction_of_its_tolerance(actual, expected, tol, status, fraction):
+    sample = Sample("s", (torch.tensor(expected, dtype=torch.float64),))
+    c = compare(lambda x: torch.tensor(actual, dtype=torch.float64), lambda x: x.clone(), sample, tol=tol)
+    assert c.status == status and c.of_tolerance == pytest.approx(fraction, rel=1e-9)
+
+
+def test_an_integer_error_is_infinitely_many_tolerances():
+    sample = Sample("s", (torch.tensor([1, 3]),))
+    c = compare(lambda x: torch.tensor([1, 2]), lambda x: x.clone(), sample)
+    assert c.status == MISMATCH and c.error == 1.0 and c.of_tolerance == float("inf")
+    assert compare(lambda x: x.clone(), lambda x: x.clone(), sample).of_tolerance == 0.0
