@@ -205,11 +205,37 @@ def _build_extension_command(project: Project):
     return Build
 
 
+# What the build imports, with the package that provides it: under `pip install --no-build-isolation`
+# pip installs none of pyproject.toml's build requirements, so a fresh venv lacks them.
+BUILD_REQUIREMENTS = (("torch", "torch"), ("ninja", "ninja"), ("jinja2", "jinja2"), ("yaml", "pyyaml"),
+                      ("setuptools", "setuptools>=70.1"))
+
+
+def missing_build_requirements(argv: list[str]) -> list[str]:
+    """The packages the build needs and this Python lacks: each of BUILD_REQUIREMENTS, and for a
+    wheel (`bdist_wheel`, what pip runs) a setuptools that has that command (70.1 and later, or the
+    `wheel` package): Python 3.11's venvs carry setuptools 65, where pip stops with "invalid command
+    'bdist_wheel'"."""
+    import importlib.util
+
+    missing = [package for module, package in BUILD_REQUIREMENTS if importlib.util.find_spec(module) is None]
+    if "bdist_wheel" in argv and "setuptools>=70.1" not in missing and \
+            importlib.util.find_spec("setuptools.command.bdist_wheel") is None and importlib.util.find_spec("wheel") is None:
+        missing.append("setuptools>=70.1")
+    return missing
+
+
 def setup(root: Path | str | None = None, **kwargs):
     """setuptools.setup for the project in `root` (default: the calling setup.py's folder, the
     current directory under pip): generate, then build `<package>._C`. `kwargs` go to
     setuptools (packages, package_data, ...); the package and its generated library.py are
     added."""
+    missing = missing_build_requirements(sys.argv)
+    if missing:
+        wanted = " ".join(f"'{m}'" if ">" in m else m for m in missing)
+        sys.exit(f"error: mpsgen's build needs {', '.join(missing)}, which this Python ({sys.executable}) lacks: "
+                 f"`{Path(sys.executable).name} -m pip install {wanted}`, then run the same command again (without "
+                 f"build isolation, `pip install --no-build-isolation .`, so that it compiles against this torch)")
     project = read_project(Path(root or Path.cwd()))
     if project is None:
         sys.exit(f"{Path(root or Path.cwd()) / 'pyproject.toml'}: no [tool.mpsgen] table")

@@ -3,14 +3,15 @@
     python -m mpsgen.report [--quick] [OP ...]      (mpsgen test [OP ...] in a project)
 
 Prints one row per (op, registered dtype, device): how many samples matched the
-torch reference within dtype tolerances, the worst error as a fraction of its tolerance
+torch reference within dtype tolerances, how many differed as an xfail in ops.yaml says
+they do, the worst error as a fraction of its tolerance
 (assert_close's atol + rtol * |expected|: at most 1 where every sample matched), how many
 samples were compared against a widened oracle (torch's CPU lacks the dtype, so
 the reference ran in a wider one and was cast back), how many had no torch
 result, and how many OpInfo samples bound to the entry's schema. Then, per op,
 the (op, dtype, sample) totals, the OpInfo samples dropped with the reason,
 the samples with no torch result with the reason, and the samples that used a
-widened oracle. Exits 1 if any sample mismatched (other than the ones an xfail
+widened oracle, and the warnings raised while the rows ran, each once. Exits 1 if any sample mismatched (other than the ones an xfail
 in ops.yaml names), if no sample ran a registered dtype's own kernel, or if a
 row could not be run at all.
 
@@ -26,6 +27,7 @@ import argparse
 import sys
 import time
 import traceback
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,14 +77,15 @@ def run_row(registry, ref, op, entry, r, device, large, xfail, t: Totals) -> tup
     t.bound += bound
     t.dropped += len(dropped)
     t.drop_reasons.update(reason for _, reason in dropped)
-    matched = compared = no_ref = 0
-    worst, where, widened, ran_own = 0.0, [], [], False
+    matched = compared = no_ref = xfailed = 0
+    worst, where, widened, ran_own, refusals = 0.0, [], [], False, Counter()
     for sample in found:
         c = compare(traced, ref, sample, registered_outputs(op), tolerance(op, r.input), op.dtype_defaults)
         t.unsupported += c.status == UNSUPPORTED
         if c.status == NO_REFERENCE:
             no_ref += 1
             t.no_ref_reasons[c.message] += 1
+            refusals[c.message] += 1
             continue
         if c.status not in (MATCH, MISMATCH):
             continue
@@ -91,6 +94,7 @@ def run_row(registry, ref, op, entry, r, device, large, xfail, t: Totals) -> tup
         ran_own |= any(kernel_input_type(k, op.name) == r.input for k in traced.last)
         if c.status == MISMATCH and xfail and (not xfail.samples or sample.name in xfail.samples):
             t.xfailed += 1  # expected to differ: ops.yaml says why
+            xfailed += 1
             where.append(f"{sample.name} (xfail)")
             continue
         compared += 1
@@ -101,16 +105,23 @@ def run_row(registry, ref, op, entry, r, device, large, xfail, t: Totals) -> tup
     if device == "cpu" and not ran_own:
         # the CPU executor's launch log: no compared sample selected this dtype's kernel
         t.errors += 1
-        where.insert(0, f"no sample ran a {r.input} kernel")
-        t.problems.append(f"{entry.qualified_name} {str(dtype)[6:]}: no compared sample ran a kernel "
-                          f"instantiated for {r.input}")
+        if found and no_ref == len(found):  # torch refuses every sample: nothing to compare with
+            reason = _first_line(refusals.most_common(1)[0][0], 100)
+            where.insert(0, f"torch refuses every {str(dtype)[6:]} input")
+            t.problems.append(f"{entry.qualified_name} {str(dtype)[6:]}: torch refuses every {str(dtype)[6:]} "
+                              f"input (\"{reason}\"), so no sample could check the kernel this entry registers for "
+                              f"it: register the dtypes torch computes")
+        else:
+            where.insert(0, f"no sample ran a {r.input} kernel")
+            t.problems.append(f"{entry.qualified_name} {str(dtype)[6:]}: no compared sample ran a kernel "
+                              f"instantiated for {r.input}")
     t.matched += matched
     t.compared += compared
     t.no_reference += no_ref
     t.widened += len(widened)
     if widened:
         t.widened_rows.append((str(dtype)[6:], device, widened))
-    counts = (f"{f'{matched}/{compared}':>10}{worst:>12.2g}{len(widened):>9}{no_ref:>8}"
+    counts = (f"{f'{matched}/{compared}':>10}{xfailed:>8}{worst:>12.2g}{len(widened):>9}{no_ref:>8}"
               f"{f'{bound}/{bound + len(dropped)}':>9}")
     return counts, ", ".join(where[:4]) + (f" (+{len(where) - 4})" if len(where) > 4 else "")
 
@@ -135,42 +146,45 @@ def main(argv=None) -> int:
         return 2
     importlib.import_module(args.loads)
     start = time.perf_counter()
-    header = (f"{'op':<18}{'dtype':<11}{'device':<8}{'matched':>10}{'error/tol':>12}{'widened':>9}{'no-ref':>8}"
-              f"{'opinfo':>9}  where it differs")
+    selected = [(op, entry) for op in registry.ops for entry in op.entries
+                if not args.only or op.name in args.only or entry.qualified_name in args.only]
+    w = max([18, *(len(entry.qualified_name) + 2 for _, entry in selected)])  # the op column fits every name
+    header = (f"{'op':<{w}}{'dtype':<11}{'device':<8}{'matched':>10}{'xfailed':>8}{'error/tol':>12}{'widened':>9}"
+              f"{'no-ref':>8}{'opinfo':>9}  where it differs")
     print(header)
     print("-" * len(header))
     per_op: dict[str, Totals] = {}
-    for op in registry.ops:
-        for entry in op.entries:
-            if args.only and op.name not in args.only and entry.qualified_name not in args.only:
-                continue
+    # recorded under the filters in force (Python's default shows each once), listed at the end, not amid the rows
+    with warnings.catch_warnings(record=True) as caught:
+        for op, entry in selected:
             t = per_op.setdefault(entry.qualified_name, Totals())
             try:
                 ref = reference(entry.reference)
             except Exception as e:
                 t.errors += 1
                 t.problems.append(f"{entry.qualified_name}: {type(e).__name__}: {_first_line(str(e))}")
-                print(f"{entry.qualified_name:<18}{'-':<11}{'-':<8}  error: {type(e).__name__}: {_first_line(str(e))}")
+                print(f"{entry.qualified_name:<{w}}{'-':<11}{'-':<8}  error: {type(e).__name__}: {_first_line(str(e))}")
                 continue
             xfails = {x.dtype: x for x in entry.xfails}
             for r in entry_registrations(op, entry):
                 dtype = TORCH_DTYPES[r.input]
                 for device in devices():
-                    label = f"{entry.qualified_name:<18}{str(dtype)[6:]:<11}{device:<8}"
+                    label = f"{entry.qualified_name:<{w}}{str(dtype)[6:]:<11}{device:<8}"
                     try:
-                        counts, where = run_row(registry, ref, op, entry, r, device, not args.quick, xfails.get(r.input), t)
+                        counts, where = run_row(registry, ref, op, entry, r, device, not args.quick, xfails.get(r.input),
+                                                t)
                     except Exception as e:  # report the row and go on
                         t.errors += 1
                         where = traceback.format_exception_only(type(e), e)[-1].strip()
                         t.problems.append(f"{entry.qualified_name} {str(dtype)[6:]} {device}: {_first_line(where)}")
                         print(f"{label}  error: {_first_line(where)}")
                         continue
-                    print(f"{label}{counts}  {where}")
+                    print(f"{label}{counts}  {where}", flush=True)
 
-    print(f"\n{'op':<18}{'matched':>14}{'xfailed':>9}{'unsupported':>13}{'widened':>9}{'no-ref':>8}"
+    print(f"\n{'op':<{w}}{'matched':>14}{'xfailed':>9}{'unsupported':>13}{'widened':>9}{'no-ref':>8}"
           f"{'opinfo bound':>14}{'dropped':>9}   (op, dtype, sample) cases")
     for name, t in per_op.items():
-        print(f"{name:<18}{f'{t.matched}/{t.compared}':>14}{t.xfailed:>9}{t.unsupported:>13}{t.widened:>9}"
+        print(f"{name:<{w}}{f'{t.matched}/{t.compared}':>14}{t.xfailed:>9}{t.unsupported:>13}{t.widened:>9}"
               f"{t.no_reference:>8}{t.bound:>14}{t.dropped:>9}")
 
     if any(t.dropped for t in per_op.values()):
@@ -201,6 +215,13 @@ def main(argv=None) -> int:
               f"({ATEN_ENV}=1, mpsgen/aten_overrides.py), on the samples without the large ones, against "
               "torch's CPU op in this process; their out=, in-place, refusals and opcheck are checked by "
               "tests/test_aten_overrides.py")
+    distinct = dict.fromkeys(f"{warning.filename.rpartition('site-packages/')[2]}:{warning.lineno}: "
+                             f"{warning.category.__name__}: {_first_line(str(warning.message), 300)}"
+                             for warning in caught)
+    if distinct:
+        print("\nWarnings raised while the rows ran (each once):")
+        for text in distinct:
+            print(f"  {text}")
     problems = [p for t in per_op.values() for p in t.problems]
     if problems:
         print("\nProblems:")

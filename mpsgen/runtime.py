@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import mmap
 import os
 import re
 import sys
@@ -76,6 +77,7 @@ def load_ops(package_globals: dict, library: Path, extension_name: str | None = 
     binding into it. Returns the generated library module."""
     package = package_globals["__name__"]
     extension_name = extension_name or f"{package}._C"
+    check_built_against(extension_name)
     namespace = namespace_of(library)
     if namespace in _LOADED:
         if _LOADED[namespace][0] == package:
@@ -103,6 +105,32 @@ def load_ops(package_globals: dict, library: Path, extension_name: str | None = 
     if os.environ.get(ATEN_CPU_OVERRIDES) == "1":
         C.register_aten_cpu_overrides()
     return module
+
+
+_BUILT_AGAINST = re.compile(rb"mpsgen-built-against-torch ([0-9A-Za-z.+-]+)\n")
+
+
+def built_against(path: str | Path) -> str | None:
+    """The torch version an mpsgen extension file was compiled against (support/host/module.cpp
+    writes it into the file), read without loading it; None where the file has none."""
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        m = _BUILT_AGAINST.search(data)
+        return m[1].decode() if m else None
+
+
+def check_built_against(extension_name: str) -> None:
+    """ImportError, naming both versions and how to rebuild, where the extension was compiled
+    against another torch than the one imported (torch's C++ ABI changes between releases)."""
+    spec = importlib.util.find_spec(extension_name)
+    if spec is None or not spec.origin or not Path(spec.origin).is_file():
+        return  # importing it says what is missing
+    built, running = built_against(spec.origin), torch.__version__.split("+", 1)[0]
+    if built is not None and built != running:
+        raise ImportError(
+            f"{extension_name} ({spec.origin}) was built against torch {built}, and this is torch {running} "
+            f"({torch.__version__}): a torch extension runs only under the torch it was compiled against. Rebuild "
+            f"it under this torch: `mpsgen build` in its project (or `bash run.sh` in mpsgen's checkout), or "
+            f"`pip install --no-build-isolation --force-reinstall --no-deps <its source>`", name=extension_name)
 
 
 def _binding(fast, packet):

@@ -40,8 +40,15 @@ def reference(path: str):
 
     @functools.wraps(obj)
     def aten_kernel(*args, **kwargs):
-        with torch.backends.mkldnn.flags(enabled=False):
+        # the enabled flag alone, as torch.backends.mkldnn.flags() sets it (which OpInfo's import
+        # allows only inside that context): flags() also sets oneDNN's TF32 flag, and so warns on
+        # every call that TF32 on oneDNN is for Intel GPUs
+        was = torch._C._get_mkldnn_enabled()
+        torch._C._set_mkldnn_enabled(False)
+        try:
             return obj(*args, **kwargs)
+        finally:
+            torch._C._set_mkldnn_enabled(was)
 
     return aten_kernel
 

@@ -241,3 +241,33 @@ def test_a_build_after_an_edit_or_none_runs_without_torch(installed, tmp_path):
 
     other = build_again(MPSGEN_CPU_VARIANTS="baseline").stdout  # another build setting: the full build
     assert "up to date" not in other and "torch imported: True" in other
+
+
+def test_a_fresh_venv_without_the_build_requirements_is_told_what_to_install(tmp_path):
+    """Python 3.11's venv (pip and setuptools 65, nothing else), `pip install --no-build-isolation`
+    of this checkout, as a new user would without the README's first line: the build names what
+    is missing and the command that installs it, and writes nothing into the checkout."""
+    venv = tmp_path / "venv"
+    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", str(venv)], check=True,
+                   capture_output=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    before = sorted(p.name for p in ROOT.iterdir())
+    r = _run([venv / "bin" / "python", "-m", "pip", "install", "--no-build-isolation", "--no-index", "--no-deps", ROOT],
+             tmp_path, env, check=False, timeout=300)
+    assert r.returncode != 0
+    out = r.stdout + r.stderr
+    assert "mpsgen's build needs torch, ninja, jinja2, pyyaml, which this Python" in out, out[-3000:]
+    assert "-m pip install torch ninja jinja2 pyyaml`, then run the same command again" in out
+    assert sorted(p.name for p in ROOT.iterdir()) == before
+
+
+def test_a_wheel_needs_a_setuptools_with_bdist_wheel(monkeypatch):
+    import importlib.util
+
+    from mpsgen.codegen.package import missing_build_requirements
+
+    real = importlib.util.find_spec
+    gone = {"setuptools.command.bdist_wheel", "wheel"}
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in gone else real(name, *a))
+    assert missing_build_requirements(["setup.py", "bdist_wheel"]) == ["setuptools>=70.1"]
+    assert missing_build_requirements(["setup.py", "build_ext", "--inplace"]) == []

@@ -297,7 +297,8 @@ def test_report_shows_a_row_whose_reference_raises_and_goes_on(tmp_path, capsys)
     assert re.search(r"^exp +- +- +error: AttributeError", out, re.M)
     # every row of neg, after exp's error
     assert re.search(r"^neg +float32 +cpu", out, re.M) and re.search(r"^neg +complex32 +cpu", out, re.M)
-    assert "Samples with no torch result" in out and "no compared sample ran a kernel" in out
+    # cholesky refuses every sample: nothing checks neg's kernels, and the report says why
+    assert "Samples with no torch result" in out and "neg float32: torch refuses every float32 input" in out
 
 
 def test_output_match_passes_a_dtype_only_a_widened_oracle_can_judge(monkeypatch):
@@ -347,3 +348,53 @@ def test_an_integer_error_is_infinitely_many_tolerances():
     c = compare(lambda x: torch.tensor([1, 2]), lambda x: x.clone(), sample)
     assert c.status == MISMATCH and c.error == 1.0 and c.of_tolerance == float("inf")
     assert compare(lambda x: x.clone(), lambda x: x.clone(), sample).of_tolerance == 0.0
+
+
+def _report(capsys, *argv) -> tuple[int, str]:
+    from mpsgen import report
+
+    code = report.main([*argv, "--quick"])
+    return code, capsys.readouterr().out
+
+
+def test_the_report_reads_right(capsys):
+    """The main job's text (issue 50): error/tol within 1 where every sample matched (polygamma
+    bfloat16 printed 4.61e+18), long names in their own column, xfailed samples counted per row,
+    torch's warnings listed once after the table."""
+    code, out = _report(capsys, "polygamma", "div.Tensor_mode", "special_laguerre_polynomial_l")
+    assert code == 0
+    rows = {tuple(line.split()[:3]): line.split() for line in out.splitlines()
+            if re.match(r"^\S+ +\w+ +cpu +\d+/\d+ ", line)}
+    header = out.splitlines()[0].split()
+    assert header[:9] == ["op", "dtype", "device", "matched", "xfailed", "error/tol", "widened", "no-ref", "opinfo"]
+    polygamma = rows[("polygamma", "bfloat16", "cpu")]
+    matched, compared = map(int, polygamma[3].split("/"))
+    assert matched == compared and 0 < float(polygamma[5]) <= 1
+    assert ("special_laguerre_polynomial_l", "float32", "cpu") in rows  # not run into the dtype column
+    div = next(line for line in out.splitlines() if re.match(r"^div\.Tensor_mode +float16 +cpu ", line))
+    assert int(div.split()[4]) == div.count("(xfail)") + (int(m[1]) if (m := re.search(r"\(\+(\d+)\)", div)) else 0) > 0
+    table = out[:out.index("\nop ")]
+    assert "Warning" not in table
+    warned = out[out.index("Warnings raised while the rows ran"):] if "Warnings raised" in out else ""
+    assert all(re.match(r"  \S+:\d+: \w+: ", line) for line in warned.splitlines()[1:] if line.startswith("  "))
+    assert "TF32 acceleration on top of oneDNN" not in out  # the harness's own, filtered (mpsgen/samples.py)
+
+
+def test_a_dtype_torch_refuses_everywhere_says_so(capsys, monkeypatch):
+    """bool sub, relu, negative: torch refuses every bool input, so the kernel the entry registers
+    for bool is never checked; the report says that, not that no sample ran its kernel."""
+    from mpsgen import report
+
+    real = report.compare
+
+    def refusing(op_fn, ref_fn, sample, *a, **k):
+        if any(isinstance(x, torch.Tensor) and x.dtype == torch.bool for x in sample.args):
+            return Comparison(NO_REFERENCE, 0.0, "Subtraction, the `-` operator, with a bool tensor is not supported.")
+        return real(op_fn, ref_fn, sample, *a, **k)
+
+    monkeypatch.setattr(report, "compare", refusing)
+    code, out = _report(capsys, "polygamma")
+    assert code == 1
+    assert re.search(r"^polygamma +bool +cpu +0/0 .*torch refuses every bool input", out, re.M)
+    assert ("polygamma bool: torch refuses every bool input (\"Subtraction, the `-` operator, with a bool tensor is "
+            "not supported.\"), so no sample could check the kernel this entry registers for it") in out

@@ -2,10 +2,16 @@
 // through TORCH_LIBRARY static initializers when the library loads.
 #include <Python.h>
 
+#include <torch/headeronly/version.h>
+
 #include <exception>
 
 #include "bindings.h"
 #include "kernel_registry.h"
+
+// The torch this extension is compiled against. mpsgen/runtime.py finds it in the file before
+// it loads the extension: under another torch the load fails with an undefined symbol, or worse.
+extern "C" [[gnu::used]] const char mpsgen_built_against_torch[] = "mpsgen-built-against-torch " TORCH_VERSION "\n";
 
 namespace mpsgen::generated {
 bool register_aten_cpu_overrides();  // generated/registration.cpp

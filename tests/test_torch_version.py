@@ -1,0 +1,46 @@
+"""An extension runs only under the torch it was compiled against: it records that torch in the
+file (support/host/module.cpp), and mpsgen/runtime.py reads it before loading the extension, so
+another torch gets an ImportError naming both versions and how to rebuild, not an undefined
+symbol or a crash in a static initializer."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import mpsgen.ops  # noqa: F401  (loads mpsgen._C)
+from mpsgen import runtime
+from mpsgen.codegen.build import GENERATED
+
+pytestmark = pytest.mark.quick
+RUNNING = torch.__version__.split("+", 1)[0]
+
+
+def test_the_extension_records_the_torch_it_was_built_against():
+    assert runtime.built_against(sys.modules["mpsgen._C"].__file__) == RUNNING
+
+
+def test_an_extension_built_against_another_torch_is_refused_before_it_loads(tmp_path, monkeypatch):
+    built = Path(sys.modules["mpsgen._C"].__file__)
+    data = built.read_bytes()
+    marker = f"mpsgen-built-against-torch {RUNNING}\n".encode()
+    assert data.count(marker) == 1
+    package = tmp_path / "oldops"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / built.name).write_bytes(data.replace(marker, b"mpsgen-built-against-torch 2.12.9\n"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ImportError) as e:
+        runtime.load_ops({"__name__": "oldops"}, GENERATED / "library.py")
+    message = str(e.value)
+    assert f"oldops._C ({package / built.name}) was built against torch 2.12.9, and this is torch {RUNNING}" in message
+    assert "`mpsgen build` in its project" in message and "--no-build-isolation --force-reinstall" in message
+    assert "oldops._C" not in sys.modules  # refused before it was loaded
+
+
+def test_a_file_without_the_record_is_left_to_the_import(tmp_path):
+    other = tmp_path / "plain.so"
+    other.write_bytes(b"\x7fELF not ours")
+    assert runtime.built_against(other) is None
