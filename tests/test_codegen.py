@@ -276,7 +276,7 @@ def test_rejects_duplicate_input_dtype(tmp_path):
     assert "'float'" in msg
 
 
-@pytest.mark.parametrize("name", ["1abc", "a-b", "_foo"])
+@pytest.mark.parametrize("name", ["1abc", "a-b"])
 def test_rejects_op_name_not_identifier(tmp_path, name):
     text = registry(unary_op("ok"), unary_op(name, reference="torch.foo"))
     msg = single_error(run_invalid(tmp_path, text), lineno(text, f"func: {name}("), "func", name)
@@ -1152,3 +1152,43 @@ def test_check_messages_are_f_strings_printed_as_torch_prints_them():
                       ("{self}", "a message may show"), ("{", "not a valid f-string")]:
         with pytest.raises(CheckError, match=says):
             message_to_cpp(bad, CHECK_KINDS)
+
+
+def test_an_underscore_name_as_atens_private_ops_have_generates(tmp_path):
+    """aten's `_to_copy` and its kin: a leading '_' is accepted (issue 50); the op's files, kernels
+    and torch schema carry it, and its in-place variant is `_name_`."""
+    text = registry("  - func: _scaled(Tensor self, Tensor other) -> Tensor\n"
+                    "    dtypes: [float]\n    reference: torch.mul\n"
+                    f"    functor: |\n{BINARY_BODY}")
+    out = tmp_path / "out"
+    generate_ok(write_ops(tmp_path, text), out)
+    assert (out / "_scaled.metal").is_file() and "REGISTER_BINARY_OP(_scaled, float, float);" in \
+        (out / "_scaled.metal").read_text()
+    registration = (out / "registration.cpp").read_text()
+    assert 'm.def("_scaled(Tensor self, Tensor other) -> Tensor");' in registration
+    assert '"_scaled_(Tensor(a!) self, Tensor other) -> Tensor(a!)"' in registration
+
+
+@pytest.mark.parametrize("name,says", [
+    # a trailing '_' (an in-place name): torchgen's parser refuses it first, without `Tensor(a!) self`
+    ("scaled_", "Inplace op scaled_ must have a self argument with a mutable annotation"),
+    ("_Scaled", "reserved in C++ (a leading '__' or '_' and a capital)"),
+    ("__scaled", "reserved in C++"),
+])
+def test_an_op_name_that_cannot_work_is_refused_saying_why(tmp_path, name, says):
+    text = registry(unary_op("ok"),
+                    f"  - func: {name}(Tensor self, Tensor other) -> Tensor\n"
+                    "    dtypes: [float]\n    reference: torch.mul\n"
+                    f"    functor: |\n{BINARY_BODY}")
+    messages = "\n".join(run_invalid(tmp_path, text))
+    assert f"op '{name}" in messages and says in messages, messages
+
+
+def test_an_alias_annotation_says_a_custom_op_cannot_honour_it(tmp_path):
+    text = registry(unary_op("ok"),
+                    "  - func: scaled(Tensor(a) self, Tensor other) -> Tensor\n"
+                    "    dtypes: [float]\n    reference: torch.mul\n"
+                    f"    functor: |\n{BINARY_BODY}")
+    msg = single_error(run_invalid(tmp_path, text), lineno(text, "scaled("), "func", "scaled")
+    assert "argument 'self' has an alias annotation (Tensor(a)): a custom op's kernel writes a new tensor and " \
+           "cannot honour it" in msg

@@ -590,6 +590,22 @@ def test_integer_division_by_zero_raises_as_torchs_cpu_kernels(mode, dtype, divi
                                torch.div(a.float(), b, rounding_mode=mode))
 
 
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+def test_bool_division_by_zero_raises_as_integer_division_does(mode):
+    """A bool quotient is an integer one: True // False raised nothing and gave True (issue 50).
+    torch's CPU has no bool div_floor or div_trunc to compare with ("not implemented for 'Bool'"),
+    so the oracle is the integer rule above, and 1 // 1 = 1 by hand."""
+    a, b = torch.tensor([True, False, True]), torch.tensor([True, True, False])
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+        torch.div(a, b, rounding_mode=mode)
+    with pytest.raises(RuntimeError, match="mpsgen::div: ZeroDivisionError"):
+        OPS.div.Tensor_mode(a, b, rounding_mode=mode)
+    out = torch.zeros(3, dtype=torch.bool)
+    with pytest.raises(RuntimeError, match="mpsgen::div: ZeroDivisionError"):
+        OPS.div.out_mode(a, b, rounding_mode=mode, out=out)
+    assert not out.any()
+    assert torch.equal(OPS.div.Tensor_mode(a, torch.ones(3, dtype=torch.bool), rounding_mode=mode), a)
+
 
 # ---- a kernel chosen by an argument's value (issue 33) --------------------------------
 
@@ -764,3 +780,34 @@ def test_a_fill_beyond_the_dtype_raises_as_torch_does():
             torch.full_like(torch.zeros(2), value, **kwargs)
         with pytest.raises(RuntimeError, match="mpsgen::full_like: value cannot be converted"):
             OPS.full_like(torch.zeros(2), value, **kwargs)
+
+
+RESULT_LIKE = [pytest.param(op, e, id=e.qualified_name) for op in REGISTRY.own_ops if op.result_like
+               for e in op.entries]
+
+
+@pytest.mark.parametrize("owner,entry", RESULT_LIKE)
+def test_a_result_with_an_inputs_dtype_refuses_an_integer_one_in_every_variant(owner, entry):
+    """`result_dtype: <input>` (mish_backward: aten allocates the result like self): the functional
+    variant refuses an int64 self, whose dtype a float result cannot be cast into; out= and the
+    in-place variant refused nothing and wrote the float result (issue 50). Eager and under
+    FakeTensorMode; the out= tensor and self unchanged."""
+    names = entry.schema_names
+    op = lambda variant: op_overload(REGISTRY.namespace, names[variant])  # noqa: E731
+    like = owner.result_like_index
+    args = [torch.randn(5) for _ in owner.tensor_args]
+    args[like] = torch.arange(5)
+    message = r"result type (Float|torch\.float32) can't be cast to the desired output type (Long|torch\.int64)"
+    out = torch.full((5,), 7.0)
+    calls = [lambda a, o: op("functional")(*a), lambda a, o: op("out")(*a, out=o)]
+    if "inplace" in names:
+        calls.append(lambda a, o: op("inplace")(*a))
+    for call in calls:
+        with pytest.raises(RuntimeError, match=message):
+            call([a.clone() for a in args], out)
+        with torch._subclasses.FakeTensorMode() as mode, pytest.raises(RuntimeError, match=message):
+            call([mode.from_tensor(a) for a in args], mode.from_tensor(out))
+    assert torch.equal(out, torch.full((5,), 7.0))
+    # a float input of that dtype still computes, into a float out=
+    args[like] = torch.randn(5)
+    torch.testing.assert_close(op("out")(*args, out=torch.empty(5)), op("functional")(*args))

@@ -40,8 +40,10 @@ IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")  # \Z: `$` would accept a trail
 
 def check_schema(schema: FunctionSchema, name: str, line: int, errors: Errors,
                   is_overload: bool = False) -> str | None:
-    if not IDENT.fullmatch(name) or name.startswith("_") or name.endswith("_"):
-        errors.add(line, name, "func", "op name must be a C++ identifier without leading/trailing '_'")
+    # a leading '_' is aten's private ops' (_to_copy); a trailing one names in-place variants
+    if not IDENT.fullmatch(name) or name.endswith("_"):
+        errors.add(line, name, "func", "op name must be a C++ identifier without a trailing '_' (which names "
+                   "the in-place variant)")
     overload = schema.name.overload_name
     if overload and not IDENT.fullmatch(overload):  # torch's schema parser reads an identifier
         errors.add(line, name, "func", f"overload name {overload!r} must be an identifier (letters, digits "
@@ -62,8 +64,9 @@ def check_schema(schema: FunctionSchema, name: str, line: int, errors: Errors,
                        f"supported: {', '.join(SUPPORTED_TYPES)}")
             ok = False
         elif a.annotation is not None:
-            errors.add(line, name, "func", f"argument '{a.name}' has an alias annotation; the functional "
-                       "schema's arguments are not aliased (out= and in-place variants are generated)")
+            errors.add(line, name, "func", f"argument '{a.name}' has an alias annotation ({a.type}({a.annotation})): "
+                       "a custom op's kernel writes a new tensor and cannot honour it; the functional schema's "
+                       "arguments are not aliased (out= and in-place variants are generated)")
             ok = False
         elif a.type == TENSOR and (a.default is not None or a in args.flat_kwarg_only):
             errors.add(line, name, "func", f"Tensor argument '{a.name}' must be positional, without a default")

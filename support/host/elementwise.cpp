@@ -150,7 +150,9 @@ void check_converted(const OpSpec& op, c10::ScalarType common, const std::vector
 // `zero_divisor:`), where a CPU running the functor would trap; a GPU returns some value, as
 // torch's MPS kernels do, so the MPS stubs do not look (it would cost a device sync).
 void check_zero_divisor(const OpSpec& op, Backend backend, at::TensorList args, c10::ScalarType output) {
-  if (op.zero_divisor < 0 || backend != Backend::CPU || !c10::isIntegralType(output, /*includeBool=*/false)) return;
+  // bool too: a bool quotient of a division by zero is an integer division by zero (torch's CPU has no
+  // bool div_floor or div_trunc at all; True was returned)
+  if (op.zero_divisor < 0 || backend != Backend::CPU || !c10::isIntegralType(output, /*includeBool=*/true)) return;
   TORCH_CHECK(!args[op.zero_divisor].eq(0).any().item<bool>(), op.name, ": ZeroDivisionError");
 }
 
@@ -362,6 +364,13 @@ at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList in
   const bool exact = std::find(exact_out.begin(), exact_out.end(), reg.input) != exact_out.end();
   TORCH_CHECK(!exact || out.scalar_type() == reg.output, op.name, ": Expected out type to be ", reg.output,
               " but got ", out.scalar_type());
+  if (op.result_like >= 0) {
+    // the result has that input's dtype (`result_dtype:`, as aten's mish_backward allocates it),
+    // whichever out= is given: out= and in-place refuse what the functional variant refuses
+    const auto like = inputs[op.result_like].scalar_type();
+    TORCH_CHECK(c10::canCast(reg.output, like), op.name, ": result type ", reg.output,
+                " can't be cast to the desired output type ", like);
+  }
   // torch's structured ops refuse an unsafe cast of the result (bool results
   // of comparisons cast to anything; abs of complex is real).
   TORCH_CHECK(c10::canCast(reg.output, out.scalar_type()), op.name, ": result type ", reg.output,
