@@ -58,7 +58,7 @@ void TernaryWithParams::operator()(at::TensorIteratorBase& iter, const std::stri
       getMPSProfiler().beginProfileKernel(pso, kernel_name, {iter.input(0), iter.input(1), iter.input(2)});
       [encoder setComputePipelineState:pso];
       bind_iter_tensors(encoder, iter);
-      detail::mtl_setArg(encoder, params, 4);
+      at::native::mps::detail::mtl_setArg(encoder, params, 4);  // qualified: torch 2.14 adds a global ::detail
       if (!contiguous) {
         mtl_setArgs<5>(encoder, iter.shape(), iter.strides(0), iter.strides(1), iter.strides(2), iter.strides(3),
                        static_cast<uint32_t>(iter.ndim()));
