@@ -1034,10 +1034,10 @@ extern const OpSpec abs_spec{
     },
     };
 
-// ops.yaml:909: the dtypes polygamma.metal registers (input -> output)
+// ops.yaml:910: the dtypes polygamma.metal registers (input -> output)
 extern const OpSpec polygamma_spec{
     "mpsgen::polygamma",
-    "ops.yaml:906",
+    "ops.yaml:907",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1050,15 +1050,19 @@ extern const OpSpec polygamma_spec{
     {
         {c10::ScalarType::Float, c10::ScalarType::Float},
         {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
         {c10::ScalarType::Byte, c10::ScalarType::Float},
         {c10::ScalarType::Bool, c10::ScalarType::Float},
     },
     };
 
-// ops.yaml:987: the dtypes div.metal registers (input -> output)
+// ops.yaml:976: the dtypes div.metal registers (input -> output)
 extern const OpSpec div_spec{
     "mpsgen::div",
-    "ops.yaml:978",
+    "ops.yaml:967",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1083,10 +1087,10 @@ extern const OpSpec div_spec{
     },
     };
 
-// ops.yaml:985: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
+// ops.yaml:974: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
 extern const OpSpec div_div_trunc_spec{
     "mpsgen::div",
-    "ops.yaml:985",
+    "ops.yaml:974",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1110,10 +1114,10 @@ extern const OpSpec div_div_trunc_spec{
     /*choice=*/"rounding_mode='trunc'",
     };
 
-// ops.yaml:986: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
+// ops.yaml:975: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
 extern const OpSpec div_div_floor_spec{
     "mpsgen::div",
-    "ops.yaml:986",
+    "ops.yaml:975",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1137,10 +1141,10 @@ extern const OpSpec div_div_floor_spec{
     /*choice=*/"rounding_mode='floor'",
     };
 
-// ops.yaml:1091: the dtypes polar.metal registers (input -> output)
+// ops.yaml:1080: the dtypes polar.metal registers (input -> output)
 extern const OpSpec polar_spec{
     "mpsgen::polar",
-    "ops.yaml:1089",
+    "ops.yaml:1078",
     {"abs", "angle"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1156,10 +1160,10 @@ extern const OpSpec polar_spec{
     },
     };
 
-// ops.yaml:1108: the dtypes complex.metal registers (input -> output)
+// ops.yaml:1097: the dtypes complex.metal registers (input -> output)
 extern const OpSpec complex_spec{
     "mpsgen::complex",
-    "ops.yaml:1107",
+    "ops.yaml:1096",
     {"real", "imag"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1175,10 +1179,10 @@ extern const OpSpec complex_spec{
     },
     };
 
-// ops.yaml:1124: the dtypes angle.metal registers (input -> output)
+// ops.yaml:1113: the dtypes angle.metal registers (input -> output)
 extern const OpSpec angle_spec{
     "mpsgen::angle",
-    "ops.yaml:1123",
+    "ops.yaml:1112",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1203,10 +1207,10 @@ extern const OpSpec angle_spec{
     },
     };
 
-// ops.yaml:1148: the dtypes cos.metal registers (input -> output)
+// ops.yaml:1137: the dtypes cos.metal registers (input -> output)
 extern const OpSpec cos_spec{
     "mpsgen::cos",
-    "ops.yaml:1147",
+    "ops.yaml:1136",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1231,10 +1235,10 @@ extern const OpSpec cos_spec{
     },
     };
 
-// ops.yaml:1174: the dtypes tan.metal registers (input -> output)
+// ops.yaml:1163: the dtypes tan.metal registers (input -> output)
 extern const OpSpec tan_spec{
     "mpsgen::tan",
-    "ops.yaml:1173",
+    "ops.yaml:1162",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1259,10 +1263,10 @@ extern const OpSpec tan_spec{
     },
     };
 
-// ops.yaml:1193: the dtypes tanh.metal registers (input -> output)
+// ops.yaml:1182: the dtypes tanh.metal registers (input -> output)
 extern const OpSpec tanh_spec{
     "mpsgen::tanh",
-    "ops.yaml:1192",
+    "ops.yaml:1181",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1287,10 +1291,10 @@ extern const OpSpec tanh_spec{
     },
     };
 
-// ops.yaml:1211: the dtypes log.metal registers (input -> output)
+// ops.yaml:1200: the dtypes log.metal registers (input -> output)
 extern const OpSpec log_spec{
     "mpsgen::log",
-    "ops.yaml:1210",
+    "ops.yaml:1199",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1315,10 +1319,10 @@ extern const OpSpec log_spec{
     },
     };
 
-// ops.yaml:1229: the dtypes log1p.metal registers (input -> output)
+// ops.yaml:1218: the dtypes log1p.metal registers (input -> output)
 extern const OpSpec log1p_spec{
     "mpsgen::log1p",
-    "ops.yaml:1228",
+    "ops.yaml:1217",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1343,10 +1347,10 @@ extern const OpSpec log1p_spec{
     },
     };
 
-// ops.yaml:1253: the dtypes expm1.metal registers (input -> output)
+// ops.yaml:1242: the dtypes expm1.metal registers (input -> output)
 extern const OpSpec expm1_spec{
     "mpsgen::expm1",
-    "ops.yaml:1252",
+    "ops.yaml:1241",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1371,10 +1375,10 @@ extern const OpSpec expm1_spec{
     },
     };
 
-// ops.yaml:1282: the dtypes rsqrt.metal registers (input -> output)
+// ops.yaml:1271: the dtypes rsqrt.metal registers (input -> output)
 extern const OpSpec rsqrt_spec{
     "mpsgen::rsqrt",
-    "ops.yaml:1281",
+    "ops.yaml:1270",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1399,10 +1403,10 @@ extern const OpSpec rsqrt_spec{
     },
     };
 
-// ops.yaml:1300: the dtypes i0.metal registers (input -> output)
+// ops.yaml:1289: the dtypes i0.metal registers (input -> output)
 extern const OpSpec i0_spec{
     "mpsgen::i0",
-    "ops.yaml:1299",
+    "ops.yaml:1288",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1425,10 +1429,10 @@ extern const OpSpec i0_spec{
     },
     };
 
-// ops.yaml:1313: the dtypes reciprocal.metal registers (input -> output)
+// ops.yaml:1302: the dtypes reciprocal.metal registers (input -> output)
 extern const OpSpec reciprocal_spec{
     "mpsgen::reciprocal",
-    "ops.yaml:1312",
+    "ops.yaml:1301",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1453,10 +1457,10 @@ extern const OpSpec reciprocal_spec{
     },
     };
 
-// ops.yaml:1333: the dtypes floor.metal registers (input -> output)
+// ops.yaml:1322: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
     "mpsgen::floor",
-    "ops.yaml:1331",
+    "ops.yaml:1320",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1479,10 +1483,10 @@ extern const OpSpec floor_spec{
     },
     };
 
-// ops.yaml:1349: the dtypes ceil.metal registers (input -> output)
+// ops.yaml:1338: the dtypes ceil.metal registers (input -> output)
 extern const OpSpec ceil_spec{
     "mpsgen::ceil",
-    "ops.yaml:1347",
+    "ops.yaml:1336",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1505,10 +1509,10 @@ extern const OpSpec ceil_spec{
     },
     };
 
-// ops.yaml:1365: the dtypes trunc.metal registers (input -> output)
+// ops.yaml:1354: the dtypes trunc.metal registers (input -> output)
 extern const OpSpec trunc_spec{
     "mpsgen::trunc",
-    "ops.yaml:1363",
+    "ops.yaml:1352",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1531,10 +1535,10 @@ extern const OpSpec trunc_spec{
     },
     };
 
-// ops.yaml:1381: the dtypes sign.metal registers (input -> output)
+// ops.yaml:1370: the dtypes sign.metal registers (input -> output)
 extern const OpSpec sign_spec{
     "mpsgen::sign",
-    "ops.yaml:1379",
+    "ops.yaml:1368",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1557,10 +1561,10 @@ extern const OpSpec sign_spec{
     },
     };
 
-// ops.yaml:1394: the dtypes minimum.metal registers (input -> output)
+// ops.yaml:1383: the dtypes minimum.metal registers (input -> output)
 extern const OpSpec minimum_spec{
     "mpsgen::minimum",
-    "ops.yaml:1393",
+    "ops.yaml:1382",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1583,10 +1587,10 @@ extern const OpSpec minimum_spec{
     },
     };
 
-// ops.yaml:1407: the dtypes fmax.metal registers (input -> output)
+// ops.yaml:1396: the dtypes fmax.metal registers (input -> output)
 extern const OpSpec fmax_spec{
     "mpsgen::fmax",
-    "ops.yaml:1406",
+    "ops.yaml:1395",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1609,10 +1613,10 @@ extern const OpSpec fmax_spec{
     },
     };
 
-// ops.yaml:1424: the dtypes fmin.metal registers (input -> output)
+// ops.yaml:1413: the dtypes fmin.metal registers (input -> output)
 extern const OpSpec fmin_spec{
     "mpsgen::fmin",
-    "ops.yaml:1423",
+    "ops.yaml:1412",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1635,9 +1639,32 @@ extern const OpSpec fmin_spec{
     },
     };
 
-// ops.yaml:1440: the dtypes bitwise_and.metal registers (input -> output)
+// ops.yaml:1429: the dtypes bitwise_and.metal registers (input -> output)
 extern const OpSpec bitwise_and_spec{
     "mpsgen::bitwise_and",
+    "ops.yaml:1428",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    /*zero_divisor=*/-1,
+    /*result_like=*/-1,
+    {
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    },
+    };
+
+// ops.yaml:1440: the dtypes bitwise_or.metal registers (input -> output)
+extern const OpSpec bitwise_or_spec{
+    "mpsgen::bitwise_or",
     "ops.yaml:1439",
     {"self", "other"},
     /*int_to_float=*/false,
@@ -1658,32 +1685,35 @@ extern const OpSpec bitwise_and_spec{
     },
     };
 
-// ops.yaml:1451: the dtypes bitwise_or.metal registers (input -> output)
-extern const OpSpec bitwise_or_spec{
-    "mpsgen::bitwise_or",
-    "ops.yaml:1450",
+// ops.yaml:1450: the dtypes gt.metal registers (input -> output)
+extern const OpSpec gt_spec{
+    "mpsgen::gt",
+    "ops.yaml:1449",
     {"self", "other"},
     /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
+    /*bool_output=*/true,
+    /*castout=*/true,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
     /*result_like=*/-1,
     {
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Float, c10::ScalarType::Bool},
+        {c10::ScalarType::Half, c10::ScalarType::Bool},
+        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
+        {c10::ScalarType::Long, c10::ScalarType::Bool},
+        {c10::ScalarType::Int, c10::ScalarType::Bool},
+        {c10::ScalarType::Short, c10::ScalarType::Bool},
+        {c10::ScalarType::Byte, c10::ScalarType::Bool},
+        {c10::ScalarType::Char, c10::ScalarType::Bool},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     },
     };
 
-// ops.yaml:1461: the dtypes gt.metal registers (input -> output)
-extern const OpSpec gt_spec{
-    "mpsgen::gt",
+// ops.yaml:1461: the dtypes ge.metal registers (input -> output)
+extern const OpSpec ge_spec{
+    "mpsgen::ge",
     "ops.yaml:1460",
     {"self", "other"},
     /*int_to_float=*/false,
@@ -1707,36 +1737,10 @@ extern const OpSpec gt_spec{
     },
     };
 
-// ops.yaml:1472: the dtypes ge.metal registers (input -> output)
-extern const OpSpec ge_spec{
-    "mpsgen::ge",
-    "ops.yaml:1471",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/true,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    /*zero_divisor=*/-1,
-    /*result_like=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Bool},
-        {c10::ScalarType::Half, c10::ScalarType::Bool},
-        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
-        {c10::ScalarType::Long, c10::ScalarType::Bool},
-        {c10::ScalarType::Int, c10::ScalarType::Bool},
-        {c10::ScalarType::Short, c10::ScalarType::Bool},
-        {c10::ScalarType::Byte, c10::ScalarType::Bool},
-        {c10::ScalarType::Char, c10::ScalarType::Bool},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    },
-    };
-
-// ops.yaml:1481: the dtypes le.metal registers (input -> output)
+// ops.yaml:1470: the dtypes le.metal registers (input -> output)
 extern const OpSpec le_spec{
     "mpsgen::le",
-    "ops.yaml:1480",
+    "ops.yaml:1469",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1759,10 +1763,10 @@ extern const OpSpec le_spec{
     },
     };
 
-// ops.yaml:1490: the dtypes logical_or.metal registers (input -> output)
+// ops.yaml:1479: the dtypes logical_or.metal registers (input -> output)
 extern const OpSpec logical_or_spec{
     "mpsgen::logical_or",
-    "ops.yaml:1489",
+    "ops.yaml:1478",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1786,10 +1790,10 @@ extern const OpSpec logical_or_spec{
     },
     };
 
-// ops.yaml:1499: the dtypes logical_xor.metal registers (input -> output)
+// ops.yaml:1488: the dtypes logical_xor.metal registers (input -> output)
 extern const OpSpec logical_xor_spec{
     "mpsgen::logical_xor",
-    "ops.yaml:1498",
+    "ops.yaml:1487",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1813,10 +1817,10 @@ extern const OpSpec logical_xor_spec{
     },
     };
 
-// ops.yaml:1513: the dtypes where.metal registers (input -> output)
+// ops.yaml:1502: the dtypes where.metal registers (input -> output)
 extern const OpSpec where_spec{
     "mpsgen::where",
-    "ops.yaml:1511",
+    "ops.yaml:1500",
     {"condition", "self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1841,10 +1845,10 @@ extern const OpSpec where_spec{
     },
     };
 
-// ops.yaml:1550: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1539: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1547",
+    "ops.yaml:1536",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1867,10 +1871,10 @@ extern const OpSpec heaviside_spec{
     },
     };
 
-// ops.yaml:1564: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1553: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1562",
+    "ops.yaml:1551",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1893,10 +1897,10 @@ extern const OpSpec special_ndtri_spec{
     },
     };
 
-// ops.yaml:1632: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1621: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1630",
+    "ops.yaml:1619",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1919,10 +1923,10 @@ extern const OpSpec special_log_ndtr_spec{
     },
     };
 
-// ops.yaml:1660: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1649: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1658",
+    "ops.yaml:1647",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1945,10 +1949,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     },
     };
 
-// ops.yaml:1705: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1694: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1703",
+    "ops.yaml:1692",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1971,10 +1975,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     },
     };
 
-// ops.yaml:1753: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1742: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1751",
+    "ops.yaml:1740",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1997,10 +2001,10 @@ extern const OpSpec special_airy_ai_spec{
     },
     };
 
-// ops.yaml:1856: the dtypes full_like.metal registers (input -> output)
+// ops.yaml:1845: the dtypes full_like.metal registers (input -> output)
 extern const OpSpec full_like_spec{
     "mpsgen::full_like",
-    "ops.yaml:1854",
+    "ops.yaml:1843",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
