@@ -107,15 +107,16 @@ def load_ops(package_globals: dict, library: Path, extension_name: str | None = 
     return module
 
 
-_BUILT_AGAINST = re.compile(rb"mpsgen-built-against-torch ([0-9A-Za-z.+-]+)\n")
+_BUILT_AGAINST = b"mpsgen-built-against-torch "
 
 
 def built_against(path: str | Path) -> str | None:
     """The torch version an mpsgen extension file was compiled against (support/host/module.cpp
     writes it into the file), read without loading it; None where the file has none."""
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        m = _BUILT_AGAINST.search(data)
-        return m[1].decode() if m else None
+        start = data.find(_BUILT_AGAINST)
+        end = data.find(b"\n", start, start + 100) if start >= 0 else -1
+        return data[start + len(_BUILT_AGAINST):end].decode() if end > 0 else None
 
 
 def check_built_against(extension_name: str) -> None:

@@ -107,7 +107,7 @@ def test_every_source_resolves_what_it_exports(planted):
 
 def test_the_report_names_the_symbol_its_unit_and_fails(planted, sdk, capsys):
     compiled, result = planted
-    assert macos_build.report(macos_build.CrossBuild(compiled, Path("image"), "", result, sdk), GENERATED, 1.0) == 1
+    assert macos_build.report(macos_build.CrossBuild(compiled, Path("image"), "", result, sdk), 1.0) == 1
     out = capsys.readouterr().out
     for name, (_, what) in PLANTED.items():
         assert re.search(rf"FAIL unresolved symbol {re.escape(what)} .*used by planted_{re.escape(name.replace('+', 'x'))}"
@@ -195,8 +195,8 @@ def mps_unit(build_dir: Path, generated: Path) -> Path:
 @pytest.fixture(scope="module")
 def planted_mps(sdk, tmp_path_factory):
     """A copy of generated/ whose elu_mps.mm (an op with params: it includes torch's Objective-C++
-    OperationUtils.h) ends with every PLANTED_MPS mistake, its unity unit compiled once for the Mac,
-    syntax only: (the stub, {name: the line of its `// <-`}, the findings, the compiler's output)."""
+    OperationUtils.h) ends with every PLANTED_MPS mistake, its unity unit compiled once for the Mac
+    (clang stops at the errors): (the stub, {name: the line of its `// <-`}, the findings, the compiler's output)."""
     tmp = tmp_path_factory.mktemp("planted-mps")
     generated = tmp / "generated"
     shutil.copytree(GENERATED, generated)
@@ -207,7 +207,7 @@ def planted_mps(sdk, tmp_path_factory):
         lines[name] = text.count("\n") + code.split("// <-")[0].count("\n") + 1
         text += code
     stub.write_text(text + "}  // namespace\n")
-    c = macos_build.compile_unit(mps_unit(tmp, generated), flags(tmp, sdk), tmp, syntax_only=True)
+    c = macos_build.compile_unit(mps_unit(tmp, generated), flags(tmp, sdk), tmp)
     return stub, lines, clang_check.parse(c.messages), c.messages
 
 
@@ -229,7 +229,7 @@ def test_arc_would_reject_torchs_headers(sdk, tmp_path, monkeypatch):
     """The MPS flags once held -fobjc-arc; torch's OperationUtils.h retains and releases by hand,
     which ARC forbids: a Mac build of any op with params would have failed. The check catches it."""
     monkeypatch.setattr(build, "MPS_CXX_FLAGS", ["-fobjc-arc", "-DFMT_HEADER_ONLY"])
-    c = macos_build.compile_unit(mps_unit(tmp_path, GENERATED), flags(tmp_path, sdk), tmp_path, syntax_only=True)
+    c = macos_build.compile_unit(mps_unit(tmp_path, GENERATED), flags(tmp_path, sdk), tmp_path)
     errors = [f for f in clang_check.parse(c.messages) if f.severity == "error"]
     assert errors and all(Path(f.file).name == "OperationUtils.h" for f in errors
                           if "explicit message send" in f.message), c.messages

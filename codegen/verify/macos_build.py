@@ -28,9 +28,9 @@ from pathlib import Path
 
 from .. import build, objcache
 from . import macos_sdk, macos_symbols
+from .clang_check import TORCH_FLAGS
 
 APPLE_SDK = build.SUPPORT / "apple_sdk"
-TORCH_FLAGS = ["-std=c++20", "-DTORCH_API_INCLUDE_EXTENSION_H", "-DTORCH_EXTENSION_NAME=_C"]
 # setuptools on macOS links with `-bundle -undefined dynamic_lookup` (Python's LDSHARED, torch's
 # ldflags). zig 0.17.1's Mach-O linker crashes on -bundle (SIGSEGV), so the image is a dylib
 # (-shared): the same symbols stay undefined and are resolved the same way; only the file type
@@ -80,16 +80,14 @@ def unit_flags(source: Path, flags: list[str]) -> list[str]:
     return [*flags, *OBJC_FLAGS] if source.suffix == ".mm" else flags
 
 
-def compile_unit(source: Path, flags: list[str], objects: Path, syntax_only: bool = False) -> Compiled:
-    """One unit, through the object cache (objcache.py as a script, as ninja runs it); with
-    `syntax_only`, clang's -fsyntax-only and no object (the tests' planted mistakes)."""
+def compile_unit(source: Path, flags: list[str], objects: Path) -> Compiled:
+    """One unit, through the object cache (objcache.py as a script, as ninja runs it). Not
+    `-fsyntax-only`: zig's driver then fails renaming an object it never wrote, and leaves an
+    empty a.out in the working folder; a unit with errors stops before code generation anyway."""
     obj = objects / (source.name + ".o")
     start = time.perf_counter()
-    command = [*macos_sdk.compiler(), *unit_flags(source, flags)]
-    if syntax_only:
-        command += ["-fsyntax-only", "-ferror-limit=0", "-fno-color-diagnostics", str(source)]
-    else:
-        command = [sys.executable, objcache.__file__, *command, "-c", str(source), "-o", str(obj)]
+    command = [sys.executable, objcache.__file__, *macos_sdk.compiler(), *unit_flags(source, flags),
+               "-c", str(source), "-o", str(obj)]
     r = subprocess.run(command, capture_output=True, text=True)
     return Compiled(source, obj, time.perf_counter() - start, r.returncode == 0, r.stderr + r.stdout)
 
@@ -135,7 +133,7 @@ def cross_build(root: Path, build_dir: Path, generated: Path, jobs: int | None =
     return CrossBuild(compiled, image, "", resolution, torch_folder)
 
 
-def report(result: CrossBuild, generated: Path, seconds: float) -> int:
+def report(result: CrossBuild, seconds: float) -> int:
     """Print what was compiled, linked and resolved; 1 if anything failed."""
     print(f"macOS arm64 cross-build: {' '.join(macos_sdk.compiler()[1:])}, {macos_sdk.clang_version()}, against "
           f"torch's macOS wheel {macos_sdk.symbols(result.torch_folder)['wheel']}")
@@ -180,4 +178,4 @@ def main(root: Path, generated: Path, build_dir: Path) -> int:
     except macos_sdk.SdkMissing as e:
         print(f"check-macos: {e}", file=sys.stderr)
         return 1
-    return report(result, generated, time.perf_counter() - start)
+    return report(result, time.perf_counter() - start)

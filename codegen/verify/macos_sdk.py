@@ -125,7 +125,8 @@ def compiler() -> list[str]:
     return [str(zig), "c++", "-target", TARGET]
 
 
-def libsystem_exports() -> set[str]:
+@functools.cache
+def libsystem_exports() -> frozenset[str]:
     """libSystem's exports (and those of the libraries it re-exports), from zig's libSystem.tbd."""
     import yaml
 
@@ -144,7 +145,7 @@ def libsystem_exports() -> set[str]:
                 for cls in block.get("objc-classes", []):
                     names.update((f"_OBJC_CLASS_$_{cls}", f"_OBJC_METACLASS_$_{cls}"))
                 names.update(f"_OBJC_IVAR_$_{v}" for v in block.get("objc-ivars", []))
-    return names
+    return frozenset(names)
 
 
 def clang_version() -> str:

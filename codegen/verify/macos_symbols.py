@@ -110,7 +110,7 @@ class Resolution:
 
 
 def resolve(objects: list[ObjectSymbols], linked: set[str], linked_with_libcxx: set[str] | None, torch_symbols: dict,
-            libsystem: set[str], listed: dict[str, str] | None = None,
+            libsystem: frozenset[str], listed: dict[str, str] | None = None,
             python: frozenset[str] | None = None) -> Resolution:
     """`linked`: what the image linked as a Mac links it leaves undefined; `linked_with_libcxx`:
     the same, linked with zig's libc++ (None where that link failed)."""
