@@ -17,7 +17,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import mpsgen.ops  # loads mpsgen's own ops (the extension and generated/library.py)
-from mpsgen.opcheck import opcheck_samples, out_refuses_grad, structure
+from mpsgen.opcheck import opcheck_calls, opcheck_samples, out_refuses_grad, structure
 from mpsgen.codegen.registry.loader import load
 from mpsgen.samples import (TORCH_DTYPES, Sample, as_inplace, edge_samples, entry_params, inplace_allowed,
                             op_overload, opinfo_samples, reference, registered_dtypes, registered_outputs,
@@ -144,8 +144,10 @@ def test_opcheck_out_and_inplace(op, entry, dtype):
     sample = _variant_args(entry, dtype)
     names = entry.schema_names
     expected = op_overload(NS, names["functional"])(*sample.args, **sample.kwargs)
-    for out in (torch.empty(0, dtype=expected.dtype), torch.empty_like(expected)):  # resized, and as is
-        torch.library.opcheck(op_overload(NS, names["out"]), sample.args, {**sample.kwargs, "out": out})
+    outs = {"resized": torch.empty(0, dtype=expected.dtype), "as is": torch.empty_like(expected)}
+    calls = [(op_overload(NS, names["out"]),
+              Sample(f"{sample.name}, out {how}", sample.args, {**sample.kwargs, "out": out}))
+             for how, out in outs.items()]
     # out= refuses inputs that require grad, as torch's out= variants do (opcheck's autograd
     # check cannot see a missing Autograd kernel of an out= variant: mpsgen/opcheck.py)
     graded = require_grad(Sample(sample.name, tuple(a.clone() if isinstance(a, torch.Tensor) else a
@@ -156,7 +158,8 @@ def test_opcheck_out_and_inplace(op, entry, dtype):
         params = entry_params(entry)
         self = next(a for a in sample.args if isinstance(a, torch.Tensor))
         args, kwargs = as_inplace(params, sample.args, sample.kwargs, self.clone())
-        torch.library.opcheck(op_overload(NS, names["inplace"]), args, kwargs)
+        calls.append((op_overload(NS, names["inplace"]), Sample(f"{sample.name}, in place", args, kwargs)))
+    assert len(opcheck_calls(calls)) == len(calls)  # each call a class of its own: each traced
 
 
 @pytest.mark.parametrize("op,entry,dtype", list(_cases()))

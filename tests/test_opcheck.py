@@ -63,7 +63,8 @@ def test_dtypes_grad_and_arguments():
 
 # --- planted defects --------------------------------------------------------------------
 
-def _define(ns: str, fake_transposed_wrong=False, out_autograd=True) -> torch.library.Library:
+def _define(ns: str, fake_transposed_wrong=False, out_autograd=True,
+            backward_untraceable=False) -> torch.library.Library:
     """`twice(self) = 2 * self` with its out= variant, registered as mpsgen registers an op:
     CPU kernels, a fake kernel, an Autograd kernel for the functional op and for out= (one that
     refuses inputs requiring grad), the out= decomposition at CompositeImplicitAutograd."""
@@ -86,11 +87,14 @@ def _define(ns: str, fake_transposed_wrong=False, out_autograd=True) -> torch.li
     class Twice(torch.autograd.Function):
         @staticmethod
         def forward(ctx, x):
+            ctx.transposed = not x.is_contiguous() and x.stride(0) < x.stride(-1)
             with torch._C._AutoDispatchBelowAutograd():
                 return op.default(x)
 
         @staticmethod
         def backward(ctx, g):
+            if backward_untraceable and ctx.transposed:
+                return torch.from_numpy(g.numpy() * 2)  # the defect: right in eager, no trace can run it
             return 2 * g
 
     def refuse(x, out):
@@ -136,6 +140,16 @@ def test_a_fake_kernel_wrong_for_transposed_inputs_only_is_caught(planted):
     with pytest.raises(AssertionError, match=r"sample\[2\] \(class float32\[a,b\] transposed\(1,0\) grad\).*"
                                              r"test_faketensor"):
         opcheck_samples(planted.default, _samples())
+
+
+@pytest.mark.parametrize("planted", [("backward", {"backward_untraceable": True})], indirect=True)
+def test_a_backward_untraceable_for_transposed_inputs_only_is_caught(planted):
+    """Only the AOT trace runs the backward under fake tensors; the classes are traced together
+    (mpsgen/opcheck.py), and the failure still names the class."""
+    with pytest.raises(AssertionError, match=r"sample\[2\] \(class float32\[a,b\] transposed\(1,0\) grad\).*"
+                                             r"test_aot_dispatch_dynamic"):
+        opcheck_samples(planted.default, _samples())
+    opcheck_samples(planted.default, _samples()[:2])  # the contiguous class alone passes
 
 
 @pytest.mark.parametrize("planted", [("out", {"out_autograd": False})], indirect=True)
