@@ -254,6 +254,17 @@ def _unnumbered(m: re.Match) -> str:
     return (m.group(1) or m.group(2)) + "N"
 
 
+def file_prefix_maps(root: Path) -> list[str]:
+    """How __FILE__ (in torch's TORCH_CHECK, for one) names files: the project's folder as '',
+    mpsgen's support folder as 'mpsgen/support/' (unless it is in the project, as in mpsgen's
+    own checkout: one map, no overlap to order). The same code in another clone, copy or venv is
+    then the same object, which the object cache shares."""
+    maps = [f"-ffile-prefix-map={root}{os.sep}="]
+    if not SUPPORT.is_relative_to(root):
+        maps.append(f"-ffile-prefix-map={SUPPORT}{os.sep}=mpsgen{os.sep}support{os.sep}")
+    return maps
+
+
 def _toolchain_key(compiler: str | Sequence[str], target: KernelTarget) -> bytes:
     """What a preprocessed kernel depends on besides its .metal: the compiler, torch's
     headers (its version and place), the project's shim and launcher headers, and the code

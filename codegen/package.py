@@ -113,10 +113,9 @@ def extension(project: Project):
         build.mps_metal_sources_header(build_dir, generated=project.generated)
     sources = build.host_sources(build_dir, mps, project.generated)
     sources += build.cpu_kernel_sources(build_dir, build.kernel_compiler(), project.generated)
-    # __FILE__ (in torch's TORCH_CHECK, for one) names files relative to the project: the same
-    # code in another clone or copy is the same object, which the object cache can share
+    # __FILE__ names files relative to the project and to mpsgen (build.file_prefix_maps)
     flags = list(build.CXX_FLAGS) + (build.MPS_CXX_FLAGS if mps else build.GCC_CXX_FLAGS) \
-        + [f"-ffile-prefix-map={project.root}{os.sep}="]
+        + build.file_prefix_maps(project.root)
     link = ["-framework", "Metal", "-framework", "Foundation"] if mps else [*build.GCC_LINK_FLAGS, *build.linker_flags()]
     include_dirs = build.host_include_dirs(build_dir) + ([build.MPS_INCLUDE] if mps else [])
     return CppExtension(f"{project.package}._C", [_relative(p, project.root, build_dir) for p in sources],

@@ -75,6 +75,29 @@ def test_a_unit_compiled_once_is_linked_from_the_cache_at_any_path(tmp_path, too
     assert dep.startswith(f"{second.with_suffix('.o')}: {second}") and str(second.parent / "answer.h") in dep
 
 
+def test_mpsgen_installed_elsewhere_gives_the_same_objects(tmp_path, toolchain, monkeypatch):
+    """A project's units include mpsgen's support headers, whose TORCH_CHECKs expand __FILE__:
+    the build's prefix maps (codegen/build.py) name them relative to mpsgen, so a project
+    built with mpsgen installed in another venv hits the objects of the first."""
+    from codegen import build
+
+    cc, log = toolchain
+    unit = '#include "check.h"\nconst char* where() { return here(); }\n'
+    for i, venv in enumerate(("venv1", "elsewhere/venv2")):
+        support = tmp_path / venv / "site-packages" / "mpsgen" / "support"
+        support.mkdir(parents=True)
+        (support / "check.h").write_text("inline const char* here() { return __FILE__; }\n")
+        monkeypatch.setattr(build, "SUPPORT", support)
+        project = tmp_path / f"project{i}"
+        source = _source(project, unit)
+        flags = ["-O2", "-g0", f"-I{support}", *build.file_prefix_maps(project)]
+        assert _compile(cc, source, flags).returncode == 0
+    assert _compiles(log) == 1  # the second build was a hit
+    # and mpsgen's own checkout, whose support folder is in the project, gets one map
+    monkeypatch.setattr(build, "SUPPORT", tmp_path / "checkout" / "support")
+    assert build.file_prefix_maps(tmp_path / "checkout") == [f"-ffile-prefix-map={tmp_path / 'checkout'}{os.sep}="]
+
+
 def _deps(source: Path, clone: Path) -> list[str]:
     """The files the unit's depfile names, the clone's folder written as `CLONE`."""
     text = Path(f"{source.with_suffix('.o')}.d").read_text().split(":", 1)[1]

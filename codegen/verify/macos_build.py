@@ -58,7 +58,7 @@ def compile_flags(root: Path, build_dir: Path, torch_headers: Path) -> list[str]
     includes = [*build.host_include_dirs(build_dir), build.MPS_INCLUDE]
     system = [torch_headers, torch_headers / "torch" / "csrc" / "api" / "include",
               Path(sysconfig.get_paths()["include"]), APPLE_SDK]
-    return [*TORCH_FLAGS, *build.CXX_FLAGS, *build.MPS_CXX_FLAGS, f"-ffile-prefix-map={root}{os.sep}=",
+    return [*TORCH_FLAGS, *build.CXX_FLAGS, *build.MPS_CXX_FLAGS, *build.file_prefix_maps(root),
             *(f"-I{d}" for d in includes), *(f"-isystem{d}" for d in system)]
 
 
