@@ -81,6 +81,10 @@ def _make(tmp: Path) -> dict:
     (purelib / "reuse-test-environment.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env['PATH']}"
+    # the generator's cache of this install, not the temporary one of the worker that made it
+    # (tests/conftest.py), which is gone when that worker's session ends before another's
+    # tests use this env
+    env["MPSGEN_CACHE_DIR"] = str(tmp / "cache")
     pip = [python, "-m", "pip", "--disable-pip-version-check", "--no-input"]
     wheels = tmp / "wheels"
     _run([*pip, "wheel", "--no-build-isolation", "--no-deps", "--no-index", "-w", wheels, ROOT], ROOT, env)
