@@ -486,3 +486,61 @@ def test_invalid_swizzles_fail_to_compile(tmp_path, statement, says):
     r = subprocess.run(["c++", "-std=c++20", "-fsyntax-only", "-x", "c++", "-"],
                        input=text, capture_output=True, text=True, timeout=300)
     assert r.returncode != 0 and says in r.stderr, r.stderr[-2000:]
+
+
+def test_constant_is_spelt_by_what_follows_it():
+    """The build's preprocessing marks Metal's `constant` (clang): `constant void*` points into
+    address space 2, any other `constant` is `const`, and a cast to a `constant` pointer is a C
+    cast (metal_syntax's docstring and the shim's header say why)."""
+    from mpsgen.codegen.emit.metal_syntax import CONSTANT_SPACE, to_cpp
+
+    assert to_cpp("f(constant__mpsgen void* p, constant__mpsgen float* q, constant__mpsgen uint& n);") == (
+        f"f({CONSTANT_SPACE} void* p, const float* q, const uint& n);")
+    assert to_cpp("const constant__mpsgen void * p; constant__mpsgen const char* s;") == (
+        f"{CONSTANT_SPACE} void * p; const char* s;")
+    assert to_cpp("constant__mpsgen result_of<F, T, T>* out;") == "const result_of<F, T, T>* out;"
+    assert to_cpp("x = *reinterpret_cast<constant__mpsgen T*>(static_cast<constant__mpsgen char*>(p) + o);") == (
+        "x = *::metal::mpsgen_cast<const T*>(::metal::mpsgen_cast<const char*>(p) + o);")
+    assert to_cpp('constant__mpsgen\n# 72 "indexing.h"\nvoid* p;') == f'{CONSTANT_SPACE}\n# 72 "indexing.h"\nvoid* p;'
+    # (no string literal holds the mark: the preprocessor expands no macro there)
+    for unchanged in ("myconstant__mpsgen void* p;", "constant__mpsgen_x void* p;"):
+        assert to_cpp(unchanged) == unchanged
+
+
+def test_a_constant_pointer_and_a_device_pointer_are_overloads_as_in_metal(tmp_path):
+    """torch 2.14's c10/metal/indexing.h overloads val_at_offs on `constant void*` and `device const
+    void*` (with `constant` spelt `const`, one function defined twice). Through the build's own route
+    (clang, the shim, the rewrite), the two are overloads, and each pointer picks its own, as in
+    Metal: a `constant void*` the constant one, a `device void*` the device one (MSL: address
+    spaces do not convert). A typed `constant` pointer reached from the byte pointer reads as before."""
+    from mpsgen.codegen.clang import clang_command
+
+    metal = tmp_path / "spaces.metal"
+    metal.write_text(textwrap.dedent("""
+        #include <metal_stdlib>
+        using namespace metal;
+        struct in_constant {};
+        struct in_device {};
+        in_constant space_of(constant void*);
+        in_device space_of(device const void*);
+        static_assert(is_same_v<decltype(space_of(declval<constant void*>())), in_constant>, "constant");
+        static_assert(is_same_v<decltype(space_of(declval<device void*>())), in_device>, "device");
+        static_assert(is_same_v<decltype(space_of(declval<device const void*>())), in_device>, "device const");
+        inline float second(constant void* p) {
+          return *reinterpret_cast<constant float*>(static_cast<constant char*>(p) + sizeof(float));
+        }
+        kernel void probe(device float* out [[buffer(0)]], constant void* in [[buffer(1)]],
+                          uint i [[thread_position_in_grid]]) {
+          out[i] = second(in);
+        }
+    """))
+    clang = clang_command()
+    text = preprocess(clang, metal, kernel_include_dirs())
+    r = subprocess.run([*clang, "-std=c++20", "-fsyntax-only", "-x", "c++", "-"], input=text,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    # without the address space, the two are one function declared twice (2.14's "redefinition")
+    plain = text.replace("__attribute__((address_space(2)))", "")
+    r = subprocess.run([*clang, "-std=c++20", "-fsyntax-only", "-x", "c++", "-"], input=plain,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode != 0 and "functions that differ only in their return type cannot be overloaded" in r.stderr

@@ -82,7 +82,8 @@ def rewrite_preprocessed(raw: str, include_dirs: list[Path]) -> str:
 
 def preprocess_raw(compiler: str | Sequence[str], metal: Path, include_dirs: list[Path]) -> str:
     """The preprocessor's output as it is, before preprocess's rewrites."""
-    cmd = [*compiler_command(compiler), "-std=c++20", "-E", "-x", "c++", "-include", "metal_stdlib", "-include", "kernel_launch.h"]
+    cmd = [*compiler_command(compiler), "-std=c++20", "-E", "-x", "c++", "-DMPSGEN_CONSTANT_MARKED",
+           "-include", "metal_stdlib", "-include", "kernel_launch.h"]
     cmd += [f"-I{d}" for d in include_dirs] + [str(metal)]
     result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode:

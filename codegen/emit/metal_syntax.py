@@ -16,6 +16,13 @@ alone.
 - `not`: in Metal the relational function `not(x)` (component-wise complement), in C++ an
   alternative token for `!`. The token becomes `mpsgen_not`, which the shim defines (in
   namespace metal, so `metal::not(b)` and, with `using namespace metal`, `not(b)` both work).
+- `constant`: the shim's preprocessing marks it (`constant__mpsgen`, clang only, the kernel units'
+  compiler). `constant void*`, the pointer of torch's strided kernels, becomes a pointer into
+  address space 2 (`const __attribute__((address_space(2))) void*`), a type of its own as
+  Metal's is (torch 2.14 overloads val_at_offs on it); any other `constant` becomes `const`
+  (the shim's header says why). A `static_cast` or `reinterpret_cast` to a `constant` pointer
+  becomes the shim's `metal::mpsgen_cast`, a C cast, which may leave address space 2 (Metal's
+  cast of a `constant void*` to a `constant char*` stays in its address space).
 - `constant const T` (or `const constant T`, as torch's c10/metal/error.h writes it): the shim
   spells the address space `constant` as `const`, and C++ refuses a duplicate `const`; the pair
   becomes one `const` (line markers between them, from a macro of torch's headers, are kept).
@@ -76,6 +83,38 @@ def _declared_rgba(text: str) -> set[str]:
     return names
 
 
+CONSTANT_SPACE = "const __attribute__((address_space(2)))"
+_MARK = "constant__mpsgen"  # the shim's `constant` in the build's preprocessing
+# what may stand before a mark (a cast to a `constant` pointer, a `const`), and after it
+_BEFORE_MARK = re.compile(r"(?P<cast>(?:reinterpret|static)_cast\s*<\s*)?(?P<const>\bconst(?:\s|#[^\n]*\n)+)?$")
+_AFTER_MARK = re.compile(r"(?P<const>(?:\s|#[^\n]*\n)+const\b)?(?P<void>(?:\s|#[^\n]*\n|const\b)*void\s*\*)?")
+_MARKER_LINE = re.compile(r"\n#[^\n]*\n")
+
+
+def _spell_constant(text: str) -> str:
+    """Each marked `constant`: in address space 2 before `void*`, else `const`; with a `const`
+    beside it, one; after `static_cast<`/`reinterpret_cast<`, the shim's C cast."""
+    out, last = [], 0
+    i = text.find(_MARK)
+    while i >= 0:
+        end = i + len(_MARK)
+        if (i and (text[i - 1].isalnum() or text[i - 1] == "_")) or (end < len(text) and
+                                                                       (text[end].isalnum() or text[end] == "_")):
+            i = text.find(_MARK, end)
+            continue
+        before = _BEFORE_MARK.search(text, max(last, i - 120), i)
+        after = _AFTER_MARK.match(text, end)
+        start = before.start() if before.group(0) else i
+        stop = after.end("const") if after.group("const") else end
+        # line markers inside what is replaced stay, so the lines after it keep their numbers
+        markers = "".join(_MARKER_LINE.findall(text, start, stop))
+        out += [text[last:start], "::metal::mpsgen_cast<" if before.group("cast") else "",
+                CONSTANT_SPACE if after.group("void") else "const", markers]
+        last = stop
+        i = text.find(_MARK, stop)
+    return "".join(out) + text[last:] if out else text
+
+
 def _replace(m: re.Match, declared: dict[str, set[str]]) -> str:
     if m.group("const") is not None:  # `constant const`, with the shim's `constant` expanded
         before = m.string[m.start() - 1] if m.start() else " "
@@ -102,6 +141,6 @@ def _replace(m: re.Match, declared: dict[str, set[str]]) -> str:
 
 
 def to_cpp(text: str) -> str:
-    """The preprocessed Metal text with its swizzles, `not` and `constant const` rewritten for the shim."""
+    """The preprocessed Metal text with its swizzles, `not` and `constant` rewritten for the shim."""
     declared: dict[str, set[str]] = {}
-    return _TOKEN.sub(lambda m: _replace(m, declared), text)
+    return _TOKEN.sub(lambda m: _replace(m, declared), _spell_constant(text))

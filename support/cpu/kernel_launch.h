@@ -52,6 +52,27 @@
 
 namespace mpsgen::cpu::detail {
 
+// A kernel's `constant` pointer is a pointer into address space 2 where clang builds the unit (the
+// Metal host shim says why). Unspaced<P> is its type in C++'s own memory, which the launch's
+// layout tests below compare with; a buffer's pointer converts to it with a C cast (no-op here).
+template <typename P>
+struct unspaced {
+  using type = P;
+};
+#if defined(__clang__)
+template <typename T>
+struct unspaced<const MPSGEN_CONSTANT_SPACE T*> {
+  using type = const T*;
+};
+#endif
+template <typename P>
+using Unspaced = typename unspaced<P>::type;
+
+// Every loop over grid threads below is `vectorize(assume_safety)`: Metal runs a grid's threads in
+// no order, so a kernel's threads are independent, as the pragma tells the vectoriser; it could
+// not otherwise check an output pointer against a `constant` one, in another address space, at
+// run time (LLVM: "cannot identify array bounds"), and the loops stayed scalar.
+
 // One kernel argument, bound once per launch chunk: a buffer pointer, or a copy of a
 // `constant T&` value. Copies are locals the kernel cannot write through its output
 // pointers, so the compiler keeps them in registers instead of reloading them (and the
@@ -63,7 +84,7 @@ template <typename P>
 inline Bound<P> bind_arg(void* p) {
   static_assert(std::is_pointer_v<P> || std::is_reference_v<P>, "kernel parameters must be pointers or references");
   if constexpr (std::is_pointer_v<P>) {
-    return static_cast<P>(p);
+    return (P)p;  // into the kernel's address space (above)
   } else {
     return *static_cast<std::remove_reference_t<P>*>(p);
   }
@@ -148,7 +169,7 @@ struct Kernel<Fn, Isa, Ilp, Broadcast, Unit> {
         // (sin, log) is one dependent chain per vector, and one chain at a time left the strided
         // rows twice as slow as the contiguous tiles (docs/cpu-backend.md, "Launcher").
 #if defined(__clang__)
-#pragma clang loop interleave_count(4)
+#pragma clang loop vectorize(assume_safety) interleave_count(4)
 #endif
         for (uint x = x0; x < x1; ++x) {
           call<Opaque>(callee, a..., last, uint2(x, y));
@@ -184,7 +205,7 @@ struct Kernel<Fn, Isa, Ilp, Broadcast, Unit> {
         const uint full = last / Ilp < uint(end) ? last / Ilp : uint(end);
         if constexpr (Interleaved) {
 #if defined(__clang__)
-#pragma clang loop vectorize_width(16) interleave_count(2)
+#pragma clang loop vectorize(assume_safety) vectorize_width(16) interleave_count(2)
 #endif
           for (; t < full; ++t) {
             if (t >= ~0u / Ilp) __builtin_unreachable();
@@ -192,7 +213,7 @@ struct Kernel<Fn, Isa, Ilp, Broadcast, Unit> {
           }
         } else {
 #if defined(__clang__)
-#pragma clang loop vectorize_width(16)
+#pragma clang loop vectorize(assume_safety) vectorize_width(16)
 #endif
           for (; t < full; ++t) {
             if (t >= ~0u / Ilp) __builtin_unreachable();
@@ -200,6 +221,9 @@ struct Kernel<Fn, Isa, Ilp, Broadcast, Unit> {
           }
         }
       }
+#if defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
       for (; t < uint(end); ++t) {
         call<opaque_tail>(callee, a..., last, t);
       }
@@ -252,8 +276,9 @@ struct Kernel<Fn, Isa, Ilp, Broadcast, Unit> {
   // the compiler sees, so its modulo is a mask and its division is dead. The kernel still
   // computes each offset from its thread index and the operand's stride, as it does on
   // the GPU; the launcher computes the row's start once per row.
-  static constexpr bool operand_arg[] = {(std::is_same_v<Args, void*> || std::is_same_v<Args, const void*>)...};
-  static constexpr bool long_ptr_arg[] = {std::is_same_v<Args, const long*>...};
+  static constexpr bool operand_arg[] = {
+      (std::is_same_v<Unspaced<Args>, void*> || std::is_same_v<Unspaced<Args>, const void*>)...};
+  static constexpr bool long_ptr_arg[] = {std::is_same_v<Unspaced<Args>, const long*>...};
   // `uint ndim` (ternary_strided, ternary_alpha_strided, ternary_strided_cast) or `uint3 ndim`
   // (binary_strided, binary_alpha_strided). binary_strided_cast, binary_strided_castout and
   // binary_alpha_strided_cast (a `uint4 ndim_types`: operands of mixed dtypes) keep the
@@ -300,12 +325,12 @@ struct Kernel<Fn, Isa, Ilp, Broadcast, Unit> {
   __attribute__((always_inline)) static inline Bound<Arg<I>> row_arg(void* const* buffers, const long* const* strides,
                                                                       const int64_t* base) {
     if constexpr (I < noperands) {
-      using Byte = std::conditional_t<std::is_const_v<std::remove_pointer_t<Arg<I>>>, const char, char>;
-      return static_cast<Arg<I>>(static_cast<Byte*>(buffers[I]) + base[I]);
+      using Byte = std::conditional_t<std::is_const_v<std::remove_pointer_t<Unspaced<Arg<I>>>>, const char, char>;
+      return (Arg<I>)(static_cast<Byte*>(buffers[I]) + base[I]);
     } else if constexpr (I == sizes_buffer) {
-      return row_sizes;
+      return (Arg<I>)row_sizes;
     } else if constexpr (I > sizes_buffer && I <= sizes_buffer + noperands) {
-      return strides[I - sizes_buffer - 1];
+      return (Arg<I>)strides[I - sizes_buffer - 1];
     } else if constexpr (I == row_ndim_buffer) {
       Bound<Arg<I>> v = bind_arg<Arg<I>>(buffers[I]);
       if constexpr (std::is_same_v<Bound<Arg<I>>, uint>) {
