@@ -181,7 +181,9 @@ def torch_home() -> Path:
     """The installed torch's folder, found without importing torch (uptodate.py's builds)."""
     spec = importlib.util.find_spec("torch")
     if spec is None or spec.origin is None:
-        raise ModuleNotFoundError("mpsgen builds against torch, which is not installed: pip install torch==2.13.0")
+        from .torch_versions import REQUIREMENT
+
+        raise ModuleNotFoundError(f"mpsgen builds against torch, which is not installed: pip install '{REQUIREMENT}'")
     return Path(spec.origin).resolve().parent
 
 

@@ -437,7 +437,7 @@ extern const OpSpec add_spec{
     },
     };
 
-// ops.yaml:340: the dtypes sub.metal registers (input -> output)
+// ops.yaml:344: the dtypes sub.metal registers (input -> output)
 extern const OpSpec sub_spec{
     "mpsgen::sub",
     "ops.yaml:333",
@@ -464,10 +464,10 @@ extern const OpSpec sub_spec{
     },
     };
 
-// ops.yaml:369: the dtypes lerp.metal registers (input -> output)
+// ops.yaml:373: the dtypes lerp.metal registers (input -> output)
 extern const OpSpec lerp_spec{
     "mpsgen::lerp",
-    "ops.yaml:362",
+    "ops.yaml:366",
     {"self", "end", "weight"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -485,10 +485,10 @@ extern const OpSpec lerp_spec{
     },
     };
 
-// ops.yaml:406: the dtypes lerp_scalar.metal registers (input -> output)
+// ops.yaml:410: the dtypes lerp_scalar.metal registers (input -> output)
 extern const OpSpec lerp_scalar_spec{
     "mpsgen::lerp",
-    "ops.yaml:400",
+    "ops.yaml:404",
     {"self", "end"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -505,10 +505,10 @@ extern const OpSpec lerp_scalar_spec{
     },
     };
 
-// ops.yaml:433: the dtypes addcmul.metal registers (input -> output)
+// ops.yaml:437: the dtypes addcmul.metal registers (input -> output)
 extern const OpSpec addcmul_spec{
     "mpsgen::addcmul",
-    "ops.yaml:431",
+    "ops.yaml:435",
     {"self", "tensor1", "tensor2"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -532,10 +532,10 @@ extern const OpSpec addcmul_spec{
     },
     };
 
-// ops.yaml:460: the dtypes addcdiv.metal registers (input -> output)
+// ops.yaml:464: the dtypes addcdiv.metal registers (input -> output)
 extern const OpSpec addcdiv_spec{
     "mpsgen::addcdiv",
-    "ops.yaml:458",
+    "ops.yaml:462",
     {"self", "tensor1", "tensor2"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -554,10 +554,10 @@ extern const OpSpec addcdiv_spec{
     },
     };
 
-// ops.yaml:499: the dtypes elu.metal registers (input -> output)
+// ops.yaml:503: the dtypes elu.metal registers (input -> output)
 extern const OpSpec elu_spec{
     "mpsgen::elu",
-    "ops.yaml:496",
+    "ops.yaml:500",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -574,10 +574,10 @@ extern const OpSpec elu_spec{
     },
     };
 
-// ops.yaml:523: the dtypes clamp.metal registers (input -> output)
+// ops.yaml:527: the dtypes clamp.metal registers (input -> output)
 extern const OpSpec clamp_spec{
     "mpsgen::clamp",
-    "ops.yaml:515",
+    "ops.yaml:519",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -599,10 +599,10 @@ extern const OpSpec clamp_spec{
     },
     };
 
-// ops.yaml:548: the dtypes clamp_tensor.metal registers (input -> output)
+// ops.yaml:552: the dtypes clamp_tensor.metal registers (input -> output)
 extern const OpSpec clamp_tensor_spec{
     "mpsgen::clamp",
-    "ops.yaml:539",
+    "ops.yaml:543",
     {"self", "min", "max"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -624,10 +624,10 @@ extern const OpSpec clamp_tensor_spec{
     },
     };
 
-// ops.yaml:584: the dtypes nan_to_num.metal registers (input -> output)
+// ops.yaml:588: the dtypes nan_to_num.metal registers (input -> output)
 extern const OpSpec nan_to_num_spec{
     "mpsgen::nan_to_num",
-    "ops.yaml:582",
+    "ops.yaml:586",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -650,10 +650,10 @@ extern const OpSpec nan_to_num_spec{
     },
     };
 
-// ops.yaml:604: the dtypes threshold.metal registers (input -> output)
+// ops.yaml:608: the dtypes threshold.metal registers (input -> output)
 extern const OpSpec threshold_spec{
     "mpsgen::threshold",
-    "ops.yaml:603",
+    "ops.yaml:607",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -675,10 +675,10 @@ extern const OpSpec threshold_spec{
     },
     };
 
-// ops.yaml:624: the dtypes softplus.metal registers (input -> output)
+// ops.yaml:628: the dtypes softplus.metal registers (input -> output)
 extern const OpSpec softplus_spec{
     "mpsgen::softplus",
-    "ops.yaml:621",
+    "ops.yaml:625",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -695,10 +695,10 @@ extern const OpSpec softplus_spec{
     },
     };
 
-// ops.yaml:638: the dtypes hardtanh.metal registers (input -> output)
+// ops.yaml:642: the dtypes hardtanh.metal registers (input -> output)
 extern const OpSpec hardtanh_spec{
     "mpsgen::hardtanh",
-    "ops.yaml:636",
+    "ops.yaml:640",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -719,10 +719,10 @@ extern const OpSpec hardtanh_spec{
     },
     };
 
-// ops.yaml:654: the dtypes round_decimals.metal registers (input -> output)
+// ops.yaml:658: the dtypes round_decimals.metal registers (input -> output)
 extern const OpSpec round_decimals_spec{
     "mpsgen::round",
-    "ops.yaml:651",
+    "ops.yaml:655",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -739,10 +739,10 @@ extern const OpSpec round_decimals_spec{
     },
     };
 
-// ops.yaml:675: the dtypes gelu.metal registers (input -> output)
+// ops.yaml:679: the dtypes gelu.metal registers (input -> output)
 extern const OpSpec gelu_spec{
     "mpsgen::gelu",
-    "ops.yaml:671",
+    "ops.yaml:675",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -759,10 +759,10 @@ extern const OpSpec gelu_spec{
     },
     };
 
-// ops.yaml:699: the dtypes leaky_relu_backward.metal registers (input -> output)
+// ops.yaml:703: the dtypes leaky_relu_backward.metal registers (input -> output)
 extern const OpSpec leaky_relu_backward_spec{
     "mpsgen::leaky_relu_backward",
-    "ops.yaml:698",
+    "ops.yaml:702",
     {"grad_output", "self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -779,10 +779,10 @@ extern const OpSpec leaky_relu_backward_spec{
     },
     };
 
-// ops.yaml:719: the dtypes sigmoid_backward.metal registers (input -> output)
+// ops.yaml:723: the dtypes sigmoid_backward.metal registers (input -> output)
 extern const OpSpec sigmoid_backward_spec{
     "mpsgen::sigmoid_backward",
-    "ops.yaml:718",
+    "ops.yaml:722",
     {"grad_output", "output"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -801,10 +801,10 @@ extern const OpSpec sigmoid_backward_spec{
     },
     };
 
-// ops.yaml:749: the dtypes mish_backward.metal registers (input -> output)
+// ops.yaml:753: the dtypes mish_backward.metal registers (input -> output)
 extern const OpSpec mish_backward_spec{
     "mpsgen::mish_backward",
-    "ops.yaml:747",
+    "ops.yaml:751",
     {"grad_output", "self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -821,10 +821,10 @@ extern const OpSpec mish_backward_spec{
     },
     };
 
-// ops.yaml:765: the dtypes tanh_backward.metal registers (input -> output)
+// ops.yaml:769: the dtypes tanh_backward.metal registers (input -> output)
 extern const OpSpec tanh_backward_spec{
     "mpsgen::tanh_backward",
-    "ops.yaml:764",
+    "ops.yaml:768",
     {"grad_output", "output"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -843,10 +843,10 @@ extern const OpSpec tanh_backward_spec{
     },
     };
 
-// ops.yaml:788: the dtypes eq.metal registers (input -> output)
+// ops.yaml:792: the dtypes eq.metal registers (input -> output)
 extern const OpSpec eq_spec{
     "mpsgen::eq",
-    "ops.yaml:787",
+    "ops.yaml:791",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -871,10 +871,10 @@ extern const OpSpec eq_spec{
     },
     };
 
-// ops.yaml:803: the dtypes ne.metal registers (input -> output)
+// ops.yaml:807: the dtypes ne.metal registers (input -> output)
 extern const OpSpec ne_spec{
     "mpsgen::ne",
-    "ops.yaml:802",
+    "ops.yaml:806",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -899,10 +899,10 @@ extern const OpSpec ne_spec{
     },
     };
 
-// ops.yaml:816: the dtypes lt.metal registers (input -> output)
+// ops.yaml:820: the dtypes lt.metal registers (input -> output)
 extern const OpSpec lt_spec{
     "mpsgen::lt",
-    "ops.yaml:815",
+    "ops.yaml:819",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -925,10 +925,10 @@ extern const OpSpec lt_spec{
     },
     };
 
-// ops.yaml:827: the dtypes logical_and.metal registers (input -> output)
+// ops.yaml:831: the dtypes logical_and.metal registers (input -> output)
 extern const OpSpec logical_and_spec{
     "mpsgen::logical_and",
-    "ops.yaml:826",
+    "ops.yaml:830",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -952,10 +952,10 @@ extern const OpSpec logical_and_spec{
     },
     };
 
-// ops.yaml:838: the dtypes isnan.metal registers (input -> output)
+// ops.yaml:842: the dtypes isnan.metal registers (input -> output)
 extern const OpSpec isnan_spec{
     "mpsgen::isnan",
-    "ops.yaml:836",
+    "ops.yaml:840",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -980,10 +980,10 @@ extern const OpSpec isnan_spec{
     },
     };
 
-// ops.yaml:857: the dtypes neg.metal registers (input -> output)
+// ops.yaml:861: the dtypes neg.metal registers (input -> output)
 extern const OpSpec neg_spec{
     "mpsgen::neg",
-    "ops.yaml:855",
+    "ops.yaml:859",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1007,10 +1007,10 @@ extern const OpSpec neg_spec{
     },
     };
 
-// ops.yaml:874: the dtypes abs.metal registers (input -> output)
+// ops.yaml:879: the dtypes abs.metal registers (input -> output)
 extern const OpSpec abs_spec{
     "mpsgen::abs",
-    "ops.yaml:871",
+    "ops.yaml:876",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1034,10 +1034,10 @@ extern const OpSpec abs_spec{
     },
     };
 
-// ops.yaml:910: the dtypes polygamma.metal registers (input -> output)
+// ops.yaml:915: the dtypes polygamma.metal registers (input -> output)
 extern const OpSpec polygamma_spec{
     "mpsgen::polygamma",
-    "ops.yaml:907",
+    "ops.yaml:912",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1059,10 +1059,10 @@ extern const OpSpec polygamma_spec{
     },
     };
 
-// ops.yaml:976: the dtypes div.metal registers (input -> output)
+// ops.yaml:981: the dtypes div.metal registers (input -> output)
 extern const OpSpec div_spec{
     "mpsgen::div",
-    "ops.yaml:967",
+    "ops.yaml:972",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1087,10 +1087,10 @@ extern const OpSpec div_spec{
     },
     };
 
-// ops.yaml:974: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
+// ops.yaml:979: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
 extern const OpSpec div_div_trunc_spec{
     "mpsgen::div",
-    "ops.yaml:974",
+    "ops.yaml:979",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1114,10 +1114,10 @@ extern const OpSpec div_div_trunc_spec{
     /*choice=*/"rounding_mode='trunc'",
     };
 
-// ops.yaml:975: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
+// ops.yaml:980: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
 extern const OpSpec div_div_floor_spec{
     "mpsgen::div",
-    "ops.yaml:975",
+    "ops.yaml:980",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1141,10 +1141,10 @@ extern const OpSpec div_div_floor_spec{
     /*choice=*/"rounding_mode='floor'",
     };
 
-// ops.yaml:1080: the dtypes polar.metal registers (input -> output)
+// ops.yaml:1085: the dtypes polar.metal registers (input -> output)
 extern const OpSpec polar_spec{
     "mpsgen::polar",
-    "ops.yaml:1078",
+    "ops.yaml:1083",
     {"abs", "angle"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1160,10 +1160,10 @@ extern const OpSpec polar_spec{
     },
     };
 
-// ops.yaml:1097: the dtypes complex.metal registers (input -> output)
+// ops.yaml:1102: the dtypes complex.metal registers (input -> output)
 extern const OpSpec complex_spec{
     "mpsgen::complex",
-    "ops.yaml:1096",
+    "ops.yaml:1101",
     {"real", "imag"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1179,10 +1179,10 @@ extern const OpSpec complex_spec{
     },
     };
 
-// ops.yaml:1113: the dtypes angle.metal registers (input -> output)
+// ops.yaml:1118: the dtypes angle.metal registers (input -> output)
 extern const OpSpec angle_spec{
     "mpsgen::angle",
-    "ops.yaml:1112",
+    "ops.yaml:1117",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1207,10 +1207,10 @@ extern const OpSpec angle_spec{
     },
     };
 
-// ops.yaml:1137: the dtypes cos.metal registers (input -> output)
+// ops.yaml:1142: the dtypes cos.metal registers (input -> output)
 extern const OpSpec cos_spec{
     "mpsgen::cos",
-    "ops.yaml:1136",
+    "ops.yaml:1141",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1235,10 +1235,10 @@ extern const OpSpec cos_spec{
     },
     };
 
-// ops.yaml:1163: the dtypes tan.metal registers (input -> output)
+// ops.yaml:1168: the dtypes tan.metal registers (input -> output)
 extern const OpSpec tan_spec{
     "mpsgen::tan",
-    "ops.yaml:1162",
+    "ops.yaml:1167",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1263,10 +1263,10 @@ extern const OpSpec tan_spec{
     },
     };
 
-// ops.yaml:1182: the dtypes tanh.metal registers (input -> output)
+// ops.yaml:1187: the dtypes tanh.metal registers (input -> output)
 extern const OpSpec tanh_spec{
     "mpsgen::tanh",
-    "ops.yaml:1181",
+    "ops.yaml:1186",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1291,10 +1291,10 @@ extern const OpSpec tanh_spec{
     },
     };
 
-// ops.yaml:1200: the dtypes log.metal registers (input -> output)
+// ops.yaml:1205: the dtypes log.metal registers (input -> output)
 extern const OpSpec log_spec{
     "mpsgen::log",
-    "ops.yaml:1199",
+    "ops.yaml:1204",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1319,10 +1319,10 @@ extern const OpSpec log_spec{
     },
     };
 
-// ops.yaml:1218: the dtypes log1p.metal registers (input -> output)
+// ops.yaml:1223: the dtypes log1p.metal registers (input -> output)
 extern const OpSpec log1p_spec{
     "mpsgen::log1p",
-    "ops.yaml:1217",
+    "ops.yaml:1222",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1347,10 +1347,10 @@ extern const OpSpec log1p_spec{
     },
     };
 
-// ops.yaml:1242: the dtypes expm1.metal registers (input -> output)
+// ops.yaml:1247: the dtypes expm1.metal registers (input -> output)
 extern const OpSpec expm1_spec{
     "mpsgen::expm1",
-    "ops.yaml:1241",
+    "ops.yaml:1246",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1375,10 +1375,10 @@ extern const OpSpec expm1_spec{
     },
     };
 
-// ops.yaml:1271: the dtypes rsqrt.metal registers (input -> output)
+// ops.yaml:1276: the dtypes rsqrt.metal registers (input -> output)
 extern const OpSpec rsqrt_spec{
     "mpsgen::rsqrt",
-    "ops.yaml:1270",
+    "ops.yaml:1275",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1403,10 +1403,10 @@ extern const OpSpec rsqrt_spec{
     },
     };
 
-// ops.yaml:1289: the dtypes i0.metal registers (input -> output)
+// ops.yaml:1294: the dtypes i0.metal registers (input -> output)
 extern const OpSpec i0_spec{
     "mpsgen::i0",
-    "ops.yaml:1288",
+    "ops.yaml:1293",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1429,10 +1429,10 @@ extern const OpSpec i0_spec{
     },
     };
 
-// ops.yaml:1302: the dtypes reciprocal.metal registers (input -> output)
+// ops.yaml:1307: the dtypes reciprocal.metal registers (input -> output)
 extern const OpSpec reciprocal_spec{
     "mpsgen::reciprocal",
-    "ops.yaml:1301",
+    "ops.yaml:1306",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1457,10 +1457,10 @@ extern const OpSpec reciprocal_spec{
     },
     };
 
-// ops.yaml:1322: the dtypes floor.metal registers (input -> output)
+// ops.yaml:1327: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
     "mpsgen::floor",
-    "ops.yaml:1320",
+    "ops.yaml:1325",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1483,10 +1483,10 @@ extern const OpSpec floor_spec{
     },
     };
 
-// ops.yaml:1338: the dtypes ceil.metal registers (input -> output)
+// ops.yaml:1343: the dtypes ceil.metal registers (input -> output)
 extern const OpSpec ceil_spec{
     "mpsgen::ceil",
-    "ops.yaml:1336",
+    "ops.yaml:1341",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1509,10 +1509,10 @@ extern const OpSpec ceil_spec{
     },
     };
 
-// ops.yaml:1354: the dtypes trunc.metal registers (input -> output)
+// ops.yaml:1359: the dtypes trunc.metal registers (input -> output)
 extern const OpSpec trunc_spec{
     "mpsgen::trunc",
-    "ops.yaml:1352",
+    "ops.yaml:1357",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1535,10 +1535,10 @@ extern const OpSpec trunc_spec{
     },
     };
 
-// ops.yaml:1370: the dtypes sign.metal registers (input -> output)
+// ops.yaml:1375: the dtypes sign.metal registers (input -> output)
 extern const OpSpec sign_spec{
     "mpsgen::sign",
-    "ops.yaml:1368",
+    "ops.yaml:1373",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1561,10 +1561,10 @@ extern const OpSpec sign_spec{
     },
     };
 
-// ops.yaml:1383: the dtypes minimum.metal registers (input -> output)
+// ops.yaml:1388: the dtypes minimum.metal registers (input -> output)
 extern const OpSpec minimum_spec{
     "mpsgen::minimum",
-    "ops.yaml:1382",
+    "ops.yaml:1387",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1587,10 +1587,10 @@ extern const OpSpec minimum_spec{
     },
     };
 
-// ops.yaml:1396: the dtypes fmax.metal registers (input -> output)
+// ops.yaml:1401: the dtypes fmax.metal registers (input -> output)
 extern const OpSpec fmax_spec{
     "mpsgen::fmax",
-    "ops.yaml:1395",
+    "ops.yaml:1400",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1613,10 +1613,10 @@ extern const OpSpec fmax_spec{
     },
     };
 
-// ops.yaml:1413: the dtypes fmin.metal registers (input -> output)
+// ops.yaml:1418: the dtypes fmin.metal registers (input -> output)
 extern const OpSpec fmin_spec{
     "mpsgen::fmin",
-    "ops.yaml:1412",
+    "ops.yaml:1417",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1639,10 +1639,10 @@ extern const OpSpec fmin_spec{
     },
     };
 
-// ops.yaml:1429: the dtypes bitwise_and.metal registers (input -> output)
+// ops.yaml:1434: the dtypes bitwise_and.metal registers (input -> output)
 extern const OpSpec bitwise_and_spec{
     "mpsgen::bitwise_and",
-    "ops.yaml:1428",
+    "ops.yaml:1433",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1662,10 +1662,10 @@ extern const OpSpec bitwise_and_spec{
     },
     };
 
-// ops.yaml:1440: the dtypes bitwise_or.metal registers (input -> output)
+// ops.yaml:1445: the dtypes bitwise_or.metal registers (input -> output)
 extern const OpSpec bitwise_or_spec{
     "mpsgen::bitwise_or",
-    "ops.yaml:1439",
+    "ops.yaml:1444",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1685,10 +1685,10 @@ extern const OpSpec bitwise_or_spec{
     },
     };
 
-// ops.yaml:1450: the dtypes gt.metal registers (input -> output)
+// ops.yaml:1455: the dtypes gt.metal registers (input -> output)
 extern const OpSpec gt_spec{
     "mpsgen::gt",
-    "ops.yaml:1449",
+    "ops.yaml:1454",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1711,10 +1711,10 @@ extern const OpSpec gt_spec{
     },
     };
 
-// ops.yaml:1461: the dtypes ge.metal registers (input -> output)
+// ops.yaml:1466: the dtypes ge.metal registers (input -> output)
 extern const OpSpec ge_spec{
     "mpsgen::ge",
-    "ops.yaml:1460",
+    "ops.yaml:1465",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1737,10 +1737,10 @@ extern const OpSpec ge_spec{
     },
     };
 
-// ops.yaml:1470: the dtypes le.metal registers (input -> output)
+// ops.yaml:1475: the dtypes le.metal registers (input -> output)
 extern const OpSpec le_spec{
     "mpsgen::le",
-    "ops.yaml:1469",
+    "ops.yaml:1474",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1763,10 +1763,10 @@ extern const OpSpec le_spec{
     },
     };
 
-// ops.yaml:1479: the dtypes logical_or.metal registers (input -> output)
+// ops.yaml:1484: the dtypes logical_or.metal registers (input -> output)
 extern const OpSpec logical_or_spec{
     "mpsgen::logical_or",
-    "ops.yaml:1478",
+    "ops.yaml:1483",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1790,10 +1790,10 @@ extern const OpSpec logical_or_spec{
     },
     };
 
-// ops.yaml:1488: the dtypes logical_xor.metal registers (input -> output)
+// ops.yaml:1493: the dtypes logical_xor.metal registers (input -> output)
 extern const OpSpec logical_xor_spec{
     "mpsgen::logical_xor",
-    "ops.yaml:1487",
+    "ops.yaml:1492",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1817,10 +1817,10 @@ extern const OpSpec logical_xor_spec{
     },
     };
 
-// ops.yaml:1502: the dtypes where.metal registers (input -> output)
+// ops.yaml:1507: the dtypes where.metal registers (input -> output)
 extern const OpSpec where_spec{
     "mpsgen::where",
-    "ops.yaml:1500",
+    "ops.yaml:1505",
     {"condition", "self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1845,10 +1845,10 @@ extern const OpSpec where_spec{
     },
     };
 
-// ops.yaml:1539: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1544: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1536",
+    "ops.yaml:1541",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1871,10 +1871,10 @@ extern const OpSpec heaviside_spec{
     },
     };
 
-// ops.yaml:1553: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1558: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1551",
+    "ops.yaml:1556",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1897,10 +1897,10 @@ extern const OpSpec special_ndtri_spec{
     },
     };
 
-// ops.yaml:1621: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1626: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1619",
+    "ops.yaml:1624",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1923,10 +1923,10 @@ extern const OpSpec special_log_ndtr_spec{
     },
     };
 
-// ops.yaml:1649: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1654: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1647",
+    "ops.yaml:1652",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1949,10 +1949,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     },
     };
 
-// ops.yaml:1694: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1699: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1692",
+    "ops.yaml:1697",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1975,10 +1975,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     },
     };
 
-// ops.yaml:1742: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1747: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1740",
+    "ops.yaml:1745",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -2001,10 +2001,10 @@ extern const OpSpec special_airy_ai_spec{
     },
     };
 
-// ops.yaml:1845: the dtypes full_like.metal registers (input -> output)
+// ops.yaml:1850: the dtypes full_like.metal registers (input -> output)
 extern const OpSpec full_like_spec{
     "mpsgen::full_like",
-    "ops.yaml:1843",
+    "ops.yaml:1848",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,

@@ -9,7 +9,7 @@ using namespace metal;
 using namespace c10::metal;
 
 // functor from ops.yaml:333
-#line 345 "ops.yaml"
+#line 349 "ops.yaml"
 struct sub_functor {
   // real: alpha * b rounds to T before the difference, as torch's CPU kernel does;
   // complex: computed in opmath (complex<float> for complex32), as torch's is
@@ -27,23 +27,23 @@ struct sub_functor {
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).
-#line 340 "ops.yaml"
+#line 344 "ops.yaml"
 REGISTER_BINARY_ALPHA_OP(sub, float, float, float);
-#line 340 "ops.yaml"
+#line 344 "ops.yaml"
 REGISTER_BINARY_ALPHA_OP(sub, half, half, half);
-#line 340 "ops.yaml"
+#line 344 "ops.yaml"
 REGISTER_BINARY_ALPHA_OP(sub, bfloat, bfloat, bfloat);
-#line 340 "ops.yaml"
+#line 344 "ops.yaml"
 REGISTER_BINARY_ALPHA_OP(sub, long, long, long);
-#line 340 "ops.yaml"
+#line 344 "ops.yaml"
 REGISTER_BINARY_ALPHA_OP(sub, int, int, int);
-#line 340 "ops.yaml"
+#line 344 "ops.yaml"
 REGISTER_BINARY_ALPHA_OP(sub, short, short, short);
-#line 340 "ops.yaml"
+#line 344 "ops.yaml"
 REGISTER_BINARY_ALPHA_OP(sub, uchar, uchar, uchar);
-#line 340 "ops.yaml"
+#line 344 "ops.yaml"
 REGISTER_BINARY_ALPHA_OP(sub, char, char, char);
-#line 340 "ops.yaml"
+#line 344 "ops.yaml"
 REGISTER_BINARY_ALPHA_OP(sub, float2, float2, float2);
-#line 340 "ops.yaml"
+#line 344 "ops.yaml"
 REGISTER_BINARY_ALPHA_OP(sub, half2, half2, half2);

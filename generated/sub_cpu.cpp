@@ -24,8 +24,8 @@ void sub_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const 
 // ops.yaml:333: sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
 at::Tensor sub_Tensor_cpu(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   return mpsgen::elementwise(sub_spec, mpsgen::Backend::CPU, {self, other}, {alpha, {}}, [&] {
-    TORCH_CHECK(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) || (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.");  // ops.yaml:336
-    TORCH_CHECK(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) && (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");  // ops.yaml:338
+    TORCH_CHECK_NOT_IMPLEMENTED(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) || (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.");  // ops.yaml:338
+    TORCH_CHECK_NOT_IMPLEMENTED(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) && (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");  // ops.yaml:341
   }, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sub_cpu_kernel(iter, common, alpha);
   });
@@ -33,8 +33,8 @@ at::Tensor sub_Tensor_cpu(const at::Tensor& self, const at::Tensor& other, const
 
 at::Tensor& sub_Tensor_out_cpu(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::Tensor& out) {
   return mpsgen::elementwise_out(sub_spec, mpsgen::Backend::CPU, {self, other}, {alpha, {}}, [&] {
-    TORCH_CHECK(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) || (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.");  // ops.yaml:336
-    TORCH_CHECK(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) && (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");  // ops.yaml:338
+    TORCH_CHECK_NOT_IMPLEMENTED(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) || (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.");  // ops.yaml:338
+    TORCH_CHECK_NOT_IMPLEMENTED(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) && (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");  // ops.yaml:341
   }, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sub_cpu_kernel(iter, common, alpha);
   });
@@ -43,18 +43,18 @@ at::Tensor& sub_Tensor_out_cpu(const at::Tensor& self, const at::Tensor& other, 
 at::Tensor& sub_Tensor_inplace_cpu(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   mpsgen::check_inplace(sub_spec, self);
   return mpsgen::elementwise_out(sub_spec, mpsgen::Backend::CPU, {self, other}, {alpha, {}}, [&] {
-    TORCH_CHECK(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) || (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.");  // ops.yaml:336
-    TORCH_CHECK(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) && (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");  // ops.yaml:338
+    TORCH_CHECK_NOT_IMPLEMENTED(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) || (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.");  // ops.yaml:338
+    TORCH_CHECK_NOT_IMPLEMENTED(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) && (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");  // ops.yaml:341
   }, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sub_cpu_kernel(iter, common, alpha);
   });
 }
 
-// ops.yaml:358: sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+// ops.yaml:362: sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
 at::Tensor sub_Scalar_cpu(const at::Tensor& self, const at::Scalar& other, const at::Scalar& alpha) {
   return mpsgen::elementwise(sub_spec, mpsgen::Backend::CPU, {self, at::native::wrapped_scalar_tensor(other)}, {alpha, {}}, [&] {
-    TORCH_CHECK(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) || (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.");  // ops.yaml:336
-    TORCH_CHECK(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) && (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");  // ops.yaml:338
+    TORCH_CHECK_NOT_IMPLEMENTED(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) || (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.");  // ops.yaml:338
+    TORCH_CHECK_NOT_IMPLEMENTED(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) && (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");  // ops.yaml:341
   }, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sub_cpu_kernel(iter, common, alpha);
   });
@@ -62,8 +62,8 @@ at::Tensor sub_Scalar_cpu(const at::Tensor& self, const at::Scalar& other, const
 
 at::Tensor& sub_Scalar_out_cpu(const at::Tensor& self, const at::Scalar& other, const at::Scalar& alpha, at::Tensor& out) {
   return mpsgen::elementwise_out(sub_spec, mpsgen::Backend::CPU, {self, at::native::wrapped_scalar_tensor(other)}, {alpha, {}}, [&] {
-    TORCH_CHECK(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) || (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.");  // ops.yaml:336
-    TORCH_CHECK(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) && (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");  // ops.yaml:338
+    TORCH_CHECK_NOT_IMPLEMENTED(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) || (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.");  // ops.yaml:338
+    TORCH_CHECK_NOT_IMPLEMENTED(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) && (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");  // ops.yaml:341
   }, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sub_cpu_kernel(iter, common, alpha);
   },
@@ -73,8 +73,8 @@ at::Tensor& sub_Scalar_out_cpu(const at::Tensor& self, const at::Scalar& other, 
 at::Tensor& sub_Scalar_inplace_cpu(at::Tensor& self, const at::Scalar& other, const at::Scalar& alpha) {
   mpsgen::check_inplace(sub_spec, self);
   return mpsgen::elementwise_out(sub_spec, mpsgen::Backend::CPU, {self, at::native::wrapped_scalar_tensor(other)}, {alpha, {}}, [&] {
-    TORCH_CHECK(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) || (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.");  // ops.yaml:336
-    TORCH_CHECK(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) && (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");  // ops.yaml:338
+    TORCH_CHECK_NOT_IMPLEMENTED(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) || (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.");  // ops.yaml:338
+    TORCH_CHECK_NOT_IMPLEMENTED(((mpsgen::dtype_of(self) != c10::ScalarType::Bool) && (mpsgen::dtype_of(other) != c10::ScalarType::Bool)), "mpsgen::sub: ", "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");  // ops.yaml:341
   }, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     sub_cpu_kernel(iter, common, alpha);
   });

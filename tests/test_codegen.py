@@ -761,12 +761,14 @@ def test_functor_result_type_contradicting_dtypes_fails_compile_at_the_yaml_line
     text = registry(unary_op("ok"), unary_op("foo", dtypes="\n      - float\n      - {in: int, out: float}"))
     out = tmp_path / "out"
     generate_ok(write_ops(tmp_path, text), out)
-    from mpsgen.codegen.build import CPU_SUPPORT, SHIM_INCLUDE, torch_include
-    from mpsgen.codegen.emit.host_names import preprocess
+    from mpsgen.codegen.build import CPU_SUPPORT, SHIM_INCLUDE, kernel_compiler, torch_include
+    from mpsgen.codegen.emit.host_names import preprocess, strip_host_name_attributes
 
-    # the CPU build's route: preprocess through the shim, then compile
-    text_cpp = preprocess("c++", out / "foo.metal", [SHIM_INCLUDE, CPU_SUPPORT, torch_include()])
-    r = subprocess.run(["c++", "-std=c++20", "-fsyntax-only", "-Wno-attributes", "-x", "c++", "-"],
+    # the CPU build's route: preprocess through the shim, then compile, with the kernels' compiler
+    compiler = list(kernel_compiler())
+    text_cpp = strip_host_name_attributes(preprocess(compiler, out / "foo.metal",
+                                                     [SHIM_INCLUDE, CPU_SUPPORT, torch_include()]))
+    r = subprocess.run([*compiler, "-std=c++20", "-fsyntax-only", "-Wno-unknown-attributes", "-x", "c++", "-"],
                        input=text_cpp, capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert r.returncode != 0
     line = lineno(text, "{in: int, out: float}")
@@ -1192,3 +1194,22 @@ def test_an_alias_annotation_says_a_custom_op_cannot_honour_it(tmp_path):
     msg = single_error(run_invalid(tmp_path, text), lineno(text, "scaled("), "func", "scaled")
     assert "argument 'self' has an alias annotation (Tensor(a)): a custom op's kernel writes a new tensor and " \
            "cannot honour it" in msg
+
+
+def test_a_checks_error_names_the_exception_torch_raises(tmp_path):
+    """`error:` (issue 48: torch 2.14 raises NotImplementedError for bool sub/neg, where 2.13 raised
+    RuntimeError): the host's check raises it through c10's macro, the fake kernel as Python does;
+    an exception outside the list is refused at its line, nothing written."""
+    check = ("    checks:\n      - require: self.dtype != torch.bool\n        message: \"no bool\"\n"
+             "        error: {}\n")
+    out = tmp_path / "out"
+    generate_ok(write_ops(tmp_path, registry(unary_op("foo", extra=check.format("NotImplementedError")))), out)
+    assert 'TORCH_CHECK_NOT_IMPLEMENTED((self.scalar_type() != c10::ScalarType::Bool), "testns::foo: ", "no bool");' \
+        in (out / "foo_cpu.cpp").read_text()
+    assert "raise NotImplementedError(f'testns::foo: no bool')" in (out / "library.py").read_text()
+    text = registry(unary_op("foo", extra=check.format("OopsError")))
+    r = cli("generate", write_ops(tmp_path, text), tmp_path / "bad")
+    assert r.returncode == 1 and not (tmp_path / "bad").exists()
+    assert error_lines(r.stderr) == [f"ops.yaml:{lineno(text, '- require:')}: op 'foo', key 'checks': error 'OopsError': "
+                                     "expected the exception torch raises, one of RuntimeError, NotImplementedError, "
+                                     "ValueError, TypeError, IndexError"]

@@ -7,7 +7,7 @@ import re
 
 from . import yaml_source
 from .checks import CheckError, message_to_cpp, to_cpp
-from .model import DEFAULT_PARAM_TYPE, PARAM_TYPES, Check, Param, Selector
+from .model import CHECK_ERRORS, DEFAULT_PARAM_TYPE, PARAM_TYPES, Check, Param, Selector
 from .schema import IDENT, OPTION_TYPES
 
 
@@ -191,10 +191,16 @@ def check_checks(spec, op_args, label, line, errors) -> tuple[Check, ...]:
     item_lines = getattr(spec, "item_lines", [line] * len(items))
     found = []
     for item, item_line in zip(items, item_lines):
-        if not (isinstance(item, dict) and set(item) == {"require", "message"}
+        if not (isinstance(item, dict) and {"require", "message"} <= set(item) <= {"require", "message", "error"}
                 and all(isinstance(v, str) and v.strip() for v in item.values())):
             errors.add(item_line, label, "checks", "expected a list of {require: <condition>, message: <torch's "
-                       "error>}, e.g. {require: min is not None or max is not None, message: ...}")
+                       "error>} (and maybe error: <the exception torch raises>), e.g. "
+                       "{require: min is not None or max is not None, message: ...}")
+            continue
+        error = item.get("error", "RuntimeError")
+        if error not in CHECK_ERRORS:
+            errors.add(item_line, label, "checks", f"error {error!r}: expected the exception torch raises, one of "
+                       f"{', '.join(CHECK_ERRORS)}")
             continue
         try:
             cpp = to_cpp(item["require"], kinds)
@@ -207,7 +213,7 @@ def check_checks(spec, op_args, label, line, errors) -> tuple[Check, ...]:
         except CheckError as e:
             errors.add(item_line, label, "checks", f"message {message!r}: {e}")
             continue
-        found.append(Check(" ".join(item["require"].split()), cpp, message, cpp_message, item_line))
+        found.append(Check(" ".join(item["require"].split()), cpp, message, cpp_message, item_line, error))
     return tuple(found)
 
 

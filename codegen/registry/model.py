@@ -155,6 +155,11 @@ class Param:
     promotes: bool = False  # a Scalar that takes part in type promotion, as a wrapped number
 
 
+# A check's `error:` (the exception torch raises) and the c10 macro that raises it from C++
+CHECK_ERRORS = {"RuntimeError": "TORCH_CHECK", "NotImplementedError": "TORCH_CHECK_NOT_IMPLEMENTED",
+                "ValueError": "TORCH_CHECK_VALUE", "TypeError": "TORCH_CHECK_TYPE", "IndexError": "TORCH_CHECK_INDEX"}
+
+
 @dataclass(frozen=True)
 class Check:
     """A condition torch checks of the arguments (`checks:`), with torch's message."""
@@ -164,6 +169,12 @@ class Check:
     message: str  # a Python f-string's body: `{lambd}` shows the argument
     cpp_message: str  # the message as TORCH_CHECK's arguments
     line: int
+    error: str = "RuntimeError"  # the Python exception torch raises (`error:`), a key of CHECK_ERRORS
+
+    @property
+    def cpp_macro(self) -> str:
+        """c10's check macro that raises `error` in Python."""
+        return CHECK_ERRORS[self.error]
 
 
 @dataclass(frozen=True)
