@@ -168,9 +168,16 @@ _TESTS = {"==": lambda v, b: v == b, "!=": lambda v, b: v != b, "<": lambda v, b
 
 def check_value_choice(spec: Spec, arg: str, value, conditions) -> None:
     """An int or Scalar argument that selects the kernel by its value must meet one of the
-    conditions (as the C++ host checks): ((test, bound), ...), tried in order."""
-    if any(_TESTS[test](value, bound) for test, bound in conditions):
-        return
+    conditions (as the C++ host checks): ((test, bound), ...), tried in order. A complex value
+    with an imaginary part equals no bound and differs from every one; it has no order."""
+    if isinstance(value, complex) and value.imag == 0:
+        value = value.real
+    for test, bound in conditions:
+        if isinstance(value, complex) and test not in ("==", "!=", "else"):
+            raise ValueError(f"{spec.name}: argument '{arg}' is {value}, a complex value, which has no order: "
+                             f"the choice '{arg} {test} {bound:g}' cannot take it")
+        if _TESTS[test](value, bound):
+            return
     listed = ", ".join(f"{arg} {test} {bound:g}" for test, bound in conditions)
     raise ValueError(f"{spec.name}: argument '{arg}' is {value}, which no kernel takes ({listed})")
 

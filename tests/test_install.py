@@ -247,6 +247,56 @@ def test_a_build_after_an_edit_or_none_runs_without_torch(installed, tmp_path):
     assert "up to date" not in other and "torch imported: True" in other
 
 
+SCALED = """
+  # a Scalar whose value picks the kernel, on complex dtypes too (issue 50)
+  - func: scaled(Tensor self, Scalar alpha=1) -> Tensor
+    args:
+      alpha: {choices: {1: scaled_one, else: scaled}}
+    dtypes: [float, complex]
+    reference: torch.mul
+    functor: |
+      struct scaled_one_functor {
+        template <typename T, typename A>
+        inline T operator()(const T x, const A) {
+          return x;
+        }
+      };
+      struct scaled_functor {
+        template <typename T, typename A>
+        inline T operator()(const T x, const A alpha) {
+          return static_cast<T>(c10::metal::mul(x, alpha));
+        }
+      };
+"""
+
+
+def test_a_scalar_that_picks_the_kernel_takes_a_complex_value_as_torch_does(installed, tmp_path):
+    """`alpha: {choices: {1: ..., else: ...}}` on complex dtypes: a complex alpha is compared as a
+    complex value (1+0j is 1, 1.5-0.5j is no number's equal), where the host converted it to double
+    and raised "value cannot be converted to type double without overflow". torch's multiplication
+    by the same Scalar is the oracle; the launch log says which kernel ran."""
+    project = tmp_path / "softops"
+    shutil.copytree(installed["work"] / "softops", project,
+                    ignore=shutil.ignore_patterns("build", "*.egg-info", "*.so"))
+    ops = project / "ops.yaml"
+    ops.write_text(ops.read_text().rstrip("\n") + "\n" + SCALED)
+    _run([installed["mpsgen"], "build"], project, installed["env"])
+    script = textwrap.dedent("""
+        import torch, softops
+        from torch._subclasses import FakeTensorMode
+        x = torch.tensor([1 + 2j, -0.5 + 0j, 3 - 1j], dtype=torch.complex64)
+        for alpha in (1.5 - 0.5j, 1, 1 + 0j, 2, 0.5j):
+            softops._C.cpu_take_launches()
+            torch.testing.assert_close(softops.scaled(x, alpha), x * alpha)
+            kernels = {k.split("_dense")[0].split("_strided")[0] for k in softops._C.cpu_take_launches()}
+            with FakeTensorMode(allow_non_fake_inputs=True):
+                assert softops.scaled(x, alpha).dtype == torch.complex64
+            print(alpha, *sorted(kernels))
+    """)
+    lines = _run([installed["python"], "-c", script], project, installed["env"]).stdout.splitlines()
+    assert lines == ["(1.5-0.5j) scaled", "1 scaled_one", "(1+0j) scaled_one", "2 scaled", "0.5j scaled"]
+
+
 def test_a_fresh_venv_without_the_build_requirements_is_told_what_to_install(tmp_path):
     """Python 3.11's venv (pip and setuptools 65, nothing else), `pip install --no-build-isolation`
     of this checkout, as a new user would without the README's first line: the build names what

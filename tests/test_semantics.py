@@ -637,6 +637,23 @@ def test_a_value_no_choice_takes_is_a_value_error_naming_it():
     check_value_choice(spec, "n", 9, (("==", 0.0), (">=", 7.0)))
 
 
+def test_a_complex_value_has_no_order_for_a_choice_to_take():
+    """A complex value with an imaginary part equals no real bound and differs from each (issue 50);
+    a choice comparing it with <, <=, > or >= cannot take it: a ValueError naming the choice.
+    With no imaginary part it is the real number. (The C++ host says the same:
+    tests/test_install.py builds an op with such a choice.)"""
+    from mpsgen.torch_library import Spec, check_value_choice
+    spec = Spec("ns::foo", "ops.yaml:3", int_to_float=False, bool_output=False, registrations={})
+    check_value_choice(spec, "alpha", 1.5 - 0.5j, (("==", 1.0), ("else", 0.0)))
+    check_value_choice(spec, "alpha", 1.5 - 0.5j, (("!=", 1.0),))
+    check_value_choice(spec, "alpha", 2 + 0j, ((">=", 2.0),))
+    with pytest.raises(ValueError, match=r"ns::foo: argument 'alpha' is \(1\.5-0\.5j\), which no kernel takes \(alpha == 1\)"):
+        check_value_choice(spec, "alpha", 1.5 - 0.5j, (("==", 1.0),))
+    with pytest.raises(ValueError, match=r"ns::foo: argument 'alpha' is \(1\.5-0\.5j\), a complex value, which has no "
+                                         r"order: the choice 'alpha >= 2' cannot take it"):
+        check_value_choice(spec, "alpha", 1.5 - 0.5j, (("==", 1.0), (">=", 2.0)))
+
+
 # ---- uint16, uint32, uint64 (issue 33) ---------------------------------------------------
 # torch's barebones unsigned dtypes promote with no other dtype, and its CPU kernels for them
 # are few (no bitwise_not or maximum): the limits are checked against Python integers.

@@ -10,6 +10,7 @@
 #include <c10/util/SmallVector.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
@@ -417,6 +418,25 @@ const char* choose(const OpSpec& op, const char* arg, double value, std::initial
   }
   TORCH_CHECK_VALUE(false, op.name, ": argument '", arg, "' is ", value, ", which no kernel takes (", listed.str(),
                     ")");
+}
+
+const char* choose(const OpSpec& op, const char* arg, const c10::Scalar& value,
+                   std::initializer_list<ValueChoice> choices) {
+  if (!value.isComplex()) return choose(op, arg, value.to<double>(), choices);
+  const auto z = value.to<c10::complex<double>>();
+  if (z.imag() == 0) return choose(op, arg, z.real(), choices);
+  std::ostringstream shown, listed;
+  shown << "(" << z.real() << (z.imag() < 0 ? "-" : "+") << std::abs(z.imag()) << "j)";  // as Python prints it
+  for (const auto& c : choices) {
+    const std::string_view t = c.test;
+    if (t == "else" || t == "!=") return c.kernel;
+    TORCH_CHECK_VALUE(t == "==", op.name, ": argument '", arg, "' is ", shown.str(),
+                      ", a complex value, which has no order: the choice '", arg, " ", t, " ", c.bound,
+                      "' cannot take it");
+    listed << (listed.tellp() ? ", " : "") << arg << " " << t << " " << c.bound;
+  }
+  TORCH_CHECK_VALUE(false, op.name, ": argument '", arg, "' is ", shown.str(), ", which no kernel takes (",
+                    listed.str(), ")");
 }
 
 // scalarToMetalTypeString

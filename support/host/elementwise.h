@@ -107,6 +107,10 @@ struct ValueChoice {
   const char* kernel;
 };
 const char* choose(const OpSpec& op, const char* arg, double value, std::initializer_list<ValueChoice> choices);
+// A Scalar's value, compared as torch's value: a complex one with an imaginary part equals no
+// real bound and differs from every one; compared with <, <=, > or >= it is a ValueError.
+const char* choose(const OpSpec& op, const char* arg, const c10::Scalar& value,
+                   std::initializer_list<ValueChoice> choices);
 // The Metal spelling of a dtype (scalarToMetalTypeString): names params structs.
 std::string metal_type(c10::ScalarType t);
 
