@@ -87,9 +87,9 @@ MPS_CXX_FLAGS = ["-fno-objc-arc", "-DFMT_HEADER_ONLY"]
 # torch's mish_backward, tanh(log1p(exp(x))) with a sigmoid, took 270 s to compile its
 # float-only unit on an AMD EPYC (2.1 s at 500, 2.4 s at 225), but at 500 special_ndtri
 # float32 ran at 17 times torch's time instead of about 2 (benchmarks/cpu_backend.py --ops
-# special_ndtri --threads 1). So a unit keeps 1000 unless its compile runs past a budget
-# (codegen/objcache.py compile_within_budget, MPSGEN_UNIT_BUDGET, 45 s), when it is compiled
-# again at 500: the mish_backward unit then takes 47 s in all.
+# special_ndtri --threads 1). So a unit keeps 1000 unless its compile runs past a budget of CPU
+# time (codegen/objcache.py compile_within_budget, MPSGEN_UNIT_BUDGET, 45 s), when it is compiled
+# again at 500: the mish_backward unit then takes 47 s in all, once (the cache records it).
 # The launcher asks for a vector width on the loop of ILP kernels (support/cpu/kernel_launch.h);
 # where a kernel's loop cannot be vectorised (a libm call in it), clang says so: -Wno-pass-failed.
 CLANG_KERNEL_FLAGS = ["-mllvm", "-inline-threshold=1000", "-Wno-pass-failed"]

@@ -24,8 +24,10 @@ Where: $MPSGEN_OBJECT_CACHE_DIR, else $XDG_CACHE_HOME/mpsgen/objects, else
 ~/.cache/mpsgen/objects. Bounded by $MPSGEN_OBJECT_CACHE_SIZE (megabytes, default 2048): after
 each store the least recently used entries go. MPSGEN_OBJECT_CACHE=0 (`mpsgen build
 --no-cache`) compiles everything. Failing to read or write the cache never fails a build.
-A compile at a raised clang inline threshold (the kernel units) that runs past
-$MPSGEN_UNIT_BUDGET seconds (45) is stopped and run again at 500 (compile_within_budget).
+A compile at a raised clang inline threshold (the kernel units) that takes more than
+$MPSGEN_UNIT_BUDGET seconds (45) of CPU time is stopped and run again at 500
+(compile_within_budget); the cache then keeps the object under the flags it was compiled with,
+and that this unit went past its budget, so later builds compile it at 500 straight away.
 This file is run as a script and uses the standard library only (no torch: one start per unit).
 """
 from __future__ import annotations
@@ -38,6 +40,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 MAGIC = b"mpsgen-object-1"
@@ -256,46 +259,92 @@ def unit_budget() -> float:
         return 45.0
 
 
-def compile_within_budget(argv: list[str]) -> int:
-    """Run the compile `argv`. One that raises clang's inline threshold above
-    FALLBACK_INLINE_THRESHOLD (the kernel units: codegen/build.py CLANG_KERNEL_FLAGS) and runs
-    past unit_budget() is stopped and run again at that threshold. Some functors blow up
-    clang's optimiser there (one shaped like torch's mish_backward: 270 s at 1000, 2 s at
-    500); the other threshold inlines less, so that op's kernels may be slower, with the same
-    results. The object is cached under the command's own key, so later builds reuse it."""
-    thresholds = [i for i, a in enumerate(argv) if (m := _INLINE_THRESHOLD.fullmatch(a))
-                  and int(m[1]) > FALLBACK_INLINE_THRESHOLD]
-    if not thresholds:
-        return subprocess.run(argv).returncode
-    proc = subprocess.Popen(argv, start_new_session=True)  # its own group: the driver's children too
+def fallback_command(argv: list[str]) -> list[str] | None:
+    """`argv` at FALLBACK_INLINE_THRESHOLD, if it raises clang's inline threshold above it (the
+    kernel units: codegen/build.py CLANG_KERNEL_FLAGS); else None."""
+    raised = [i for i, a in enumerate(argv) if (m := _INLINE_THRESHOLD.fullmatch(a))
+              and int(m[1]) > FALLBACK_INLINE_THRESHOLD]
+    return [f"-inline-threshold={FALLBACK_INLINE_THRESHOLD}" if i in raised else a
+            for i, a in enumerate(argv)] if raised else None
+
+
+def _session_cpu_seconds(session: int) -> float | None:
+    """The CPU time (user and system) of the processes of `session` and of their children that
+    have ended, from /proc (Linux); None without /proc."""
     try:
-        return proc.wait(timeout=unit_budget())
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        pids = [e for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return None
+    ticks = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(b")") + 2:].split()  # after the command's name: state, ppid, ...
+        if int(fields[3]) == session:  # utime, stime, cutime, cstime
+            ticks += sum(int(x) for x in fields[11:15])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def compile_within_budget(argv: list[str]) -> tuple[int, list[str]]:
+    """Run the compile `argv`; returns its exit code and the command that made the object. One
+    with a fallback_command that takes more than unit_budget() seconds of CPU time is stopped
+    and the fallback run instead. Some functors blow up clang's optimiser at the raised
+    threshold (one shaped like torch's mish_backward: 270 s at 1000, 2 s at 500); the other
+    threshold inlines less, so that op's kernels may be slower, with the same results. CPU
+    time, not wall time: a loaded machine does not change which code a unit gets (without
+    /proc, on macOS, the wall time stands in for it)."""
+    fallback = fallback_command(argv)
+    if fallback is None:
+        return subprocess.run(argv).returncode, argv
+    proc = subprocess.Popen(argv, start_new_session=True)  # its own session: the driver's children too
+    started, budget = time.monotonic(), unit_budget()
+    while True:
+        try:
+            return proc.wait(timeout=0.25), argv
+        except subprocess.TimeoutExpired:
+            pass
+        used = _session_cpu_seconds(proc.pid)
+        if (time.monotonic() - started if used is None else used) > budget:
+            break
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
     unit = Command(argv).source
-    print(f"mpsgen: {unit} took over {unit_budget():.0f} s to compile; compiled again at clang's inline "
+    print(f"mpsgen: {unit} took over {budget:.0f} s of CPU time to compile; compiled again at clang's inline "
           f"threshold {FALLBACK_INLINE_THRESHOLD} (its kernels may be slower; same results)", file=sys.stderr)
-    fallback = [f"-inline-threshold={FALLBACK_INLINE_THRESHOLD}" if i in thresholds else a for i, a in enumerate(argv)]
-    return subprocess.run(fallback).returncode
+    return subprocess.run(fallback).returncode, fallback
+
+
+def _over_budget(k: str) -> str:
+    """The key of the record that the compile keyed `k` went past its budget."""
+    return hashlib.sha256(f"over budget {k}".encode()).hexdigest()
 
 
 def main(argv: list[str]) -> int:
     command = Command(argv)
     if not enabled() or not command.source or not command.output:
-        return compile_within_budget(argv)
+        return compile_within_budget(argv)[0]
     try:
         text = command.preprocess()
         k = key(command, text)
     except OSError:
         return subprocess.run(argv).returncode  # the compiler says what is wrong
+    fallback = fallback_command(argv)
+    if fallback is not None and read(_over_budget(k)) is not None:
+        # past its budget before: at the fallback threshold, keyed by it
+        argv, k = fallback, key(Command(fallback), text)
     cached = read(k)
     if cached is not None:
         Path(command.output).write_bytes(cached)
         _depfile(command, text)
         return 0
-    code = compile_within_budget(argv)
+    code, used = compile_within_budget(argv)
     if code == 0:
+        if used is not argv:  # past its budget now: the object is the fallback's
+            write(_over_budget(k), b"")
+            k = key(Command(used), text)
         write(k, Path(command.output).read_bytes())
     return code
 

@@ -258,29 +258,43 @@ def test_the_compiler_is_asked_its_version_once_until_it_changes(tmp_path, toolc
 
 
 def test_a_unit_past_its_budget_is_compiled_again_at_the_lower_inline_threshold(tmp_path, toolchain):
-    """A compile at a raised inline threshold that runs past MPSGEN_UNIT_BUDGET is stopped (the
-    compiler's whole process group) and run again at objcache.FALLBACK_INLINE_THRESHOLD; the
-    object is cached under the original command, so the next build reuses it."""
+    """A compile at a raised inline threshold that takes more than MPSGEN_UNIT_BUDGET seconds of
+    CPU time is stopped (the compiler's whole session) and run again at
+    objcache.FALLBACK_INLINE_THRESHOLD. The object is cached under the flags it was compiled with,
+    with a record that the unit went past its budget: the next build of the unit compiles it at
+    the fallback threshold straight away (here: a hit), and a compile that only waits (a loaded
+    machine: wall time, little CPU) is not stopped (issue 50: the budget measured wall time)."""
     log = tmp_path / "thresholds.log"
     cc = tmp_path / "slowcc"
     cc.write_text(f"#!{sys.executable}\nimport os, sys, time\nargs = sys.argv[1:]\n"
                   "t = next((a.split('=')[1] for a in args if a.startswith('-inline-threshold=')), '')\n"
                   "if '-E' not in args:  # a compile, not the cache's preprocessing\n"
                   f"    open({str(log)!r}, 'a').write(t + '\\n')\n"
-                  "    if t == '1000':\n        time.sleep(60)\n"
+                  "    if t == '1000' and os.environ.get('SLOWCC') == 'waits':\n        time.sleep(4)\n"
+                  "    elif t == '1000':  # the optimiser's blow-up: CPU time until stopped\n"
+                  "        while True:\n            pass\n"
                   "os.execvp('c++', ['c++'] + [a for a in args if a != '-mllvm' and not a.startswith('-inline')])\n")
     cc.chmod(cc.stat().st_mode | stat.S_IEXEC)
-    flags = ("-O2", "-mllvm", "-inline-threshold=1000")
+    flags, budget = ("-O2", "-mllvm", "-inline-threshold=1000"), {"MPSGEN_UNIT_BUDGET": "2"}
     started = time.monotonic()
-    r = _compile(cc, _source(tmp_path / "a"), flags, env={"MPSGEN_UNIT_BUDGET": "2"})
+    r = _compile(cc, _source(tmp_path / "a"), flags, env=budget)
     assert r.returncode == 0, r.stderr
-    assert time.monotonic() - started < 30  # the sleeping compile was stopped, not waited for
-    assert "compiled again at clang's inline threshold 500" in r.stderr
+    assert time.monotonic() - started < 30  # the spinning compile was stopped, not waited for
+    assert "took over 2 s of CPU time to compile; compiled again at clang's inline threshold 500" in r.stderr
     assert log.read_text().split() == ["1000", "500"]
     assert (tmp_path / "a" / "unit.o").stat().st_size > 0
-    assert _compile(cc, _source(tmp_path / "b"), flags, env={"MPSGEN_UNIT_BUDGET": "2"}).returncode == 0
-    assert log.read_text().split() == ["1000", "500"]  # a hit: not compiled again
+    # the same unit again, in another folder (a clean build): straight to 500, whose object is cached
+    r = _compile(cc, _source(tmp_path / "b"), flags, env=budget)
+    assert r.returncode == 0 and "took over" not in r.stderr
+    assert log.read_text().split() == ["1000", "500"]
+    # asked at 500 itself: the same object, a hit
+    assert _compile(cc, _source(tmp_path / "c"), ("-O2", "-mllvm", "-inline-threshold=500"), env=budget).returncode == 0
+    assert log.read_text().split() == ["1000", "500"]
     # at the fallback threshold or below, no budget applies
-    assert _compile(cc, _source(tmp_path / "c", answer=7), ("-O2", "-mllvm", "-inline-threshold=500"),
+    assert _compile(cc, _source(tmp_path / "d", answer=7), ("-O2", "-mllvm", "-inline-threshold=500"),
                     env={"MPSGEN_UNIT_BUDGET": "0"}).returncode == 0
     assert log.read_text().split() == ["1000", "500", "500"]
+    # 4 s of waiting, past a 2 s budget in wall time, but not in CPU time: kept at 1000
+    r = _compile(cc, _source(tmp_path / "e", answer=9), flags, env={**budget, "SLOWCC": "waits"})
+    assert r.returncode == 0 and "took over" not in r.stderr, r.stderr
+    assert log.read_text().split() == ["1000", "500", "500", "1000"]
