@@ -115,8 +115,26 @@ def kernel_compiler() -> tuple[str, ...]:
     try:
         return tuple(clang_command())
     except ClangMissing as e:
+        overloaded = address_space_overloads(torch_include())
+        if overloaded:
+            raise ClangMissing(f"torch {torch_version()}'s c10/metal overloads {', '.join(overloaded)} on Metal's "
+                               "`constant` and `device` pointers, which only clang's address spaces keep apart "
+                               f"in the CPU kernels (the Metal host shim); the host compiler cannot build them: {e}"
+                               ) from None
         print(f"mpsgen: CPU kernels built with the host compiler, slower: {e}", file=sys.stderr)
         return ("c++",)
+
+
+def address_space_overloads(torch_headers: Path) -> list[str]:
+    """The functions torch's c10/metal/indexing.h overloads on a `constant void*` and a `device
+    const void*` alone (2.14's val_at_offs), asked of the headers: one function twice where the
+    shim spells both `const void*`, as it does without clang (support/metal_shim/metal_stdlib)."""
+    try:
+        text = (torch_headers / "c10" / "metal" / "indexing.h").read_text()
+    except OSError:
+        return []
+    constant = set(re.findall(r"(\w+)\(\s*constant\s+void\s*\*", text))
+    return sorted(constant & set(re.findall(r"(\w+)\(\s*device\s+const\s+void\s*\*", text)))
 
 
 CPU_VARIANT_LEVELS = {"baseline": 0, "avx2": 1, "avx512": 2, "all": 2}

@@ -236,3 +236,37 @@ def test_torch_version_is_torchs_with_or_without_its_metadata(monkeypatch):
 
     monkeypatch.setattr(importlib.metadata, "version", no_metadata)
     assert build.torch_version() == torch.__version__
+
+
+def test_without_clang_torchs_address_space_overloads_are_refused_with_the_reason(tmp_path, monkeypatch):
+    """Without ziglang the kernel units fall back to the host compiler, whose shim spells both
+    `constant void*` and `device const void*` as `const void*`: torch 2.14's indexing.h overloads
+    val_at_offs on them, one function twice. Asked of the headers (issue 48): the build says so
+    and what to install, where it printed the compiler's "redefinition of val_at_offs"; with
+    2.13's headers it still falls back to the host compiler."""
+    from mpsgen.codegen.clang import ClangMissing
+
+    def missing():
+        raise ClangMissing("check-metal needs clang and cannot import ziglang: install ...")
+
+    headers = tmp_path / "include"
+    (headers / "c10" / "metal").mkdir(parents=True)
+    indexing = headers / "c10" / "metal" / "indexing.h"
+    monkeypatch.setattr(build, "clang_command", missing)
+    monkeypatch.setattr(build, "torch_include", lambda: headers)
+    monkeypatch.setattr(build.sys, "platform", "linux")
+    build.kernel_compiler.cache_clear()
+    try:
+        # 2.14.1's two overloads, as its c10/metal/indexing.h declares them
+        indexing.write_text("template <typename T>\ninline T val_at_offs(constant void* ptr, long offs) {}\n"
+                            "template <typename T>\ninline T val_at_offs(device const void* ptr, long offs) {}\n")
+        with pytest.raises(ClangMissing, match=r"c10/metal overloads val_at_offs on Metal's `constant` and `device` "
+                                               r"pointers, .* cannot build them: check-metal needs clang"):
+            build.kernel_compiler()
+        build.kernel_compiler.cache_clear()
+        # 2.13.0's: a device pointer without const, a function of its own under the host compiler too
+        indexing.write_text("inline T val_at_offs(constant void* ptr, long offs) {}\n"
+                            "inline T val_at_offs(device void* ptr, long offs) {}\n")
+        assert build.kernel_compiler() == ("c++",)
+    finally:
+        build.kernel_compiler.cache_clear()
