@@ -26,6 +26,7 @@ from .clang import ClangMissing, clang_command
 from .emit import host_names, metal_syntax
 from .emit.host_names import (calls_vector_math, parse_instantiations, preprocess, preprocess_raw, registration_lines,
                          rewrite_preprocessed, strip_host_name_attributes)
+from .torch_versions import REQUIREMENT
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "generated"
@@ -199,8 +200,6 @@ def torch_home() -> Path:
     """The installed torch's folder, found without importing torch (uptodate.py's builds)."""
     spec = importlib.util.find_spec("torch")
     if spec is None or spec.origin is None:
-        from .torch_versions import REQUIREMENT
-
         raise ModuleNotFoundError(f"mpsgen builds against torch, which is not installed: pip install '{REQUIREMENT}'")
     return Path(spec.origin).resolve().parent
 

@@ -13,5 +13,5 @@ from __future__ import annotations
 
 TESTED = ("2.13.0", "2.14.1")  # the default (requirements.txt's CPU wheel) first
 # pip's form; pyproject.toml's dependencies and build requirements say the same
-# (tests/test_torch_versions.py), and so does the pyproject.toml of a project from `mpsgen init`
+# (tests/test_torch_version.py), and so does the pyproject.toml of a project from `mpsgen init`
 REQUIREMENT = "torch>=2.13.0,<2.15"
