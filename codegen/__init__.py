@@ -6,7 +6,8 @@ One direction, a subpackage per stage:
     emit/      model -> templates/ -> generated/   (render, writer, stamp)
     build.py   generated/ -> the torch extension   (ninja, objcache.py, clang.py)
     verify/    generated .metal and host sources through clang   (check_metal, clang_check)
+    export/    model -> an in-tree PyTorch change, verified offline   (plan, render, edits, check)
 
-`__main__.py` runs them (`python -m codegen generate | check | check-metal`); `package.py`
+`__main__.py` runs them (`python -m codegen generate | check | check-metal | check-macos | export-pytorch`); `package.py`
 is the build API a project's setup.py calls. Each stage imports only the ones before it.
 """

@@ -18,15 +18,29 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m codegen", description=__doc__)
-    parser.add_argument("command", choices=["generate", "check", "check-metal", "check-macos"],
+    parser.add_argument("command", choices=["generate", "check", "check-metal", "check-macos", "export-pytorch"],
                         help="generate: write generated/; check: fail if generated/ is stale; "
                              "check-metal: reject what Metal does not allow in generated/*.metal, then "
                              "compile what Linux builds with clang, syntax only; check-macos: compile "
-                             "every unit of the Mac build for aarch64-macos, link, and resolve its symbols")
-    parser.add_argument("only", nargs="*", help="check-metal: only these ops (default: all)")
+                             "every unit of the Mac build for aarch64-macos, link, and resolve its symbols; "
+                             "export-pytorch: the named ops as an in-tree PyTorch change (codegen/export)")
+    parser.add_argument("only", nargs="*", help="check-metal: only these ops (default: all); export-pytorch: the ops")
     parser.add_argument("--ops", type=Path, default=ROOT / "ops.yaml", help="the registry (default: ops.yaml)")
-    parser.add_argument("--out", type=Path, default=ROOT / "generated", help="output folder (default: generated/)")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default: generated/); "
+                        "export-pytorch: the patch file")
+    parser.add_argument("--torch-tree", type=Path, default=None, help="export-pytorch: a PyTorch checkout to change")
+    parser.add_argument("--check", action="store_true", help="export-pytorch: verify the patch offline against the "
+                        "installed torch (codegen/export/check.py)")
     args = parser.parse_args(argv)
+    if args.command == "export-pytorch":
+        from .export import cli as export_cli
+
+        if not args.only:
+            parser.error("export-pytorch takes the ops to export")
+        return export_cli.main(args.ops, args.only, args.out, args.torch_tree, args.check)
+    if args.torch_tree or args.check:
+        parser.error("--torch-tree and --check are export-pytorch's")
+    args.out = args.out or ROOT / "generated"
     if args.only and args.command != "check-metal":
         parser.error(f"{args.command} takes no op names")
     if args.command == "check-metal":

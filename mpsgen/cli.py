@@ -13,6 +13,10 @@ pyproject.toml whose [tool.mpsgen] table names the package (or below it).
     mpsgen test [OP ...] [--quick]     op-output-match of those ops (default: all) against torch
     mpsgen doctor [--out FILE]         on a Mac: toolchain, build, every op on mps against torch's
                                        CPU op; elsewhere: check-macos. One report file to attach
+    mpsgen export-pytorch OP [OP ...] (--out PATCH | --torch-tree DIR) [--check]
+                                       the ops as an in-tree PyTorch change: a diff against the
+                                       installed torch's files, or written into a PyTorch checkout;
+                                       --check verifies the diff offline (docs/export-pytorch.md)
 """
 from __future__ import annotations
 
@@ -22,7 +26,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-COMMANDS = ("init", "new", "generate", "check", "check-metal", "check-macos", "show", "build", "test", "doctor")
+COMMANDS = ("init", "new", "generate", "check", "check-metal", "check-macos", "show", "build", "test", "doctor",
+            "export-pytorch")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,7 +35,8 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
     parser.add_argument("command", choices=COMMANDS)
-    parser.add_argument("names", nargs="*", metavar="ARG", help="init: DIR; new, show: OP; test, check-metal: OPs")
+    parser.add_argument("names", nargs="*", metavar="ARG",
+                        help="init: DIR; new, show: OP; test, check-metal, export-pytorch: OPs")
     parser.add_argument("--namespace", help="init: the project's namespace, which names its package too")
     parser.add_argument("--aten", action="store_true", help="new: implement torch's own aten operator "
                         "(`implements: aten`) instead of defining <namespace>::OP")
@@ -38,7 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-cache", action="store_true", help="build: compile every unit that changed, without "
                         "reading or writing the object cache (codegen/objcache.py)")
     parser.add_argument("--out", type=Path, default=None, help="doctor: the report file (default: "
-                        "mpsgen-doctor.txt in the project)")
+                        "mpsgen-doctor.txt in the project); export-pytorch: the patch file")
+    parser.add_argument("--torch-tree", type=Path, default=None, help="export-pytorch: a PyTorch checkout to change")
+    parser.add_argument("--check", action="store_true", help="export-pytorch: verify the patch offline")
     parser.add_argument("--project", type=Path, default=None, help="the project folder (default: found from "
                         "the current directory up)")
     args = parser.parse_args(argv)
@@ -99,6 +107,12 @@ def _run(parser, args) -> int:
         return 0
     if args.command == "build":
         return build(project.root, cache=not args.no_cache)
+    if args.command == "export-pytorch":
+        from .codegen.export import cli as export_cli
+
+        if not args.names:
+            parser.error("export-pytorch takes the ops to export")
+        return export_cli.main(project.ops, args.names, args.out, args.torch_tree, args.check)
     if args.command == "doctor":
         from . import doctor
 

@@ -1,6 +1,6 @@
 """codegen's modules import each other in one direction: no cycle, also through the imports
 made inside functions (which would only hide one), and each stage only from the stages before
-it (codegen/__init__.py: registry -> emit -> build -> verify -> the CLI and the build API).
+it (codegen/__init__.py: registry -> emit -> build -> verify -> export -> the CLI and the build API).
 Read with ast, nothing imported."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ pytestmark = pytest.mark.quick  # bash test.sh --quick (tests/conftest.py)
 
 CODEGEN = Path(__file__).resolve().parent.parent / "codegen"
 # the stages in pipeline order; a top-level module belongs to the stage named here
-STAGES = ("registry", "emit", "build", "verify", "entry")
+STAGES = ("registry", "emit", "build", "verify", "export", "entry")
 TOP_LEVEL = {"torch_versions": "registry", "build": "build", "objcache": "build", "clang": "build", "ninja_build": "build", "uptodate": "build", "__main__": "entry", "package": "entry",
              "__init__": "entry"}
 

@@ -12,6 +12,9 @@ from its dylibs with LIEF:
   Foundation frameworks, ...), by library: names that Apple's linker resolved against Apple's SDK
   when it linked torch, so they are exported there.
 
+and `metal_kernels.json`: the name of every kernel in the Metal libraries that libtorch_cpu.dylib
+bundles (torch's in-tree kernels, `atan2_dense_float_float`, ...), read from their function lists.
+
 zig (PyPI's ziglang, a requirement) gives the rest: clang for aarch64-macos, darwin's libc and
 Objective-C runtime headers, libc++'s headers and libSystem.tbd (libSystem's exports).
 """
@@ -71,6 +74,34 @@ def torch_folder(version: str | None = None) -> Path:
     return folder
 
 
+_METALLIB_NAME = re.compile(rb"NAME(..)([A-Za-z_][A-Za-z0-9_]*)\x00", re.S)
+
+
+def metallib_kernel_names(data: bytes) -> set[str]:
+    """The kernel names of the Metal libraries (`MTLB` files) inside `data`: each function's
+    entry tags its name `NAME`, a little-endian uint16 length (with the NUL), the name, a NUL."""
+    return {m[2].decode() for m in _METALLIB_NAME.finditer(data) if int.from_bytes(m[1], "little") == len(m[2]) + 1}
+
+
+def metal_kernels(version: str | None = None) -> frozenset[str]:
+    """The kernels torch's macOS build of `version` (default: the installed torch's) bundles."""
+    folder = torch_folder(version)
+    path = folder / "metal_kernels.json"
+    if not path.is_file():  # a folder unpacked before the list was kept
+        with tempfile.TemporaryDirectory(prefix="mpsgen-macos-", dir=cache_root()) as tmp:
+            wheel = _download(release(version or torch_version()), Path(tmp))
+            with zipfile.ZipFile(wheel) as z:
+                _write_metal_kernels(z.read("torch/lib/libtorch_cpu.dylib"), folder)
+    return frozenset(json.loads(path.read_text()))
+
+
+def _write_metal_kernels(libtorch_cpu: bytes, folder: Path) -> None:
+    names = sorted(metallib_kernel_names(libtorch_cpu))
+    tmp = folder / "metal_kernels.json.tmp"
+    tmp.write_text(json.dumps(names, indent=0))
+    tmp.replace(folder / "metal_kernels.json")
+
+
 def _download(version: str, into: Path) -> Path:
     command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
                "--platform", PLATFORM, "--python-version", python_tag(), "--implementation", "cp",
@@ -95,6 +126,9 @@ def _unpack(wheel: Path, folder: Path) -> None:
                 z.extract(name, folder)
             elif _DYLIB.match(name):
                 path = Path(z.extract(name, tmp))
+                if path.name == "libtorch_cpu.dylib":
+                    folder.mkdir(parents=True, exist_ok=True)
+                    _write_metal_kernels(path.read_bytes(), folder)
                 binary = lief.parse(str(path))
                 symbols["exports"][path.name] = sorted(s.name for s in binary.exported_symbols)
                 for s in binary.imported_symbols:

@@ -1,0 +1,190 @@
+"""An export verified offline, against the installed torch: `mpsgen export-pytorch ... --check`.
+
+On a scratch tree of the installed torch's files (tree.scratch):
+- apply: `git apply --check` takes the patch, and `git apply` applies it;
+- dispatch: torchgen parses the patched native_functions.yaml, and its MPS backend index maps
+  each exported `.out` overload to the kernel that CPU and CUDA share (the functional and in-place
+  variants reach it through `structured_delegate`);
+- common_mps: the patched common_mps.py imports, and each removed entry is gone from its list;
+- metal: each kernel file passes check-metal's Metal-strict checks and compiles through the Metal
+  host shim with torch's c10/metal headers and nothing of mpsgen's (no support/metal), and none of
+  its kernels' host names is one torch's bundled Metal library already has;
+- host: each `.mm` compiles as Objective-C++ for aarch64-macos against torch's macOS wheel and the
+  stand-in SDK, as torch's build compiles it (USE_MPS), and every torch symbol it uses is one
+  libtorch exports.
+"""
+from __future__ import annotations
+
+import ast
+import importlib.util
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import build
+from ..emit.host_names import parse_instantiations, preprocess
+from . import plan as plans, tree as trees
+from .run import Export
+
+
+@dataclass(frozen=True)
+class Outcome:
+    check: str  # apply | dispatch | common_mps | metal | host
+    subject: str  # the file or op
+    problems: tuple[str, ...]  # empty: passed
+
+    def __str__(self) -> str:
+        head = f"{'ok  ' if not self.problems else 'FAIL'} {self.check}: {self.subject}"
+        return head + "".join(f"\n    {p}" for p in self.problems)
+
+
+def apply(patch_text: str, root: Path) -> list[Outcome]:
+    """`git apply --check`, then `git apply`, of the patch in `root` (outside any repository)."""
+    patch_file = root.parent / "export.patch"
+    patch_file.write_text(patch_text)
+    for args in (["--check"], []):
+        r = subprocess.run(["git", "apply", *args, str(patch_file)], cwd=root, capture_output=True, text=True)
+        if r.returncode:
+            return [Outcome("apply", f"git apply {' '.join(args)}".strip(), (r.stderr.strip(),))]
+    return [Outcome("apply", "git apply --check, git apply", ())]
+
+
+def _repeated_keys(text: str, func_name: str) -> list[str]:
+    """Dispatch keys given twice in the row of `func_name` (`MPS: a` beside `CPU, CUDA, MPS: b`),
+    which torchgen takes silently, the last one winning."""
+    import yaml
+
+    for entry in yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        if entry.get("func", "").startswith(func_name + "("):
+            keys = [k.strip() for line in entry.get("dispatch", {}) for k in str(line).split(",")]
+            return sorted({k for k in keys if keys.count(k) > 1})
+    return []
+
+
+def dispatch(result: Export, t: trees.Tree) -> list[Outcome]:
+    try:
+        target = plans.parse_target(t)
+    except Exception as e:  # torchgen's own errors: AssertionError, ParseError, ...
+        return [Outcome("dispatch", trees.NATIVE_FUNCTIONS, (f"torchgen cannot parse it: {type(e).__name__}: {e}",))]
+    out = []
+    for p in result.plans:
+        problems = [f"{p.out_name}'s dispatch gives {k} twice" for k in _repeated_keys(target.text, p.out_name)]
+        group = target.groups.get(p.op.qualified_name)
+        if group is None:
+            problems.append(f"torchgen finds no structured group {p.op.qualified_name}")
+        else:
+            kernel = target.mps.get_kernel(group.out)
+            if kernel is None or kernel.kernel != p.shared_kernel:
+                problems.append(f"MPS maps {group.out.func.name} to {kernel.kernel if kernel else 'nothing'}, "
+                                f"not {p.shared_kernel}")
+            for f in (group.functional, group.inplace):
+                if f is not None and f.structured_delegate != group.out.func.name:
+                    problems.append(f"{f.func.name} does not delegate to {group.out.func.name}")
+        out.append(Outcome("dispatch", f"{p.op.qualified_name} -> MPS: {p.shared_kernel}", tuple(problems)))
+    return out
+
+
+def common_mps(result: Export, t: trees.Tree) -> list[Outcome]:
+    path = t.root / trees.COMMON_MPS
+    problems = []
+    spec = importlib.util.spec_from_file_location("torch.testing._internal._mpsgen_exported_common_mps", path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:
+        problems.append(f"does not import: {type(e).__name__}: {e}")
+    else:
+        sys.modules.pop(spec.name, None)
+    from .edits import _modifier_dicts
+
+    lists = {name: {k.value: v for k, v in zip(d.keys, d.values) if isinstance(k, ast.Constant)}
+             for name, d in _modifier_dicts(ast.parse(path.read_text()))}
+    for e in result.list_edits:
+        entry = lists.get(e.list_name, {}).get(e.key)
+        if e.kept:
+            kept = tuple(ast.unparse(x) for x in entry.elts) if isinstance(entry, ast.List) else None
+            if kept != e.kept:
+                problems.append(f"{e.list_name}[{e.key!r}] is {ast.unparse(entry) if entry else 'gone'}, "
+                                f"expected [{', '.join(e.kept)}]")
+        elif entry is not None:
+            problems.append(f"{e.list_name}[{e.key!r}] is still there")
+    return [Outcome("common_mps", trees.COMMON_MPS, tuple(problems))]
+
+
+def in_tree_include_dirs() -> list[Path]:
+    """What an in-tree kernel file's includes resolve to here: the Metal host shim and the CPU
+    launcher, then torch's c10/metal; not mpsgen's own Metal headers (support/metal)."""
+    return [build.SHIM_INCLUDE, build.CPU_SUPPORT, build.torch_include()]
+
+
+def metal(result: Export, t: trees.Tree, bundled: frozenset[str] | None) -> list[Outcome]:
+    from ..verify import check_metal
+
+    out = []
+    compiler = build.kernel_compiler()
+    for p in result.plans:
+        from .render import kernel_path
+
+        path = t.root / kernel_path(p.op)
+        problems = []
+        try:
+            findings, _ = check_metal.check_file(path, in_tree_include_dirs())
+            problems += [str(f) for f in findings]
+            names = {k.host_name for k in parse_instantiations(preprocess(compiler, path, in_tree_include_dirs()))}
+            if not names:
+                problems.append("registers no kernels")
+            taken = sorted(names & bundled) if bundled is not None else []
+            if taken:
+                problems.append(f"torch's bundled Metal library already has {len(taken)} of its kernels: "
+                                + ", ".join(taken[:4]))
+        except RuntimeError as e:  # the preprocessor failed: an include or macro torch lacks
+            problems.append(str(e).strip()[-1500:])
+        out.append(Outcome("metal", kernel_path(p.op), tuple(problems)))
+    return out
+
+
+def host(result: Export, t: trees.Tree, objects: Path) -> list[Outcome]:
+    from ..verify import macos_build, macos_sdk, macos_symbols
+
+    folder = macos_sdk.torch_folder()
+    headers = folder / "torch" / "include"
+    flags = [*macos_build.compile_flags(build.ROOT, objects, headers), "-DUSE_MPS"]
+    objects.mkdir(parents=True, exist_ok=True)
+    out = []
+    for p in result.plans:
+        from .render import operation_path
+
+        source = t.root / operation_path(p.op)
+        compiled = macos_build.compile_unit(source, flags, objects)
+        problems = [] if compiled.ok else [compiled.messages.strip()[-3000:]]
+        if compiled.ok:  # linked as the Mac links (Apple's libc++), and with zig's libc++ to tell its symbols
+            image = objects / (source.stem + ".dylib")
+            linked = macos_build.link([compiled.object], image)
+            with_libcxx = macos_build.link([compiled.object], image.with_suffix(".libcxx.dylib"), mac_libcxx=False)
+            if linked.returncode:
+                problems.append(f"does not link: {linked.stderr.strip()[-1500:]}")
+        if not problems:
+            undefined = macos_symbols.read_object(image).undefined
+            libcxx = macos_symbols.read_object(image.with_suffix(".libcxx.dylib")).undefined \
+                if with_libcxx.returncode == 0 else None
+            r = macos_symbols.resolve([macos_symbols.read_object(compiled.object, source.name)], undefined, libcxx,
+                                      macos_sdk.symbols(folder), macos_sdk.libsystem_exports())
+            names = macos_symbols.demangle(sorted(r.unresolved))
+            problems += [f"unresolved on a Mac: {names.get(s, s)}" for s in sorted(r.unresolved)]
+        out.append(Outcome("host", operation_path(p.op), tuple(problems)))
+    return out
+
+
+def check_all(result: Export, patch_text: str, work: Path, bundled: frozenset[str] | None = None) -> list[Outcome]:
+    """Every check, on a fresh scratch tree under `work`, to which the patch is applied."""
+    t = trees.scratch(work / "tree")
+    outcomes = apply(patch_text, t.root)
+    if outcomes[0].problems:
+        return outcomes
+    if bundled is None:
+        from ..verify import macos_sdk
+
+        bundled = macos_sdk.metal_kernels()
+    return [*outcomes, *dispatch(result, t), *common_mps(result, t), *metal(result, t, bundled),
+            *host(result, t, work / "objects")]

@@ -1,0 +1,165 @@
+"""How an ops.yaml entry becomes in-tree code: read from the target tree's native_functions.yaml
+(parsed by torchgen, as torch's build parses it) and the headers that declare its dispatch stubs.
+
+The pattern of 2026's in-tree MPS ops: an op whose CPU and CUDA kernels share one structured
+`.out` function (`CPU, CUDA: heaviside_out`) calls a DispatchStub (`heaviside_stub`); the MPS
+kernel registers itself for that stub (`REGISTER_DISPATCH(heaviside_stub, ...)` in a `.mm`) and
+`MPS` joins the shared line. An entry that does not fit is refused with the reason: an export
+never writes a patch that cannot build."""
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..registry.model import Op
+from . import tree as trees
+
+
+class ExportError(ValueError):
+    """An entry cannot be exported: the message says why (and names its ops.yaml line)."""
+
+
+@dataclass(frozen=True)
+class Stub:
+    name: str  # heaviside_stub
+    fn_type: str  # structured_binary_fn
+    params: tuple[str, ...]  # the function pointer's parameter types: ("TensorIteratorBase&",)
+    header: str  # BinaryOps.h: the ATen/native header declaring it
+
+    @property
+    def iterator(self) -> str:
+        """The iterator type the kernel function takes (TensorIterator or TensorIteratorBase)."""
+        return self.params[0].rstrip("&").strip()
+
+
+@dataclass(frozen=True)
+class Plan:
+    op: Op
+    out_name: str  # heaviside.out: the row that gets MPS
+    out_line: int  # its `- func:` line in native_functions.yaml
+    dispatch_line: int  # the line `CPU, CUDA: heaviside_out` (1-based)
+    dispatch_text: str  # that line as it is
+    shared_kernel: str  # heaviside_out
+    stub: Stub
+    rows: tuple[str, ...]  # every overload of the op and where it dispatches, for the summary
+
+    @property
+    def new_dispatch_text(self) -> str:
+        """`CPU, CUDA: k` -> `CPU, CUDA, MPS: k` (MPS after CUDA, as torch orders its keys)."""
+        keys, kernel = self.dispatch_text.split(":", 1)
+        names = [k.strip() for k in keys.split(",")]
+        names.insert(names.index("CUDA") + 1, "MPS")
+        indent = keys[: len(keys) - len(keys.lstrip())]
+        return f"{indent}{', '.join(names)}:{kernel}"
+
+
+_DECLARE = re.compile(r"DECLARE_DISPATCH\(\s*(\w+)\s*,\s*(\w+)\s*\)")
+_FN_TYPE = re.compile(r"using\s+(\w+)\s*=\s*void\s*\(\s*\*\s*\)\s*\(([^)]*)\)\s*;")
+
+
+@functools.cache
+def stubs(headers: Path) -> dict[str, Stub]:
+    """Every DispatchStub the ATen/native headers declare, with its function pointer type."""
+    fn_types: dict[str, tuple[str, ...]] = {}
+    declared: list[tuple[str, str, str]] = []
+    for header in sorted(headers.glob("*.h")):
+        text = header.read_text(errors="replace")
+        for m in _FN_TYPE.finditer(text):
+            params = tuple(" ".join(p.split()) for p in m[2].split(",") if p.strip())
+            fn_types.setdefault(m[1], tuple(re.sub(r"\s+\w+$", "", p) if not p.endswith("&") else p for p in params))
+        declared += [(m[2], m[1], header.name) for m in _DECLARE.finditer(text)]
+    return {name: Stub(name, t, fn_types.get(t, ()), h) for name, t, h in declared}
+
+
+@dataclass(frozen=True)
+class Target:
+    """The target tree's native_functions.yaml, parsed."""
+
+    text: str
+    groups: dict  # functional name -> torchgen NativeFunctionsGroup
+    mps: object  # torchgen BackendIndex of MPS
+    cuda: object
+    cpu: object
+
+
+def parse_target(t: trees.Tree, text: str | None = None) -> Target:
+    """torchgen's parse of the tree's native_functions.yaml (or of `text`, its patched form)."""
+    import yaml
+    from torchgen.gen import LineLoader, get_grouped_native_functions, parse_native_yaml_struct
+    from torchgen.model import DispatchKey, NativeFunctionsGroup
+
+    text = t.read(trees.NATIVE_FUNCTIONS) if text is None else text
+    tags = yaml.load(t.read(trees.TAGS), Loader=yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader)
+    valid_tags = {e["tag"] for e in tags}
+    es = yaml.load(text, Loader=LineLoader)
+    parsed = parse_native_yaml_struct(es, valid_tags, path=trees.NATIVE_FUNCTIONS)
+    groups = {str(g.functional.func.name): g for g in get_grouped_native_functions(parsed.native_functions)
+              if isinstance(g, NativeFunctionsGroup)}
+    bi = parsed.backend_indices
+    return Target(text, groups, bi[DispatchKey.MPS], bi[DispatchKey.CUDA], bi[DispatchKey.CPU])
+
+
+def _stub_for(kernel: str, known: dict[str, Stub]) -> Stub | None:
+    """The stub a shared structured `.out` function calls, by torch's naming: heaviside_out
+    calls heaviside_stub; special_laguerre_polynomial_l_out, laguerre_polynomial_l_stub."""
+    base = kernel[: -len("_out")] if kernel.endswith("_out") else kernel
+    for name in (f"{base}_stub", f"{base.removeprefix('special_')}_stub"):
+        if name in known:
+            return known[name]
+    return None
+
+
+def plan(op: Op, target: Target, t: trees.Tree) -> Plan:
+    where = f"ops.yaml:{op.loc.line} ({op.qualified_name})"
+    if op.selector or op.given or op.transport != "none":
+        what = ("a `str` choice" if op.selector else "`Tensor?` combinations" if op.given
+                else f"arguments its kernels read ({', '.join(p.name for p in op.params)})")
+        raise ExportError(f"{where}: its kernels take {what}; export-pytorch writes, so far, ops whose kernels "
+                          "read Tensors only (exec_*_kernel without params)")
+    if op.complex_dtypes:
+        raise ExportError(f"{where}: its complex dtypes use mpsgen's support/metal/mpsgen/complex_math.h, which "
+                          "torch lacks; export the op without complex dtypes")
+    if re.search(r"\bmpsgen::", op.functor):
+        raise ExportError(f"{where}: its functor calls mpsgen:: functions, which torch lacks")
+    group = target.groups.get(op.qualified_name)
+    if group is None:
+        raise ExportError(f"{where}: the tree's native_functions.yaml has no structured op `{op.qualified_name}` "
+                          "with a .out variant: an export adds an MPS kernel to an op aten has")
+    aten_schema = str(group.functional.func)
+    if aten_schema != str(op.schema):
+        raise ExportError(f"{where}: its schema `{op.schema}` is not aten's `{aten_schema}`")
+    out = group.out
+    present = target.mps.get_kernel(out)
+    if present is not None:
+        raise ExportError(f"{where}: torch already runs {out.func.name} on MPS through `{present.kernel}` "
+                          f"(native_functions.yaml:{out.loc.line}); replacing an in-tree MPS kernel is not "
+                          "yet exported")
+    cpu, cuda = target.cpu.get_kernel(out), target.cuda.get_kernel(out)
+    if not (out.structured and cpu and cuda and cpu.kernel == cuda.kernel and out.structured_inherits == "TensorIteratorBase"):
+        raise ExportError(f"{where}: {out.func.name} (native_functions.yaml:{out.loc.line}) has no structured "
+                          "TensorIterator kernel shared by CPU and CUDA, so no DispatchStub for MPS to join; "
+                          "a TORCH_IMPL_FUNC export is not yet written")
+    stub = _stub_for(cpu.kernel, stubs(t.headers))
+    if stub is None or len(stub.params) != 1 or stub.iterator not in ("TensorIterator", "TensorIteratorBase"):
+        found = f"`{stub.name}` takes ({', '.join(stub.params)})" if stub else "no stub of that name is declared"
+        raise ExportError(f"{where}: {out.func.name}'s shared kernel `{cpu.kernel}`: {found} in the tree's "
+                          f"ATen/native headers; export-pytorch needs a stub taking the iterator alone")
+    lines = target.text.splitlines()
+    dispatch_line = _shared_line(lines, out.loc.line, cpu.kernel)
+    rows = tuple(f"{f.func.name}: native_functions.yaml:{f.loc.line}" for f in group.functions())
+    return Plan(op, str(out.func.name), out.loc.line, dispatch_line, lines[dispatch_line - 1], cpu.kernel, stub, rows)
+
+
+def _shared_line(lines: list[str], start: int, kernel: str) -> int:
+    """The 1-based number of the row's `CPU, CUDA...: kernel` line, after its `- func:` line."""
+    for n in range(start, len(lines)):
+        line = lines[n]
+        if line.startswith("- func:"):
+            break
+        keys, _, value = line.partition(":")
+        names = {k.strip() for k in keys.split(",")}
+        if value.strip() == kernel and {"CPU", "CUDA"} <= names:
+            return n + 1
+    raise ExportError(f"native_functions.yaml:{start}: no `CPU, CUDA: {kernel}` line to add MPS to")

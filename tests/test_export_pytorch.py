@@ -1,0 +1,177 @@
+"""`export-pytorch` (codegen/export): ops.yaml entries as an in-tree PyTorch change, verified
+offline against the installed torch's own files (native_functions.yaml and tags.yaml parsed by
+torchgen, common_mps.py, the ATen headers that declare the stubs, the macOS wheel's headers and
+bundled Metal library), with the mistakes those checks must catch planted one at a time."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from mpsgen.codegen.build import ROOT
+from mpsgen.codegen.export import check, cli, patch, run, tree as trees
+from mpsgen.codegen.export.plan import ExportError
+from mpsgen.codegen.registry import loader
+from mpsgen.codegen.verify import macos_sdk
+
+ATEN_OPS = ["heaviside", "special_ndtri", "special_log_ndtr", "special_laguerre_polynomial_l",
+            "special_legendre_polynomial_p", "special_airy_ai"]
+
+
+@pytest.fixture(scope="module")
+def registry():
+    return loader.load(ROOT / "ops.yaml")
+
+
+@pytest.fixture(scope="module")
+def bundled() -> frozenset[str]:
+    return macos_sdk.metal_kernels()
+
+
+def _exported(registry, names, tmp: Path) -> tuple[run.Export, str]:
+    result = run.export(registry, names, trees.scratch(tmp / "base"))
+    return result, patch.unified_diff(result.changes)
+
+
+def _checked_tree(diff: str, tmp: Path) -> trees.Tree:
+    t = trees.scratch(tmp / "tree")
+    assert not check.apply(diff, t.root)[0].problems
+    return t
+
+
+def test_the_shipped_aten_entries_cover_every_implements_aten_op(registry):
+    assert sorted(op.qualified_name for op in registry.aten_ops) == sorted(ATEN_OPS)
+
+
+def test_every_aten_entry_exports_and_passes_every_offline_check(registry, bundled, tmp_path):
+    result, diff = _exported(registry, ATEN_OPS, tmp_path)
+    outcomes = check.check_all(result, diff, tmp_path / "check", bundled)
+    assert [str(o) for o in outcomes if o.problems] == []
+    # one outcome per check and op: apply, then dispatch, metal and host for each op, and common_mps
+    assert sorted({o.check for o in outcomes}) == ["apply", "common_mps", "dispatch", "host", "metal"]
+    assert len(outcomes) == 2 + 3 * len(ATEN_OPS)
+
+
+def test_the_heaviside_patch_reads_as_in_tree_code(registry, tmp_path):
+    result, diff = _exported(registry, ["heaviside"], tmp_path)
+    files = re.findall(r"^diff --git a/(\S+)", diff, re.M)
+    assert files == ["aten/src/ATen/native/mps/kernels/Heaviside.metal",
+                     "aten/src/ATen/native/mps/operations/Heaviside.mm",
+                     trees.NATIVE_FUNCTIONS, trees.COMMON_MPS]
+    kernel = result.changes["aten/src/ATen/native/mps/kernels/Heaviside.metal"][1]
+    host = result.changes["aten/src/ATen/native/mps/operations/Heaviside.mm"][1]
+    for text in (kernel, host):
+        assert "mpsgen" not in text and "#line" not in text
+    assert "struct heaviside_functor" in kernel
+    assert kernel.count("REGISTER_BINARY_OP(heaviside, ") == 9  # float, half, bfloat, 5 integers, bool
+    assert "REGISTER_DISPATCH(heaviside_stub, &heaviside_kernel_mps)" in host
+    assert "static void heaviside_kernel_mps(TensorIteratorBase& iter)" in host  # structured_binary_fn's type
+    # the yaml: one line changed, MPS beside the CPU and CUDA kernel
+    old, new = result.changes[trees.NATIVE_FUNCTIONS]
+    changed = [(a, b) for a, b in zip(old.splitlines(), new.splitlines()) if a != b]
+    assert changed == [("    CPU, CUDA: heaviside_out", "    CPU, CUDA, MPS: heaviside_out")]
+    # common_mps.py: heaviside leaves UNIMPLEMENTED_XFAILLIST, nothing else changes
+    old, new = result.changes[trees.COMMON_MPS]
+    assert [line for line in old.splitlines() if line not in new.splitlines()] == ['            "heaviside": None,']
+    assert len(new.splitlines()) == len(old.splitlines()) - 1
+
+
+def test_the_command_writes_the_patch_a_new_user_asks_for(tmp_path, capsys):
+    out = tmp_path / "heaviside.patch"
+    assert cli.main(ROOT / "ops.yaml", ["heaviside"], out, None) == 0
+    said = capsys.readouterr().out
+    assert "MPS joins `CPU, CUDA: heaviside_out`" in said and "new files" in said
+    assert out.read_text().startswith("diff --git a/aten/src/ATen/native/mps/kernels/Heaviside.metal")
+
+
+def test_a_torch_tree_is_changed_in_place(registry, tmp_path, capsys):
+    tree_dir = tmp_path / "pytorch"
+    trees.scratch(tree_dir)
+    before = (tree_dir / trees.NATIVE_FUNCTIONS).read_text()
+    assert cli.main(ROOT / "ops.yaml", ["special_airy_ai"], None, tree_dir) == 0
+    assert "CPU, CUDA, MPS: special_airy_ai_out" in (tree_dir / trees.NATIVE_FUNCTIONS).read_text()
+    assert (tree_dir / "aten/src/ATen/native/mps/kernels/SpecialAiryAi.metal").is_file()
+    # a second export of it finds torch running the op on MPS now, and changes nothing
+    after = (tree_dir / trees.NATIVE_FUNCTIONS).read_text()
+    assert cli.main(ROOT / "ops.yaml", ["special_airy_ai"], None, tree_dir) == 1
+    assert "torch already runs special_airy_ai.out on MPS through `special_airy_ai_out`" in capsys.readouterr().err
+    assert (tree_dir / trees.NATIVE_FUNCTIONS).read_text() == after
+    assert before != (tree_dir / trees.NATIVE_FUNCTIONS).read_text()
+
+
+@pytest.mark.parametrize("name, reason", [
+    ("hypot", "torch already runs hypot.out on MPS through `hypot_out`"),
+    ("exp", "complex dtypes use mpsgen's support/metal/mpsgen/complex_math.h"),
+    ("elu", "its kernels take arguments its kernels read (alpha, scale, input_scale)"),
+    ("div.Tensor_mode", "its kernels take a `str` choice"),
+])
+def test_what_cannot_be_exported_yet_is_refused_with_its_reason_and_nothing_is_written(name, reason, tmp_path, capsys):
+    out = tmp_path / "x.patch"
+    assert cli.main(ROOT / "ops.yaml", [name], out, None) == 1
+    err = capsys.readouterr().err
+    assert reason in err and re.search(r"ops\.yaml:\d+", err)
+    assert not out.exists()
+
+
+# ---- planted mistakes: each check catches its own ------------------------------------------
+
+def test_a_typo_in_a_dispatch_key_is_caught_by_torchgen(registry, tmp_path):
+    result, diff = _exported(registry, ["heaviside"], tmp_path)
+    t = _checked_tree(diff.replace("+    CPU, CUDA, MPS: heaviside_out", "+    CPU, CUDA, MSP: heaviside_out"), tmp_path)
+    [outcome] = check.dispatch(result, t)
+    assert "unknown dispatch key MSP" in outcome.problems[0]
+
+
+def test_a_dispatch_key_given_twice_is_caught(registry, tmp_path):
+    result, diff = _exported(registry, ["heaviside"], tmp_path)
+    twice = diff.replace("+    CPU, CUDA, MPS: heaviside_out\n", "+    CPU, CUDA, MPS: heaviside_out\n+    MPS: heaviside_out_mps\n")
+    twice = re.sub(r"(@@ -6872,7 \+6872,)7", r"\g<1>8", twice)
+    t = _checked_tree(twice, tmp_path)
+    [outcome] = check.dispatch(result, t)
+    assert outcome.problems == ("heaviside.out's dispatch gives MPS twice",
+                                "MPS maps heaviside.out to heaviside_out_mps, not heaviside_out")
+
+
+def test_a_kernel_function_of_another_type_than_the_stub_is_caught_by_the_mac_compile(registry, tmp_path):
+    result, diff = _exported(registry, ["heaviside"], tmp_path)
+    assert diff.count("TensorIteratorBase& iter") == 1
+    t = _checked_tree(diff.replace("TensorIteratorBase& iter", "TensorIterator& iter"), tmp_path)
+    [outcome] = check.host(result, t, tmp_path / "objects")
+    assert outcome.problems and "heaviside_kernel_mps" in outcome.problems[0]
+
+
+def test_a_kernel_name_torch_has_is_refused_and_caught_in_a_kernel_file(registry, bundled, tmp_path):
+    # the export refuses an entry whose kernel torch's bundled Metal library has (xlogy's)
+    text = (ROOT / "ops.yaml").read_text().replace("    implements: aten\n    out_dtype: exact",
+                                                   "    implements: aten\n    kernel: xlogy\n    out_dtype: exact", 1)
+    (tmp_path / "ops.yaml").write_text(text)
+    with pytest.raises(ExportError, match=r"kernel name `xlogy` is taken in-tree \(torch 2\.\d+\.\d+'s bundled"):
+        run.export(loader.load(tmp_path / "ops.yaml"), ["heaviside"], trees.scratch(tmp_path / "base"))
+    # and the kernel check finds such a functor in a kernel file, by its kernels' host names
+    result, diff = _exported(registry, ["heaviside"], tmp_path)
+    t = _checked_tree(diff, tmp_path)
+    kernel = t.root / "aten/src/ATen/native/mps/kernels/Heaviside.metal"
+    kernel.write_text(kernel.read_text().replace("heaviside", "atan2"))
+    [outcome] = check.metal(result, t, bundled)
+    assert "torch's bundled Metal library already has" in outcome.problems[0] and "atan2_dense_bfloat_bfloat" in outcome.problems[0]
+
+
+def test_an_mpsgen_header_in_a_kernel_file_does_not_resolve_in_tree(registry, bundled, tmp_path):
+    result, diff = _exported(registry, ["heaviside"], tmp_path)
+    t = _checked_tree(diff.replace("+#include <metal_stdlib>\n", "+#include <metal_stdlib>\n+#include <mpsgen/complex_math.h>\n", 1)
+                      .replace("@@ -0,0 +1,23 @@", "@@ -0,0 +1,24 @@", 1), tmp_path)
+    [outcome] = check.metal(result, t, bundled)
+    assert "mpsgen/complex_math.h" in outcome.problems[0]
+
+
+def test_an_entry_left_in_common_mps_is_caught(registry, tmp_path):
+    result, diff = _exported(registry, ["heaviside"], tmp_path)
+    t = _checked_tree(diff, tmp_path)
+    path = t.root / trees.COMMON_MPS
+    path.write_text(path.read_text().replace('            "geqrf": None,\n', '            "geqrf": None,\n            "heaviside": None,\n'))
+    [outcome] = check.common_mps(result, t)
+    assert outcome.problems == ("UNIMPLEMENTED_XFAILLIST['heaviside'] is still there",)
+    tree = ast.parse(path.read_text())  # the planted file is still Python: the check read the list, not a syntax error
+    assert tree.body
