@@ -112,7 +112,7 @@ def _run(parser, args) -> int:
 
         if not args.names:
             parser.error("export-pytorch takes the ops to export")
-        return export_cli.main(project.ops, args.names, args.out, args.torch_tree, args.check)
+        return export_cli.main(project.ops, args.names, args.out, args.torch_tree, args.check, project.generated)
     if args.command == "doctor":
         from . import doctor
 

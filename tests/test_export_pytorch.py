@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mpsgen.codegen.build import ROOT
+from mpsgen.codegen.build import GENERATED, ROOT
 from mpsgen.codegen.export import check, cli, patch, run, tree as trees
 from mpsgen.codegen.export.plan import ExportError
 from mpsgen.codegen.registry import loader
@@ -47,11 +47,11 @@ def test_the_shipped_aten_entries_cover_every_implements_aten_op(registry):
 
 def test_every_aten_entry_exports_and_passes_every_offline_check(registry, bundled, tmp_path):
     result, diff = _exported(registry, ATEN_OPS, tmp_path)
-    outcomes = check.check_all(result, diff, tmp_path / "check", bundled)
+    outcomes = check.check_all(result, diff, tmp_path / "check", GENERATED, bundled)
     assert [str(o) for o in outcomes if o.problems] == []
-    # one outcome per check and op: apply, then dispatch, metal and host for each op, and common_mps
-    assert sorted({o.check for o in outcomes}) == ["apply", "common_mps", "dispatch", "host", "metal"]
-    assert len(outcomes) == 2 + 3 * len(ATEN_OPS)
+    # one outcome per check and op: apply, then dispatch, metal, kernels and host for each op, and common_mps
+    assert sorted({o.check for o in outcomes}) == ["apply", "common_mps", "dispatch", "host", "kernels", "metal"]
+    assert len(outcomes) == 2 + 4 * len(ATEN_OPS)
 
 
 def test_the_heaviside_patch_reads_as_in_tree_code(registry, tmp_path):
@@ -175,3 +175,14 @@ def test_an_entry_left_in_common_mps_is_caught(registry, tmp_path):
     assert outcome.problems == ("UNIMPLEMENTED_XFAILLIST['heaviside'] is still there",)
     tree = ast.parse(path.read_text())  # the planted file is still Python: the check read the list, not a syntax error
     assert tree.body
+
+
+def test_a_kernel_file_that_is_not_the_tested_code_is_caught(registry, tmp_path):
+    result, diff = _exported(registry, ["heaviside"], tmp_path)
+    t = _checked_tree(diff, tmp_path)
+    [ok] = check.same_kernels(result, t, GENERATED)
+    assert not ok.problems
+    kernel = t.root / "aten/src/ATen/native/mps/kernels/Heaviside.metal"
+    kernel.write_text(kernel.read_text().replace("? values :", "? -values :"))
+    [outcome] = check.same_kernels(result, t, GENERATED)
+    assert "not the code of" in outcome.problems[0] and "-values" in outcome.problems[0]

@@ -9,6 +9,8 @@ On a scratch tree of the installed torch's files (tree.scratch):
 - metal: each kernel file passes check-metal's Metal-strict checks and compiles through the Metal
   host shim with torch's c10/metal headers and nothing of mpsgen's (no support/metal), and none of
   its kernels' host names is one torch's bundled Metal library already has;
+- kernels: each kernel file, preprocessed as the CPU build preprocesses a .metal, is the code of
+  the registry's generated/<op>.metal: the kernels op-output-match ran are the patch's;
 - host: each `.mm` compiles as Objective-C++ for aarch64-macos against torch's macOS wheel and the
   stand-in SDK, as torch's build compiles it (USE_MPS), and every torch symbol it uses is one
   libtorch exports.
@@ -144,6 +146,35 @@ def metal(result: Export, t: trees.Tree, bundled: frozenset[str] | None) -> list
     return out
 
 
+def _code(preprocessed: str) -> list[str]:
+    """The preprocessor's output without its line markers and blank lines."""
+    return [line.rstrip() for line in preprocessed.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def same_kernels(result: Export, t: trees.Tree, generated: Path) -> list[Outcome]:
+    """The exported kernels are the mpsgen build's: the kernel file (with torch's headers alone) and
+    generated/<op>.metal, each preprocessed through the shim as the CPU build preprocesses it, are
+    the same code, line markers aside. The kernels that op-output-match ran are the patch's."""
+    from .render import kernel_path
+
+    compiler = build.kernel_compiler()
+    out = []
+    for p in result.plans:
+        ours = generated / f"{p.op.name}.metal"
+        problems = []
+        if not ours.is_file():
+            problems.append(f"{ours} is missing: run generate first")
+        else:
+            a = _code(preprocess(compiler, t.root / kernel_path(p.op), in_tree_include_dirs()))
+            b = _code(preprocess(compiler, ours, build.kernel_include_dirs()))
+            if a != b:
+                n = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+                problems.append(f"not the code of {ours}: after preprocessing, line {n + 1} is "
+                                f"{a[n] if n < len(a) else '(the end)'!r} here and {b[n] if n < len(b) else '(the end)'!r} there")
+        out.append(Outcome("kernels", f"{kernel_path(p.op)} is the code of {ours.name}", tuple(problems)))
+    return out
+
+
 def host(result: Export, t: trees.Tree, objects: Path) -> list[Outcome]:
     from ..verify import macos_build, macos_sdk, macos_symbols
 
@@ -176,8 +207,10 @@ def host(result: Export, t: trees.Tree, objects: Path) -> list[Outcome]:
     return out
 
 
-def check_all(result: Export, patch_text: str, work: Path, bundled: frozenset[str] | None = None) -> list[Outcome]:
-    """Every check, on a fresh scratch tree under `work`, to which the patch is applied."""
+def check_all(result: Export, patch_text: str, work: Path, generated: Path,
+              bundled: frozenset[str] | None = None) -> list[Outcome]:
+    """Every check, on a fresh scratch tree under `work`, to which the patch is applied;
+    `generated`: the registry's generated/, whose kernels the exported ones must be."""
     t = trees.scratch(work / "tree")
     outcomes = apply(patch_text, t.root)
     if outcomes[0].problems:
@@ -187,4 +220,4 @@ def check_all(result: Export, patch_text: str, work: Path, bundled: frozenset[st
 
         bundled = macos_sdk.metal_kernels()
     return [*outcomes, *dispatch(result, t), *common_mps(result, t), *metal(result, t, bundled),
-            *host(result, t, work / "objects")]
+            *same_kernels(result, t, generated), *host(result, t, work / "objects")]

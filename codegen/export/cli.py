@@ -12,7 +12,9 @@ from . import patch, run, tree as trees
 from .plan import ExportError
 
 
-def main(ops_path: Path, names: list[str], out: Path | None, torch_tree: Path | None, check: bool = False) -> int:
+def main(ops_path: Path, names: list[str], out: Path | None, torch_tree: Path | None, check: bool = False,
+         generated: Path | None = None) -> int:
+    """`generated`: the registry's generated/ (--check compares the exported kernels with it)."""
     if (out is None) == (torch_tree is None):
         print("export-pytorch: give --out PATCH (a diff against the installed torch's files) or --torch-tree DIR "
               "(a PyTorch checkout to change)", file=sys.stderr)
@@ -43,7 +45,7 @@ def main(ops_path: Path, names: list[str], out: Path | None, torch_tree: Path | 
 
         scratch = Path(tmp) / "check"
         scratch.mkdir()
-        outcomes = checks.check_all(result, diff, scratch)
+        outcomes = checks.check_all(result, diff, scratch, generated or ops_path.parent / "generated")
         print("\n".join(map(str, outcomes)))
         failed = sum(1 for o in outcomes if o.problems)
         print(f"export-pytorch --check: {len(outcomes)} checks, {failed} failed")
