@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -146,9 +148,20 @@ def metal(result: Export, t: trees.Tree, bundled: frozenset[str] | None) -> list
     return out
 
 
-def _code(preprocessed: str) -> list[str]:
-    """The preprocessor's output without its line markers and blank lines."""
-    return [line.rstrip() for line in preprocessed.splitlines() if line.strip() and not line.startswith("#")]
+def _code(preprocessed: str, leave_out: Path | None = None) -> list[str]:
+    """The preprocessor's output without its line markers and blank lines, and without the lines
+    of headers under `leave_out` (mpsgen's own Metal headers, which the generated .metal may
+    include for functions its functor does not call)."""
+    code, skipping = [], False
+    for line in preprocessed.splitlines():
+        if line.startswith("#"):
+            m = re.match(r'# \d+ "([^"]*)"', line)
+            if m and leave_out is not None:
+                skipping = Path(m[1]).resolve().is_relative_to(leave_out.resolve())
+            continue
+        if line.strip() and not skipping:
+            code.append(line.rstrip())
+    return code
 
 
 def same_kernels(result: Export, t: trees.Tree, generated: Path) -> list[Outcome]:
@@ -166,7 +179,7 @@ def same_kernels(result: Export, t: trees.Tree, generated: Path) -> list[Outcome
             problems.append(f"{ours} is missing: run generate first")
         else:
             a = _code(preprocess(compiler, t.root / kernel_path(p.op), in_tree_include_dirs()))
-            b = _code(preprocess(compiler, ours, build.kernel_include_dirs()))
+            b = _code(preprocess(compiler, ours, build.kernel_include_dirs()), leave_out=build.METAL_INCLUDE)
             if a != b:
                 n = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
                 problems.append(f"not the code of {ours}: after preprocessing, line {n + 1} is "
@@ -208,10 +221,15 @@ def host(result: Export, t: trees.Tree, objects: Path) -> list[Outcome]:
 
 
 def check_all(result: Export, patch_text: str, work: Path, generated: Path,
-              bundled: frozenset[str] | None = None) -> list[Outcome]:
-    """Every check, on a fresh scratch tree under `work`, to which the patch is applied;
+              bundled: frozenset[str] | None = None, base: Path | None = None) -> list[Outcome]:
+    """Every check, on a fresh copy of the tree the export was made against (`base`; by default
+    a scratch tree of the installed torch's files) under `work`, to which the patch is applied;
     `generated`: the registry's generated/, whose kernels the exported ones must be."""
-    t = trees.scratch(work / "tree")
+    if base is None:
+        t = trees.scratch(work / "tree")
+    else:
+        shutil.copytree(base, work / "tree")
+        t = trees.Tree((work / "tree").resolve(), (work / "tree" / trees.NATIVE_HEADERS).resolve(), real=False)
     outcomes = apply(patch_text, t.root)
     if outcomes[0].problems:
         return outcomes

@@ -29,6 +29,11 @@ class Stub:
     header: str  # BinaryOps.h: the ATen/native header declaring it
 
     @property
+    def scalar_type(self) -> str:
+        """How the stub spells a Scalar parameter (`const Scalar&`, `const c10::Scalar&`)."""
+        return next((p for p in self.params[1:]), "const Scalar&")
+
+    @property
     def iterator(self) -> str:
         """The iterator type the kernel function takes (TensorIterator or TensorIteratorBase)."""
         return self.params[0].rstrip("&").strip()
@@ -101,28 +106,41 @@ def parse_target(t: trees.Tree, text: str | None = None) -> Target:
     return Target(text, groups, bi[DispatchKey.MPS], bi[DispatchKey.CUDA], bi[DispatchKey.CPU])
 
 
-def _stub_for(kernel: str, known: dict[str, Stub]) -> Stub | None:
+def _stub_for(kernel: str, op_name: str, known: dict[str, Stub]) -> Stub | None:
     """The stub a shared structured `.out` function calls, by torch's naming: heaviside_out
-    calls heaviside_stub; special_laguerre_polynomial_l_out, laguerre_polynomial_l_stub."""
+    calls heaviside_stub; special_laguerre_polynomial_l_out, laguerre_polynomial_l_stub;
+    eq_Tensor_out (of eq.Tensor), eq_stub."""
     base = kernel[: -len("_out")] if kernel.endswith("_out") else kernel
-    for name in (f"{base}_stub", f"{base.removeprefix('special_')}_stub"):
+    for name in (f"{base}_stub", f"{base.removeprefix('special_')}_stub", f"{op_name}_stub"):
         if name in known:
             return known[name]
     return None
 
 
+_SCALAR = {"const Scalar&", "const c10::Scalar&", "const at::Scalar&"}
+
+
+def _refusal(op: Op) -> str | None:
+    """Why the entry's kernels cannot be in-tree kernels (yet), or None."""
+    if op.selector or op.given:
+        what = "a `str` choice" if op.selector else "`Tensor?` combinations"
+        return f"its kernels are chosen by {what}; export-pytorch does not write those yet"
+    if op.family == "ternary" and op.transport != "none":
+        return ("torch's exec_ternary_kernel takes no Scalar arguments: its kernels need mpsgen's "
+                "support/metal/mpsgen/ternary_alpha.h, which torch lacks")
+    if op.transport == "params":
+        return (f"its kernels read a params struct ({', '.join(p.name for p in op.params)}); export-pytorch "
+                "does not write torch's params headers (kernels/<File>.h) yet")
+    if re.search(r"\bmpsgen::", op.functor):
+        return ("its functor calls mpsgen:: functions (support/metal/mpsgen/complex_math.h for complex dtypes), "
+                "which torch lacks")
+    return None
+
+
 def plan(op: Op, target: Target, t: trees.Tree) -> Plan:
     where = f"ops.yaml:{op.loc.line} ({op.qualified_name})"
-    if op.selector or op.given or op.transport != "none":
-        what = ("a `str` choice" if op.selector else "`Tensor?` combinations" if op.given
-                else f"arguments its kernels read ({', '.join(p.name for p in op.params)})")
-        raise ExportError(f"{where}: its kernels take {what}; export-pytorch writes, so far, ops whose kernels "
-                          "read Tensors only (exec_*_kernel without params)")
-    if op.complex_dtypes:
-        raise ExportError(f"{where}: its complex dtypes use mpsgen's support/metal/mpsgen/complex_math.h, which "
-                          "torch lacks; export the op without complex dtypes")
-    if re.search(r"\bmpsgen::", op.functor):
-        raise ExportError(f"{where}: its functor calls mpsgen:: functions, which torch lacks")
+    if reason := _refusal(op):
+        raise ExportError(f"{where}: {reason}")
     group = target.groups.get(op.qualified_name)
     if group is None:
         raise ExportError(f"{where}: the tree's native_functions.yaml has no structured op `{op.qualified_name}` "
@@ -141,11 +159,15 @@ def plan(op: Op, target: Target, t: trees.Tree) -> Plan:
         raise ExportError(f"{where}: {out.func.name} (native_functions.yaml:{out.loc.line}) has no structured "
                           "TensorIterator kernel shared by CPU and CUDA, so no DispatchStub for MPS to join; "
                           "a TORCH_IMPL_FUNC export is not yet written")
-    stub = _stub_for(cpu.kernel, stubs(t.headers))
-    if stub is None or len(stub.params) != 1 or stub.iterator not in ("TensorIterator", "TensorIteratorBase"):
-        found = f"`{stub.name}` takes ({', '.join(stub.params)})" if stub else "no stub of that name is declared"
-        raise ExportError(f"{where}: {out.func.name}'s shared kernel `{cpu.kernel}`: {found} in the tree's "
-                          f"ATen/native headers; export-pytorch needs a stub taking the iterator alone")
+    stub = _stub_for(cpu.kernel, op.base_name, stubs(t.headers))
+    scalars = [p.name for p in op.params]
+    if stub is None:
+        raise ExportError(f"{where}: {out.func.name}'s shared kernel `{cpu.kernel}` calls no stub that the tree's "
+                          "ATen/native headers declare under its name")
+    if stub.iterator not in ("TensorIterator", "TensorIteratorBase") or len(stub.params) != 1 + len(scalars) \
+            or any(t not in _SCALAR for t in stub.params[1:]):
+        raise ExportError(f"{where}: `{stub.name}` ({stub.header}) takes ({', '.join(stub.params)}); the entry's "
+                          f"kernels read the iterator{''.join(', Scalar ' + n for n in scalars)}")
     lines = target.text.splitlines()
     dispatch_line = _shared_line(lines, out.loc.line, cpu.kernel)
     rows = tuple(f"{f.func.name}: native_functions.yaml:{f.loc.line}" for f in group.functions())

@@ -28,6 +28,17 @@ def _environment() -> jinja2.Environment:
                               lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
 
 
+def _exec_arguments(op: Op) -> str:
+    """What exec_*_kernel takes after the iterator and the name: the alpha the kernels read; for a
+    comparison, the bool its kernels produce (`natural_output_dtype`, so an out= of another dtype
+    is cast from it)."""
+    if op.transport == "alpha":
+        return f", {op.params[0].name}"
+    if op.bool_output and op.family == "binary":
+        return ", std::nullopt, std::nullopt, kBool"
+    return ""
+
+
 def files(plan: Plan) -> dict[str, str]:
     """In-tree path -> text of the op's two new files."""
     op = plan.op
@@ -36,5 +47,6 @@ def files(plan: Plan) -> dict[str, str]:
              for line in registrations(op, kernel, r)]
     return {
         kernel_path(op): env.get_template("kernel.metal.j2").render(op=op, lines=lines),
-        operation_path(op): env.get_template("operation.mm.j2").render(op=op, plan=plan, file=file_stem(op)),
+        operation_path(op): env.get_template("operation.mm.j2").render(op=op, plan=plan, file=file_stem(op),
+                                                                          extra=_exec_arguments(op)),
     }
