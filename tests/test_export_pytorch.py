@@ -104,7 +104,7 @@ def test_a_torch_tree_is_changed_in_place(registry, tmp_path, capsys):
 @pytest.mark.parametrize("name, reason", [
     ("hypot", "torch already runs hypot.out on MPS through `hypot_out`"),
     ("exp", "its functor calls mpsgen:: functions (support/metal/mpsgen/complex_math.h"),
-    ("elu", "its kernels read a params struct (alpha, scale, input_scale)"),
+    ("elu", "torch already runs elu.out on MPS through `elu_out`"),
     ("div.Tensor_mode", "its kernels are chosen by a `str` choice"),
     ("addcmul", "torch's exec_ternary_kernel takes no Scalar arguments"),
 ])
@@ -200,10 +200,11 @@ FAMILIES = {
     "leaky_relu": ("    CPU, CUDA, MPS: leaky_relu_out\n", "    CPU, CUDA: leaky_relu_out\n", "leaky_relu"),
     "sub.Tensor": ("    CPU, CUDA: sub_out\n    MPS: sub_out_mps\n", "    CPU, CUDA: sub_out\n", "sub"),
     "eq.Tensor": ("    CPU, CUDA, MPS, MTIA: eq_Tensor_out\n", "    CPU, CUDA, MTIA: eq_Tensor_out\n", "eq"),
+    "elu": ("    CPU, CUDA, MPS: elu_out\n", "    CPU, CUDA: elu_out\n", "elu"),
 }
 
 
-def test_unary_alpha_binary_alpha_and_comparison_entries_export_where_torch_lacks_the_kernel(
+def test_alpha_params_and_comparison_entries_export_where_torch_lacks_the_kernel(
         registry, bundled, tmp_path):
     t = trees.scratch(tmp_path / "before")
     path = t.root / trees.NATIVE_FUNCTIONS
@@ -212,8 +213,9 @@ def test_unary_alpha_binary_alpha_and_comparison_entries_export_where_torch_lack
         assert text.count(row) == 1
         text = text.replace(row, without)
     path.write_text(text)
-    theirs = tuple(f"{prefix}_" for _, _, prefix in FAMILIES.values())
-    known = {k: v for k, v in run.in_tree_kernels(t).items() if not k.startswith(theirs) and k not in {p for *_, p in FAMILIES.values()}}
+    # torch's own kernels of these ops: <name>_dense_..., <name>_strided_... (not elu_backward's)
+    theirs = tuple(f"{prefix}_{layout}_" for _, _, prefix in FAMILIES.values() for layout in ("dense", "strided"))
+    known = {k: v for k, v in run.in_tree_kernels(t).items() if k not in {prefix for *_, prefix in FAMILIES.values()}}
     result = run.export(registry, list(FAMILIES), t, known_kernels=known)
     diff = patch.unified_diff(result.changes)
     outcomes = check.check_all(result, diff, tmp_path / "check", GENERATED,
@@ -221,7 +223,7 @@ def test_unary_alpha_binary_alpha_and_comparison_entries_export_where_torch_lack
     assert [str(o) for o in outcomes if o.problems] == []
     assert len(outcomes) == 2 + 4 * len(FAMILIES)
     hosts = {p.op.qualified_name: result.changes[f"aten/src/ATen/native/mps/operations/{name}.mm"][1]
-             for p, name in zip(result.plans, ["Hardshrink", "LeakyRelu", "Sub", "Eq"])}
+             for p, name in zip(result.plans, ["Hardshrink", "LeakyRelu", "Sub", "Eq", "Elu"])}
     # each kernel function has its stub's exact type and passes what the kernels read
     assert "hardshrink_kernel_mps(TensorIteratorBase& iter, const c10::Scalar& lambd)" in hosts["hardshrink"]
     assert 'lib.exec_unary_kernel(iter, "hardshrink", lambd);' in hosts["hardshrink"]
@@ -233,3 +235,12 @@ def test_unary_alpha_binary_alpha_and_comparison_entries_export_where_torch_lack
     kernel = result.changes["aten/src/ATen/native/mps/kernels/Eq.metal"][1]
     assert "REGISTER_BINARY_CASTOUT_OP(eq, float, bool);" in kernel and "float2" in kernel  # complex64 too
     assert "REGISTER_BINARY_ALPHA_OP(sub, float, float, float);" in result.changes["aten/src/ATen/native/mps/kernels/Sub.metal"][1]
+    # a params struct: torch's one-parameter form in a header beside the kernels, at the opmath type
+    header = result.changes["aten/src/ATen/native/mps/kernels/Elu.h"][1]
+    assert "template <typename T>\nstruct EluParams {\n  T alpha;\n  T scale;\n  T input_scale;\n};" in header
+    kernel = result.changes["aten/src/ATen/native/mps/kernels/Elu.metal"][1]
+    assert "#include <ATen/native/mps/kernels/Elu.h>" in kernel
+    assert "typedef EluParams<opmath_t<half>> EluParams_half;" in kernel
+    assert "REGISTER_UNARY_ALPHA_OP(elu, half, EluParams_half, half);" in kernel
+    assert "AT_DISPATCH_V2(iter.common_dtype(), \"elu_mps\"" in hosts["elu"] and "kFloat, kHalf, kBFloat16);" in hosts["elu"]
+    assert "const EluParams<opmath_t> params{alpha.to<opmath_t>(), scale.to<opmath_t>(), input_scale.to<opmath_t>()};" in hosts["elu"]

@@ -116,10 +116,11 @@ def common_mps(result: Export, t: trees.Tree) -> list[Outcome]:
     return [Outcome("common_mps", trees.COMMON_MPS, tuple(problems))]
 
 
-def in_tree_include_dirs() -> list[Path]:
+def in_tree_include_dirs(t: trees.Tree) -> list[Path]:
     """What an in-tree kernel file's includes resolve to here: the Metal host shim and the CPU
-    launcher, then torch's c10/metal; not mpsgen's own Metal headers (support/metal)."""
-    return [build.SHIM_INCLUDE, build.CPU_SUPPORT, build.torch_include()]
+    launcher, the tree's aten/src (its kernels' headers), then torch's c10/metal; not mpsgen's
+    own Metal headers (support/metal)."""
+    return [build.SHIM_INCLUDE, build.CPU_SUPPORT, t.root / "aten" / "src", build.torch_include()]
 
 
 def metal(result: Export, t: trees.Tree, bundled: frozenset[str] | None) -> list[Outcome]:
@@ -133,9 +134,9 @@ def metal(result: Export, t: trees.Tree, bundled: frozenset[str] | None) -> list
         path = t.root / kernel_path(p.op)
         problems = []
         try:
-            findings, _ = check_metal.check_file(path, in_tree_include_dirs())
+            findings, _ = check_metal.check_file(path, in_tree_include_dirs(t))
             problems += [str(f) for f in findings]
-            names = {k.host_name for k in parse_instantiations(preprocess(compiler, path, in_tree_include_dirs()))}
+            names = {k.host_name for k in parse_instantiations(preprocess(compiler, path, in_tree_include_dirs(t)))}
             if not names:
                 problems.append("registers no kernels")
             taken = sorted(names & bundled) if bundled is not None else []
@@ -164,11 +165,25 @@ def _code(preprocessed: str, leave_out: Path | None = None) -> list[str]:
     return code
 
 
+_PARAMS_DECLARATIONS = re.compile(r"template <typename T> struct \w+ \{[^}]*\};|typedef \w+<[^;]*> \w+;")
+
+
+def _kernels_code(lines: list[str], op, p) -> str:
+    """The code of the functor and its registrations: for an op with a params struct, without the
+    struct and its typedefs (the export's is torch's one-parameter form, `EluParams<opmath_t<half>>`,
+    mpsgen's `elu_params<half>` with opmath_t<T> fields: both rendered from the one list of fields)
+    and with the export's typedef names spelled as mpsgen's."""
+    text = " ".join(lines)
+    if p is not None:
+        text = _PARAMS_DECLARATIONS.sub("", text).replace(f"{p.struct}_", f"{op.name}_params_")
+    return " ".join(text.split())
+
+
 def same_kernels(result: Export, t: trees.Tree, generated: Path) -> list[Outcome]:
     """The exported kernels are the mpsgen build's: the kernel file (with torch's headers alone) and
     generated/<op>.metal, each preprocessed through the shim as the CPU build preprocesses it, are
     the same code, line markers aside. The kernels that op-output-match ran are the patch's."""
-    from .render import kernel_path
+    from .render import kernel_path, params, params_path
 
     compiler = build.kernel_compiler()
     out = []
@@ -178,12 +193,14 @@ def same_kernels(result: Export, t: trees.Tree, generated: Path) -> list[Outcome
         if not ours.is_file():
             problems.append(f"{ours} is missing: run generate first")
         else:
-            a = _code(preprocess(compiler, t.root / kernel_path(p.op), in_tree_include_dirs()))
-            b = _code(preprocess(compiler, ours, build.kernel_include_dirs()), leave_out=build.METAL_INCLUDE)
+            a = _kernels_code(_code(preprocess(compiler, t.root / kernel_path(p.op), in_tree_include_dirs(t)),
+                                    leave_out=t.root / params_path(p.op)), p.op, params(p.op))
+            b = _kernels_code(_code(preprocess(compiler, ours, build.kernel_include_dirs()),
+                                    leave_out=build.METAL_INCLUDE), p.op, params(p.op))
             if a != b:
                 n = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-                problems.append(f"not the code of {ours}: after preprocessing, line {n + 1} is "
-                                f"{a[n] if n < len(a) else '(the end)'!r} here and {b[n] if n < len(b) else '(the end)'!r} there")
+                problems.append(f"not the code of {ours}: after preprocessing, from character {n}: "
+                                f"{a[max(0, n - 60):n + 60]!r} here, {b[max(0, n - 60):n + 60]!r} there")
         out.append(Outcome("kernels", f"{kernel_path(p.op)} is the code of {ours.name}", tuple(problems)))
     return out
 
@@ -193,7 +210,8 @@ def host(result: Export, t: trees.Tree, objects: Path) -> list[Outcome]:
 
     folder = macos_sdk.torch_folder()
     headers = folder / "torch" / "include"
-    flags = [*macos_build.compile_flags(build.ROOT, objects, headers), "-DUSE_MPS"]
+    # the tree's own headers first (an exported params header), as torch's build finds them
+    flags = [f"-I{t.root / 'aten' / 'src'}", *macos_build.compile_flags(build.ROOT, objects, headers), "-DUSE_MPS"]
     objects.mkdir(parents=True, exist_ok=True)
     out = []
     for p in result.plans:

@@ -118,6 +118,8 @@ def _stub_for(kernel: str, op_name: str, known: dict[str, Stub]) -> Stub | None:
 
 
 _SCALAR = {"const Scalar&", "const c10::Scalar&", "const at::Scalar&"}
+# how a stub's parameter spells each kind of argument the kernels read
+_STUB_TYPES = {"Scalar": _SCALAR, "int": {"int64_t"}, "float": {"double"}, "bool": {"bool"}}
 
 
 def _refusal(op: Op) -> str | None:
@@ -129,8 +131,12 @@ def _refusal(op: Op) -> str | None:
         return ("torch's exec_ternary_kernel takes no Scalar arguments: its kernels need mpsgen's "
                 "support/metal/mpsgen/ternary_alpha.h, which torch lacks")
     if op.transport == "params":
-        return (f"its kernels read a params struct ({', '.join(p.name for p in op.params)}); export-pytorch "
-                "does not write torch's params headers (kernels/<File>.h) yet")
+        names = ", ".join(p.name for p in op.params)
+        if any(p.optional for p in op.params):
+            return f"its params struct ({names}) carries optional values; export-pytorch does not write those yet"
+        if {"T", "opmath"} <= {p.metal for p in op.params}:
+            return (f"its params struct ({names}) mixes fields of the dtype and of its opmath type; torch's params "
+                    "headers take one type parameter (kernels/Activation.h), which export-pytorch writes")
     if re.search(r"\bmpsgen::", op.functor):
         return ("its functor calls mpsgen:: functions (support/metal/mpsgen/complex_math.h for complex dtypes), "
                 "which torch lacks")
@@ -165,9 +171,9 @@ def plan(op: Op, target: Target, t: trees.Tree) -> Plan:
         raise ExportError(f"{where}: {out.func.name}'s shared kernel `{cpu.kernel}` calls no stub that the tree's "
                           "ATen/native headers declare under its name")
     if stub.iterator not in ("TensorIterator", "TensorIteratorBase") or len(stub.params) != 1 + len(scalars) \
-            or any(t not in _SCALAR for t in stub.params[1:]):
+            or any(t not in _STUB_TYPES[p.kind] for t, p in zip(stub.params[1:], op.params)):
         raise ExportError(f"{where}: `{stub.name}` ({stub.header}) takes ({', '.join(stub.params)}); the entry's "
-                          f"kernels read the iterator{''.join(', Scalar ' + n for n in scalars)}")
+                          f"kernels read the iterator{''.join(f', {p.kind} {p.name}' for p in op.params)}")
     lines = target.text.splitlines()
     dispatch_line = _shared_line(lines, out.loc.line, cpu.kernel)
     rows = tuple(f"{f.func.name}: native_functions.yaml:{f.loc.line}" for f in group.functions())
