@@ -31,15 +31,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--torch-tree", type=Path, default=None, help="export-pytorch: a PyTorch checkout to change")
     parser.add_argument("--check", action="store_true", help="export-pytorch: verify the patch offline against the "
                         "installed torch (codegen/export/check.py)")
+    parser.add_argument("--stub", action="append", metavar="OP=STUB", help="export-pytorch: the DispatchStub OP's "
+                        ".out calls, where torch's naming does not lead to it (repeatable)")
     args = parser.parse_args(argv)
     if args.command == "export-pytorch":
         from .export import cli as export_cli
 
         if not args.only:
             parser.error("export-pytorch takes the ops to export")
-        return export_cli.main(args.ops, args.only, args.out, args.torch_tree, args.check)
-    if args.torch_tree or args.check:
-        parser.error("--torch-tree and --check are export-pytorch's")
+        try:
+            stubs = export_cli.stub_option(args.stub)
+        except ValueError as e:
+            parser.error(str(e))
+        return export_cli.main(args.ops, args.only, args.out, args.torch_tree, args.check, stubs=stubs)
+    if args.torch_tree or args.check or args.stub:
+        parser.error("--torch-tree, --check and --stub are export-pytorch's")
     args.out = args.out or ROOT / "generated"
     if args.only and args.command != "check-metal":
         parser.error(f"{args.command} takes no op names")

@@ -13,7 +13,7 @@ pyproject.toml whose [tool.mpsgen] table names the package (or below it).
     mpsgen test [OP ...] [--quick]     op-output-match of those ops (default: all) against torch
     mpsgen doctor [--out FILE]         on a Mac: toolchain, build, every op on mps against torch's
                                        CPU op; elsewhere: check-macos. One report file to attach
-    mpsgen export-pytorch OP [OP ...] (--out PATCH | --torch-tree DIR) [--check]
+    mpsgen export-pytorch OP [OP ...] (--out PATCH | --torch-tree DIR) [--check] [--stub OP=STUB]
                                        the ops as an in-tree PyTorch change: a diff against the
                                        installed torch's files, or written into a PyTorch checkout;
                                        --check verifies the diff offline (docs/export-pytorch.md)
@@ -47,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
                         "mpsgen-doctor.txt in the project); export-pytorch: the patch file")
     parser.add_argument("--torch-tree", type=Path, default=None, help="export-pytorch: a PyTorch checkout to change")
     parser.add_argument("--check", action="store_true", help="export-pytorch: verify the patch offline")
+    parser.add_argument("--stub", action="append", metavar="OP=STUB", help="export-pytorch: the DispatchStub OP's "
+                        ".out calls, where torch's naming does not lead to it (repeatable)")
     parser.add_argument("--project", type=Path, default=None, help="the project folder (default: found from "
                         "the current directory up)")
     args = parser.parse_args(argv)
@@ -112,7 +114,8 @@ def _run(parser, args) -> int:
 
         if not args.names:
             parser.error("export-pytorch takes the ops to export")
-        return export_cli.main(project.ops, args.names, args.out, args.torch_tree, args.check, project.generated)
+        return export_cli.main(project.ops, args.names, args.out, args.torch_tree, args.check, project.generated,
+                               export_cli.stub_option(args.stub))
     if args.command == "doctor":
         from . import doctor
 

@@ -201,11 +201,14 @@ FAMILIES = {
     "sub.Tensor": ("    CPU, CUDA: sub_out\n    MPS: sub_out_mps\n", "    CPU, CUDA: sub_out\n", "sub"),
     "eq.Tensor": ("    CPU, CUDA, MPS, MTIA: eq_Tensor_out\n", "    CPU, CUDA, MTIA: eq_Tensor_out\n", "eq"),
     "elu": ("    CPU, CUDA, MPS: elu_out\n", "    CPU, CUDA: elu_out\n", "elu"),
+    "lerp.Tensor": ("    CPU, CUDA, MPS: lerp_Tensor\n", "    CPU, CUDA: lerp_Tensor\n", "lerp"),
 }
+# lerp_Tensor calls lerp_kernel_tensor_weight (ATen/native/Lerp.h), which no naming rule reaches
+STUBS = {"lerp.Tensor": "lerp_kernel_tensor_weight"}
 
 
-def test_alpha_params_and_comparison_entries_export_where_torch_lacks_the_kernel(
-        registry, bundled, tmp_path):
+def _before_their_kernels(tmp_path: Path) -> trees.Tree:
+    """The installed torch's files with FAMILIES' rows as they were without MPS."""
     t = trees.scratch(tmp_path / "before")
     path = t.root / trees.NATIVE_FUNCTIONS
     text = path.read_text()
@@ -213,17 +216,23 @@ def test_alpha_params_and_comparison_entries_export_where_torch_lacks_the_kernel
         assert text.count(row) == 1
         text = text.replace(row, without)
     path.write_text(text)
+    return t
+
+
+def test_alpha_params_comparison_and_ternary_entries_export_where_torch_lacks_the_kernel(
+        registry, bundled, tmp_path):
+    t = _before_their_kernels(tmp_path)
     # torch's own kernels of these ops: <name>_dense_..., <name>_strided_... (not elu_backward's)
     theirs = tuple(f"{prefix}_{layout}_" for _, _, prefix in FAMILIES.values() for layout in ("dense", "strided"))
     known = {k: v for k, v in run.in_tree_kernels(t).items() if k not in {prefix for *_, prefix in FAMILIES.values()}}
-    result = run.export(registry, list(FAMILIES), t, known_kernels=known)
+    result = run.export(registry, list(FAMILIES), t, known_kernels=known, stub_names=STUBS)
     diff = patch.unified_diff(result.changes)
     outcomes = check.check_all(result, diff, tmp_path / "check", GENERATED,
                                frozenset(n for n in bundled if not n.startswith(theirs)), base=t.root)
     assert [str(o) for o in outcomes if o.problems] == []
     assert len(outcomes) == 2 + 4 * len(FAMILIES)
     hosts = {p.op.qualified_name: result.changes[f"aten/src/ATen/native/mps/operations/{name}.mm"][1]
-             for p, name in zip(result.plans, ["Hardshrink", "LeakyRelu", "Sub", "Eq", "Elu"])}
+             for p, name in zip(result.plans, ["Hardshrink", "LeakyRelu", "Sub", "Eq", "Elu", "Lerp"])}
     # each kernel function has its stub's exact type and passes what the kernels read
     assert "hardshrink_kernel_mps(TensorIteratorBase& iter, const c10::Scalar& lambd)" in hosts["hardshrink"]
     assert 'lib.exec_unary_kernel(iter, "hardshrink", lambd);' in hosts["hardshrink"]
@@ -244,3 +253,24 @@ def test_alpha_params_and_comparison_entries_export_where_torch_lacks_the_kernel
     assert "REGISTER_UNARY_ALPHA_OP(elu, half, EluParams_half, half);" in kernel
     assert "AT_DISPATCH_V2(iter.common_dtype(), \"elu_mps\"" in hosts["elu"] and "kFloat, kHalf, kBFloat16);" in hosts["elu"]
     assert "const EluParams<opmath_t> params{alpha.to<opmath_t>(), scale.to<opmath_t>(), input_scale.to<opmath_t>()};" in hosts["elu"]
+    # a ternary, for the stub --stub names
+    assert 'lib.exec_ternary_kernel(iter, "lerp");' in hosts["lerp.Tensor"]
+    assert "REGISTER_DISPATCH(lerp_kernel_tensor_weight, &lerp_kernel_mps)" in hosts["lerp.Tensor"]
+    assert "REGISTER_TERNARY_OP(lerp, float2, float2);" in result.changes["aten/src/ATen/native/mps/kernels/Lerp.metal"][1]
+
+
+def test_a_stub_torch_does_not_name_after_the_op_is_asked_for(registry, tmp_path, capsys):
+    t = _before_their_kernels(tmp_path)
+    with pytest.raises(ExportError, match=r"name the one it calls with --stub lerp\.Tensor=STUB \(declared: "
+                                          r"lerp_kernel_scalar_weight, lerp_kernel_tensor_weight\)"):
+        run.export(registry, ["lerp.Tensor"], t, known_kernels={})
+    # a stub of another type than the entry's kernels take is refused, as one that does not exist
+    with pytest.raises(ExportError, match=r"`lerp_kernel_scalar_weight` \(Lerp\.h\) takes \(at::TensorIteratorBase&, "
+                                          r"const Scalar&\); the entry's kernels read the iterator$"):
+        run.export(registry, ["lerp.Tensor"], t, known_kernels={}, stub_names={"lerp.Tensor": "lerp_kernel_scalar_weight"})
+    with pytest.raises(ExportError, match="--stub lerp_stub: the tree's ATen/native headers declare no such stub"):
+        run.export(registry, ["lerp.Tensor"], t, known_kernels={}, stub_names={"lerp.Tensor": "lerp_stub"})
+    # and from the command line
+    assert cli.stub_option(["lerp.Tensor=lerp_kernel_tensor_weight"]) == STUBS
+    with pytest.raises(ValueError, match="expected OP=STUB"):
+        cli.stub_option(["lerp_kernel_tensor_weight"])

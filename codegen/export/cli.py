@@ -12,9 +12,21 @@ from . import patch, run, tree as trees
 from .plan import ExportError
 
 
+def stub_option(values: list[str] | None) -> dict[str, str]:
+    """`--stub OP=STUB`, repeatable, as a dict (ValueError naming a malformed one)."""
+    found = {}
+    for value in values or []:
+        op, sep, stub = value.partition("=")
+        if not (sep and op and stub):
+            raise ValueError(f"--stub {value}: expected OP=STUB, e.g. --stub lerp.Tensor=lerp_kernel_tensor_weight")
+        found[op] = stub
+    return found
+
+
 def main(ops_path: Path, names: list[str], out: Path | None, torch_tree: Path | None, check: bool = False,
-         generated: Path | None = None) -> int:
-    """`generated`: the registry's generated/ (--check compares the exported kernels with it)."""
+         generated: Path | None = None, stubs: dict[str, str] | None = None) -> int:
+    """`generated`: the registry's generated/ (--check compares the exported kernels with it);
+    `stubs`: entry -> the stub its `.out` calls, where torch's naming does not find it (--stub)."""
     if (out is None) == (torch_tree is None):
         print("export-pytorch: give --out PATCH (a diff against the installed torch's files) or --torch-tree DIR "
               "(a PyTorch checkout to change)", file=sys.stderr)
@@ -27,7 +39,7 @@ def main(ops_path: Path, names: list[str], out: Path | None, torch_tree: Path | 
     with tempfile.TemporaryDirectory(prefix="mpsgen-export-") as tmp:
         try:
             t = trees.checkout(torch_tree) if torch_tree else trees.scratch(Path(tmp))
-            result = run.export(registry, names, t)
+            result = run.export(registry, names, t, stub_names=stubs)
         except (ExportError, FileNotFoundError) as e:
             print(f"export-pytorch: nothing written:\n{e}", file=sys.stderr)
             return 1

@@ -36,7 +36,7 @@ class Stub:
     @property
     def iterator(self) -> str:
         """The iterator type the kernel function takes (TensorIterator or TensorIteratorBase)."""
-        return self.params[0].rstrip("&").strip()
+        return self.params[0].rstrip("&").strip().removeprefix("at::")
 
 
 @dataclass(frozen=True)
@@ -143,7 +143,9 @@ def _refusal(op: Op) -> str | None:
     return None
 
 
-def plan(op: Op, target: Target, t: trees.Tree) -> Plan:
+def plan(op: Op, target: Target, t: trees.Tree, stub_name: str | None = None) -> Plan:
+    """`stub_name`: the stub the `.out`'s shared kernel calls, where torch's naming does not lead to it
+    (`--stub lerp.Tensor=lerp_kernel_tensor_weight`)."""
     where = f"ops.yaml:{op.loc.line} ({op.qualified_name})"
     if reason := _refusal(op):
         raise ExportError(f"{where}: {reason}")
@@ -165,11 +167,19 @@ def plan(op: Op, target: Target, t: trees.Tree) -> Plan:
         raise ExportError(f"{where}: {out.func.name} (native_functions.yaml:{out.loc.line}) has no structured "
                           "TensorIterator kernel shared by CPU and CUDA, so no DispatchStub for MPS to join; "
                           "a TORCH_IMPL_FUNC export is not yet written")
-    stub = _stub_for(cpu.kernel, op.base_name, stubs(t.headers))
+    declared = stubs(t.headers)
+    if stub_name is not None:
+        stub = declared.get(stub_name)
+        if stub is None:
+            raise ExportError(f"{where}: --stub {stub_name}: the tree's ATen/native headers declare no such stub")
+    else:
+        stub = _stub_for(cpu.kernel, op.base_name, declared)
     scalars = [p.name for p in op.params]
     if stub is None:
+        near = sorted(n for n in declared if op.base_name in n.split("_"))
         raise ExportError(f"{where}: {out.func.name}'s shared kernel `{cpu.kernel}` calls no stub that the tree's "
-                          "ATen/native headers declare under its name")
+                          f"ATen/native headers declare under its name; name the one it calls with --stub "
+                          f"{op.qualified_name}=STUB" + (f" (declared: {', '.join(near)})" if near else ""))
     if stub.iterator not in ("TensorIterator", "TensorIteratorBase") or len(stub.params) != 1 + len(scalars) \
             or any(t not in _STUB_TYPES[p.kind] for t, p in zip(stub.params[1:], op.params)):
         raise ExportError(f"{where}: `{stub.name}` ({stub.header}) takes ({', '.join(stub.params)}); the entry's "

@@ -62,14 +62,17 @@ def find(registry: Registry, name: str) -> Op:
                       + ", ".join(op.qualified_name for op in registry.ops))
 
 
-def export(registry: Registry, names: list[str], t: trees.Tree, known_kernels: dict[str, str] | None = None) -> Export:
+def export(registry: Registry, names: list[str], t: trees.Tree, known_kernels: dict[str, str] | None = None,
+           stub_names: dict[str, str] | None = None) -> Export:
+    """`stub_names`: entry -> the stub its `.out` calls, where torch's naming does not find it."""
+    stub_names = dict(stub_names or {})
     target = plans.parse_target(t)
     known = in_tree_kernels(t) if known_kernels is None else known_kernels
     errors, chosen = [], []
     for name in dict.fromkeys(names):
         try:
             op = find(registry, name)
-            p = plans.plan(op, target, t)
+            p = plans.plan(op, target, t, stub_names.pop(op.qualified_name, None))
             for kernel in op.kernels:
                 if kernel in known:
                     raise ExportError(f"ops.yaml:{op.loc.line} ({op.qualified_name}): kernel name `{kernel}` is "
@@ -80,6 +83,7 @@ def export(registry: Registry, names: list[str], t: trees.Tree, known_kernels: d
             chosen.append(p)
         except ExportError as e:
             errors.append(str(e))
+    errors += [f"--stub {name}={stub}: {name} is not among the exported entries" for name, stub in stub_names.items()]
     if errors:
         raise ExportError("\n".join(errors))
     changes: dict[str, tuple[str | None, str]] = {}
