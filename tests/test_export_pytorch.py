@@ -105,7 +105,8 @@ def test_a_torch_tree_is_changed_in_place(registry, tmp_path, capsys):
     ("hypot", "torch already runs hypot.out on MPS through `hypot_out`"),
     ("exp", "its functor calls mpsgen:: functions (support/metal/mpsgen/complex_math.h"),
     ("elu", "torch already runs elu.out on MPS through `elu_out`"),
-    ("div.Tensor_mode", "its kernels are chosen by a `str` choice"),
+    ("div.Tensor_mode", "torch already runs div.out_mode on MPS through `div_out_mode`"),
+    ("polygamma", "its kernels are chosen by the value of `n`"),
     ("addcmul", "torch's exec_ternary_kernel takes no Scalar arguments"),
 ])
 def test_what_cannot_be_exported_yet_is_refused_with_its_reason_and_nothing_is_written(name, reason, tmp_path, capsys):
@@ -195,13 +196,15 @@ def test_a_kernel_file_that_is_not_the_tested_code_is_caught(registry, tmp_path)
 # torch bundles for those ops are left out of the clash checks
 
 FAMILIES = {
-    # entry: (the row's line as torch has it, as it was without MPS, torch's kernel name prefix)
-    "hardshrink": ("    CPU, CUDA, MPS: hardshrink_out\n", "    CPU, CUDA: hardshrink_out\n", "hardshrink"),
-    "leaky_relu": ("    CPU, CUDA, MPS: leaky_relu_out\n", "    CPU, CUDA: leaky_relu_out\n", "leaky_relu"),
-    "sub.Tensor": ("    CPU, CUDA: sub_out\n    MPS: sub_out_mps\n", "    CPU, CUDA: sub_out\n", "sub"),
-    "eq.Tensor": ("    CPU, CUDA, MPS, MTIA: eq_Tensor_out\n", "    CPU, CUDA, MTIA: eq_Tensor_out\n", "eq"),
-    "elu": ("    CPU, CUDA, MPS: elu_out\n", "    CPU, CUDA: elu_out\n", "elu"),
-    "lerp.Tensor": ("    CPU, CUDA, MPS: lerp_Tensor\n", "    CPU, CUDA: lerp_Tensor\n", "lerp"),
+    # entry: (the row's line as torch has it, as it was without MPS, torch's kernels of the op)
+    "hardshrink": ("    CPU, CUDA, MPS: hardshrink_out\n", "    CPU, CUDA: hardshrink_out\n", ("hardshrink",)),
+    "leaky_relu": ("    CPU, CUDA, MPS: leaky_relu_out\n", "    CPU, CUDA: leaky_relu_out\n", ("leaky_relu",)),
+    "sub.Tensor": ("    CPU, CUDA: sub_out\n    MPS: sub_out_mps\n", "    CPU, CUDA: sub_out\n", ("sub",)),
+    "eq.Tensor": ("    CPU, CUDA, MPS, MTIA: eq_Tensor_out\n", "    CPU, CUDA, MTIA: eq_Tensor_out\n", ("eq",)),
+    "elu": ("    CPU, CUDA, MPS: elu_out\n", "    CPU, CUDA: elu_out\n", ("elu",)),
+    "lerp.Tensor": ("    CPU, CUDA, MPS: lerp_Tensor\n", "    CPU, CUDA: lerp_Tensor\n", ("lerp",)),
+    "div.Tensor_mode": ("    CPU, CUDA, MPS: div_out_mode\n", "    CPU, CUDA: div_out_mode\n",
+                        ("div_true", "div_trunc", "div_floor")),
 }
 # lerp_Tensor calls lerp_kernel_tensor_weight (ATen/native/Lerp.h), which no naming rule reaches
 STUBS = {"lerp.Tensor": "lerp_kernel_tensor_weight"}
@@ -219,12 +222,13 @@ def _before_their_kernels(tmp_path: Path) -> trees.Tree:
     return t
 
 
-def test_alpha_params_comparison_and_ternary_entries_export_where_torch_lacks_the_kernel(
+def test_alpha_params_comparison_ternary_and_choice_entries_export_where_torch_lacks_the_kernel(
         registry, bundled, tmp_path):
     t = _before_their_kernels(tmp_path)
     # torch's own kernels of these ops: <name>_dense_..., <name>_strided_... (not elu_backward's)
-    theirs = tuple(f"{prefix}_{layout}_" for _, _, prefix in FAMILIES.values() for layout in ("dense", "strided"))
-    known = {k: v for k, v in run.in_tree_kernels(t).items() if k not in {prefix for *_, prefix in FAMILIES.values()}}
+    names = {name for *_, kernels in FAMILIES.values() for name in kernels}
+    theirs = tuple(f"{name}_{layout}_" for name in names for layout in ("dense", "strided"))
+    known = {k: v for k, v in run.in_tree_kernels(t).items() if k not in names}
     result = run.export(registry, list(FAMILIES), t, known_kernels=known, stub_names=STUBS)
     diff = patch.unified_diff(result.changes)
     outcomes = check.check_all(result, diff, tmp_path / "check", GENERATED,
@@ -232,7 +236,7 @@ def test_alpha_params_comparison_and_ternary_entries_export_where_torch_lacks_th
     assert [str(o) for o in outcomes if o.problems] == []
     assert len(outcomes) == 2 + 4 * len(FAMILIES)
     hosts = {p.op.qualified_name: result.changes[f"aten/src/ATen/native/mps/operations/{name}.mm"][1]
-             for p, name in zip(result.plans, ["Hardshrink", "LeakyRelu", "Sub", "Eq", "Elu", "Lerp"])}
+             for p, name in zip(result.plans, ["Hardshrink", "LeakyRelu", "Sub", "Eq", "Elu", "Lerp", "Div"])}
     # each kernel function has its stub's exact type and passes what the kernels read
     assert "hardshrink_kernel_mps(TensorIteratorBase& iter, const c10::Scalar& lambd)" in hosts["hardshrink"]
     assert 'lib.exec_unary_kernel(iter, "hardshrink", lambd);' in hosts["hardshrink"]
@@ -257,6 +261,11 @@ def test_alpha_params_comparison_and_ternary_entries_export_where_torch_lacks_th
     assert 'lib.exec_ternary_kernel(iter, "lerp");' in hosts["lerp.Tensor"]
     assert "REGISTER_DISPATCH(lerp_kernel_tensor_weight, &lerp_kernel_mps)" in hosts["lerp.Tensor"]
     assert "REGISTER_TERNARY_OP(lerp, float2, float2);" in result.changes["aten/src/ATen/native/mps/kernels/Lerp.metal"][1]
+    # a str choice: each choice's kernel registers for the stub torch's div_out_mode picks by the value
+    for kernel in ("div_true", "div_trunc", "div_floor"):
+        assert f'static void {kernel}_kernel_mps(TensorIteratorBase& iter) {{\n  lib.exec_binary_kernel(iter, "{kernel}");' \
+            in hosts["div.Tensor_mode"]
+        assert f"REGISTER_DISPATCH({kernel}_stub, &{kernel}_kernel_mps)" in hosts["div.Tensor_mode"]
 
 
 def test_a_stub_torch_does_not_name_after_the_op_is_asked_for(registry, tmp_path, capsys):

@@ -47,8 +47,12 @@ class Plan:
     dispatch_line: int  # the line `CPU, CUDA: heaviside_out` (1-based)
     dispatch_text: str  # that line as it is
     shared_kernel: str  # heaviside_out
-    stub: Stub
+    stubs: tuple[tuple[str, Stub], ...]  # (kernel, the stub it registers for): one, or one per `str` choice
     rows: tuple[str, ...]  # every overload of the op and where it dispatches, for the summary
+
+    @property
+    def headers(self) -> list[str]:
+        return sorted({s.header for _, s in self.stubs})
 
     @property
     def new_dispatch_text(self) -> str:
@@ -124,8 +128,8 @@ _STUB_TYPES = {"Scalar": _SCALAR, "int": {"int64_t"}, "float": {"double"}, "bool
 
 def _refusal(op: Op) -> str | None:
     """Why the entry's kernels cannot be in-tree kernels (yet), or None."""
-    if op.selector or op.given:
-        what = "a `str` choice" if op.selector else "`Tensor?` combinations"
+    if op.given or (op.selector and op.selector.by_value):
+        what = f"the value of `{op.selector.arg}`" if op.selector else "`Tensor?` combinations"
         return f"its kernels are chosen by {what}; export-pytorch does not write those yet"
     if op.family == "ternary" and op.transport != "none":
         return ("torch's exec_ternary_kernel takes no Scalar arguments: its kernels need mpsgen's "
@@ -168,26 +172,40 @@ def plan(op: Op, target: Target, t: trees.Tree, stub_name: str | None = None) ->
                           "TensorIterator kernel shared by CPU and CUDA, so no DispatchStub for MPS to join; "
                           "a TORCH_IMPL_FUNC export is not yet written")
     declared = stubs(t.headers)
-    if stub_name is not None:
-        stub = declared.get(stub_name)
-        if stub is None:
-            raise ExportError(f"{where}: --stub {stub_name}: the tree's ATen/native headers declare no such stub")
+    if op.selector:  # torch's .out picks a stub by the value: each choice's kernel registers for its own
+        if stub_name is not None:
+            raise ExportError(f"{where}: --stub names one stub; its choices' kernels each register for the stub "
+                              "of their name")
+        chosen = []
+        for kernel in op.kernels:
+            if f"{kernel}_stub" not in declared:
+                raise ExportError(f"{where}: the `{op.selector.arg}` choice's kernel `{kernel}` has no "
+                                  f"`{kernel}_stub` in the tree's ATen/native headers: name each choice's kernel "
+                                  f"after the stub {out.func.name}'s `{cpu.kernel}` calls for it")
+            chosen.append((kernel, declared[f"{kernel}_stub"]))
     else:
-        stub = _stub_for(cpu.kernel, op.base_name, declared)
-    scalars = [p.name for p in op.params]
-    if stub is None:
-        near = sorted(n for n in declared if op.base_name in n.split("_"))
-        raise ExportError(f"{where}: {out.func.name}'s shared kernel `{cpu.kernel}` calls no stub that the tree's "
-                          f"ATen/native headers declare under its name; name the one it calls with --stub "
-                          f"{op.qualified_name}=STUB" + (f" (declared: {', '.join(near)})" if near else ""))
-    if stub.iterator not in ("TensorIterator", "TensorIteratorBase") or len(stub.params) != 1 + len(scalars) \
-            or any(t not in _STUB_TYPES[p.kind] for t, p in zip(stub.params[1:], op.params)):
-        raise ExportError(f"{where}: `{stub.name}` ({stub.header}) takes ({', '.join(stub.params)}); the entry's "
-                          f"kernels read the iterator{''.join(f', {p.kind} {p.name}' for p in op.params)}")
+        if stub_name is not None:
+            stub = declared.get(stub_name)
+            if stub is None:
+                raise ExportError(f"{where}: --stub {stub_name}: the tree's ATen/native headers declare no such stub")
+        else:
+            stub = _stub_for(cpu.kernel, op.base_name, declared)
+        if stub is None:
+            near = sorted(n for n in declared if op.base_name in n.split("_"))
+            raise ExportError(f"{where}: {out.func.name}'s shared kernel `{cpu.kernel}` calls no stub that the tree's "
+                              f"ATen/native headers declare under its name; name the one it calls with --stub "
+                              f"{op.qualified_name}=STUB" + (f" (declared: {', '.join(near)})" if near else ""))
+        chosen = [(op.name, stub)]
+    for _, stub in chosen:
+        if stub.iterator not in ("TensorIterator", "TensorIteratorBase") or len(stub.params) != 1 + len(op.params) \
+                or any(t not in _STUB_TYPES[p.kind] for t, p in zip(stub.params[1:], op.params)):
+            raise ExportError(f"{where}: `{stub.name}` ({stub.header}) takes ({', '.join(stub.params)}); the entry's "
+                              f"kernels read the iterator{''.join(f', {p.kind} {p.name}' for p in op.params)}")
     lines = target.text.splitlines()
     dispatch_line = _shared_line(lines, out.loc.line, cpu.kernel)
     rows = tuple(f"{f.func.name}: native_functions.yaml:{f.loc.line}" for f in group.functions())
-    return Plan(op, str(out.func.name), out.loc.line, dispatch_line, lines[dispatch_line - 1], cpu.kernel, stub, rows)
+    return Plan(op, str(out.func.name), out.loc.line, dispatch_line, lines[dispatch_line - 1], cpu.kernel,
+                tuple(chosen), rows)
 
 
 def _shared_line(lines: list[str], start: int, kernel: str) -> int:

@@ -26,7 +26,7 @@ class Export:
             op = p.op
             out.append(f"{op.qualified_name} (ops.yaml:{op.loc.line}): MPS joins `{p.dispatch_text.strip()}` of "
                        f"{p.out_name} (native_functions.yaml:{p.dispatch_line}); {render.operation_path(op)} "
-                       f"registers `{op.name}_kernel_mps` for {p.stub.name} ({p.stub.header}, {p.stub.fn_type}); "
+                       f"registers {', '.join(f'`{k}_kernel_mps` for {s.name} ({s.header}, {s.fn_type})' for k, s in p.stubs)}; "
                        f"kernels in new file {render.kernel_path(op)}")
             for check in op.checks:
                 out.append(f"  ops.yaml:{check.line}: `{check.require}` is not carried: torch's own meta function "
