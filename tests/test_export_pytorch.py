@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -35,8 +36,13 @@ def _exported(registry, names, tmp: Path) -> tuple[run.Export, str]:
     return result, patch.unified_diff(result.changes)
 
 
-def _checked_tree(diff: str, tmp: Path) -> trees.Tree:
-    t = trees.scratch(tmp / "tree")
+def _checked_tree(diff: str, tmp: Path, base: trees.Tree | None = None) -> trees.Tree:
+    """The patch applied to a fresh scratch tree, or to a copy of `base`."""
+    if base is None:
+        t = trees.scratch(tmp / "tree")
+    else:
+        shutil.copytree(base.root, tmp / "tree")
+        t = trees.Tree(tmp / "tree", tmp / "tree" / trees.NATIVE_HEADERS, real=False)
     assert not check.apply(diff, t.root)[0].problems
     return t
 
@@ -283,3 +289,58 @@ def test_a_stub_torch_does_not_name_after_the_op_is_asked_for(registry, tmp_path
     assert cli.stub_option(["lerp.Tensor=lerp_kernel_tensor_weight"]) == STUBS
     with pytest.raises(ValueError, match="expected OP=STUB"):
         cli.stub_option(["lerp_kernel_tensor_weight"])
+
+
+# ---- derivatives.yaml and XFAILLIST_GRAD --------------------------------------------------
+
+def _without_rows(tmp_path: Path, rows: dict[str, str], derivative_names: list[str]) -> trees.Tree:
+    """The installed torch's files with `rows` replaced (MPS keys removed) and the derivatives.yaml
+    rows of `derivative_names` (schemas) deleted: an op torch has no derivative for."""
+    t = trees.scratch(tmp_path / "before")
+    path = t.root / trees.NATIVE_FUNCTIONS
+    text = path.read_text()
+    for row, without in rows.items():
+        text = text.replace(row, without)
+    path.write_text(text)
+    path = t.root / trees.DERIVATIVES
+    text = path.read_text()
+    for schema in derivative_names:
+        found = re.search(rf"- name: {re.escape(schema)}\n(  .*\n)*", text)
+        text = text.replace(found.group(0), "")
+    path.write_text(text)
+    return t
+
+
+def test_an_op_torch_has_no_derivative_for_gets_the_entrys_and_torchgen_loads_them(registry, tmp_path):
+    schema = "hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor"
+    t = _without_rows(tmp_path, {"    CPU, CUDA, MPS: hardshrink_out\n": "    CPU, CUDA: hardshrink_out\n"}, [schema])
+    result = run.export(registry, ["hardshrink"], t, known_kernels={})
+    assert result.derivatives == ["hardshrink"]
+    old, new = result.changes[trees.DERIVATIVES]
+    assert new == old + ("\n- name: hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor\n"
+                         "  self: where((self < -lambd.toDouble()) | (self > lambd.toDouble()), grad, 0)\n")
+    diff = patch.unified_diff(result.changes)
+    checked = _checked_tree(diff, tmp_path, base=t)
+    assert [o.problems for o in check.derivatives(result, checked)] == [()]
+    # planted: the row names an argument the op does not have; torchgen refuses the file
+    path = checked.root / trees.DERIVATIVES
+    path.write_text(path.read_text().replace("  self: where((self <", "  input: where((self <"))
+    [outcome] = check.derivatives(result, checked)
+    assert outcome.problems[0].startswith("torchgen cannot load it: AssertionError")
+    assert "hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor" in outcome.problems[0]
+
+
+def test_an_op_whose_opinfo_takes_gradients_but_that_has_no_derivative_joins_xfaillist_grad(registry, tmp_path):
+    # special_ndtri's entry takes torch's derivative (implements: aten); without torch's row it has none
+    t = _without_rows(tmp_path, {}, ["special_ndtri(Tensor self) -> Tensor"])
+    result = run.export(registry, ["special_ndtri"], t)
+    assert result.derivatives == [] and trees.DERIVATIVES not in result.changes
+    assert [e.describe() for e in result.list_edits if e.added] == \
+        ["XFAILLIST_GRAD['special.ndtri'] added (no derivative in derivatives.yaml)"]
+    old, new = result.changes[trees.COMMON_MPS]
+    added = [line for line in new.splitlines() if line not in old.splitlines()]
+    assert added == ['            "special.ndtri": None,  # no derivative in derivatives.yaml']
+    checked = _checked_tree(patch.unified_diff(result.changes), tmp_path, base=t)
+    assert check.common_mps(result, checked)[0].problems == ()
+    # with torch's row it needs none (the shipped export)
+    assert not [e for e in run.export(registry, ["special_ndtri"], trees.scratch(tmp_path / "torch")).list_edits if e.added]

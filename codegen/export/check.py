@@ -5,7 +5,10 @@ On a scratch tree of the installed torch's files (tree.scratch):
 - dispatch: torchgen parses the patched native_functions.yaml, and its MPS backend index maps
   each exported `.out` overload to the kernel that CPU and CUDA share (the functional and in-place
   variants reach it through `structured_delegate`);
-- common_mps: the patched common_mps.py imports, and each removed entry is gone from its list;
+- derivatives: torchgen's autograd codegen loads the patched derivatives.yaml (rows the export added
+  for an op torch has none for) and finds a formula for each argument they name;
+- common_mps: the patched common_mps.py imports, each removed entry is gone from its list, each
+  added XFAILLIST_GRAD entry is there;
 - metal: each kernel file passes check-metal's Metal-strict checks and compiles through the Metal
   host shim with torch's c10/metal headers and nothing of mpsgen's (no support/metal), and none of
   its kernels' host names is one torch's bundled Metal library already has;
@@ -23,6 +26,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,9 +108,17 @@ def common_mps(result: Export, t: trees.Tree) -> list[Outcome]:
 
     lists = {name: {k.value: v for k, v in zip(d.keys, d.values) if isinstance(k, ast.Constant)}
              for name, d in _modifier_dicts(ast.parse(path.read_text()))}
+    from .edits import _grad_list
+
+    grad = _grad_list(ast.parse(path.read_text()))
+    lists["XFAILLIST_GRAD"] = {k.value: v for k, v in zip(grad.keys, grad.values) if isinstance(k, ast.Constant)} \
+        if grad else {}
     for e in result.list_edits:
         entry = lists.get(e.list_name, {}).get(e.key)
-        if e.kept:
+        if e.added:
+            if entry is None:
+                problems.append(f"{e.list_name}[{e.key!r}] is not there")
+        elif e.kept:
             kept = tuple(ast.unparse(x) for x in entry.elts) if isinstance(entry, ast.List) else None
             if kept != e.kept:
                 problems.append(f"{e.list_name}[{e.key!r}] is {ast.unparse(entry) if entry else 'gone'}, "
@@ -114,6 +126,37 @@ def common_mps(result: Export, t: trees.Tree) -> list[Outcome]:
         elif entry is not None:
             problems.append(f"{e.list_name}[{e.key!r}] is still there")
     return [Outcome("common_mps", trees.COMMON_MPS, tuple(problems))]
+
+
+def derivatives(result: Export, t: trees.Tree) -> list[Outcome]:
+    """torchgen's autograd codegen reads the patched derivatives.yaml against the patched
+    native_functions.yaml, and finds a formula for each argument the added rows name."""
+    if not result.derivatives:
+        return []
+    from torchgen.packaged.autograd.load_derivatives import load_derivatives
+
+    # torchgen caches what it loaded by path for the process: each load reads copies of its own
+    with tempfile.TemporaryDirectory(prefix="mpsgen-derivatives-") as tmp:
+        paths = [Path(tmp) / Path(rel).name for rel in (trees.DERIVATIVES, trees.NATIVE_FUNCTIONS, trees.TAGS)]
+        for rel, path in zip((trees.DERIVATIVES, trees.NATIVE_FUNCTIONS, trees.TAGS), paths):
+            shutil.copyfile(t.root / rel, path)
+        try:
+            infos, _ = load_derivatives(*map(str, paths))
+        except Exception as e:  # torchgen's own errors
+            return [Outcome("derivatives", trees.DERIVATIVES, (f"torchgen cannot load it: {type(e).__name__}: {e}",))]
+    out = []
+    for p in result.plans:
+        if p.op.qualified_name not in result.derivatives:
+            continue
+        info = next((v for k, v in infos.items() if str(k) == str(p.op.schema.signature())), None)
+        found = set()
+        for d in (info or {}).values():
+            for derivative in d.derivatives:
+                found |= set(derivative.var_names)
+        missing = [d.arg for d in p.op.derivatives if d.arg not in found]
+        out.append(Outcome("derivatives", f"{p.op.qualified_name}: {', '.join(d.arg for d in p.op.derivatives)}",
+                           (f"torchgen finds no formula for {', '.join(missing)}",) if missing else ()))
+    return out
 
 
 def in_tree_include_dirs(t: trees.Tree) -> list[Path]:
@@ -255,5 +298,5 @@ def check_all(result: Export, patch_text: str, work: Path, generated: Path,
         from ..verify import macos_sdk
 
         bundled = macos_sdk.metal_kernels()
-    return [*outcomes, *dispatch(result, t), *common_mps(result, t), *metal(result, t, bundled),
+    return [*outcomes, *dispatch(result, t), *derivatives(result, t), *common_mps(result, t), *metal(result, t, bundled),
             *same_kernels(result, t, generated), *host(result, t, work / "objects")]

@@ -19,6 +19,7 @@ class Export:
     plans: list[Plan]
     changes: dict[str, tuple[str | None, str]]  # in-tree path -> (old text or None, new text)
     list_edits: list[edits.ListEdit] = field(default_factory=list)
+    derivatives: list[str] = field(default_factory=list)  # the entries whose derivatives.yaml rows were added
 
     def summary(self, t: trees.Tree) -> str:
         out = []
@@ -31,6 +32,8 @@ class Export:
             for check in op.checks:
                 out.append(f"  ops.yaml:{check.line}: `{check.require}` is not carried: torch's own meta function "
                            "and kernels enforce its argument checks in-tree")
+        for name in self.derivatives:
+            out.append(f"{trees.DERIVATIVES}: {name}'s derivatives added (torch has none)")
         for e in self.list_edits:
             out.append(f"{trees.COMMON_MPS}:{e.line}: {e.describe()}")
         out.append(f"new files, not insertions into torch's existing kernel files "
@@ -90,8 +93,12 @@ def export(registry: Registry, names: list[str], t: trees.Tree, known_kernels: d
     for p in chosen:
         changes.update({path: (None, text) for path, text in render.files(p).items()})
     changes[trees.NATIVE_FUNCTIONS] = (target.text, edits.native_functions(target.text, chosen))
+    old_derivatives = t.read(trees.DERIVATIVES)
+    new_derivatives, with_rows = edits.derivatives(old_derivatives, chosen)
+    if with_rows:
+        changes[trees.DERIVATIVES] = (old_derivatives, new_derivatives)
     old_mps = t.read(trees.COMMON_MPS)
-    new_mps, list_edits = edits.common_mps(old_mps, chosen)
+    new_mps, list_edits = edits.common_mps(old_mps, chosen, edits.without_derivative(chosen, new_derivatives))
     if new_mps != old_mps:
         changes[trees.COMMON_MPS] = (old_mps, new_mps)
-    return Export(chosen, changes, list_edits)
+    return Export(chosen, changes, list_edits, [p.op.qualified_name for p in with_rows])
