@@ -9,7 +9,7 @@ using namespace metal;
 using namespace c10::metal;
 
 // functor from ops.yaml:876
-#line 883 "ops.yaml"
+#line 884 "ops.yaml"
 struct abs_functor {
   template <typename T, enable_if_t<!is_complex_v<T>, bool> = true>
   inline T operator()(const T x) {
@@ -34,23 +34,23 @@ struct abs_functor {
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).
-#line 879 "ops.yaml"
+#line 880 "ops.yaml"
 REGISTER_UNARY_OP(abs, float, float);
-#line 879 "ops.yaml"
+#line 880 "ops.yaml"
 REGISTER_UNARY_OP(abs, half, half);
-#line 879 "ops.yaml"
+#line 880 "ops.yaml"
 REGISTER_UNARY_OP(abs, bfloat, bfloat);
-#line 879 "ops.yaml"
+#line 880 "ops.yaml"
 REGISTER_UNARY_OP(abs, long, long);
-#line 879 "ops.yaml"
+#line 880 "ops.yaml"
 REGISTER_UNARY_OP(abs, int, int);
-#line 879 "ops.yaml"
+#line 880 "ops.yaml"
 REGISTER_UNARY_OP(abs, short, short);
-#line 879 "ops.yaml"
+#line 880 "ops.yaml"
 REGISTER_UNARY_OP(abs, uchar, uchar);
-#line 879 "ops.yaml"
+#line 880 "ops.yaml"
 REGISTER_UNARY_OP(abs, char, char);
-#line 879 "ops.yaml"
+#line 880 "ops.yaml"
 REGISTER_UNARY_OP(abs, float2, float);
-#line 879 "ops.yaml"
+#line 880 "ops.yaml"
 REGISTER_UNARY_OP(abs, half2, half);

@@ -31,7 +31,7 @@ at::Tensor& abs_out_cpu(const at::Tensor& self, at::Tensor& out) {
   return mpsgen::elementwise_out(abs_spec, mpsgen::Backend::CPU, {self}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     abs_cpu_kernel(iter, common);
   },
-                                {c10::ScalarType::Float, c10::ScalarType::Half, c10::ScalarType::BFloat16, c10::ScalarType::Long, c10::ScalarType::Int, c10::ScalarType::Short, c10::ScalarType::Byte, c10::ScalarType::Char});
+                                {c10::ScalarType::Float, c10::ScalarType::Half, c10::ScalarType::BFloat16, c10::ScalarType::Long, c10::ScalarType::Int, c10::ScalarType::Short, c10::ScalarType::Byte, c10::ScalarType::Char}, /*complex_out_input=*/true);
 }
 
 at::Tensor& abs_inplace_cpu(at::Tensor& self) {

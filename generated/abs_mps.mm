@@ -33,7 +33,7 @@ at::Tensor& abs_out_mps(const at::Tensor& self, at::Tensor& out) {
   return mpsgen::elementwise_out(abs_spec, mpsgen::Backend::MPS, {self}, {std::nullopt, {}}, nullptr, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     abs_mps_kernel(iter, common);
   },
-                                {c10::ScalarType::Float, c10::ScalarType::Half, c10::ScalarType::BFloat16, c10::ScalarType::Long, c10::ScalarType::Int, c10::ScalarType::Short, c10::ScalarType::Byte, c10::ScalarType::Char});
+                                {c10::ScalarType::Float, c10::ScalarType::Half, c10::ScalarType::BFloat16, c10::ScalarType::Long, c10::ScalarType::Int, c10::ScalarType::Short, c10::ScalarType::Byte, c10::ScalarType::Char}, /*complex_out_input=*/true);
 }
 
 at::Tensor& abs_inplace_mps(at::Tensor& self) {

@@ -1007,7 +1007,7 @@ extern const OpSpec neg_spec{
     },
     };
 
-// ops.yaml:879: the dtypes abs.metal registers (input -> output)
+// ops.yaml:880: the dtypes abs.metal registers (input -> output)
 extern const OpSpec abs_spec{
     "mpsgen::abs",
     "ops.yaml:876",
@@ -1034,10 +1034,10 @@ extern const OpSpec abs_spec{
     },
     };
 
-// ops.yaml:915: the dtypes polygamma.metal registers (input -> output)
+// ops.yaml:916: the dtypes polygamma.metal registers (input -> output)
 extern const OpSpec polygamma_spec{
     "mpsgen::polygamma",
-    "ops.yaml:912",
+    "ops.yaml:913",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1059,10 +1059,10 @@ extern const OpSpec polygamma_spec{
     },
     };
 
-// ops.yaml:981: the dtypes div.metal registers (input -> output)
+// ops.yaml:982: the dtypes div.metal registers (input -> output)
 extern const OpSpec div_spec{
     "mpsgen::div",
-    "ops.yaml:972",
+    "ops.yaml:973",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1087,10 +1087,10 @@ extern const OpSpec div_spec{
     },
     };
 
-// ops.yaml:979: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
+// ops.yaml:980: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
 extern const OpSpec div_div_trunc_spec{
     "mpsgen::div",
-    "ops.yaml:979",
+    "ops.yaml:980",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1114,10 +1114,10 @@ extern const OpSpec div_div_trunc_spec{
     /*choice=*/"rounding_mode='trunc'",
     };
 
-// ops.yaml:980: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
+// ops.yaml:981: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
 extern const OpSpec div_div_floor_spec{
     "mpsgen::div",
-    "ops.yaml:980",
+    "ops.yaml:981",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1141,10 +1141,10 @@ extern const OpSpec div_div_floor_spec{
     /*choice=*/"rounding_mode='floor'",
     };
 
-// ops.yaml:1085: the dtypes polar.metal registers (input -> output)
+// ops.yaml:1086: the dtypes polar.metal registers (input -> output)
 extern const OpSpec polar_spec{
     "mpsgen::polar",
-    "ops.yaml:1083",
+    "ops.yaml:1084",
     {"abs", "angle"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1160,10 +1160,10 @@ extern const OpSpec polar_spec{
     },
     };
 
-// ops.yaml:1102: the dtypes complex.metal registers (input -> output)
+// ops.yaml:1103: the dtypes complex.metal registers (input -> output)
 extern const OpSpec complex_spec{
     "mpsgen::complex",
-    "ops.yaml:1101",
+    "ops.yaml:1102",
     {"real", "imag"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1179,10 +1179,10 @@ extern const OpSpec complex_spec{
     },
     };
 
-// ops.yaml:1118: the dtypes angle.metal registers (input -> output)
+// ops.yaml:1119: the dtypes angle.metal registers (input -> output)
 extern const OpSpec angle_spec{
     "mpsgen::angle",
-    "ops.yaml:1117",
+    "ops.yaml:1118",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1207,10 +1207,10 @@ extern const OpSpec angle_spec{
     },
     };
 
-// ops.yaml:1142: the dtypes cos.metal registers (input -> output)
+// ops.yaml:1143: the dtypes cos.metal registers (input -> output)
 extern const OpSpec cos_spec{
     "mpsgen::cos",
-    "ops.yaml:1141",
+    "ops.yaml:1142",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1235,10 +1235,10 @@ extern const OpSpec cos_spec{
     },
     };
 
-// ops.yaml:1168: the dtypes tan.metal registers (input -> output)
+// ops.yaml:1169: the dtypes tan.metal registers (input -> output)
 extern const OpSpec tan_spec{
     "mpsgen::tan",
-    "ops.yaml:1167",
+    "ops.yaml:1168",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1263,10 +1263,10 @@ extern const OpSpec tan_spec{
     },
     };
 
-// ops.yaml:1187: the dtypes tanh.metal registers (input -> output)
+// ops.yaml:1188: the dtypes tanh.metal registers (input -> output)
 extern const OpSpec tanh_spec{
     "mpsgen::tanh",
-    "ops.yaml:1186",
+    "ops.yaml:1187",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1291,10 +1291,10 @@ extern const OpSpec tanh_spec{
     },
     };
 
-// ops.yaml:1205: the dtypes log.metal registers (input -> output)
+// ops.yaml:1206: the dtypes log.metal registers (input -> output)
 extern const OpSpec log_spec{
     "mpsgen::log",
-    "ops.yaml:1204",
+    "ops.yaml:1205",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1319,10 +1319,10 @@ extern const OpSpec log_spec{
     },
     };
 
-// ops.yaml:1223: the dtypes log1p.metal registers (input -> output)
+// ops.yaml:1224: the dtypes log1p.metal registers (input -> output)
 extern const OpSpec log1p_spec{
     "mpsgen::log1p",
-    "ops.yaml:1222",
+    "ops.yaml:1223",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1347,10 +1347,10 @@ extern const OpSpec log1p_spec{
     },
     };
 
-// ops.yaml:1247: the dtypes expm1.metal registers (input -> output)
+// ops.yaml:1248: the dtypes expm1.metal registers (input -> output)
 extern const OpSpec expm1_spec{
     "mpsgen::expm1",
-    "ops.yaml:1246",
+    "ops.yaml:1247",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1375,10 +1375,10 @@ extern const OpSpec expm1_spec{
     },
     };
 
-// ops.yaml:1276: the dtypes rsqrt.metal registers (input -> output)
+// ops.yaml:1277: the dtypes rsqrt.metal registers (input -> output)
 extern const OpSpec rsqrt_spec{
     "mpsgen::rsqrt",
-    "ops.yaml:1275",
+    "ops.yaml:1276",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1403,10 +1403,10 @@ extern const OpSpec rsqrt_spec{
     },
     };
 
-// ops.yaml:1294: the dtypes i0.metal registers (input -> output)
+// ops.yaml:1295: the dtypes i0.metal registers (input -> output)
 extern const OpSpec i0_spec{
     "mpsgen::i0",
-    "ops.yaml:1293",
+    "ops.yaml:1294",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1429,10 +1429,10 @@ extern const OpSpec i0_spec{
     },
     };
 
-// ops.yaml:1307: the dtypes reciprocal.metal registers (input -> output)
+// ops.yaml:1308: the dtypes reciprocal.metal registers (input -> output)
 extern const OpSpec reciprocal_spec{
     "mpsgen::reciprocal",
-    "ops.yaml:1306",
+    "ops.yaml:1307",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1457,10 +1457,10 @@ extern const OpSpec reciprocal_spec{
     },
     };
 
-// ops.yaml:1327: the dtypes floor.metal registers (input -> output)
+// ops.yaml:1328: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
     "mpsgen::floor",
-    "ops.yaml:1325",
+    "ops.yaml:1326",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1483,10 +1483,10 @@ extern const OpSpec floor_spec{
     },
     };
 
-// ops.yaml:1343: the dtypes ceil.metal registers (input -> output)
+// ops.yaml:1344: the dtypes ceil.metal registers (input -> output)
 extern const OpSpec ceil_spec{
     "mpsgen::ceil",
-    "ops.yaml:1341",
+    "ops.yaml:1342",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1509,10 +1509,10 @@ extern const OpSpec ceil_spec{
     },
     };
 
-// ops.yaml:1359: the dtypes trunc.metal registers (input -> output)
+// ops.yaml:1360: the dtypes trunc.metal registers (input -> output)
 extern const OpSpec trunc_spec{
     "mpsgen::trunc",
-    "ops.yaml:1357",
+    "ops.yaml:1358",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1535,10 +1535,10 @@ extern const OpSpec trunc_spec{
     },
     };
 
-// ops.yaml:1375: the dtypes sign.metal registers (input -> output)
+// ops.yaml:1376: the dtypes sign.metal registers (input -> output)
 extern const OpSpec sign_spec{
     "mpsgen::sign",
-    "ops.yaml:1373",
+    "ops.yaml:1374",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1561,10 +1561,10 @@ extern const OpSpec sign_spec{
     },
     };
 
-// ops.yaml:1388: the dtypes minimum.metal registers (input -> output)
+// ops.yaml:1389: the dtypes minimum.metal registers (input -> output)
 extern const OpSpec minimum_spec{
     "mpsgen::minimum",
-    "ops.yaml:1387",
+    "ops.yaml:1388",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1587,10 +1587,10 @@ extern const OpSpec minimum_spec{
     },
     };
 
-// ops.yaml:1401: the dtypes fmax.metal registers (input -> output)
+// ops.yaml:1402: the dtypes fmax.metal registers (input -> output)
 extern const OpSpec fmax_spec{
     "mpsgen::fmax",
-    "ops.yaml:1400",
+    "ops.yaml:1401",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1613,10 +1613,10 @@ extern const OpSpec fmax_spec{
     },
     };
 
-// ops.yaml:1418: the dtypes fmin.metal registers (input -> output)
+// ops.yaml:1419: the dtypes fmin.metal registers (input -> output)
 extern const OpSpec fmin_spec{
     "mpsgen::fmin",
-    "ops.yaml:1417",
+    "ops.yaml:1418",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1639,10 +1639,10 @@ extern const OpSpec fmin_spec{
     },
     };
 
-// ops.yaml:1434: the dtypes bitwise_and.metal registers (input -> output)
+// ops.yaml:1435: the dtypes bitwise_and.metal registers (input -> output)
 extern const OpSpec bitwise_and_spec{
     "mpsgen::bitwise_and",
-    "ops.yaml:1433",
+    "ops.yaml:1434",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1662,10 +1662,10 @@ extern const OpSpec bitwise_and_spec{
     },
     };
 
-// ops.yaml:1445: the dtypes bitwise_or.metal registers (input -> output)
+// ops.yaml:1446: the dtypes bitwise_or.metal registers (input -> output)
 extern const OpSpec bitwise_or_spec{
     "mpsgen::bitwise_or",
-    "ops.yaml:1444",
+    "ops.yaml:1445",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1685,10 +1685,10 @@ extern const OpSpec bitwise_or_spec{
     },
     };
 
-// ops.yaml:1455: the dtypes gt.metal registers (input -> output)
+// ops.yaml:1456: the dtypes gt.metal registers (input -> output)
 extern const OpSpec gt_spec{
     "mpsgen::gt",
-    "ops.yaml:1454",
+    "ops.yaml:1455",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1711,10 +1711,10 @@ extern const OpSpec gt_spec{
     },
     };
 
-// ops.yaml:1466: the dtypes ge.metal registers (input -> output)
+// ops.yaml:1467: the dtypes ge.metal registers (input -> output)
 extern const OpSpec ge_spec{
     "mpsgen::ge",
-    "ops.yaml:1465",
+    "ops.yaml:1466",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1737,10 +1737,10 @@ extern const OpSpec ge_spec{
     },
     };
 
-// ops.yaml:1475: the dtypes le.metal registers (input -> output)
+// ops.yaml:1476: the dtypes le.metal registers (input -> output)
 extern const OpSpec le_spec{
     "mpsgen::le",
-    "ops.yaml:1474",
+    "ops.yaml:1475",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1763,10 +1763,10 @@ extern const OpSpec le_spec{
     },
     };
 
-// ops.yaml:1484: the dtypes logical_or.metal registers (input -> output)
+// ops.yaml:1485: the dtypes logical_or.metal registers (input -> output)
 extern const OpSpec logical_or_spec{
     "mpsgen::logical_or",
-    "ops.yaml:1483",
+    "ops.yaml:1484",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1790,10 +1790,10 @@ extern const OpSpec logical_or_spec{
     },
     };
 
-// ops.yaml:1493: the dtypes logical_xor.metal registers (input -> output)
+// ops.yaml:1494: the dtypes logical_xor.metal registers (input -> output)
 extern const OpSpec logical_xor_spec{
     "mpsgen::logical_xor",
-    "ops.yaml:1492",
+    "ops.yaml:1493",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1817,10 +1817,10 @@ extern const OpSpec logical_xor_spec{
     },
     };
 
-// ops.yaml:1507: the dtypes where.metal registers (input -> output)
+// ops.yaml:1508: the dtypes where.metal registers (input -> output)
 extern const OpSpec where_spec{
     "mpsgen::where",
-    "ops.yaml:1505",
+    "ops.yaml:1506",
     {"condition", "self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1845,10 +1845,10 @@ extern const OpSpec where_spec{
     },
     };
 
-// ops.yaml:1544: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1545: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1541",
+    "ops.yaml:1542",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1871,10 +1871,10 @@ extern const OpSpec heaviside_spec{
     },
     };
 
-// ops.yaml:1558: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1559: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1556",
+    "ops.yaml:1557",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1897,10 +1897,10 @@ extern const OpSpec special_ndtri_spec{
     },
     };
 
-// ops.yaml:1626: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1627: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1624",
+    "ops.yaml:1625",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1923,10 +1923,10 @@ extern const OpSpec special_log_ndtr_spec{
     },
     };
 
-// ops.yaml:1654: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1655: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1652",
+    "ops.yaml:1653",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1949,10 +1949,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     },
     };
 
-// ops.yaml:1699: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1700: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1697",
+    "ops.yaml:1698",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1975,10 +1975,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     },
     };
 
-// ops.yaml:1747: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1748: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1745",
+    "ops.yaml:1746",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -2001,10 +2001,10 @@ extern const OpSpec special_airy_ai_spec{
     },
     };
 
-// ops.yaml:1850: the dtypes full_like.metal registers (input -> output)
+// ops.yaml:1851: the dtypes full_like.metal registers (input -> output)
 extern const OpSpec full_like_spec{
     "mpsgen::full_like",
-    "ops.yaml:1848",
+    "ops.yaml:1849",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,

@@ -315,7 +315,7 @@ def _check_castable(name: str, result: torch.Tensor, out: torch.Tensor) -> None:
 
 
 def register_variants(lib: torch.library.Library, name: str, out: str, inplace: str | None,
-                      self_index: int = 0, exact_out: bool | set = False) -> None:
+                      self_index: int = 0, exact_out: bool | set = False, complex_out_input: bool = False) -> None:
     """Decompositions of the out= and in-place variants of op `name`
     (inplace None: the op has none, as a `mask:` op).
 
@@ -324,6 +324,8 @@ def register_variants(lib: torch.library.Library, name: str, out: str, inplace: 
     exact_out: out= must have the result's dtype, no cast (a `mask:` op, as torch's where; ops.yaml
     `out_dtype: exact`, as torch's neg.out); a set: only when the first Tensor has one of those
     dtypes (`out_dtype: {exact: [...]}`: torch's abs casts into out= for complex inputs only).
+    complex_out_input: a complex out= of a complex first Tensor must have its dtype (`out_dtype:
+    {complex: input}`: torch's abs.out computes complex -> complex into a complex out=).
 
     The decompositions sit at CompositeImplicitAutograd: eager CPU/MPS calls keep
     running the C++ kernels (a backend kernel wins over it); functionalization,
@@ -356,6 +358,9 @@ def register_variants(lib: torch.library.Library, name: str, out: str, inplace: 
         exact = exact_out is True or (bool(exact_out) and first is not None and first.dtype in exact_out)
         if exact and out.dtype != result.dtype:
             raise RuntimeError(f"{out_name}: Expected out type to be {result.dtype} but got {out.dtype}")
+        if complex_out_input and first is not None and first.dtype.is_complex and out.dtype.is_complex \
+                and out.dtype != first.dtype:
+            raise RuntimeError(f"{out_name}: Found dtype {out.dtype} but expected {first.dtype}")
         _check_castable(out_name, result, out)
         if out.shape != result.shape:
             # as at::native::resize_output, then the layout TensorIterator gives a new output;

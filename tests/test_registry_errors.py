@@ -324,6 +324,8 @@ def test_endless_input_is_refused_not_read_forever():
     ("{exact: []}", "expected 'exact'"),
     ("{exact: [floaty]}", "unknown dtype 'floaty' in 'exact'"),
     ("{cast: [float]}", "expected 'exact'"),
+    ("{complex: output}", "{complex: input}"),
+    ("{exact: [float], complex: true}", "{complex: input}"),
 ])
 def test_bad_out_dtype_is_located(tmp_path, value, says):
     text = registry(op(extra=f"    out_dtype: {value}\n"))
@@ -341,6 +343,18 @@ def test_out_dtype_names_the_input_dtypes_it_is_exact_for(tmp_path):
     assert foo.exact_out == ("float", "half", "bfloat")  # not the complex inputs
     assert bar.exact_out == ("float", "half", "bfloat")
     assert baz.exact_out == () and baz.overloads[0].exact_out == ("float", "half", "bfloat")
+
+
+def test_out_dtype_complex_input_keeps_a_complex_inputs_dtype_in_a_complex_out(tmp_path):
+    text = registry(op(dtypes="[float, complex2real]", extra="    out_dtype: {exact: [float], complex: input}\n"),
+                    op(func="bar(Tensor self) -> Tensor", dtypes="[complex2real]", extra="    out_dtype: {complex: input}\n"),
+                    op(func="baz(Tensor self) -> Tensor", dtypes="[complex2real]"))
+    path = tmp_path / "ops.yaml"
+    path.write_text(text)
+    foo, bar, baz = loader.load(path).ops
+    assert (foo.exact_out, foo.complex_out_input) == (("float", "half", "bfloat"), True)
+    assert (bar.exact_out, bar.complex_out_input) == ((), True)
+    assert (baz.exact_out, baz.complex_out_input) == ((), False)
 
 
 @pytest.mark.parametrize("func,value", [

@@ -95,19 +95,19 @@ def test_out_variant_matches_reference(op, entry, dtype):
     for other in OUT_DTYPES:
         if other == expected.dtype:
             continue
-        if dtype.is_complex and other.is_complex and not expected.dtype.is_complex:
-            # not checked yet: a complex out= of a complex-to-real op's complex input. torch's
-            # abs.out takes only the input's dtype there, angle.out any; ops.yaml has no rule for
-            # it yet (issue 50), and ours casts the real result into any complex out=
-            continue
         target = torch.empty(expected.shape, dtype=other)
         exact = bool(op.mask) or dtype in {TORCH_DTYPES[d] for d in entry.exact_out}
-        refused = not _runs(aten_out, args, kwargs, torch.empty(expected.shape, dtype=other)) if aten_out else \
-            exact or not torch.can_cast(expected.dtype, other)
-        assert refused == (exact or not torch.can_cast(expected.dtype, other)), \
+        # `out_dtype: {complex: input}` (abs.out): a complex out= of a complex input has its dtype
+        complex_input = entry.complex_out_input and dtype.is_complex and other.is_complex and other != dtype
+        ours = exact or complex_input or not torch.can_cast(expected.dtype, other)
+        refused = not _runs(aten_out, args, kwargs, torch.empty(expected.shape, dtype=other)) if aten_out else ours
+        assert refused == ours, \
             f"ops.yaml's out_dtype of {entry.qualified_name} disagrees with torch for an out= of {other}"
         if exact:  # torch's where casts no result: tests/test_mask.py compares the errors
             with pytest.raises(RuntimeError, match="Expected out type to be"):
+                out_fn(*args, **kwargs, out=target)
+        elif complex_input:
+            with pytest.raises(RuntimeError, match=f"Found dtype {_scalar_type(other)} but expected {_scalar_type(dtype)}"):
                 out_fn(*args, **kwargs, out=target)
         elif torch.can_cast(expected.dtype, other):
             out_fn(*args, **kwargs, out=target)
@@ -115,6 +115,11 @@ def test_out_variant_matches_reference(op, entry, dtype):
         else:
             with pytest.raises(RuntimeError, match=f"can't be cast to the desired output type"):
                 out_fn(*args, **kwargs, out=target)
+
+
+def _scalar_type(dtype: torch.dtype) -> str:
+    """c10's name of a dtype, as C++ messages print it (ComplexFloat for torch.complex64)."""
+    return {torch.complex32: "ComplexHalf", torch.complex64: "ComplexFloat", torch.complex128: "ComplexDouble"}[dtype]
 
 
 def _aten_op(schema: str):

@@ -50,7 +50,8 @@ OUT_DTYPES = ("cast", "exact")
 
 
 _OUT_DTYPE_HELP = ("expected 'exact' (out= must have the result dtype, as torch's neg.out refuses another), "
-                   "'cast' (the default), or {exact: [input dtypes or groups]}")
+                   "'cast' (the default), or a mapping of {exact: [input dtypes or groups]} and/or "
+                   "{complex: input} (a complex out= of a complex input must have the input's dtype, as torch's abs.out)")
 
 
 _NOT_DIFFERENTIABLE = ("{op} kernels produce only bool or integer results, or a factory's (an op with "
@@ -251,7 +252,7 @@ def _load_entry(entry, errors: Errors) -> Op | Overload | None:
     if is_overload:
         # reference, opinfo, xfails and derivatives default to, and are checked against, the op
         return _PendingOverload(schema, reference, entry.get("opinfo", False), entry.get("xfail", []),
-                                line_of("xfail"), loc, derivatives, out_dtype)
+                                line_of("xfail"), loc, derivatives, out_dtype, _complex_out_input(entry))
     every = [r for t in tables for r in t.registrations]
     xfails = check_xfails(entry.get("xfail", []), every, label, line_of("xfail"), errors)
     tolerances = check_tolerances(entry.get("tolerances", []), every, label, line_of("tolerances"), errors)
@@ -264,6 +265,7 @@ def _load_entry(entry, errors: Errors) -> Op | Overload | None:
             # a `mask:` op's out= takes only the result dtype unless it says otherwise (torch's where)
             exact_out=_exact_inputs("exact" if mask and out_dtype is None else out_dtype,
                                     [r for t in tables for r in t.registrations]),
+            complex_out_input=bool(_complex_out_input(entry)),
             checks=checks, mask=mask, zero_divisor=zero_divisor, dtype_defaults=dtype_defaults,
             result_like="" if dtype_arg else result_like, dtype_arg=dtype_arg,
             tolerances=tolerances, gaps=gaps, implements=implements, replaces=replaces, aten_variants=aten_variants,
@@ -284,6 +286,7 @@ class _PendingOverload:
     loc: Location
     derivatives: tuple[Derivative, ...] | None  # None: not given
     out_dtype: str | tuple[str, ...] | None  # None: not given, the op's (_check_out_dtype)
+    complex_out: bool | None = None  # `out_dtype: {complex: input}`; None: not given, the op's
 
     @property
     def qualified_name(self) -> str:
@@ -324,7 +327,8 @@ def _attach_overloads(ops: list[Op], overloads: list[_PendingOverload], errors: 
         attached[op.name].append(Overload(
             schema=ov.schema, reference=ov.reference or op.reference, opinfo=opinfo, xfails=xfails,
             loc=ov.loc, derivatives=derivatives, mask=op.mask, scalar_args=scalars,
-            exact_out=op.exact_out if ov.out_dtype is None else _exact_inputs(ov.out_dtype, op.all_registrations)))
+            exact_out=op.exact_out if ov.out_dtype is None else _exact_inputs(ov.out_dtype, op.all_registrations),
+            complex_out_input=op.complex_out_input if ov.complex_out is None else ov.complex_out))
     return [dataclasses.replace(op, overloads=tuple(attached[op.name])) if attached[op.name] else op for op in ops]
 
 
@@ -333,11 +337,13 @@ def _check_out_dtype(entry, label, line, errors) -> str | tuple[str, ...] | None
     spec = entry.get("out_dtype")
     if "out_dtype" not in entry or spec in OUT_DTYPES:
         return spec
-    if not (isinstance(spec, dict) and set(spec) == {"exact"} and isinstance(spec["exact"], list) and spec["exact"]):
+    if not (isinstance(spec, dict) and spec and set(spec) <= {"exact", "complex"}
+            and spec.get("complex", "input") == "input"
+            and (isinstance(spec.get("exact"), list) and spec["exact"] or "exact" not in spec)):
         errors.add(line, label, "out_dtype", f"{_OUT_DTYPE_HELP}, got {yaml_source.short(spec)}")
         return None
     found: list[str] = []
-    for name in spec["exact"]:
+    for name in spec.get("exact", ()):
         if isinstance(name, str) and name in GROUPS:
             found += [i for i, _ in GROUPS[name].pairs]
         elif isinstance(name, str) and name in DTYPES:
@@ -346,6 +352,14 @@ def _check_out_dtype(entry, label, line, errors) -> str | tuple[str, ...] | None
             errors.add(line, label, "out_dtype", f"unknown dtype {yaml_source.short(name)} in 'exact'; expected "
                        f"one of {sorted(DTYPES)} or a group of {sorted(GROUPS)}")
     return tuple(dict.fromkeys(found))
+
+
+def _complex_out_input(entry) -> bool | None:
+    """`out_dtype: {complex: input}`; None when the entry gives no out_dtype (an overload: its op's)."""
+    if "out_dtype" not in entry:
+        return None
+    spec = entry["out_dtype"]
+    return isinstance(spec, dict) and spec.get("complex") == "input"
 
 
 def _exact_inputs(out_dtype, registrations) -> tuple[str, ...]:

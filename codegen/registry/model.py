@@ -242,6 +242,9 @@ class Entry:
     # `out_dtype:` the input dtypes (Metal names) whose out= must have the result dtype (torch's
     # neg.out, add.Scalar_out; a `mask:` op's by default, as torch's where); empty: out= casts
     exact_out: tuple[str, ...] = ()
+    # `out_dtype: {complex: input}`: a complex out= of a complex input must have the input's dtype,
+    # as torch's abs.out (it computes complex -> complex into a complex out=, casts into a real one)
+    complex_out_input: bool = False
 
     @property
     def converted_scalars(self) -> tuple[str, ...]:

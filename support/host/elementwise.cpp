@@ -347,7 +347,7 @@ void check_inplace(const OpSpec& op, const at::Tensor& self) {
 
 at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList inputs, const ScalarArgs& scalars,
                             const ChecksFn& checks, at::Tensor& out, const KernelFn& kernel,
-                            std::initializer_list<c10::ScalarType> exact_out) {
+                            std::initializer_list<c10::ScalarType> exact_out, bool complex_out_input) {
   check_defined(op, inputs, &out);
   if (checks) checks();
   const auto common = computation_dtype(op, inputs, scalars);
@@ -365,6 +365,11 @@ at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList in
   const bool exact = std::find(exact_out.begin(), exact_out.end(), reg.input) != exact_out.end();
   TORCH_CHECK(!exact || out.scalar_type() == reg.output, op.name, ": Expected out type to be ", reg.output,
               " but got ", out.scalar_type());
+  // ops.yaml `out_dtype: {complex: input}` (torch's abs.out): a complex out= of a complex input takes
+  // torch's complex -> complex path, whose iterator keeps the input's dtype
+  TORCH_CHECK(!(complex_out_input && c10::isComplexType(reg.input) && c10::isComplexType(out.scalar_type())) ||
+                  out.scalar_type() == reg.input,
+              op.name, ": Found dtype ", out.scalar_type(), " but expected ", reg.input);
   if (op.result_like >= 0) {
     // the result has that input's dtype (`result_dtype:`, as aten's mish_backward allocates it),
     // whichever out= is given: out= and in-place refuse what the functional variant refuses

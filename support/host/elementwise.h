@@ -63,7 +63,8 @@ using KernelFn = std::function<void(at::TensorIteratorBase&, c10::ScalarType com
 // Functional, out= and in-place entry points for 1, 2 or 3 tensor inputs. exact_out: the
 // input dtypes whose out= must have the result dtype (ops.yaml `out_dtype:`, as torch's
 // neg.out; a `mask:` op's by default, as torch's where's); out= of the others is cast into
-// within torch's can_cast rule.
+// within torch's can_cast rule. complex_out_input: a complex out= of a complex input must have
+// the input's dtype (`out_dtype: {complex: input}`, as torch's abs.out).
 at::Tensor elementwise(const OpSpec& op, Backend backend, at::TensorList inputs, const ScalarArgs& scalars,
                        const ChecksFn& checks, const KernelFn& kernel);
 // An in-place variant's self: refused where it is complex and the op's result for it is real,
@@ -71,7 +72,8 @@ at::Tensor elementwise(const OpSpec& op, Backend backend, at::TensorList inputs,
 void check_inplace(const OpSpec& op, const at::Tensor& self);
 at::Tensor& elementwise_out(const OpSpec& op, Backend backend, at::TensorList inputs, const ScalarArgs& scalars,
                             const ChecksFn& checks, at::Tensor& out, const KernelFn& kernel,
-                            std::initializer_list<c10::ScalarType> exact_out = {});
+                            std::initializer_list<c10::ScalarType> exact_out = {},
+                            bool complex_out_input = false);
 
 // A `Tensor?` argument is given: present and defined (torch.ops passes None as nullopt).
 inline bool given(const std::optional<at::Tensor>& t) { return t.has_value() && t->defined(); }
