@@ -33,12 +33,14 @@ from pathlib import Path
 from .. import build
 from ..emit.host_names import parse_instantiations, preprocess
 from . import plan as plans, tree as trees
+from .edits import grad_list, modifier_dicts
+from .render import kernel_path, operation_path, params, params_path
 from .run import Export
 
 
 @dataclass(frozen=True)
 class Outcome:
-    check: str  # apply | dispatch | common_mps | metal | host
+    check: str  # apply | dispatch | derivatives | common_mps | metal | kernels | host
     subject: str  # the file or op
     problems: tuple[str, ...]  # empty: passed
 
@@ -58,12 +60,10 @@ def apply(patch_text: str, root: Path) -> list[Outcome]:
     return [Outcome("apply", "git apply --check, git apply", ())]
 
 
-def _repeated_keys(text: str, func_name: str) -> list[str]:
+def _repeated_keys(entries: list, func_name: str) -> list[str]:
     """Dispatch keys given twice in the row of `func_name` (`MPS: a` beside `CPU, CUDA, MPS: b`),
     which torchgen takes silently, the last one winning."""
-    import yaml
-
-    for entry in yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    for entry in entries:
         if entry.get("func", "").startswith(func_name + "("):
             keys = [k.strip() for line in entry.get("dispatch", {}) for k in str(line).split(",")]
             return sorted({k for k in keys if keys.count(k) > 1})
@@ -77,7 +77,7 @@ def dispatch(result: Export, t: trees.Tree) -> list[Outcome]:
         return [Outcome("dispatch", trees.NATIVE_FUNCTIONS, (f"torchgen cannot parse it: {type(e).__name__}: {e}",))]
     out = []
     for p in result.plans:
-        problems = [f"{p.out_name}'s dispatch gives {k} twice" for k in _repeated_keys(target.text, p.out_name)]
+        problems = [f"{p.out_name}'s dispatch gives {k} twice" for k in _repeated_keys(target.entries, p.out_name)]
         group = target.groups.get(p.op.qualified_name)
         if group is None:
             problems.append(f"torchgen finds no structured group {p.op.qualified_name}")
@@ -104,15 +104,10 @@ def common_mps(result: Export, t: trees.Tree) -> list[Outcome]:
         problems.append(f"does not import: {type(e).__name__}: {e}")
     else:
         sys.modules.pop(spec.name, None)
-    from .edits import _modifier_dicts
-
+    tree = ast.parse(path.read_text())
+    grad = grad_list(tree)
     lists = {name: {k.value: v for k, v in zip(d.keys, d.values) if isinstance(k, ast.Constant)}
-             for name, d in _modifier_dicts(ast.parse(path.read_text()))}
-    from .edits import _grad_list
-
-    grad = _grad_list(ast.parse(path.read_text()))
-    lists["XFAILLIST_GRAD"] = {k.value: v for k, v in zip(grad.keys, grad.values) if isinstance(k, ast.Constant)} \
-        if grad else {}
+             for name, d in [*modifier_dicts(tree), *([("XFAILLIST_GRAD", grad)] if grad else [])]}
     for e in result.list_edits:
         entry = lists.get(e.list_name, {}).get(e.key)
         if e.added:
@@ -172,8 +167,6 @@ def metal(result: Export, t: trees.Tree, bundled: frozenset[str] | None) -> list
     out = []
     compiler = build.kernel_compiler()
     for p in result.plans:
-        from .render import kernel_path
-
         path = t.root / kernel_path(p.op)
         problems = []
         try:
@@ -226,8 +219,6 @@ def same_kernels(result: Export, t: trees.Tree, generated: Path) -> list[Outcome
     """The exported kernels are the mpsgen build's: the kernel file (with torch's headers alone) and
     generated/<op>.metal, each preprocessed through the shim as the CPU build preprocesses it, are
     the same code, line markers aside. The kernels that op-output-match ran are the patch's."""
-    from .render import kernel_path, params, params_path
-
     compiler = build.kernel_compiler()
     out = []
     for p in result.plans:
@@ -258,8 +249,6 @@ def host(result: Export, t: trees.Tree, objects: Path) -> list[Outcome]:
     objects.mkdir(parents=True, exist_ok=True)
     out = []
     for p in result.plans:
-        from .render import operation_path
-
         source = t.root / operation_path(p.op)
         compiled = macos_build.compile_unit(source, flags, objects)
         problems = [] if compiled.ok else [compiled.messages.strip()[-3000:]]

@@ -5,6 +5,7 @@ joins XFAILLIST_GRAD). Each edit changes the lines it must and keeps every other
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 
 from ..registry import opinfo_names
@@ -67,7 +68,7 @@ def _lacking(p: Plan) -> tuple[str, ...]:
     MPS_DTYPES, but float64 and complex128) that the op's kernels do not register, as `torch.<name>`."""
     from torch.testing._internal.common_dtype import get_all_dtypes
 
-    info = _opinfo(p)
+    info = _opinfo(p.op.opinfo)
     if info is None:
         return ()
     have = {DTYPES[r.input].torch for r in p.op.all_registrations}
@@ -75,7 +76,7 @@ def _lacking(p: Plan) -> tuple[str, ...]:
     return tuple(f"torch.{d}" for d in sorted(tested - have))
 
 
-def _modifier_dicts(tree: ast.Module) -> list[tuple[str, ast.Dict]]:
+def modifier_dicts(tree: ast.Module) -> list[tuple[str, ast.Dict]]:
     """The dict literals assigned in the first mps_ops_modifier (the one for a Mac with MPS):
     UNIMPLEMENTED_XFAILLIST, ON_MPS_XFAILLIST, SKIPLIST, ..."""
     fn = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "mps_ops_modifier")
@@ -88,10 +89,12 @@ def _modifier_dicts(tree: ast.Module) -> list[tuple[str, ast.Dict]]:
     return found
 
 
-def _opinfo(p: Plan):
+@functools.cache
+def _opinfo(name: str):
+    """The OpInfo `name` (`name[variant]`) of op_db, or None."""
     from torch.testing._internal.common_methods_invocations import op_db
 
-    parsed = opinfo_names.parse(p.op.opinfo) if p.op.opinfo else None
+    parsed = opinfo_names.parse(name) if name else None
     if parsed is None:
         return None
     return next((o for o in op_db if o.name == parsed[0] and (o.variant_test_name or "") == parsed[1]), None)
@@ -102,13 +105,13 @@ def without_derivative(plans: list[Plan], derivatives_text: str) -> list[str]:
     no derivatives.yaml row (torch's or the export's): test_mps's gradient test expects them to fail."""
     keys = []
     for p in plans:
-        info = _opinfo(p)
+        info = _opinfo(p.op.opinfo)
         if info is not None and info.supports_autograd and not _has_derivatives(derivatives_text, str(p.op.schema)):
             keys.append(opinfo_key(p.op.opinfo))
     return keys
 
 
-def _grad_list(tree: ast.Module) -> ast.Dict | None:
+def grad_list(tree: ast.Module) -> ast.Dict | None:
     fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "mps_ops_grad_modifier"), None)
     for node in ast.walk(fn) if fn else ():
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict) and \
@@ -125,7 +128,7 @@ def common_mps(text: str, plans: list[Plan], no_derivative: list[str] = ()) -> t
     lines = text.splitlines(keepends=True)
     edits: list[ListEdit] = []
     replaced: dict[int, tuple[int, str]] = {}  # first line -> (last line, replacement)
-    for list_name, d in _modifier_dicts(ast.parse(text)):
+    for list_name, d in modifier_dicts(ast.parse(text)):
         for k, v in zip(d.keys, d.values):
             if not (isinstance(k, ast.Constant) and k.value in keys):
                 continue
@@ -137,7 +140,7 @@ def common_mps(text: str, plans: list[Plan], no_derivative: list[str] = ()) -> t
             new = f'{indent}"{k.value}": [{", ".join(kept)}],\n' if kept else ""
             replaced[k.lineno] = (v.end_lineno, new)
             edits.append(ListEdit(list_name, k.value, k.lineno, kept))
-    grad = _grad_list(ast.parse(text)) if no_derivative else None
+    grad = grad_list(ast.parse(text)) if no_derivative else None
     present = {k.value for k in grad.keys if isinstance(k, ast.Constant)} if grad else set()
     missing = [k for k in no_derivative if k not in present]
     if missing:

@@ -29,11 +29,6 @@ class Stub:
     header: str  # BinaryOps.h: the ATen/native header declaring it
 
     @property
-    def scalar_type(self) -> str:
-        """How the stub spells a Scalar parameter (`const Scalar&`, `const c10::Scalar&`)."""
-        return next((p for p in self.params[1:]), "const Scalar&")
-
-    @property
     def iterator(self) -> str:
         """The iterator type the kernel function takes (TensorIterator or TensorIteratorBase)."""
         return self.params[0].rstrip("&").strip().removeprefix("at::")
@@ -48,7 +43,6 @@ class Plan:
     dispatch_text: str  # that line as it is
     shared_kernel: str  # heaviside_out
     stubs: tuple[tuple[str, Stub], ...]  # (kernel, the stub it registers for): one, or one per `str` choice
-    rows: tuple[str, ...]  # every overload of the op and where it dispatches, for the summary
 
     @property
     def headers(self) -> list[str]:
@@ -87,6 +81,7 @@ class Target:
     """The target tree's native_functions.yaml, parsed."""
 
     text: str
+    entries: list  # the yaml's rows as loaded (torchgen's LineLoader)
     groups: dict  # functional name -> torchgen NativeFunctionsGroup
     mps: object  # torchgen BackendIndex of MPS
     cuda: object
@@ -103,11 +98,12 @@ def parse_target(t: trees.Tree, text: str | None = None) -> Target:
     tags = yaml.load(t.read(trees.TAGS), Loader=yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader)
     valid_tags = {e["tag"] for e in tags}
     es = yaml.load(text, Loader=LineLoader)
+    entries = [dict(e) for e in es]  # the rows as written, whatever torchgen does with them
     parsed = parse_native_yaml_struct(es, valid_tags, path=trees.NATIVE_FUNCTIONS)
     groups = {str(g.functional.func.name): g for g in get_grouped_native_functions(parsed.native_functions)
               if isinstance(g, NativeFunctionsGroup)}
     bi = parsed.backend_indices
-    return Target(text, groups, bi[DispatchKey.MPS], bi[DispatchKey.CUDA], bi[DispatchKey.CPU])
+    return Target(text, entries, groups, bi[DispatchKey.MPS], bi[DispatchKey.CUDA], bi[DispatchKey.CPU])
 
 
 def _stub_for(kernel: str, op_name: str, known: dict[str, Stub]) -> Stub | None:
@@ -203,9 +199,8 @@ def plan(op: Op, target: Target, t: trees.Tree, stub_name: str | None = None) ->
                               f"kernels read the iterator{''.join(f', {p.kind} {p.name}' for p in op.params)}")
     lines = target.text.splitlines()
     dispatch_line = _shared_line(lines, out.loc.line, cpu.kernel)
-    rows = tuple(f"{f.func.name}: native_functions.yaml:{f.loc.line}" for f in group.functions())
     return Plan(op, str(out.func.name), out.loc.line, dispatch_line, lines[dispatch_line - 1], cpu.kernel,
-                tuple(chosen), rows)
+                tuple(chosen))
 
 
 def _shared_line(lines: list[str], start: int, kernel: str) -> int:
