@@ -4071,7 +4071,96 @@ at::Tensor& abs_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:913: polygamma(int n, Tensor self) -> Tensor ----
+// ---- ops.yaml:906: digamma(Tensor self) -> Tensor ----
+
+const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& digamma_functional_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::digamma", "")
+                             .typed<at::Tensor(const at::Tensor&)>();
+  return op;
+}
+
+const c10::TypedOperatorHandle<at::Tensor&(const at::Tensor&, at::Tensor&)>& digamma_out_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::digamma", "out")
+                             .typed<at::Tensor&(const at::Tensor&, at::Tensor&)>();
+  return op;
+}
+
+const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& digamma_inplace_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::digamma_", "")
+                             .typed<at::Tensor&(at::Tensor&)>();
+  return op;
+}
+
+struct DigammaBackward final : public torch::autograd::TraceableFunction {
+  variable_list apply(variable_list&& grads) override;
+  std::string name() const override {
+    return "DigammaBackward";
+  }
+  void release_variables() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    self_.reset_data();
+  }
+  SavedVariable self_;
+};
+
+variable_list DigammaBackward::apply(variable_list&& grads) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  variable_list grad_inputs(1);
+  const at::Tensor& grad = grads[0];
+  if (!grad.defined()) {
+    return grad_inputs;  // no gradient flows in: none flows out
+  }
+  const auto self = self_.unpack();
+  if (task_should_compute_output(0)) {  // self
+#line 910 "ops.yaml"
+    grad_inputs[0] = grad * polygamma(1, self);
+#line 4121 "autograd.cpp"
+  }
+  return grad_inputs;
+}
+
+at::Tensor digamma_autograd(c10::DispatchKeySet ks, const at::Tensor& self) {
+  c10::intrusive_ptr<DigammaBackward> grad_fn;
+  if (torch::autograd::compute_requires_grad(self)) {
+    grad_fn = c10::make_intrusive<DigammaBackward>();
+    grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
+    grad_fn->self_ = SavedVariable(self, false);
+}
+  at::Tensor result = below_autograd(digamma_functional_op(), ks, self);
+  if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
+    torch::autograd::set_history(result, grad_fn);
+  }
+  return result;
+}
+
+at::Tensor& digamma_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self) {
+  const bool requires_grad = torch::autograd::compute_requires_grad(self);
+  torch::autograd::check_inplace(self, requires_grad);
+  c10::intrusive_ptr<DigammaBackward> grad_fn;
+  if (requires_grad) {
+    grad_fn = c10::make_intrusive<DigammaBackward>();
+    grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
+    grad_fn->self_ = SavedVariable(self.clone(), false);
+}
+  below_autograd(digamma_inplace_op(), ks, self);
+  torch::autograd::increment_version(self);
+  if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
+    torch::autograd::rebase_history(self, grad_fn);
+  }
+  return self;
+}
+
+at::Tensor& digamma_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at::Tensor& out) {
+  check_out("mpsgen::digamma.out", self, out);
+  below_autograd(digamma_out_op(), ks, self, out);
+  torch::autograd::increment_version(out);
+  return out;
+}
+
+// ---- ops.yaml:940: polygamma(int n, Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(int64_t, const at::Tensor&)>& polygamma_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4116,9 +4205,9 @@ variable_list PolygammaBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 932 "ops.yaml"
+#line 959 "ops.yaml"
     grad_inputs[0] = grad * polygamma(n + 1, self);
-#line 4122 "autograd.cpp"
+#line 4211 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4163,7 +4252,7 @@ at::Tensor& polygamma_out_autograd(c10::DispatchKeySet ks, int64_t n, const at::
   return out;
 }
 
-// ---- ops.yaml:973: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor ----
+// ---- ops.yaml:981: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, std::optional<c10::string_view>)>& div_Tensor_mode_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4211,14 +4300,14 @@ variable_list DivTensorModeBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 995 "ops.yaml"
+#line 1003 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, rounding_mode.has_value() ? zeros_like(grad) : grad / other.conj());
-#line 4217 "autograd.cpp"
+#line 4306 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 996 "ops.yaml"
+#line 1004 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(other, rounding_mode.has_value() ? zeros_like(grad) : -grad * ((self / other) / other).conj());
-#line 4222 "autograd.cpp"
+#line 4311 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4265,7 +4354,7 @@ at::Tensor& div_Tensor_mode_out_autograd(c10::DispatchKeySet ks, const at::Tenso
   return out;
 }
 
-// ---- ops.yaml:1084: polar(Tensor abs, Tensor angle) -> Tensor ----
+// ---- ops.yaml:1092: polar(Tensor abs, Tensor angle) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& polar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4309,14 +4398,14 @@ variable_list PolarBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // abs
-#line 1093 "ops.yaml"
+#line 1101 "ops.yaml"
     grad_inputs[0] = at::real(grad.conj() * result.sgn());
-#line 4315 "autograd.cpp"
+#line 4404 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // angle
-#line 1094 "ops.yaml"
+#line 1102 "ops.yaml"
     grad_inputs[1] = at::real(grad.conj() * result * c10::Scalar(c10::complex<double>(0, 1)));
-#line 4320 "autograd.cpp"
+#line 4409 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4359,7 +4448,7 @@ at::Tensor& polar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& abs, co
   return out;
 }
 
-// ---- ops.yaml:1102: complex(Tensor real, Tensor imag) -> Tensor ----
+// ---- ops.yaml:1110: complex(Tensor real, Tensor imag) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& complex_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4400,14 +4489,14 @@ variable_list ComplexBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // real
-#line 1110 "ops.yaml"
+#line 1118 "ops.yaml"
     grad_inputs[0] = at::real(grad);
-#line 4406 "autograd.cpp"
+#line 4495 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // imag
-#line 1111 "ops.yaml"
+#line 1119 "ops.yaml"
     grad_inputs[1] = at::imag(grad);
-#line 4411 "autograd.cpp"
+#line 4500 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4448,7 +4537,7 @@ at::Tensor& complex_out_autograd(c10::DispatchKeySet ks, const at::Tensor& real,
   return out;
 }
 
-// ---- ops.yaml:1118: angle(Tensor self) -> Tensor ----
+// ---- ops.yaml:1126: angle(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& angle_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4492,9 +4581,9 @@ variable_list AngleBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1122 "ops.yaml"
+#line 1130 "ops.yaml"
     grad_inputs[0] = self.is_complex() ? where(self == 0, 0, grad * self / self.abs().pow(2) * c10::Scalar(c10::complex<double>(0, 1))) : zeros_like(self);
-#line 4498 "autograd.cpp"
+#line 4587 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4537,7 +4626,7 @@ at::Tensor& angle_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1142: cos(Tensor self) -> Tensor ----
+// ---- ops.yaml:1150: cos(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& cos_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4581,9 +4670,9 @@ variable_list CosBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1146 "ops.yaml"
+#line 1154 "ops.yaml"
     grad_inputs[0] = grad * -self.sin().conj();
-#line 4587 "autograd.cpp"
+#line 4676 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4626,7 +4715,7 @@ at::Tensor& cos_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1168: tan(Tensor self) -> Tensor ----
+// ---- ops.yaml:1176: tan(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& tan_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4670,9 +4759,9 @@ variable_list TanBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1172 "ops.yaml"
+#line 1180 "ops.yaml"
     grad_inputs[0] = grad * (1 + result.pow(2)).conj();
-#line 4676 "autograd.cpp"
+#line 4765 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4715,7 +4804,7 @@ at::Tensor& tan_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1187: tanh(Tensor self) -> Tensor ----
+// ---- ops.yaml:1195: tanh(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& tanh_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4759,9 +4848,9 @@ variable_list TanhBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1191 "ops.yaml"
+#line 1199 "ops.yaml"
     grad_inputs[0] = tanh_backward(grad, result);
-#line 4765 "autograd.cpp"
+#line 4854 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4804,7 +4893,7 @@ at::Tensor& tanh_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1205: log(Tensor self) -> Tensor ----
+// ---- ops.yaml:1213: log(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& log_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4848,9 +4937,9 @@ variable_list LogBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1209 "ops.yaml"
+#line 1217 "ops.yaml"
     grad_inputs[0] = grad / self.conj();
-#line 4854 "autograd.cpp"
+#line 4943 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4893,7 +4982,7 @@ at::Tensor& log_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1223: log1p(Tensor self) -> Tensor ----
+// ---- ops.yaml:1231: log1p(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& log1p_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4937,9 +5026,9 @@ variable_list Log1pBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1227 "ops.yaml"
+#line 1235 "ops.yaml"
     grad_inputs[0] = grad / (self + 1).conj();
-#line 4943 "autograd.cpp"
+#line 5032 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -4982,7 +5071,7 @@ at::Tensor& log1p_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1247: expm1(Tensor self) -> Tensor ----
+// ---- ops.yaml:1255: expm1(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& expm1_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5026,9 +5115,9 @@ variable_list Expm1Backward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1251 "ops.yaml"
+#line 1259 "ops.yaml"
     grad_inputs[0] = grad * (result.conj() + 1);
-#line 5032 "autograd.cpp"
+#line 5121 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5071,7 +5160,7 @@ at::Tensor& expm1_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1276: rsqrt(Tensor self) -> Tensor ----
+// ---- ops.yaml:1284: rsqrt(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& rsqrt_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5115,9 +5204,9 @@ variable_list RsqrtBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1280 "ops.yaml"
+#line 1288 "ops.yaml"
     grad_inputs[0] = -0.5 * grad * self.rsqrt().pow(3).conj();
-#line 5121 "autograd.cpp"
+#line 5210 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5160,7 +5249,7 @@ at::Tensor& rsqrt_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1294: i0(Tensor self) -> Tensor ----
+// ---- ops.yaml:1302: i0(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& i0_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5204,9 +5293,9 @@ variable_list I0Backward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1298 "ops.yaml"
+#line 1306 "ops.yaml"
     grad_inputs[0] = grad * special_i1(self);
-#line 5210 "autograd.cpp"
+#line 5299 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5249,7 +5338,7 @@ at::Tensor& i0_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at::
   return out;
 }
 
-// ---- ops.yaml:1307: reciprocal(Tensor self) -> Tensor ----
+// ---- ops.yaml:1315: reciprocal(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& reciprocal_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5293,9 +5382,9 @@ variable_list ReciprocalBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1311 "ops.yaml"
+#line 1319 "ops.yaml"
     grad_inputs[0] = -grad * (result * result).conj();
-#line 5299 "autograd.cpp"
+#line 5388 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5338,7 +5427,7 @@ at::Tensor& reciprocal_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:1326: floor(Tensor self) -> Tensor ----
+// ---- ops.yaml:1334: floor(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& floor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5379,9 +5468,9 @@ variable_list FloorBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1331 "ops.yaml"
+#line 1339 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
-#line 5385 "autograd.cpp"
+#line 5474 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5422,7 +5511,7 @@ at::Tensor& floor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1342: ceil(Tensor self) -> Tensor ----
+// ---- ops.yaml:1350: ceil(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& ceil_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5463,9 +5552,9 @@ variable_list CeilBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1347 "ops.yaml"
+#line 1355 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
-#line 5469 "autograd.cpp"
+#line 5558 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5506,7 +5595,7 @@ at::Tensor& ceil_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1358: trunc(Tensor self) -> Tensor ----
+// ---- ops.yaml:1366: trunc(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& trunc_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5547,9 +5636,9 @@ variable_list TruncBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1363 "ops.yaml"
+#line 1371 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
-#line 5553 "autograd.cpp"
+#line 5642 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5590,7 +5679,7 @@ at::Tensor& trunc_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1374: sign(Tensor self) -> Tensor ----
+// ---- ops.yaml:1382: sign(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& sign_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5631,9 +5720,9 @@ variable_list SignBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1379 "ops.yaml"
+#line 1387 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
-#line 5637 "autograd.cpp"
+#line 5726 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5674,7 +5763,7 @@ at::Tensor& sign_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1388: minimum(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1396: minimum(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& minimum_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5721,14 +5810,14 @@ variable_list MinimumBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1392 "ops.yaml"
+#line 1400 "ops.yaml"
     grad_inputs[0] = where(self == other, grad / 2, grad).masked_fill(self > other, 0);
-#line 5727 "autograd.cpp"
+#line 5816 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1393 "ops.yaml"
+#line 1401 "ops.yaml"
     grad_inputs[1] = where(self == other, grad / 2, grad).masked_fill(self < other, 0);
-#line 5732 "autograd.cpp"
+#line 5821 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5773,7 +5862,7 @@ at::Tensor& minimum_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self,
   return out;
 }
 
-// ---- ops.yaml:1401: fmax(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1409: fmax(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& fmax_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5820,14 +5909,14 @@ variable_list FmaxBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1405 "ops.yaml"
+#line 1413 "ops.yaml"
     grad_inputs[0] = grad.masked_fill((self >= other).logical_or(other.isnan()).logical_not(), 0);
-#line 5826 "autograd.cpp"
+#line 5915 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1406 "ops.yaml"
+#line 1414 "ops.yaml"
     grad_inputs[1] = grad.masked_fill((self >= other).logical_or(other.isnan()), 0);
-#line 5831 "autograd.cpp"
+#line 5920 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5872,7 +5961,7 @@ at::Tensor& fmax_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, co
   return out;
 }
 
-// ---- ops.yaml:1418: fmin(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1426: fmin(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& fmin_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5919,14 +6008,14 @@ variable_list FminBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1422 "ops.yaml"
+#line 1430 "ops.yaml"
     grad_inputs[0] = grad.masked_fill((self <= other).logical_or(other.isnan()).logical_not(), 0);
-#line 5925 "autograd.cpp"
+#line 6014 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1423 "ops.yaml"
+#line 1431 "ops.yaml"
     grad_inputs[1] = grad.masked_fill((self <= other).logical_or(other.isnan()), 0);
-#line 5930 "autograd.cpp"
+#line 6019 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -5971,7 +6060,7 @@ at::Tensor& fmin_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, co
   return out;
 }
 
-// ---- ops.yaml:1434: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1442: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& bitwise_and_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6019,7 +6108,7 @@ at::Tensor& bitwise_and_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Te
   return out;
 }
 
-// ---- ops.yaml:1443: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1451: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& bitwise_and_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6067,7 +6156,7 @@ at::Tensor& bitwise_and_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Te
   return out;
 }
 
-// ---- ops.yaml:1445: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1453: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& bitwise_or_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6115,7 +6204,7 @@ at::Tensor& bitwise_or_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Ten
   return out;
 }
 
-// ---- ops.yaml:1455: gt.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1463: gt.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& gt_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6163,7 +6252,7 @@ at::Tensor& gt_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1464: gt.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1472: gt.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& gt_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6211,7 +6300,7 @@ at::Tensor& gt_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1466: ge.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1474: ge.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& ge_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6259,7 +6348,7 @@ at::Tensor& ge_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1475: le.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1483: le.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& le_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6307,7 +6396,7 @@ at::Tensor& le_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1484: logical_or(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1492: logical_or(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_or_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6355,7 +6444,7 @@ at::Tensor& logical_or_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:1493: logical_xor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1501: logical_xor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_xor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6403,7 +6492,7 @@ at::Tensor& logical_xor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:1506: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1514: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&)>& where_self_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6446,14 +6535,14 @@ variable_list WhereSelfBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1515 "ops.yaml"
+#line 1523 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, where(condition, grad, 0));
-#line 6452 "autograd.cpp"
+#line 6541 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1516 "ops.yaml"
+#line 1524 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(other, where(condition, 0, grad));
-#line 6457 "autograd.cpp"
+#line 6546 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -6481,7 +6570,7 @@ at::Tensor& where_self_out_autograd(c10::DispatchKeySet ks, const at::Tensor& co
   return out;
 }
 
-// ---- ops.yaml:1528: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1536: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Tensor&)>& where_ScalarSelf_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6521,9 +6610,9 @@ variable_list WhereScalarSelfBackward::apply(variable_list&& grads) {
   const auto condition = condition_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // other
-#line 1516 "ops.yaml"
+#line 1524 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(other, where(condition, 0, grad));
-#line 6527 "autograd.cpp"
+#line 6616 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -6550,7 +6639,7 @@ at::Tensor& where_ScalarSelf_out_autograd(c10::DispatchKeySet ks, const at::Tens
   return out;
 }
 
-// ---- ops.yaml:1529: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1537: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&)>& where_ScalarOther_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6590,9 +6679,9 @@ variable_list WhereScalarOtherBackward::apply(variable_list&& grads) {
   const auto condition = condition_.unpack();
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1515 "ops.yaml"
+#line 1523 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, where(condition, grad, 0));
-#line 6596 "autograd.cpp"
+#line 6685 "autograd.cpp"
   }
   return grad_inputs;
 }
@@ -6619,7 +6708,7 @@ at::Tensor& where_ScalarOther_out_autograd(c10::DispatchKeySet ks, const at::Ten
   return out;
 }
 
-// ---- ops.yaml:1530: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1538: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& where_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6647,7 +6736,7 @@ at::Tensor& where_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& 
   return out;
 }
 
-// ---- ops.yaml:1849: full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor ----
+// ---- ops.yaml:1857: full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, std::optional<at::ScalarType>, std::optional<at::Layout>, std::optional<at::Device>, std::optional<bool>, std::optional<at::MemoryFormat>)>& full_like_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6819,6 +6908,9 @@ TORCH_LIBRARY_IMPL(mpsgen, Autograd, m) {
   m.impl("abs", TORCH_FN(abs_autograd));
   m.impl("abs.out", TORCH_FN(abs_out_autograd));
   m.impl("abs_", TORCH_FN(abs_inplace_autograd));
+  m.impl("digamma", TORCH_FN(digamma_autograd));
+  m.impl("digamma.out", TORCH_FN(digamma_out_autograd));
+  m.impl("digamma_", TORCH_FN(digamma_inplace_autograd));
   m.impl("polygamma", TORCH_FN(polygamma_autograd));
   m.impl("polygamma.out", TORCH_FN(polygamma_out_autograd));
   m.impl("polygamma_", TORCH_FN(polygamma_inplace_autograd));

@@ -2658,6 +2658,67 @@ PyObject* abs_(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   END_HANDLE_TH_ERRORS
 }
 
+const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& digamma_functional_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::digamma", "")
+                             .typed<at::Tensor(const at::Tensor&)>();
+  return op;
+}
+
+const c10::TypedOperatorHandle<at::Tensor&(const at::Tensor&, at::Tensor&)>& digamma_out_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::digamma", "out")
+                             .typed<at::Tensor&(const at::Tensor&, at::Tensor&)>();
+  return op;
+}
+
+const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& digamma_inplace_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("mpsgen::digamma_", "")
+                             .typed<at::Tensor&(at::Tensor&)>();
+  return op;
+}
+
+// ops.yaml:906
+PyObject* digamma(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
+  HANDLE_TH_ERRORS
+  static torch::PythonArgParser parser({
+      "digamma(Tensor self, *, Tensor out=None)",
+  });
+  torch::ParsedArgs<2> parsed;
+  auto r = parser.parse(args, kwargs, parsed);
+  if (r.has_torch_function()) {
+    return via_torch_ops("mpsgen", "digamma", args, kwargs);
+  }
+  switch (r.idx) {
+    case 0:  // digamma
+      if (r.isNone(1)) {
+        return call(digamma_functional_op(), r.tensor(0));
+      }
+      return call(digamma_out_op(), r.tensor(0), r.tensor(1));
+  }
+  Py_RETURN_NONE;
+  END_HANDLE_TH_ERRORS
+}
+
+PyObject* digamma_(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
+  HANDLE_TH_ERRORS
+  static torch::PythonArgParser parser({
+      "digamma_(Tensor self)",
+  });
+  torch::ParsedArgs<1> parsed;
+  auto r = parser.parse(args, kwargs, parsed);
+  if (r.has_torch_function()) {
+    return via_torch_ops("mpsgen", "digamma_", args, kwargs);
+  }
+  switch (r.idx) {
+    case 0:  // digamma_
+      return call(digamma_inplace_op(), r.tensor(0));
+  }
+  Py_RETURN_NONE;
+  END_HANDLE_TH_ERRORS
+}
+
 const c10::TypedOperatorHandle<at::Tensor(int64_t, const at::Tensor&)>& polygamma_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow("mpsgen::polygamma", "")
@@ -2679,7 +2740,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, int64_t)>& polygamma_inp
   return op;
 }
 
-// ops.yaml:913
+// ops.yaml:940
 PyObject* polygamma(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2740,7 +2801,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&, std::
   return op;
 }
 
-// ops.yaml:973
+// ops.yaml:981
 PyObject* div(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2801,7 +2862,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& pol
   return op;
 }
 
-// ops.yaml:1084
+// ops.yaml:1092
 PyObject* polar(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2862,7 +2923,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& com
   return op;
 }
 
-// ops.yaml:1102
+// ops.yaml:1110
 PyObject* complex(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2923,7 +2984,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& angle_inplace_op() {
   return op;
 }
 
-// ops.yaml:1118
+// ops.yaml:1126
 PyObject* angle(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2984,7 +3045,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& cos_inplace_op() {
   return op;
 }
 
-// ops.yaml:1142
+// ops.yaml:1150
 PyObject* cos(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3045,7 +3106,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& tan_inplace_op() {
   return op;
 }
 
-// ops.yaml:1168
+// ops.yaml:1176
 PyObject* tan(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3106,7 +3167,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& tanh_inplace_op() {
   return op;
 }
 
-// ops.yaml:1187
+// ops.yaml:1195
 PyObject* tanh(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3167,7 +3228,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& log_inplace_op() {
   return op;
 }
 
-// ops.yaml:1205
+// ops.yaml:1213
 PyObject* log(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3228,7 +3289,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& log1p_inplace_op() {
   return op;
 }
 
-// ops.yaml:1223
+// ops.yaml:1231
 PyObject* log1p(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3289,7 +3350,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& expm1_inplace_op() {
   return op;
 }
 
-// ops.yaml:1247
+// ops.yaml:1255
 PyObject* expm1(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3350,7 +3411,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& rsqrt_inplace_op() {
   return op;
 }
 
-// ops.yaml:1276
+// ops.yaml:1284
 PyObject* rsqrt(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3411,7 +3472,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& i0_inplace_op() {
   return op;
 }
 
-// ops.yaml:1294
+// ops.yaml:1302
 PyObject* i0(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3472,7 +3533,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& reciprocal_inplace_op(
   return op;
 }
 
-// ops.yaml:1307
+// ops.yaml:1315
 PyObject* reciprocal(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3533,7 +3594,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& floor_inplace_op() {
   return op;
 }
 
-// ops.yaml:1326
+// ops.yaml:1334
 PyObject* floor(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3594,7 +3655,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& ceil_inplace_op() {
   return op;
 }
 
-// ops.yaml:1342
+// ops.yaml:1350
 PyObject* ceil(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3655,7 +3716,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& trunc_inplace_op() {
   return op;
 }
 
-// ops.yaml:1358
+// ops.yaml:1366
 PyObject* trunc(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3716,7 +3777,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& sign_inplace_op() {
   return op;
 }
 
-// ops.yaml:1374
+// ops.yaml:1382
 PyObject* sign(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3777,7 +3838,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& min
   return op;
 }
 
-// ops.yaml:1388
+// ops.yaml:1396
 PyObject* minimum(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3838,7 +3899,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& fma
   return op;
 }
 
-// ops.yaml:1401
+// ops.yaml:1409
 PyObject* fmax(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3899,7 +3960,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& fmi
   return op;
 }
 
-// ops.yaml:1418
+// ops.yaml:1426
 PyObject* fmin(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3981,7 +4042,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Scalar&)>& bit
   return op;
 }
 
-// ops.yaml:1434, ops.yaml:1443
+// ops.yaml:1442, ops.yaml:1451
 PyObject* bitwise_and(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4051,7 +4112,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& bit
   return op;
 }
 
-// ops.yaml:1445
+// ops.yaml:1453
 PyObject* bitwise_or(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4133,7 +4194,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Scalar&)>& gt_
   return op;
 }
 
-// ops.yaml:1455, ops.yaml:1464
+// ops.yaml:1463, ops.yaml:1472
 PyObject* gt(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4203,7 +4264,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& ge_
   return op;
 }
 
-// ops.yaml:1466
+// ops.yaml:1474
 PyObject* ge(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4264,7 +4325,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& le_
   return op;
 }
 
-// ops.yaml:1475
+// ops.yaml:1483
 PyObject* le(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4325,7 +4386,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& log
   return op;
 }
 
-// ops.yaml:1484
+// ops.yaml:1492
 PyObject* logical_or(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4386,7 +4447,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& log
   return op;
 }
 
-// ops.yaml:1493
+// ops.yaml:1501
 PyObject* logical_xor(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4482,7 +4543,7 @@ const c10::TypedOperatorHandle<at::Tensor&(const at::Tensor&, const at::Scalar&,
   return op;
 }
 
-// ops.yaml:1506, ops.yaml:1528, ops.yaml:1529, ops.yaml:1530
+// ops.yaml:1514, ops.yaml:1536, ops.yaml:1537, ops.yaml:1538
 PyObject* where(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4536,7 +4597,7 @@ const c10::TypedOperatorHandle<at::Tensor&(const at::Tensor&, const at::Scalar&,
   return op;
 }
 
-// ops.yaml:1849
+// ops.yaml:1857
 PyObject* full_like(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4641,6 +4702,8 @@ PyMethodDef methods[] = {
     {"neg_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(neg_)), METH_VARARGS | METH_KEYWORDS, nullptr},
     {"abs", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(abs)), METH_VARARGS | METH_KEYWORDS, nullptr},
     {"abs_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(abs_)), METH_VARARGS | METH_KEYWORDS, nullptr},
+    {"digamma", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(digamma)), METH_VARARGS | METH_KEYWORDS, nullptr},
+    {"digamma_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(digamma_)), METH_VARARGS | METH_KEYWORDS, nullptr},
     {"polygamma", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(polygamma)), METH_VARARGS | METH_KEYWORDS, nullptr},
     {"polygamma_", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(polygamma_)), METH_VARARGS | METH_KEYWORDS, nullptr},
     {"div", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(div)), METH_VARARGS | METH_KEYWORDS, nullptr},

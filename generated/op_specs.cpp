@@ -1034,10 +1034,36 @@ extern const OpSpec abs_spec{
     },
     };
 
-// ops.yaml:916: the dtypes polygamma.metal registers (input -> output)
+// ops.yaml:907: the dtypes digamma.metal registers (input -> output)
+extern const OpSpec digamma_spec{
+    "mpsgen::digamma",
+    "ops.yaml:906",
+    {"self"},
+    /*int_to_float=*/true,
+    /*bool_output=*/false,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    /*zero_divisor=*/-1,
+    /*result_like=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Float},
+        {c10::ScalarType::Int, c10::ScalarType::Float},
+        {c10::ScalarType::Short, c10::ScalarType::Float},
+        {c10::ScalarType::Byte, c10::ScalarType::Float},
+        {c10::ScalarType::Char, c10::ScalarType::Float},
+        {c10::ScalarType::Bool, c10::ScalarType::Float},
+    },
+    };
+
+// ops.yaml:943: the dtypes polygamma.metal registers (input -> output)
 extern const OpSpec polygamma_spec{
     "mpsgen::polygamma",
-    "ops.yaml:913",
+    "ops.yaml:940",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1059,10 +1085,10 @@ extern const OpSpec polygamma_spec{
     },
     };
 
-// ops.yaml:982: the dtypes div.metal registers (input -> output)
+// ops.yaml:990: the dtypes div.metal registers (input -> output)
 extern const OpSpec div_spec{
     "mpsgen::div",
-    "ops.yaml:973",
+    "ops.yaml:981",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1087,10 +1113,10 @@ extern const OpSpec div_spec{
     },
     };
 
-// ops.yaml:980: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
+// ops.yaml:988: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
 extern const OpSpec div_div_trunc_spec{
     "mpsgen::div",
-    "ops.yaml:980",
+    "ops.yaml:988",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1114,10 +1140,10 @@ extern const OpSpec div_div_trunc_spec{
     /*choice=*/"rounding_mode='trunc'",
     };
 
-// ops.yaml:981: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
+// ops.yaml:989: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
 extern const OpSpec div_div_floor_spec{
     "mpsgen::div",
-    "ops.yaml:981",
+    "ops.yaml:989",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1141,10 +1167,10 @@ extern const OpSpec div_div_floor_spec{
     /*choice=*/"rounding_mode='floor'",
     };
 
-// ops.yaml:1086: the dtypes polar.metal registers (input -> output)
+// ops.yaml:1094: the dtypes polar.metal registers (input -> output)
 extern const OpSpec polar_spec{
     "mpsgen::polar",
-    "ops.yaml:1084",
+    "ops.yaml:1092",
     {"abs", "angle"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1160,10 +1186,10 @@ extern const OpSpec polar_spec{
     },
     };
 
-// ops.yaml:1103: the dtypes complex.metal registers (input -> output)
+// ops.yaml:1111: the dtypes complex.metal registers (input -> output)
 extern const OpSpec complex_spec{
     "mpsgen::complex",
-    "ops.yaml:1102",
+    "ops.yaml:1110",
     {"real", "imag"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1179,10 +1205,10 @@ extern const OpSpec complex_spec{
     },
     };
 
-// ops.yaml:1119: the dtypes angle.metal registers (input -> output)
+// ops.yaml:1127: the dtypes angle.metal registers (input -> output)
 extern const OpSpec angle_spec{
     "mpsgen::angle",
-    "ops.yaml:1118",
+    "ops.yaml:1126",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1207,10 +1233,10 @@ extern const OpSpec angle_spec{
     },
     };
 
-// ops.yaml:1143: the dtypes cos.metal registers (input -> output)
+// ops.yaml:1151: the dtypes cos.metal registers (input -> output)
 extern const OpSpec cos_spec{
     "mpsgen::cos",
-    "ops.yaml:1142",
+    "ops.yaml:1150",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1235,10 +1261,10 @@ extern const OpSpec cos_spec{
     },
     };
 
-// ops.yaml:1169: the dtypes tan.metal registers (input -> output)
+// ops.yaml:1177: the dtypes tan.metal registers (input -> output)
 extern const OpSpec tan_spec{
     "mpsgen::tan",
-    "ops.yaml:1168",
+    "ops.yaml:1176",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1263,10 +1289,10 @@ extern const OpSpec tan_spec{
     },
     };
 
-// ops.yaml:1188: the dtypes tanh.metal registers (input -> output)
+// ops.yaml:1196: the dtypes tanh.metal registers (input -> output)
 extern const OpSpec tanh_spec{
     "mpsgen::tanh",
-    "ops.yaml:1187",
+    "ops.yaml:1195",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1291,10 +1317,10 @@ extern const OpSpec tanh_spec{
     },
     };
 
-// ops.yaml:1206: the dtypes log.metal registers (input -> output)
+// ops.yaml:1214: the dtypes log.metal registers (input -> output)
 extern const OpSpec log_spec{
     "mpsgen::log",
-    "ops.yaml:1205",
+    "ops.yaml:1213",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1319,10 +1345,10 @@ extern const OpSpec log_spec{
     },
     };
 
-// ops.yaml:1224: the dtypes log1p.metal registers (input -> output)
+// ops.yaml:1232: the dtypes log1p.metal registers (input -> output)
 extern const OpSpec log1p_spec{
     "mpsgen::log1p",
-    "ops.yaml:1223",
+    "ops.yaml:1231",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1347,10 +1373,10 @@ extern const OpSpec log1p_spec{
     },
     };
 
-// ops.yaml:1248: the dtypes expm1.metal registers (input -> output)
+// ops.yaml:1256: the dtypes expm1.metal registers (input -> output)
 extern const OpSpec expm1_spec{
     "mpsgen::expm1",
-    "ops.yaml:1247",
+    "ops.yaml:1255",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1375,10 +1401,10 @@ extern const OpSpec expm1_spec{
     },
     };
 
-// ops.yaml:1277: the dtypes rsqrt.metal registers (input -> output)
+// ops.yaml:1285: the dtypes rsqrt.metal registers (input -> output)
 extern const OpSpec rsqrt_spec{
     "mpsgen::rsqrt",
-    "ops.yaml:1276",
+    "ops.yaml:1284",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1403,10 +1429,10 @@ extern const OpSpec rsqrt_spec{
     },
     };
 
-// ops.yaml:1295: the dtypes i0.metal registers (input -> output)
+// ops.yaml:1303: the dtypes i0.metal registers (input -> output)
 extern const OpSpec i0_spec{
     "mpsgen::i0",
-    "ops.yaml:1294",
+    "ops.yaml:1302",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1429,10 +1455,10 @@ extern const OpSpec i0_spec{
     },
     };
 
-// ops.yaml:1308: the dtypes reciprocal.metal registers (input -> output)
+// ops.yaml:1316: the dtypes reciprocal.metal registers (input -> output)
 extern const OpSpec reciprocal_spec{
     "mpsgen::reciprocal",
-    "ops.yaml:1307",
+    "ops.yaml:1315",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1457,10 +1483,10 @@ extern const OpSpec reciprocal_spec{
     },
     };
 
-// ops.yaml:1328: the dtypes floor.metal registers (input -> output)
+// ops.yaml:1336: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
     "mpsgen::floor",
-    "ops.yaml:1326",
+    "ops.yaml:1334",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1483,10 +1509,10 @@ extern const OpSpec floor_spec{
     },
     };
 
-// ops.yaml:1344: the dtypes ceil.metal registers (input -> output)
+// ops.yaml:1352: the dtypes ceil.metal registers (input -> output)
 extern const OpSpec ceil_spec{
     "mpsgen::ceil",
-    "ops.yaml:1342",
+    "ops.yaml:1350",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1509,10 +1535,10 @@ extern const OpSpec ceil_spec{
     },
     };
 
-// ops.yaml:1360: the dtypes trunc.metal registers (input -> output)
+// ops.yaml:1368: the dtypes trunc.metal registers (input -> output)
 extern const OpSpec trunc_spec{
     "mpsgen::trunc",
-    "ops.yaml:1358",
+    "ops.yaml:1366",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1535,10 +1561,10 @@ extern const OpSpec trunc_spec{
     },
     };
 
-// ops.yaml:1376: the dtypes sign.metal registers (input -> output)
+// ops.yaml:1384: the dtypes sign.metal registers (input -> output)
 extern const OpSpec sign_spec{
     "mpsgen::sign",
-    "ops.yaml:1374",
+    "ops.yaml:1382",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1561,10 +1587,10 @@ extern const OpSpec sign_spec{
     },
     };
 
-// ops.yaml:1389: the dtypes minimum.metal registers (input -> output)
+// ops.yaml:1397: the dtypes minimum.metal registers (input -> output)
 extern const OpSpec minimum_spec{
     "mpsgen::minimum",
-    "ops.yaml:1388",
+    "ops.yaml:1396",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1587,10 +1613,10 @@ extern const OpSpec minimum_spec{
     },
     };
 
-// ops.yaml:1402: the dtypes fmax.metal registers (input -> output)
+// ops.yaml:1410: the dtypes fmax.metal registers (input -> output)
 extern const OpSpec fmax_spec{
     "mpsgen::fmax",
-    "ops.yaml:1401",
+    "ops.yaml:1409",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1613,10 +1639,10 @@ extern const OpSpec fmax_spec{
     },
     };
 
-// ops.yaml:1419: the dtypes fmin.metal registers (input -> output)
+// ops.yaml:1427: the dtypes fmin.metal registers (input -> output)
 extern const OpSpec fmin_spec{
     "mpsgen::fmin",
-    "ops.yaml:1418",
+    "ops.yaml:1426",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1639,10 +1665,10 @@ extern const OpSpec fmin_spec{
     },
     };
 
-// ops.yaml:1435: the dtypes bitwise_and.metal registers (input -> output)
+// ops.yaml:1443: the dtypes bitwise_and.metal registers (input -> output)
 extern const OpSpec bitwise_and_spec{
     "mpsgen::bitwise_and",
-    "ops.yaml:1434",
+    "ops.yaml:1442",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1662,10 +1688,10 @@ extern const OpSpec bitwise_and_spec{
     },
     };
 
-// ops.yaml:1446: the dtypes bitwise_or.metal registers (input -> output)
+// ops.yaml:1454: the dtypes bitwise_or.metal registers (input -> output)
 extern const OpSpec bitwise_or_spec{
     "mpsgen::bitwise_or",
-    "ops.yaml:1445",
+    "ops.yaml:1453",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1685,10 +1711,10 @@ extern const OpSpec bitwise_or_spec{
     },
     };
 
-// ops.yaml:1456: the dtypes gt.metal registers (input -> output)
+// ops.yaml:1464: the dtypes gt.metal registers (input -> output)
 extern const OpSpec gt_spec{
     "mpsgen::gt",
-    "ops.yaml:1455",
+    "ops.yaml:1463",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1711,10 +1737,10 @@ extern const OpSpec gt_spec{
     },
     };
 
-// ops.yaml:1467: the dtypes ge.metal registers (input -> output)
+// ops.yaml:1475: the dtypes ge.metal registers (input -> output)
 extern const OpSpec ge_spec{
     "mpsgen::ge",
-    "ops.yaml:1466",
+    "ops.yaml:1474",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1737,10 +1763,10 @@ extern const OpSpec ge_spec{
     },
     };
 
-// ops.yaml:1476: the dtypes le.metal registers (input -> output)
+// ops.yaml:1484: the dtypes le.metal registers (input -> output)
 extern const OpSpec le_spec{
     "mpsgen::le",
-    "ops.yaml:1475",
+    "ops.yaml:1483",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1763,10 +1789,10 @@ extern const OpSpec le_spec{
     },
     };
 
-// ops.yaml:1485: the dtypes logical_or.metal registers (input -> output)
+// ops.yaml:1493: the dtypes logical_or.metal registers (input -> output)
 extern const OpSpec logical_or_spec{
     "mpsgen::logical_or",
-    "ops.yaml:1484",
+    "ops.yaml:1492",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1790,10 +1816,10 @@ extern const OpSpec logical_or_spec{
     },
     };
 
-// ops.yaml:1494: the dtypes logical_xor.metal registers (input -> output)
+// ops.yaml:1502: the dtypes logical_xor.metal registers (input -> output)
 extern const OpSpec logical_xor_spec{
     "mpsgen::logical_xor",
-    "ops.yaml:1493",
+    "ops.yaml:1501",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1817,10 +1843,10 @@ extern const OpSpec logical_xor_spec{
     },
     };
 
-// ops.yaml:1508: the dtypes where.metal registers (input -> output)
+// ops.yaml:1516: the dtypes where.metal registers (input -> output)
 extern const OpSpec where_spec{
     "mpsgen::where",
-    "ops.yaml:1506",
+    "ops.yaml:1514",
     {"condition", "self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1845,10 +1871,10 @@ extern const OpSpec where_spec{
     },
     };
 
-// ops.yaml:1545: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1553: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1542",
+    "ops.yaml:1550",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1871,10 +1897,10 @@ extern const OpSpec heaviside_spec{
     },
     };
 
-// ops.yaml:1559: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1567: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1557",
+    "ops.yaml:1565",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1897,10 +1923,10 @@ extern const OpSpec special_ndtri_spec{
     },
     };
 
-// ops.yaml:1627: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1635: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1625",
+    "ops.yaml:1633",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1923,10 +1949,10 @@ extern const OpSpec special_log_ndtr_spec{
     },
     };
 
-// ops.yaml:1655: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1663: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1653",
+    "ops.yaml:1661",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1949,10 +1975,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     },
     };
 
-// ops.yaml:1700: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1708: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1698",
+    "ops.yaml:1706",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1975,10 +2001,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     },
     };
 
-// ops.yaml:1748: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1756: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1746",
+    "ops.yaml:1754",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -2001,10 +2027,10 @@ extern const OpSpec special_airy_ai_spec{
     },
     };
 
-// ops.yaml:1851: the dtypes full_like.metal registers (input -> output)
+// ops.yaml:1859: the dtypes full_like.metal registers (input -> output)
 extern const OpSpec full_like_spec{
     "mpsgen::full_like",
-    "ops.yaml:1849",
+    "ops.yaml:1857",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,

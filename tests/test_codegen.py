@@ -942,8 +942,8 @@ def test_str_choice_with_its_own_dtypes(tmp_path):
 @pytest.mark.parametrize("choice,key,says", [
     ("trunc: {kernel: q_trunc, dtypes: [flaot]}", "dtypes", "unknown dtype group 'flaot'"),
     ("trunc: {kernel: q_trunc, dtypes: []}", "dtypes", "expected a list of groups"),
-    ("trunc: {kernel: q_trunc, dtype: [float]}", "args", "choice 'trunc' is a kernel name or {kernel: "),
-    ("trunc: {dtypes: [float]}", "args", "choice 'trunc' is a kernel name or {kernel: "),
+    ("trunc: {kernel: q_trunc, dtype: [float]}", "args", "choice 'trunc' is a kernel name, {kernel: <name>, params: [<the arguments it reads>]}, {kernel: <name>, dtypes: [...]}, or {op: "),
+    ("trunc: {dtypes: [float]}", "args", "choice 'trunc' is a kernel name, {kernel: <name>, params: [<the arguments it reads>]}, {kernel: <name>, dtypes: [...]}, or {op: "),
     ("trunc: {kernel: 3, dtypes: [float]}", "args", "choice 'trunc' must name a kernel"),
     ("trunc: {kernel: q_trunc, dtypes: [float2bool]}", "args", "its dtypes give only bool results"),
     ("trunc: {kernel: q_floor, dtypes: [float]}", "args", "choice 'floor' selects 'q_floor', whose dtypes choice "

@@ -18,6 +18,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import subprocess
 import sys
 import sysconfig
@@ -248,16 +249,17 @@ def test_a_build_after_an_edit_or_none_runs_without_torch(installed, tmp_path):
 
 
 SCALED = """
-  # a Scalar whose value picks the kernel, on complex dtypes too (issue 50)
+  # a Scalar whose value picks the kernel, on complex dtypes too; the kernel for 1 reads no
+  # alpha, as torch's plain add beside add_alpha (issue 50)
   - func: scaled(Tensor self, Scalar alpha=1) -> Tensor
     args:
-      alpha: {choices: {1: scaled_one, else: scaled}}
+      alpha: {choices: {1: {kernel: scaled_one, params: []}, else: scaled}}
     dtypes: [float, complex]
     reference: torch.mul
     functor: |
       struct scaled_one_functor {
-        template <typename T, typename A>
-        inline T operator()(const T x, const A) {
+        template <typename T>
+        inline T operator()(const T x) {
           return x;
         }
       };
@@ -274,7 +276,9 @@ def test_a_scalar_that_picks_the_kernel_takes_a_complex_value_as_torch_does(inst
     """`alpha: {choices: {1: ..., else: ...}}` on complex dtypes: a complex alpha is compared as a
     complex value (1+0j is 1, 1.5-0.5j is no number's equal), where the host converted it to double
     and raised "value cannot be converted to type double without overflow". torch's multiplication
-    by the same Scalar is the oracle; the launch log says which kernel ran."""
+    by the same Scalar is the oracle; the launch log says which kernel ran: for 1, the one that
+    reads no params (`params: []`), registered without the alpha (REGISTER_UNARY_OP's host_name
+    `scaled_one_dense_float2_float2`, not REGISTER_UNARY_ALPHA_OP's `..._float2_float2_float2`)."""
     project = tmp_path / "softops"
     shutil.copytree(installed["work"] / "softops", project,
                     ignore=shutil.ignore_patterns("build", "*.egg-info", "*.so"))
@@ -288,13 +292,17 @@ def test_a_scalar_that_picks_the_kernel_takes_a_complex_value_as_torch_does(inst
         for alpha in (1.5 - 0.5j, 1, 1 + 0j, 2, 0.5j):
             softops._C.cpu_take_launches()
             torch.testing.assert_close(softops.scaled(x, alpha), x * alpha)
-            kernels = {k.split("_dense")[0].split("_strided")[0] for k in softops._C.cpu_take_launches()}
+            kernels = set(softops._C.cpu_take_launches())
             with FakeTensorMode(allow_non_fake_inputs=True):
                 assert softops.scaled(x, alpha).dtype == torch.complex64
             print(alpha, *sorted(kernels))
     """)
     lines = _run([installed["python"], "-c", script], project, installed["env"]).stdout.splitlines()
-    assert lines == ["(1.5-0.5j) scaled", "1 scaled_one", "(1+0j) scaled_one", "2 scaled", "0.5j scaled"]
+    # host_name: kernel, variant (dense or dense_scalar, as exec_unary_kernel picks), output and input
+    # types, then the alpha's for a kernel that reads one
+    alpha, plain = r"scaled_dense(_scalar)?_float2_float2_float2", r"scaled_one_dense(_scalar)?_float2_float2"
+    expected = [rf"\(1\.5-0\.5j\) {alpha}", f"1 {plain}", rf"\(1\+0j\) {plain}", f"2 {alpha}", rf"0\.5j {alpha}"]
+    assert len(lines) == len(expected) and all(re.fullmatch(e, line) for e, line in zip(expected, lines)), lines
 
 
 def test_a_fresh_venv_without_the_build_requirements_is_told_what_to_install(tmp_path):

@@ -34,11 +34,11 @@ FAMILIES = {"unary": UNARY, "unary_alpha": UNARY_ALPHA, "binary": BINARY, "binar
 KERNELS = {k for op in REGISTRY.ops for k in op.kernels}
 
 
-def alpha_type(op, r) -> str:
+def alpha_type(op, kernel, r) -> str:
     """The Scalar's Metal type: the computation dtype (the output's, or the input's for bool
     results), or the params struct typedef for it, `<op>_params_<T>`."""
     compute = r.input if r.output == "bool" else r.output
-    return compute if op.transport == "alpha" else f"{op.name}_params_{compute}"
+    return compute if op.kernel_transport(kernel) == "alpha" else f"{op.name}_params_{compute}"
 
 
 def _kernel_of(host_name: str) -> str | None:
@@ -50,12 +50,14 @@ def _kernel_of(host_name: str) -> str | None:
 @pytest.mark.parametrize("op", REGISTRY.ops, ids=lambda op: op.name)
 def test_cpu_registry_holds_exactly_the_macro_instantiations(op):
     expected = set()
-    for k in op.kernels:  # each kernel in its own family (a `given:` op's differ), with its dtypes
-        family = op.kernel_family(k) + ("_alpha" if op.transport != "none" else "")
+    # each kernel in its own family (a `given:` op's differ), with its dtypes; a choice's kernel
+    # reading no params (`params: []`) without them; another entry's kernel (`{op: ...}`) in its own
+    for k in op.own_kernels:
+        family = op.kernel_family(k) + ("_alpha" if op.kernel_transport(k) != "none" else "")
         variants = COMPARISON if family == "binary" and op.bool_output else FAMILIES[family]
-        expected |= {f"{k}_" + v.format(o=r.output, i=r.input, a=alpha_type(op, r))
+        expected |= {f"{k}_" + v.format(o=r.output, i=r.input, a=alpha_type(op, k, r))
                      for r in op.table(k).registrations for v in variants}
-    actual = {n for n in ext.cpu_kernel_names() if _kernel_of(n) in op.kernels}
+    actual = {n for n in ext.cpu_kernel_names() if _kernel_of(n) in op.own_kernels}
     assert actual == expected
 
 

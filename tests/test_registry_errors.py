@@ -413,6 +413,64 @@ def test_value_choices_name_kernels_whose_functors_must_exist(tmp_path):
     assert "struct foo_zero_functor" in message and "struct foo_functor" in message
 
 
+# A choice's kernel gets the params it reads (`params:`), or runs another entry's (`op:`) (issue 50)
+TWO_FUNCTORS = ("    functor: |\n"
+                "      struct foo_one_functor { template <typename T> T operator()(const T x) { return x; } };\n"
+                "      struct foo_functor { template <typename T> T operator()(const T x, const T a) { return a * x; } };\n")
+
+
+def _choice_op(choices: str, func: str = "foo(Tensor self, Scalar alpha=1) -> Tensor", dtypes: str = "[float]") -> str:
+    return (f"  - func: {func}\n    dtypes: {dtypes}\n    reference: torch.mul\n"
+            f"    args:\n      alpha: {{choices: {choices}}}\n" + TWO_FUNCTORS)
+
+
+def test_a_choice_reading_no_params_is_registered_without_them(tmp_path):
+    path = tmp_path / "ops.yaml"
+    path.write_text(registry(_choice_op("{1: {kernel: foo_one, params: []}, else: foo}")))
+    (foo,) = loader.load(path).ops
+    assert foo.transport == "alpha" and foo.kernel_transport("foo") == "alpha"
+    assert foo.kernel_transport("foo_one") == "none" and foo.kernel_params("foo_one") == ()
+    assert [(ks, t) for ks, t, _ in foo.call_groups] == [(("foo_one",), "none"), (("foo",), "alpha")]
+
+
+@pytest.mark.parametrize("choices,func,says", [
+    ("{1: {kernel: foo_one, params: [beta]}, else: foo}", None,
+     "kernel 'foo_one': params ['beta'] are not arguments the kernels read; expected some of ['alpha']"),
+    ("{1: {kernel: foo_one, params: alpha}, else: foo}", None, "'params' lists the non-Tensor arguments"),
+    ("{1: {kernel: foo_one, param: []}, else: foo}", None, "is a kernel name, {kernel: <name>, params:"),
+    ("{1: {kernel: foo_one, dtypes: [float]}, else: foo}", None, "is a kernel name, {kernel: <name>, params:"),
+    ("{1: {kernel: foo_one, params: [n]}, else: foo}", "foo(Tensor self, Scalar alpha=1, int n=0) -> Tensor",
+     "kernel 'foo_one' reads ['n']: a kernel reads none of the params, one Scalar (its alpha), or all of them"),
+])
+def test_a_choices_params_are_params_of_the_op_it_can_take(tmp_path, choices, func, says):
+    text = registry(_choice_op(choices, **({"func": func} if func else {})))
+    errors = errors_of(tmp_path, text)
+    assert any(e.startswith("ops.yaml:") and "key 'args'" in e and says in e for e in errors), errors
+
+
+def test_a_choice_runs_another_entrys_kernel_registered_once(tmp_path):
+    path = tmp_path / "ops.yaml"
+    path.write_text(registry(op(name="bar", dtypes="[float, int2float]"),
+                             _choice_op("{1: {op: bar}, else: foo}", dtypes="[float, {in: int, out: float}]")
+                             .replace("foo_one_functor", "unused_functor")))
+    bar, foo = loader.load(path).ops
+    assert foo.kernels == ["bar", "foo"] and foo.own_kernels == ["foo"] and foo.shared_kernels == {"bar": "bar"}
+    assert foo.library("bar") == "bar" and foo.kernel_transport("bar") == "none"
+
+
+@pytest.mark.parametrize("bar,says", [
+    (None, "{op: bar}: 'bar' names no op of this file"),
+    (op(name="bar", dtypes="[float]"), "'bar' does not register int -> float,"),
+    (op(name="bar", func="bar(Tensor self, float k) -> Tensor"), "'bar' reads params (k); a shared kernel reads none"),
+    (op(name="bar", func="bar(Tensor self, Tensor other) -> Tensor"), "'bar' is binary, this op unary"),
+])
+def test_another_entrys_kernel_must_serve_the_choice(tmp_path, bar, says):
+    text = registry(*([bar] if bar else []), _choice_op("{1: {op: bar}, else: foo}", dtypes="[float, {in: int, out: float}]")
+                    .replace("foo_one_functor", "unused_functor"))
+    message = single(errors_of(tmp_path, text), lineno(text, "alpha: {choices"), "args", "foo")
+    assert says in message and "expected an entry with one kernel and no params" in message, message
+
+
 # ---- ScalarType arguments and aten's *_like options (issue 33) ---------------------------
 
 

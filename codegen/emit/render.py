@@ -65,20 +65,21 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def params_type(op: Op, r: Registration) -> str:
-    """The Metal type the kernels' Scalar argument has: the alpha's type, or the
+def params_type(op: Op, kernel: str, r: Registration) -> str:
+    """The Metal type the kernel's Scalar argument has: the alpha's type, or the
     params struct typedef for the registration's computation dtype."""
-    return r.compute if op.transport == "alpha" else f"{op.name}_params_{r.compute}"
+    return r.compute if op.kernel_transport(kernel) == "alpha" else f"{op.name}_params_{r.compute}"
 
 
 def registrations(op: Op, kernel: str, r: Registration) -> list[str]:
     """The REGISTER_* invocations for one registration of one kernel: torch's
-    c10/metal/indexing.h macros, or support/metal/mpsgen/ternary_alpha.h's."""
+    c10/metal/indexing.h macros, or support/metal/mpsgen/ternary_alpha.h's. A kernel that
+    reads no params (a choice's `params: []`) is registered as one without."""
     n, i, o = kernel, r.input, r.output
     opmath = "OPMATH_" if r.opmath else ""
     family = op.kernel_family(kernel)
-    if op.transport != "none":
-        a = params_type(op, r)
+    if op.kernel_transport(kernel) != "none":
+        a = params_type(op, kernel, r)
         return [f"REGISTER_{opmath}{family.upper()}_ALPHA_OP({n}, {i}, {a}, {o})"]
     if family == "unary":
         return [f"REGISTER_UNARY_OP({n}, {i}, {o})"]

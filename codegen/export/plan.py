@@ -127,6 +127,9 @@ def _refusal(op: Op) -> str | None:
     if op.given or (op.selector and op.selector.by_value):
         what = f"the value of `{op.selector.arg}`" if op.selector else "`Tensor?` combinations"
         return f"its kernels are chosen by {what}; export-pytorch does not write those yet"
+    if op.shared_kernels:
+        return (f"a choice runs another entry's kernel ({', '.join(op.shared_kernels.values())}); export-pytorch "
+                "does not write those yet")
     if op.family == "ternary" and op.transport != "none":
         return ("torch's exec_ternary_kernel takes no Scalar arguments: its kernels need mpsgen's "
                 "support/metal/mpsgen/ternary_alpha.h, which torch lacks")
@@ -192,11 +195,12 @@ def plan(op: Op, target: Target, t: trees.Tree, stub_name: str | None = None) ->
                               f"ATen/native headers declare under its name; name the one it calls with --stub "
                               f"{op.qualified_name}=STUB" + (f" (declared: {', '.join(near)})" if near else ""))
         chosen = [(op.name, stub)]
-    for _, stub in chosen:
-        if stub.iterator not in ("TensorIterator", "TensorIteratorBase") or len(stub.params) != 1 + len(op.params) \
-                or any(t not in _STUB_TYPES[p.kind] for t, p in zip(stub.params[1:], op.params)):
+    for kernel, stub in chosen:  # a choice's kernel may read fewer params than the op has (`params:`)
+        reads = op.kernel_params(kernel)
+        if stub.iterator not in ("TensorIterator", "TensorIteratorBase") or len(stub.params) != 1 + len(reads) \
+                or any(t not in _STUB_TYPES[p.kind] for t, p in zip(stub.params[1:], reads)):
             raise ExportError(f"{where}: `{stub.name}` ({stub.header}) takes ({', '.join(stub.params)}); the entry's "
-                              f"kernels read the iterator{''.join(f', {p.kind} {p.name}' for p in op.params)}")
+                              f"kernel `{kernel}` reads the iterator{''.join(f', {p.kind} {p.name}' for p in reads)}")
     lines = target.text.splitlines()
     dispatch_line = _shared_line(lines, out.loc.line, cpu.kernel)
     return Plan(op, str(out.func.name), out.loc.line, dispatch_line, lines[dispatch_line - 1], cpu.kernel,

@@ -35,12 +35,12 @@ def _environment() -> jinja2.Environment:
                               lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
 
 
-def _exec_arguments(op: Op) -> str:
-    """What exec_*_kernel takes after the iterator and the name: the alpha the kernels read; for a
+def _exec_arguments(op: Op, kernel: str) -> str:
+    """What exec_*_kernel takes after the iterator and the name: the alpha the kernel reads; for a
     comparison, the bool its kernels produce (`natural_output_dtype`, so an out= of another dtype
     is cast from it)."""
-    if op.transport == "alpha":
-        return f", {op.params[0].name}"
+    if op.kernel_transport(kernel) == "alpha":
+        return f", {op.kernel_alpha_arg(kernel)}"
     if op.bool_output and op.family == "binary":
         return ", std::nullopt, std::nullopt, kBool"
     return ""
@@ -86,8 +86,10 @@ def files(plan: Plan) -> dict[str, str]:
         lines = [line.replace(f"{op.name}_params_", f"{p.struct}_") for line in lines]
     out = {
         kernel_path(op): env.get_template("kernel.metal.j2").render(op=op, lines=lines, params=p, file=file_stem(op)),
-        operation_path(op): env.get_template("operation.mm.j2").render(op=op, plan=plan, file=file_stem(op),
-                                                                          extra=_exec_arguments(op), params=p),
+        operation_path(op): env.get_template("operation.mm.j2").render(
+            op=op, plan=plan, file=file_stem(op), params=p,
+            extra={k: _exec_arguments(op, k) for k, _ in plan.stubs},
+            struct={k: op.kernel_transport(k) == "params" for k, _ in plan.stubs}),
     }
     if p is not None:
         out[params_path(op)] = env.get_template("params.h.j2").render(op=op, struct=p.struct, fields=p.fields,

@@ -7,7 +7,7 @@ import re
 
 from . import yaml_source
 from .checks import CheckError, message_to_cpp, to_cpp
-from .model import CHECK_ERRORS, DEFAULT_PARAM_TYPE, PARAM_TYPES, Check, Param, Selector
+from .model import CHECK_ERRORS, DEFAULT_PARAM_TYPE, PARAM_TYPES, Check, Param, Selector, transport_of
 from .schema import IDENT, OPTION_TYPES
 
 
@@ -53,7 +53,7 @@ def check_args(spec, op_args, family, label, line, errors) -> tuple[tuple[Param,
                        "(which torch may treat as wrapped numbers)")
         else:
             params.append(Param(a.name, a.kind, a.optional, metal, promotes))
-    return tuple(params), selector, own_dtypes
+    return tuple(params), check_reads(selector, params, label, line, errors), own_dtypes
 
 
 # what a `str` choice or a `given:` combination maps to
@@ -217,9 +217,6 @@ def check_checks(spec, op_args, label, line, errors) -> tuple[Check, ...]:
     return tuple(found)
 
 
-_CHOICE_WITH_DTYPES = "{kernel: div_trunc, dtypes: [float, integer]}"
-
-
 def _check_choices(arg, item, label, line, errors) -> tuple[Selector | None, dict]:
     """The kernel each value of a `str` argument selects; and the kernels that a choice gives
     dtypes of their own ({kernel: (value, how errors show it, dtypes as written, line)}, checked by
@@ -230,30 +227,27 @@ def _check_choices(arg, item, label, line, errors) -> tuple[Selector | None, dic
         errors.add(line, label, "args", f"str argument {arg.name!r} needs the kernel each value selects, "
                    f"e.g. {arg.name}: {example}")
         return None, {}
-    choices, own_dtypes = [], {}
+    choices, own_dtypes, reads, others = [], {}, [], []
     value_lines = getattr(item["choices"], "key_lines", {})
     for value, kernel in item["choices"].items():
         value_line = value_lines.get(value, line)
         value = "None" if value is None else value
-        dtypes = None
-        if isinstance(kernel, dict):  # {kernel: <name>, dtypes: [...]}: the choice's own dtypes
-            if set(kernel) != {"kernel", "dtypes"}:
-                errors.add(value_line, label, "args", f"{arg.name!r}: choice {value!r} is a kernel name or "
-                           f"{_CHOICE_WITH_DTYPES}, got keys {sorted(map(str, kernel))}")
-                continue
-            dtypes, kernel = (kernel["dtypes"], getattr(kernel, "key_lines", {}).get("dtypes", value_line)), \
-                kernel["kernel"]
         if not isinstance(value, str) or not IDENT.fullmatch(value):
             errors.add(value_line, label, "args", f"{arg.name!r}: choice {value!r} is not an identifier")
-        elif value == "None" and not arg.optional:
+            continue
+        if value == "None" and not arg.optional:
             errors.add(value_line, label, "args", f"{arg.name!r}: a None choice needs an optional 'str?' argument")
-        elif not isinstance(kernel, str) or not IDENT.fullmatch(kernel):
-            errors.add(value_line, label, "args", f"{arg.name!r}: choice {value!r} {NAME_A_KERNEL}, got {kernel!r}")
-        else:
-            choices.append((value, kernel))
-            if dtypes is not None:
-                shown = f"{arg.name}=None" if value == "None" else f"{arg.name}='{value}'"
-                own_dtypes.setdefault(kernel, (value, shown, *dtypes))  # a second one is an error below
+            continue
+        parsed = _choice(arg, value, kernel, True, label, value_line, errors)
+        if parsed is None:
+            continue
+        kernel, dtypes, read, owner = parsed
+        choices.append((value, kernel))
+        reads += [(kernel, read)] if read is not None else []
+        others += [(kernel, owner, value_line)] if owner else []
+        if dtypes is not None:
+            shown = f"{arg.name}=None" if value == "None" else f"{arg.name}='{value}'"
+            own_dtypes.setdefault(kernel, (value, shown, *dtypes))  # a second one is an error below
     shared = [(v, k) for v, k in choices if k in own_dtypes and own_dtypes[k][0] != v]
     for value, kernel in shared:
         errors.add(value_lines.get(value, line), label, "args",
@@ -264,7 +258,75 @@ def _check_choices(arg, item, label, line, errors) -> tuple[Selector | None, dic
     if arg.has_default and arg.default != "None" and arg.default.strip("'") not in dict(choices):
         errors.add(line, label, "args", f"{arg.name!r}: its default {arg.default} is not one of the choices "
                    f"{sorted(dict(choices))}")
-    return Selector(arg.name, tuple(choices)), own_dtypes
+    return Selector(arg.name, tuple(choices), reads=_one_read_each(reads, arg, label, line, errors),
+                    shared=tuple(others)), own_dtypes
+
+
+_CHOICE_FORMS = ("a kernel name, {{kernel: <name>, params: [<the arguments it reads>]}}"
+                 "{dtypes}, or {{op: <another entry>}} (that entry's kernel)")
+
+
+def _choice(arg, value, item, str_choice, label, line, errors):
+    """One choice: (kernel, (its own dtypes, line) or None, the params it reads or None for all,
+    the entry whose kernel it runs or ""), or None after an error."""
+    forms = _CHOICE_FORMS.format(dtypes=", {kernel: <name>, dtypes: [...]}" if str_choice else "")
+    shown = f"{arg.name!r}: choice {yaml_source.short(value) if not isinstance(value, str) else repr(value)}"
+    if isinstance(item, str):
+        if not IDENT.fullmatch(item):
+            errors.add(line, label, "args", f"{shown} {NAME_A_KERNEL}, got {item!r}")
+            return None
+        return item, None, None, ""
+    keys = set(item) if isinstance(item, dict) else None
+    allowed = {"kernel", "params"} | ({"dtypes"} if str_choice else set())
+    if keys == {"op"}:
+        if not isinstance(item["op"], str) or not item["op"].strip():
+            errors.add(line, label, "args", f"{shown}: 'op' names another entry of ops.yaml (its func name, "
+                       f"such as digamma), got {yaml_source.short(item['op'])}")
+            return None
+        return item["op"].strip(), None, (), item["op"].strip()
+    if keys is None or "kernel" not in keys or not keys <= allowed:
+        errors.add(line, label, "args", f"{shown} is {forms}, got {yaml_source.short(item)}")
+        return None
+    kernel = item["kernel"]
+    if not isinstance(kernel, str) or not IDENT.fullmatch(kernel):
+        errors.add(line, label, "args", f"{shown} {NAME_A_KERNEL}, got {kernel!r}")
+        return None
+    read = item.get("params")
+    if "params" in item and not (isinstance(read, list) and all(isinstance(n, str) for n in read)):
+        errors.add(line, label, "args", f"{shown}: 'params' lists the non-Tensor arguments kernel {kernel!r} "
+                   f"reads ([] for none), got {yaml_source.short(read)}")
+        return None
+    dtypes = (item["dtypes"], getattr(item, "key_lines", {}).get("dtypes", line)) if "dtypes" in item else None
+    return kernel, dtypes, (tuple(read) if read is not None else None), ""
+
+
+def _one_read_each(reads, arg, label, line, errors) -> tuple:
+    """A kernel chosen by several values reads the same params for each."""
+    found = {}
+    for kernel, read in reads:
+        if found.setdefault(kernel, read) != read:
+            errors.add(line, label, "args", f"{arg.name!r}: kernel {kernel!r} is chosen twice with different "
+                       f"'params' ({list(found[kernel])} and {list(read)}); a kernel reads one set")
+    return tuple(found.items())
+
+
+def check_reads(selector, params, label, line, errors) -> Selector | None:
+    """Each choice's `params:` names params of the op (its non-Tensor arguments the kernels read),
+    and forms what a kernel can take: none, one Scalar as the alpha, or all of the op's params
+    (its struct)."""
+    if selector is None or not selector.reads:
+        return selector
+    names = [p.name for p in params]
+    for kernel, read in selector.reads:
+        unknown = [n for n in read if n not in names]
+        subset = tuple(p for p in params if p.name in read)
+        if unknown:
+            errors.add(line, label, "args", f"kernel {kernel!r}: params {unknown} are not arguments the kernels "
+                       f"read; expected some of {names}")
+        elif transport_of(subset) == "params" and len(subset) != len(params):
+            errors.add(line, label, "args", f"kernel {kernel!r} reads {list(read)}: a kernel reads none of the "
+                       f"params, one Scalar (its alpha), or all of them ({names}, the op's params struct)")
+    return selector
 
 
 _CONDITION = re.compile(r"(==|!=|<=|>=|<|>)\s*(-?[0-9]+(?:\.[0-9]+)?)")
@@ -279,16 +341,20 @@ def _check_value_choices(arg, choices, label, line, errors) -> Selector | None:
         errors.add(line, label, "args", f"{arg.name!r}: choices by value are for an int or Scalar argument "
                    f"(not optional), as a mapping from values or conditions to kernels, e.g. {example}")
         return None
-    found, conditions = [], []
-    for key, kernel in choices.items():
+    found, conditions, reads, shared = [], [], [], []
+    key_lines = getattr(choices, "key_lines", {})
+    for key, item in choices.items():
         if isinstance(key, bool) or not (isinstance(key, (int, float)) or key == "else"
                                          or isinstance(key, str) and _CONDITION.fullmatch(key.strip())):
             errors.add(line, label, "args", f"{arg.name!r}: choice {yaml_source.short(key)} is not a value, a "
                        "condition such as '>= 2' (==, !=, <, <=, >, >= and a number) or else")
             continue
-        if not isinstance(kernel, str) or not IDENT.fullmatch(kernel):
-            errors.add(line, label, "args", f"{arg.name!r}: choice {key!r} {NAME_A_KERNEL}, got {kernel!r}")
+        parsed = _choice(arg, key, item, False, label, key_lines.get(key, line), errors)
+        if parsed is None:
             continue
+        kernel, _, read, owner = parsed
+        reads += [(kernel, read)] if read is not None else []
+        shared += [(kernel, owner, key_lines.get(key, line))] if owner else []
         if key == "else":
             test, bound = "else", 0.0
         elif isinstance(key, str):
@@ -301,4 +367,5 @@ def _check_value_choices(arg, choices, label, line, errors) -> Selector | None:
     if any(t == "else" for t, _ in conditions[:-1]):
         errors.add(line, label, "args", f"{arg.name!r}: 'else' must be the last choice, for the values no "
                    "condition before it takes")
-    return Selector(arg.name, tuple(found), tuple(conditions)) if found else None
+    return Selector(arg.name, tuple(found), tuple(conditions), reads=_one_read_each(reads, arg, label, line, errors),
+                    shared=tuple(shared)) if found else None

@@ -136,9 +136,10 @@ def load(path: str | Path, data: bytes | None = None) -> Registry:
         else:
             overloads.append(loaded)
 
+    ops = [_resolve_shared(op, ops, errors) for op in ops]
     kernel_lines: dict[str, int] = {}
     for op in ops:
-        for k in dict.fromkeys([op.name, *op.kernels]):
+        for k in dict.fromkeys([op.name, *op.own_kernels]):
             if k in kernel_lines:
                 errors.add(op.loc.line, op.qualified_name, "kernel" if k == op.name else "args",
                            f"kernel name '{k}' is already used by the op at {display}:{kernel_lines[k]} "
@@ -201,9 +202,11 @@ def _load_entry(entry, errors: Errors) -> Op | Overload | None:
         if family is not None and not is_overload else ()
     given_ok = len(errors.messages) == n_given_errors  # else the functors' names cannot be known
     kernels = selector.kernels if selector else list(dict.fromkeys(k for _, k in given)) if given else [kernel]
-    # no kernels: every `str` choice was refused above, so the functors' names are unknown
-    functor = check_functor(entry.get("functor"), kernels, label, line_of("functor"), errors) \
-        if "functor" in entry and kernel and given_ok and kernels else None
+    # no kernels: every `str` choice was refused above, so the functors' names are unknown; a
+    # choice running another entry's kernel (`{op: digamma}`) finds its functor there
+    own = [k for k in kernels if not selector or k not in {s for s, _, _ in selector.shared}]
+    functor = check_functor(entry.get("functor"), own, label, line_of("functor"), errors) \
+        if "functor" in entry and kernel and given_ok and own else None
     opmath_ok = family in OPMATH_FAMILIES and (family == "ternary" or not params)
     registrations = check_dtypes(entry.get("dtypes"), family, opmath_ok, label, line_of("dtypes"), errors) \
         if "dtypes" in entry else ()
@@ -274,6 +277,44 @@ def _load_entry(entry, errors: Errors) -> Op | Overload | None:
         errors.add(line_of("derivatives"), label, "derivatives", _NOT_DIFFERENTIABLE.format(op="this op's"))
         return None
     return op
+
+
+def _resolve_shared(op: Op, ops: list[Op], errors: Errors) -> Op:
+    """A choice running another entry's kernel (`0: {op: digamma}`): that entry's one kernel, which
+    reads no params, of the op's family, registered for every dtype the choice may run it with.
+    The choice's kernel name becomes the entry's kernel's."""
+    if not op.shared_kernels:
+        return op
+    by_name = {o.qualified_name: o for o in ops}
+    resolved = {}
+    for name, owner_name, line in op.selector.shared:
+        owner = by_name.get(owner_name)
+        why = ("names no op of this file" if owner is None or owner is op else
+               "selects among several kernels" if owner.selector or owner.given else
+               f"reads params ({', '.join(p.name for p in owner.params)}); a shared kernel reads none"
+               if owner.params else
+               f"is {owner.family}, this op {op.family}" if owner.family != op.family else "")
+        if not why:
+            theirs = {(r.input, r.output, r.opmath) for r in owner.tables[0].registrations}
+            missing = [r for r in op.table(name).registrations if (r.input, r.output, r.opmath) not in theirs]
+            if missing:
+                why = ("does not register " + ", ".join(f"{r.input} -> {r.output}" for r in missing) +
+                       f", which this op's dtypes run through it (line {op.table(name).line})")
+        if why:
+            errors.add(line, op.qualified_name, "args",
+                       f"choice {{op: {owner_name}}}: {owner_name!r} {why}; expected an entry with one kernel "
+                       "and no params that registers the dtypes this choice runs it for")
+            continue
+        resolved[name] = owner.name
+    if not resolved:
+        return op
+    rename = lambda k: resolved.get(k, k)  # noqa: E731
+    sel = op.selector
+    selector = dataclasses.replace(
+        sel, choices=tuple((v, rename(k)) for v, k in sel.choices),
+        shared=tuple((resolved[k], owner, line) for k, owner, line in sel.shared if k in resolved))
+    tables = tuple(dataclasses.replace(t, kernels=tuple(rename(k) for k in t.kernels)) for t in op.tables)
+    return dataclasses.replace(op, selector=selector, tables=tables)
 
 
 @dataclasses.dataclass

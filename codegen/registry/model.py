@@ -6,6 +6,8 @@ from functools import cached_property
 
 from torchgen.model import FunctionSchema
 
+from .argmodel import (CHECK_ERRORS, DEFAULT_PARAM_TYPE, PARAM_TYPES, Arg, Check, Param, Selector,  # noqa: F401
+                       schema_args, transport_of)
 from .aten_schemas import variant_names
 from .dtypes import DTYPES, Dtype
 
@@ -110,95 +112,6 @@ class Derivative:
 
 
 _FAMILIES = {1: "unary", 2: "binary", 3: "ternary"}
-
-# Metal types a non-Tensor argument may take in the kernel (`args:` in ops.yaml):
-# T is the dtype the kernel computes in, opmath its opmath_t (float for half/bfloat).
-PARAM_TYPES = ("T", "opmath", "float", "long", "int", "bool")
-# the schema's non-Tensor kinds, and the Metal type each gets unless `args:` says otherwise
-DEFAULT_PARAM_TYPE = {"Scalar": "T", "float": "float", "int": "long", "bool": "bool"}
-
-
-@dataclass(frozen=True)
-class Arg:
-    name: str
-    kind: str  # "Tensor" | "Scalar" | "int" | "float" | "bool" | "str" (the schema type without `?`)
-    decl: str  # as written in the schema, e.g. "Scalar alpha=1"
-    kwarg_only: bool
-    has_default: bool = False
-    optional: bool = False  # `Scalar?`, `float?`, `str?`: None is a value
-
-    @property
-    def default(self) -> str | None:
-        """The default as the schema writes it (`1`, `0.5`, `None`, `'none'`), or None."""
-        return self.decl.split("=", 1)[1] if self.has_default else None
-
-
-def schema_args(schema: FunctionSchema) -> list[Arg]:
-    a = schema.arguments
-
-    def arg(x, kwarg_only):
-        kind = str(x.type).rstrip("?")
-        return Arg(x.name, kind, str(x), kwarg_only, x.default is not None, str(x.type).endswith("?"))
-
-    return [arg(x, False) for x in a.flat_positional] + [arg(x, True) for x in a.flat_kwarg_only]
-
-
-@dataclass(frozen=True)
-class Param:
-    """A non-Tensor argument the kernels read: the alpha of REGISTER_*_ALPHA_OP,
-    or a field of the op's params struct (exec_*_kernel_with_params)."""
-
-    name: str
-    kind: str  # "Scalar" | "int" | "float" | "bool"
-    optional: bool  # the struct carries `bool has_<name>` after the value
-    metal: str  # one of PARAM_TYPES
-    promotes: bool = False  # a Scalar that takes part in type promotion, as a wrapped number
-
-
-# A check's `error:` (the exception torch raises) and the c10 macro that raises it from C++
-CHECK_ERRORS = {"RuntimeError": "TORCH_CHECK", "NotImplementedError": "TORCH_CHECK_NOT_IMPLEMENTED",
-                "ValueError": "TORCH_CHECK_VALUE", "TypeError": "TORCH_CHECK_TYPE", "IndexError": "TORCH_CHECK_INDEX"}
-
-
-@dataclass(frozen=True)
-class Check:
-    """A condition torch checks of the arguments (`checks:`), with torch's message."""
-
-    require: str  # Python, over the non-Tensor arguments (the fake kernel)
-    cpp: str  # the same condition in C++ (the host stubs)
-    message: str  # a Python f-string's body: `{lambd}` shows the argument
-    cpp_message: str  # the message as TORCH_CHECK's arguments
-    line: int
-    error: str = "RuntimeError"  # the Python exception torch raises (`error:`), a key of CHECK_ERRORS
-
-    @property
-    def cpp_macro(self) -> str:
-        """c10's check macro that raises `error` in Python."""
-        return CHECK_ERRORS[self.error]
-
-
-@dataclass(frozen=True)
-class Selector:
-    """An argument whose value picks the kernel: each value of a `str` argument names a functor;
-    an `int` or `Scalar` argument's conditions (`== 0`, `>= 2`, `else`) do, the first that holds."""
-
-    arg: str
-    choices: tuple[tuple[str, str], ...]  # (value, kernel name); value "None" for `str?` given None
-    # by value: the conditions, (test, bound) beside `choices` ("==", 0.0); ("else", 0.0) for the rest
-    conditions: tuple[tuple[str, float], ...] = ()
-
-    @property
-    def by_value(self) -> bool:
-        return bool(self.conditions)
-
-    def representatives(self) -> list:
-        """A value of the argument each condition selects (else: none), as the samples vary it."""
-        step = {"==": 0, "<=": 0, ">=": 0, "<": -1, ">": 1}
-        return [int(b) + step[t] if b == int(b) else b for t, b in self.conditions if t in step]
-
-    @property
-    def kernels(self) -> list[str]:
-        return list(dict.fromkeys(k for _, k in self.choices))
 
 
 def variant_schemas(schema: FunctionSchema, args: list[Arg] | None = None, inplace: bool = True) -> dict[str, str]:
@@ -355,15 +268,52 @@ class Op(Entry):
 
     @cached_property
     def transport(self) -> str:
-        """How the params reach the kernel: "none"; "alpha", one Scalar in the
+        """How the params reach the kernels: "none"; "alpha", one Scalar in the
         computation dtype (REGISTER_*_ALPHA_OP, exec_*_kernel's alpha); or "params",
-        a struct `<name>_params<T>` (exec_*_kernel_with_params)."""
-        if not self.params:
-            return "none"
-        p = self.params[0]
-        if len(self.params) == 1 and p.kind == "Scalar" and p.metal == "T" and not p.optional:
-            return "alpha"
-        return "params"
+        a struct `<name>_params<T>` (exec_*_kernel_with_params). A choice's kernel
+        that reads fewer of them has its own (`kernel_transport`)."""
+        return transport_of(self.params)
+
+    def kernel_params(self, kernel: str) -> tuple[Param, ...]:
+        """The params `kernel` reads: its choice's `params:`, else all of the op's."""
+        reads = dict(self.selector.reads) if self.selector else {}
+        if kernel in self.shared_kernels:
+            return ()
+        if kernel not in reads:
+            return self.params
+        return tuple(p for p in self.params if p.name in reads[kernel])
+
+    def kernel_transport(self, kernel: str) -> str:
+        return transport_of(self.kernel_params(kernel))
+
+    def kernel_alpha_arg(self, kernel: str) -> str | None:
+        """The Scalar `kernel` gets as its alpha (REGISTER_*_ALPHA_OP), if that is how it reads it."""
+        return self.kernel_params(kernel)[0].name if self.kernel_transport(kernel) == "alpha" else None
+
+    @cached_property
+    def shared_kernels(self) -> dict[str, str]:
+        """Kernels of other entries a choice runs (`{op: digamma}`): kernel -> the entry's name.
+        The kernel is that entry's, registered in its .metal (and MPS library) once."""
+        return {k: owner for k, owner, _ in self.selector.shared} if self.selector else {}
+
+    @cached_property
+    def own_kernels(self) -> list[str]:
+        """The kernels this op's functor defines and its .metal registers."""
+        return [k for k in self.kernels if k not in self.shared_kernels]
+
+    def library(self, kernel: str) -> str:
+        """The .metal (the MPS library) that registers `kernel`: the op's, or a shared kernel's
+        entry's, whose kernel name names its files."""
+        return kernel if kernel in self.shared_kernels else self.name
+
+    @cached_property
+    def call_groups(self) -> list[tuple[tuple[str, ...], str, str]]:
+        """The kernels the host calls alike: (kernels, transport, library), in choice order;
+        one group for an op whose kernels all read the op's params from its own library."""
+        groups: dict[tuple[str, str], list[str]] = {}
+        for k in self.kernels:
+            groups.setdefault((self.kernel_transport(k), self.library(k)), []).append(k)
+        return [(tuple(ks), t, lib) for (t, lib), ks in groups.items()]
 
     @cached_property
     def kernels(self) -> list[str]:
