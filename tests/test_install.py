@@ -269,13 +269,25 @@ SCALED = """
           return static_cast<T>(c10::metal::mul(x, alpha));
         }
       };
+
+  # an argument the kernels do not read, as aten's _to_copy's non_blocking (issue 50)
+  - func: copied(Tensor self, *, bool non_blocking=False) -> Tensor
+    args: {non_blocking: unread}
+    dtypes: [float]
+    reference: torch.clone
+    functor: |
+      template <typename T>
+      inline T operator()(const T x) {
+        return x;
+      }
 """
 
 
 def test_a_scalar_that_picks_the_kernel_takes_a_complex_value_as_torch_does(installed, tmp_path):
     """`alpha: {choices: {1: ..., else: ...}}` on complex dtypes: a complex alpha is compared as a
     complex value (1+0j is 1, 1.5-0.5j is no number's equal), where the host converted it to double
-    and raised "value cannot be converted to type double without overflow". torch's multiplication
+    and raised "value cannot be converted to type double without overflow"; and an argument the
+    kernels do not read (`unread`) passed no params. torch's multiplication
     by the same Scalar is the oracle; the launch log says which kernel ran: for 1, the one that
     reads no params (`params: []`), registered without the alpha (REGISTER_UNARY_OP's host_name
     `scaled_one_dense_float2_float2`, not REGISTER_UNARY_ALPHA_OP's `..._float2_float2_float2`)."""
@@ -296,12 +308,18 @@ def test_a_scalar_that_picks_the_kernel_takes_a_complex_value_as_torch_does(inst
             with FakeTensorMode(allow_non_fake_inputs=True):
                 assert softops.scaled(x, alpha).dtype == torch.complex64
             print(alpha, *sorted(kernels))
+        y = torch.tensor([1.5, -2.0])
+        softops._C.cpu_take_launches()
+        assert torch.equal(softops.copied(y, non_blocking=True), y)
+        print("copied", *softops._C.cpu_take_launches())
     """)
     lines = _run([installed["python"], "-c", script], project, installed["env"]).stdout.splitlines()
     # host_name: kernel, variant (dense or dense_scalar, as exec_unary_kernel picks), output and input
     # types, then the alpha's for a kernel that reads one
     alpha, plain = r"scaled_dense(_scalar)?_float2_float2_float2", r"scaled_one_dense(_scalar)?_float2_float2"
-    expected = [rf"\(1\.5-0\.5j\) {alpha}", f"1 {plain}", rf"\(1\+0j\) {plain}", f"2 {alpha}", rf"0\.5j {alpha}"]
+    expected = [rf"\(1\.5-0\.5j\) {alpha}", f"1 {plain}", rf"\(1\+0j\) {plain}", f"2 {alpha}", rf"0\.5j {alpha}",
+                # `unread`: no params, so REGISTER_UNARY_OP's host_name, without a params type
+                r"copied copied_dense(_scalar)?_float_float"]
     assert len(lines) == len(expected) and all(re.fullmatch(e, line) for e, line in zip(expected, lines)), lines
 
 

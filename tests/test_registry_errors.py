@@ -433,6 +433,18 @@ def test_a_choice_reading_no_params_is_registered_without_them(tmp_path):
     assert [(ks, t) for ks, t, _ in foo.call_groups] == [(("foo_one",), "none"), (("foo",), "alpha")]
 
 
+def test_an_unread_argument_is_no_param(tmp_path):
+    """`args: {non_blocking: unread}`: in the schema, not passed to the kernels (issue 50)."""
+    path = tmp_path / "ops.yaml"
+    path.write_text(registry(op(func="foo(Tensor self, *, bool non_blocking=False, float k=1.0) -> Tensor",
+                                extra="    args: {non_blocking: unread}\n")))
+    (foo,) = loader.load(path).ops
+    assert [p.name for p in foo.params] == ["k"] and foo.transport == "params"
+    text = registry(op(func="foo(Tensor self, bool b) -> Tensor", extra="    args: {b: unred}\n"))
+    message = single(errors_of(tmp_path, text), lineno(text, "args:"), "args", "foo")
+    assert "unknown Metal type 'unred'" in message and "or unread for an argument the kernels do not read" in message
+
+
 @pytest.mark.parametrize("choices,func,says", [
     ("{1: {kernel: foo_one, params: [beta]}, else: foo}", None,
      "kernel 'foo_one': params ['beta'] are not arguments the kernels read; expected some of ['alpha']"),

@@ -35,6 +35,8 @@ def check_args(spec, op_args, family, label, line, errors) -> tuple[tuple[Param,
             selector, own_dtypes = _check_choices(a, item, label, item_line, errors)
             continue
         metal, promotes = DEFAULT_PARAM_TYPE[a.kind], False
+        if item == UNREAD:  # in the schema, not in the kernels (_to_copy's non_blocking)
+            continue
         if isinstance(item, str):
             metal = item
         elif isinstance(item, dict) and set(item) <= {"type", "promotes", "choices"}:
@@ -47,7 +49,8 @@ def check_args(spec, op_args, family, label, line, errors) -> tuple[tuple[Param,
             continue
         if metal not in PARAM_TYPES:
             errors.add(item_line, label, "args", f"{a.name!r}: unknown Metal type {metal!r}; "
-                       f"expected one of {', '.join(PARAM_TYPES)}")
+                       f"expected one of {', '.join(PARAM_TYPES)}, or {UNREAD} for an argument the kernels "
+                       "do not read")
         elif not isinstance(promotes, bool) or (promotes and a.kind != "Scalar"):
             errors.add(item_line, label, "args", f"{a.name!r}: 'promotes' is a boolean, for Scalar arguments "
                        "(which torch may treat as wrapped numbers)")
@@ -55,6 +58,9 @@ def check_args(spec, op_args, family, label, line, errors) -> tuple[tuple[Param,
             params.append(Param(a.name, a.kind, a.optional, metal, promotes))
     return tuple(params), check_reads(selector, params, label, line, errors), own_dtypes
 
+
+# `args: {<name>: unread}`: an argument of the schema that the kernels do not read
+UNREAD = "unread"
 
 # what a `str` choice or a `given:` combination maps to
 NAME_A_KERNEL = "must name a kernel (a C++ identifier; its functor is '<kernel>_functor')"
