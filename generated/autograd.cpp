@@ -1958,17 +1958,17 @@ variable_list LerpTensorBackward::apply(variable_list&& grads) {
   const auto end = end_.unpack();
   const auto weight = weight_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 383 "ops.yaml"
+#line 379 "ops.yaml"
     grad_inputs[0] = grad * (1 - weight).conj();
 #line 1964 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // end
-#line 384 "ops.yaml"
+#line 380 "ops.yaml"
     grad_inputs[1] = grad * weight.conj();
 #line 1969 "autograd.cpp"
   }
   if (task_should_compute_output(2)) {  // weight
-#line 385 "ops.yaml"
+#line 381 "ops.yaml"
     grad_inputs[2] = grad * (end - self).conj();
 #line 1974 "autograd.cpp"
   }
@@ -2017,7 +2017,7 @@ at::Tensor& lerp_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:404: lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor ----
+// ---- ops.yaml:406: lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&)>& lerp_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()

@@ -1238,7 +1238,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&, const
   return op;
 }
 
-// ops.yaml:366, ops.yaml:404
+// ops.yaml:366, ops.yaml:406
 PyObject* lerp(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({

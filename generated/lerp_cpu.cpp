@@ -37,7 +37,7 @@ at::Tensor& lerp_Tensor_out_cpu(const at::Tensor& self, const at::Tensor& end, c
   }, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     lerp_cpu_kernel(iter, common);
   },
-                                {c10::ScalarType::Float, c10::ScalarType::Half, c10::ScalarType::BFloat16, c10::ScalarType::ComplexFloat});
+                                {c10::ScalarType::Float, c10::ScalarType::Half, c10::ScalarType::BFloat16, c10::ScalarType::ComplexFloat, c10::ScalarType::Long, c10::ScalarType::Int, c10::ScalarType::Short, c10::ScalarType::Byte, c10::ScalarType::Char, c10::ScalarType::Bool});
 }
 
 at::Tensor& lerp_Tensor_inplace_cpu(at::Tensor& self, const at::Tensor& end, const at::Tensor& weight) {

@@ -572,6 +572,12 @@ lerp_spec = Spec(
         torch.float16: torch.float16,
         torch.bfloat16: torch.bfloat16,
         torch.complex64: torch.complex64,
+        torch.int64: torch.int64,
+        torch.int32: torch.int32,
+        torch.int16: torch.int16,
+        torch.uint8: torch.uint8,
+        torch.int8: torch.int8,
+        torch.bool: torch.bool,
     },
     alpha_checks=False,
 )
@@ -589,23 +595,29 @@ def lerp_Tensor_fake(self, end, weight):
 register_variants(lib, "lerp.Tensor", out="lerp.Tensor_out", inplace="lerp_.Tensor", exact_out=True)
 
 
-# ---- lerp_scalar: ops.yaml:404 ----
+# ---- lerp_scalar: ops.yaml:406 ----
 lerp_scalar_spec = Spec(
-    "mpsgen::lerp", "ops.yaml:404", inputs=["self", "end"], int_to_float=False, bool_output=False,
+    "mpsgen::lerp", "ops.yaml:406", inputs=["self", "end"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
         torch.bfloat16: torch.bfloat16,
+        torch.int64: torch.int64,
+        torch.int32: torch.int32,
+        torch.int16: torch.int16,
+        torch.uint8: torch.uint8,
+        torch.int8: torch.int8,
+        torch.bool: torch.bool,
     },
     alpha_checks=False,
 )
 
 
-# ops.yaml:404: lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
+# ops.yaml:406: lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
 @torch.library.register_fake("mpsgen::lerp.Scalar", lib=lib)
 def lerp_Scalar_fake(self, end, weight):
     check_defined(lerp_scalar_spec, [self, end])
-    if not (end.dtype == self.dtype):  # ops.yaml:407
+    if not (end.dtype == self.dtype):  # ops.yaml:409
         raise RuntimeError(f'mpsgen::lerp: expected dtype {self.dtype} for `end` but got dtype {end.dtype}')
     return fake_elementwise(lerp_scalar_spec, [self, end])
 register_variants(lib, "lerp.Scalar", out="lerp.Scalar_out", inplace="lerp_.Scalar")

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -321,6 +322,58 @@ def test_a_scalar_that_picks_the_kernel_takes_a_complex_value_as_torch_does(inst
                 # `unread`: no params, so REGISTER_UNARY_OP's host_name, without a params type
                 r"copied copied_dense(_scalar)?_float_float"]
     assert len(lines) == len(expected) and all(re.fullmatch(e, line) for e, line in zip(expected, lines)), lines
+
+
+def _gap_trial(op, gaps, shipped: dict) -> str:
+    """A project's ops.yaml of one shipped entry with some of its `gaps:` registered: each gap dtype
+    to itself (the op keeps its dtype: checked), the rest of the entry as shipped."""
+    assert all(r.input == r.output for r in op.all_registrations), op.loc
+    entry = next(dict(e) for e in shipped["ops"] if e["func"] == str(op.schema))
+    entry.pop("gaps")
+    entry["dtypes"] = list(entry["dtypes"]) + [{"in": g.dtype, "out": g.dtype} for g in gaps]
+    return yaml.safe_dump({"namespace": "gaptrial", "ops": [entry]}, sort_keys=False, width=100)
+
+
+def test_every_gap_of_the_shipped_registry_still_stands(installed, tmp_path):
+    """A `gaps:` item says why the entry leaves out a dtype torch's MPS kernel supports
+    (tests/test_mps_dtypes.py keeps the lists exact). Here each reason is tried against today's
+    kernels (issue 50): the entry, in a project of its own, with its gap dtypes registered. The gap
+    stands if the functor does not compile for them (filling it needs code, not a registration) or
+    if op-output-match finds a sample of a gap dtype that differs from torch's; it fails when every
+    sample matches, because then the gap can be filled. The dtypes of each kind (integer, bool,
+    complex...) are tried in a build of their own, so that one that does not compile hides no other."""
+    from mpsgen.codegen.registry.dtypes import DTYPES
+    from mpsgen.codegen.registry.loader import load
+    from mpsgen.samples import TORCH_DTYPES
+
+    registry = load(ROOT / "ops.yaml")
+    shipped = yaml.safe_load((ROOT / "ops.yaml").read_text())
+    gapped = [op for op in registry.own_ops if op.gaps]
+    assert gapped, "no gaps: nothing to try"
+    env = installed["env"]
+    fillable, seen = [], []
+    trials = [(op, [g for g in op.gaps if DTYPES[g.dtype].kind == kind])
+              for op in gapped for kind in dict.fromkeys(DTYPES[g.dtype].kind for g in op.gaps)]
+    for i, (op, gaps) in enumerate(trials):
+        project = tmp_path / f"trial{i}"
+        _run([installed["mpsgen"], "init", project.name, "--namespace", "gaptrial"], tmp_path, env)
+        (project / "ops.yaml").write_text(_gap_trial(op, gaps, shipped))
+        build = _run([installed["mpsgen"], "build"], project, env, check=False)
+        if build.returncode != 0:  # the shipped dtypes compile (the main build): these do not
+            assert re.search(r"ops\.yaml:\d+:\d+: error", build.stdout + build.stderr), build.stderr[-3000:]
+            seen += [f"{op.qualified_name} {g.dtype}: does not compile" for g in gaps]
+            continue
+        report = _run([installed["mpsgen"], "test"], project, env, check=False).stdout
+        for gap in gaps:
+            dtype = str(TORCH_DTYPES[gap.dtype]).removeprefix("torch.")
+            rows = re.findall(rf"^{re.escape(op.qualified_name)}\s+{dtype}\s+\w+\s+(\d+)/(\d+)", report, re.M)
+            assert rows, f"{op.qualified_name} {dtype}: no row in\n{report[:3000]}"
+            differ = sum(int(n) - int(m) for m, n in rows)
+            seen.append(f"{op.qualified_name} {dtype}: {differ} differ")
+            if not differ:
+                fillable.append(f"{op.loc}: gap {gap.dtype} could be filled: registered, every sample matches torch")
+    assert fillable == [], (fillable, seen)
+    assert len(seen) == sum(len(op.gaps) for op in gapped), seen
 
 
 def test_a_fresh_venv_without_the_build_requirements_is_told_what_to_install(tmp_path):

@@ -6,7 +6,8 @@ expects to fail on MPS (float64 and complex128, which Metal lacks, always; compl
 the op is in its SUPPORTED_COMPLEX_OPS). A dtype torch supports that an entry leaves out
 must be listed in its `gaps:` with the reason; a listed gap torch does not support, or that
 the entry registers after all, is stale. `implements: aten` entries are held to the same
-oracle in tests/test_aten_overrides.py.
+oracle in tests/test_aten_overrides.py. Whether a gap could now be filled (registered, every
+sample matches torch) is tried by tests/test_install.py, which builds projects.
 """
 from __future__ import annotations
 
