@@ -281,7 +281,7 @@ def test_a_stub_torch_does_not_name_after_the_op_is_asked_for(registry, tmp_path
         run.export(registry, ["lerp.Tensor"], t, known_kernels={})
     # a stub of another type than the entry's kernels take is refused, as one that does not exist
     with pytest.raises(ExportError, match=r"`lerp_kernel_scalar_weight` \(Lerp\.h\) takes \(at::TensorIteratorBase&, "
-                                          r"const Scalar&\); the entry's kernels read the iterator$"):
+                                          r"const Scalar&\); the entry's kernel `lerp` reads the iterator$"):
         run.export(registry, ["lerp.Tensor"], t, known_kernels={}, stub_names={"lerp.Tensor": "lerp_kernel_scalar_weight"})
     with pytest.raises(ExportError, match="--stub lerp_stub: the tree's ATen/native headers declare no such stub"):
         run.export(registry, ["lerp.Tensor"], t, known_kernels={}, stub_names={"lerp.Tensor": "lerp_stub"})
