@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import os
 import re
 import shutil
 import subprocess
@@ -244,8 +245,11 @@ def host(result: Export, t: trees.Tree, objects: Path) -> list[Outcome]:
 
     folder = macos_sdk.torch_folder()
     headers = folder / "torch" / "include"
-    # the tree's own headers first (an exported params header), as torch's build finds them
-    flags = [f"-I{t.root / 'aten' / 'src'}", *macos_build.compile_flags(build.ROOT, objects, headers), "-DUSE_MPS"]
+    # the tree's own headers first (an exported params header), as torch's build finds them; __FILE__
+    # in them named from the tree's root (pytorch/...), so that the same code in another scratch
+    # tree is the same object, which the object cache shares
+    flags = [f"-I{t.root / 'aten' / 'src'}", f"-ffile-prefix-map={t.root}{os.sep}=pytorch{os.sep}",
+             *macos_build.compile_flags(build.ROOT, objects, headers), "-DUSE_MPS"]
     objects.mkdir(parents=True, exist_ok=True)
     out = []
     for p in result.plans:
