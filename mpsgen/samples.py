@@ -16,6 +16,7 @@ from typing import NamedTuple
 import torch
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 
+from mpsgen import sample_cache
 from mpsgen.codegen.registry.dtypes import DTYPES
 from mpsgen.codegen.registry.opinfo_names import parse as parse_opinfo
 
@@ -247,6 +248,7 @@ def edge_samples(params, device: str, dtype: torch.dtype, registered: set, large
     """
     tensors = [p for p in params if p.kind == "Tensor"]
     n = len(tensors)
+    _seed(device)  # their values, whatever was drawn before (OpInfo's samples are made or loaded)
 
     def sample(name, *ts, scalars=None):
         return Sample(name, *fill(params, ts, dtype, scalars))
@@ -332,24 +334,49 @@ def opinfo_samples(opinfo_name: str, params, device: str, dtype: torch.dtype, re
         return found
     gens = [("opinfo", opinfo.sample_inputs)] + ([("reference", opinfo.reference_inputs)] if reference_inputs else [])
     for kind, gen in gens:
-        i = -1
+        made: list = []  # (name, Sample or why it was dropped), as the generator gave them
         try:
-            for i, sample in enumerate(_seeded(gen(device, dtype, set_seed=False), device)):
-                bound = bind(sample, params, device)
-                if not isinstance(bound, str):
-                    found.append(Sample(f"{kind}[{i}]", *bound))
-                elif dropped is not None:
-                    dropped.append((f"{kind}[{i}]", f"does not fit the schema: {describe_opinfo_sample(sample)}: "
-                                                    f"{bound}"))
+            made = sample_cache.cached((opinfo_name, repr(params), device, str(dtype), kind),
+                                       lambda: _bound(kind, gen, params, device, dtype, made))
         except Exception as e:
             if dropped is None:
                 raise
-            dropped.append((f"{kind}[{i + 1}:]", f"the OpInfo generator raised {type(e).__name__}: "
-                                                 f"{str(e).splitlines()[0] if str(e) else ''}"))
+            made.append((f"{kind}[{len(made)}:]", f"the OpInfo generator raised {type(e).__name__}: "
+                                                  f"{str(e).splitlines()[0] if str(e) else ''}"))
+        for name, bound in made:
+            if isinstance(bound, Sample):
+                found.append(bound)
+            elif dropped is not None:
+                dropped.append((name, bound))
     if requires_grad:  # set here: some reference_inputs generators refuse requires_grad for integer partners
         for sample in found:
             require_grad(sample)
     return found
+
+
+def _bound(kind: str, gen, params, device: str, dtype: torch.dtype, made: list) -> list:
+    """The generator's samples, each bound to the schema or with the reason it does not fit,
+    appended to `made` as they come (so that those made before an error are known)."""
+    for i, sample in enumerate(_seeded(gen(device, dtype, set_seed=False), device)):
+        bound = bind(sample, params, device)
+        made.append((f"{kind}[{i}]", Sample(f"{kind}[{i}]", *bound) if not isinstance(bound, str) else
+                     f"does not fit the schema: {describe_opinfo_sample(sample)}: {bound}"))
+    return made
+
+
+def _seed(device: str) -> None:
+    """Seed as OpInfo's iterator does (common_utils.SEED); on CPU without torch.manual_seed (see _seeded)."""
+    import random
+
+    from torch.testing._internal import common_utils
+
+    if torch.device(device).type != "cpu":
+        common_utils.set_rng_seed(common_utils.SEED)
+        return
+    torch.default_generator.manual_seed(common_utils.SEED)
+    random.seed(common_utils.SEED)
+    if common_utils.TEST_NUMPY:
+        common_utils.np.random.seed(common_utils.SEED)
 
 
 def _seeded(samples, device: str):
@@ -359,20 +386,9 @@ def _seeded(samples, device: str):
     torch.manual_seed also queues the seed for CUDA, XPU and MTIA, each time with a formatted
     stack trace where they are not initialized (torch.cuda._lazy_call), which was 70 % of the
     samples' cost; no CPU sample draws from those."""
-    import random
-
-    from torch.testing._internal import common_utils
-
-    def seed_cpu(seed):
-        torch.default_generator.manual_seed(seed)
-        random.seed(seed)
-        if common_utils.TEST_NUMPY:
-            common_utils.np.random.seed(seed)
-
-    seed = seed_cpu if torch.device(device).type == "cpu" else common_utils.set_rng_seed
     it = iter(samples)
     while True:
-        seed(common_utils.SEED)
+        _seed(device)
         try:
             yield next(it)
         except StopIteration:

@@ -24,10 +24,21 @@ def pytest_configure(config):
         threads = max(1, (os.cpu_count() or 1) // workers)
         torch.set_num_threads(threads)
         os.environ["OMP_NUM_THREADS"] = str(threads)
+    # OpInfo's samples are made once per run and (entry, dtype), then loaded (mpsgen/sample_cache.py):
+    # a folder for this run, made before pytest-xdist starts its workers, which inherit it
+    if not hasattr(config, "workerinput"):
+        config._mpsgen_samples = tempfile.TemporaryDirectory(prefix="mpsgen-test-samples-")
+        os.environ["MPSGEN_SAMPLE_CACHE"] = config._mpsgen_samples.name
     config.addinivalue_line(
         "markers", "quick: the subset `bash test.sh --quick` runs at every commit (under a minute on 2 cores): "
         "generate and the registry's errors, the run-time errors, the MPS stubs compiled as C++, the "
         "workflows, and op-output-match for one entry of each kind")
+
+
+def pytest_unconfigure(config):
+    if hasattr(config, "_mpsgen_samples"):
+        os.environ.pop("MPSGEN_SAMPLE_CACHE", None)
+        config._mpsgen_samples.cleanup()
 
 
 def pytest_collection_finish(session):
