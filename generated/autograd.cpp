@@ -4160,7 +4160,7 @@ at::Tensor& digamma_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self,
   return out;
 }
 
-// ---- ops.yaml:940: polygamma(int n, Tensor self) -> Tensor ----
+// ---- ops.yaml:944: polygamma(int n, Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(int64_t, const at::Tensor&)>& polygamma_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4205,7 +4205,7 @@ variable_list PolygammaBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 959 "ops.yaml"
+#line 963 "ops.yaml"
     grad_inputs[0] = grad * polygamma(n + 1, self);
 #line 4211 "autograd.cpp"
   }
@@ -4252,7 +4252,7 @@ at::Tensor& polygamma_out_autograd(c10::DispatchKeySet ks, int64_t n, const at::
   return out;
 }
 
-// ---- ops.yaml:981: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor ----
+// ---- ops.yaml:985: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, std::optional<c10::string_view>)>& div_Tensor_mode_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4300,12 +4300,12 @@ variable_list DivTensorModeBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1003 "ops.yaml"
+#line 1007 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, rounding_mode.has_value() ? zeros_like(grad) : grad / other.conj());
 #line 4306 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1004 "ops.yaml"
+#line 1008 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(other, rounding_mode.has_value() ? zeros_like(grad) : -grad * ((self / other) / other).conj());
 #line 4311 "autograd.cpp"
   }
@@ -4354,7 +4354,7 @@ at::Tensor& div_Tensor_mode_out_autograd(c10::DispatchKeySet ks, const at::Tenso
   return out;
 }
 
-// ---- ops.yaml:1092: polar(Tensor abs, Tensor angle) -> Tensor ----
+// ---- ops.yaml:1096: polar(Tensor abs, Tensor angle) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& polar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4398,12 +4398,12 @@ variable_list PolarBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // abs
-#line 1101 "ops.yaml"
+#line 1105 "ops.yaml"
     grad_inputs[0] = at::real(grad.conj() * result.sgn());
 #line 4404 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // angle
-#line 1102 "ops.yaml"
+#line 1106 "ops.yaml"
     grad_inputs[1] = at::real(grad.conj() * result * c10::Scalar(c10::complex<double>(0, 1)));
 #line 4409 "autograd.cpp"
   }
@@ -4448,7 +4448,7 @@ at::Tensor& polar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& abs, co
   return out;
 }
 
-// ---- ops.yaml:1110: complex(Tensor real, Tensor imag) -> Tensor ----
+// ---- ops.yaml:1114: complex(Tensor real, Tensor imag) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& complex_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4489,12 +4489,12 @@ variable_list ComplexBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // real
-#line 1118 "ops.yaml"
+#line 1122 "ops.yaml"
     grad_inputs[0] = at::real(grad);
 #line 4495 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // imag
-#line 1119 "ops.yaml"
+#line 1123 "ops.yaml"
     grad_inputs[1] = at::imag(grad);
 #line 4500 "autograd.cpp"
   }
@@ -4537,7 +4537,7 @@ at::Tensor& complex_out_autograd(c10::DispatchKeySet ks, const at::Tensor& real,
   return out;
 }
 
-// ---- ops.yaml:1126: angle(Tensor self) -> Tensor ----
+// ---- ops.yaml:1130: angle(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& angle_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4581,7 +4581,7 @@ variable_list AngleBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1130 "ops.yaml"
+#line 1134 "ops.yaml"
     grad_inputs[0] = self.is_complex() ? where(self == 0, 0, grad * self / self.abs().pow(2) * c10::Scalar(c10::complex<double>(0, 1))) : zeros_like(self);
 #line 4587 "autograd.cpp"
   }
@@ -4626,7 +4626,7 @@ at::Tensor& angle_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1150: cos(Tensor self) -> Tensor ----
+// ---- ops.yaml:1154: cos(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& cos_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4670,7 +4670,7 @@ variable_list CosBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1154 "ops.yaml"
+#line 1158 "ops.yaml"
     grad_inputs[0] = grad * -self.sin().conj();
 #line 4676 "autograd.cpp"
   }
@@ -4715,7 +4715,7 @@ at::Tensor& cos_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1176: tan(Tensor self) -> Tensor ----
+// ---- ops.yaml:1180: tan(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& tan_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4759,7 +4759,7 @@ variable_list TanBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1180 "ops.yaml"
+#line 1184 "ops.yaml"
     grad_inputs[0] = grad * (1 + result.pow(2)).conj();
 #line 4765 "autograd.cpp"
   }
@@ -4804,7 +4804,7 @@ at::Tensor& tan_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1195: tanh(Tensor self) -> Tensor ----
+// ---- ops.yaml:1199: tanh(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& tanh_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4848,7 +4848,7 @@ variable_list TanhBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1199 "ops.yaml"
+#line 1203 "ops.yaml"
     grad_inputs[0] = tanh_backward(grad, result);
 #line 4854 "autograd.cpp"
   }
@@ -4893,7 +4893,7 @@ at::Tensor& tanh_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1213: log(Tensor self) -> Tensor ----
+// ---- ops.yaml:1217: log(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& log_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4937,7 +4937,7 @@ variable_list LogBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1217 "ops.yaml"
+#line 1221 "ops.yaml"
     grad_inputs[0] = grad / self.conj();
 #line 4943 "autograd.cpp"
   }
@@ -4982,7 +4982,7 @@ at::Tensor& log_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1231: log1p(Tensor self) -> Tensor ----
+// ---- ops.yaml:1235: log1p(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& log1p_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5026,7 +5026,7 @@ variable_list Log1pBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1235 "ops.yaml"
+#line 1239 "ops.yaml"
     grad_inputs[0] = grad / (self + 1).conj();
 #line 5032 "autograd.cpp"
   }
@@ -5071,7 +5071,7 @@ at::Tensor& log1p_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1255: expm1(Tensor self) -> Tensor ----
+// ---- ops.yaml:1259: expm1(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& expm1_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5115,7 +5115,7 @@ variable_list Expm1Backward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1259 "ops.yaml"
+#line 1263 "ops.yaml"
     grad_inputs[0] = grad * (result.conj() + 1);
 #line 5121 "autograd.cpp"
   }
@@ -5160,7 +5160,7 @@ at::Tensor& expm1_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1284: rsqrt(Tensor self) -> Tensor ----
+// ---- ops.yaml:1288: rsqrt(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& rsqrt_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5204,7 +5204,7 @@ variable_list RsqrtBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1288 "ops.yaml"
+#line 1292 "ops.yaml"
     grad_inputs[0] = -0.5 * grad * self.rsqrt().pow(3).conj();
 #line 5210 "autograd.cpp"
   }
@@ -5249,7 +5249,7 @@ at::Tensor& rsqrt_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1302: i0(Tensor self) -> Tensor ----
+// ---- ops.yaml:1306: i0(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& i0_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5293,7 +5293,7 @@ variable_list I0Backward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1306 "ops.yaml"
+#line 1310 "ops.yaml"
     grad_inputs[0] = grad * special_i1(self);
 #line 5299 "autograd.cpp"
   }
@@ -5338,7 +5338,7 @@ at::Tensor& i0_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at::
   return out;
 }
 
-// ---- ops.yaml:1315: reciprocal(Tensor self) -> Tensor ----
+// ---- ops.yaml:1319: reciprocal(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& reciprocal_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5382,7 +5382,7 @@ variable_list ReciprocalBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1319 "ops.yaml"
+#line 1323 "ops.yaml"
     grad_inputs[0] = -grad * (result * result).conj();
 #line 5388 "autograd.cpp"
   }
@@ -5427,7 +5427,7 @@ at::Tensor& reciprocal_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:1334: floor(Tensor self) -> Tensor ----
+// ---- ops.yaml:1338: floor(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& floor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5468,7 +5468,7 @@ variable_list FloorBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1339 "ops.yaml"
+#line 1343 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5474 "autograd.cpp"
   }
@@ -5511,7 +5511,7 @@ at::Tensor& floor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1350: ceil(Tensor self) -> Tensor ----
+// ---- ops.yaml:1354: ceil(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& ceil_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5552,7 +5552,7 @@ variable_list CeilBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1355 "ops.yaml"
+#line 1359 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5558 "autograd.cpp"
   }
@@ -5595,7 +5595,7 @@ at::Tensor& ceil_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1366: trunc(Tensor self) -> Tensor ----
+// ---- ops.yaml:1370: trunc(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& trunc_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5636,7 +5636,7 @@ variable_list TruncBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1371 "ops.yaml"
+#line 1375 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5642 "autograd.cpp"
   }
@@ -5679,7 +5679,7 @@ at::Tensor& trunc_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1382: sign(Tensor self) -> Tensor ----
+// ---- ops.yaml:1386: sign(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& sign_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5720,7 +5720,7 @@ variable_list SignBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1387 "ops.yaml"
+#line 1391 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5726 "autograd.cpp"
   }
@@ -5763,7 +5763,7 @@ at::Tensor& sign_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1396: minimum(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1400: minimum(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& minimum_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5810,12 +5810,12 @@ variable_list MinimumBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1400 "ops.yaml"
+#line 1404 "ops.yaml"
     grad_inputs[0] = where(self == other, grad / 2, grad).masked_fill(self > other, 0);
 #line 5816 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1401 "ops.yaml"
+#line 1405 "ops.yaml"
     grad_inputs[1] = where(self == other, grad / 2, grad).masked_fill(self < other, 0);
 #line 5821 "autograd.cpp"
   }
@@ -5862,7 +5862,7 @@ at::Tensor& minimum_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self,
   return out;
 }
 
-// ---- ops.yaml:1409: fmax(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1413: fmax(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& fmax_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5909,12 +5909,12 @@ variable_list FmaxBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1413 "ops.yaml"
+#line 1417 "ops.yaml"
     grad_inputs[0] = grad.masked_fill((self >= other).logical_or(other.isnan()).logical_not(), 0);
 #line 5915 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1414 "ops.yaml"
+#line 1418 "ops.yaml"
     grad_inputs[1] = grad.masked_fill((self >= other).logical_or(other.isnan()), 0);
 #line 5920 "autograd.cpp"
   }
@@ -5961,7 +5961,7 @@ at::Tensor& fmax_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, co
   return out;
 }
 
-// ---- ops.yaml:1426: fmin(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1430: fmin(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& fmin_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6008,12 +6008,12 @@ variable_list FminBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1430 "ops.yaml"
+#line 1434 "ops.yaml"
     grad_inputs[0] = grad.masked_fill((self <= other).logical_or(other.isnan()).logical_not(), 0);
 #line 6014 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1431 "ops.yaml"
+#line 1435 "ops.yaml"
     grad_inputs[1] = grad.masked_fill((self <= other).logical_or(other.isnan()), 0);
 #line 6019 "autograd.cpp"
   }
@@ -6060,7 +6060,7 @@ at::Tensor& fmin_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, co
   return out;
 }
 
-// ---- ops.yaml:1442: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1446: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& bitwise_and_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6108,7 +6108,7 @@ at::Tensor& bitwise_and_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Te
   return out;
 }
 
-// ---- ops.yaml:1451: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1455: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& bitwise_and_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6156,7 +6156,7 @@ at::Tensor& bitwise_and_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Te
   return out;
 }
 
-// ---- ops.yaml:1453: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1457: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& bitwise_or_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6204,7 +6204,7 @@ at::Tensor& bitwise_or_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Ten
   return out;
 }
 
-// ---- ops.yaml:1463: gt.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1467: gt.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& gt_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6252,7 +6252,7 @@ at::Tensor& gt_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1472: gt.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1476: gt.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& gt_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6300,7 +6300,7 @@ at::Tensor& gt_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1474: ge.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1478: ge.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& ge_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6348,7 +6348,7 @@ at::Tensor& ge_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1483: le.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1487: le.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& le_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6396,7 +6396,7 @@ at::Tensor& le_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1492: logical_or(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1496: logical_or(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_or_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6444,7 +6444,7 @@ at::Tensor& logical_or_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:1501: logical_xor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1505: logical_xor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_xor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6492,7 +6492,7 @@ at::Tensor& logical_xor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:1514: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1518: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&)>& where_self_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6535,12 +6535,12 @@ variable_list WhereSelfBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1523 "ops.yaml"
+#line 1527 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, where(condition, grad, 0));
 #line 6541 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1524 "ops.yaml"
+#line 1528 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(other, where(condition, 0, grad));
 #line 6546 "autograd.cpp"
   }
@@ -6570,7 +6570,7 @@ at::Tensor& where_self_out_autograd(c10::DispatchKeySet ks, const at::Tensor& co
   return out;
 }
 
-// ---- ops.yaml:1536: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1540: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Tensor&)>& where_ScalarSelf_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6610,7 +6610,7 @@ variable_list WhereScalarSelfBackward::apply(variable_list&& grads) {
   const auto condition = condition_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // other
-#line 1524 "ops.yaml"
+#line 1528 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(other, where(condition, 0, grad));
 #line 6616 "autograd.cpp"
   }
@@ -6639,7 +6639,7 @@ at::Tensor& where_ScalarSelf_out_autograd(c10::DispatchKeySet ks, const at::Tens
   return out;
 }
 
-// ---- ops.yaml:1537: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1541: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&)>& where_ScalarOther_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6679,7 +6679,7 @@ variable_list WhereScalarOtherBackward::apply(variable_list&& grads) {
   const auto condition = condition_.unpack();
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1523 "ops.yaml"
+#line 1527 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, where(condition, grad, 0));
 #line 6685 "autograd.cpp"
   }
@@ -6708,7 +6708,7 @@ at::Tensor& where_ScalarOther_out_autograd(c10::DispatchKeySet ks, const at::Ten
   return out;
 }
 
-// ---- ops.yaml:1538: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1542: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& where_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6736,7 +6736,7 @@ at::Tensor& where_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& 
   return out;
 }
 
-// ---- ops.yaml:1857: full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor ----
+// ---- ops.yaml:1861: full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, std::optional<at::ScalarType>, std::optional<at::Layout>, std::optional<at::Device>, std::optional<bool>, std::optional<at::MemoryFormat>)>& full_like_functional_op() {
   static const auto op = c10::Dispatcher::singleton()

@@ -2740,7 +2740,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, int64_t)>& polygamma_inp
   return op;
 }
 
-// ops.yaml:940
+// ops.yaml:944
 PyObject* polygamma(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2801,7 +2801,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&, std::
   return op;
 }
 
-// ops.yaml:981
+// ops.yaml:985
 PyObject* div(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2862,7 +2862,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& pol
   return op;
 }
 
-// ops.yaml:1092
+// ops.yaml:1096
 PyObject* polar(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2923,7 +2923,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& com
   return op;
 }
 
-// ops.yaml:1110
+// ops.yaml:1114
 PyObject* complex(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2984,7 +2984,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& angle_inplace_op() {
   return op;
 }
 
-// ops.yaml:1126
+// ops.yaml:1130
 PyObject* angle(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3045,7 +3045,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& cos_inplace_op() {
   return op;
 }
 
-// ops.yaml:1150
+// ops.yaml:1154
 PyObject* cos(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3106,7 +3106,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& tan_inplace_op() {
   return op;
 }
 
-// ops.yaml:1176
+// ops.yaml:1180
 PyObject* tan(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3167,7 +3167,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& tanh_inplace_op() {
   return op;
 }
 
-// ops.yaml:1195
+// ops.yaml:1199
 PyObject* tanh(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3228,7 +3228,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& log_inplace_op() {
   return op;
 }
 
-// ops.yaml:1213
+// ops.yaml:1217
 PyObject* log(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3289,7 +3289,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& log1p_inplace_op() {
   return op;
 }
 
-// ops.yaml:1231
+// ops.yaml:1235
 PyObject* log1p(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3350,7 +3350,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& expm1_inplace_op() {
   return op;
 }
 
-// ops.yaml:1255
+// ops.yaml:1259
 PyObject* expm1(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3411,7 +3411,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& rsqrt_inplace_op() {
   return op;
 }
 
-// ops.yaml:1284
+// ops.yaml:1288
 PyObject* rsqrt(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3472,7 +3472,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& i0_inplace_op() {
   return op;
 }
 
-// ops.yaml:1302
+// ops.yaml:1306
 PyObject* i0(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3533,7 +3533,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& reciprocal_inplace_op(
   return op;
 }
 
-// ops.yaml:1315
+// ops.yaml:1319
 PyObject* reciprocal(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3594,7 +3594,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& floor_inplace_op() {
   return op;
 }
 
-// ops.yaml:1334
+// ops.yaml:1338
 PyObject* floor(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3655,7 +3655,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& ceil_inplace_op() {
   return op;
 }
 
-// ops.yaml:1350
+// ops.yaml:1354
 PyObject* ceil(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3716,7 +3716,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& trunc_inplace_op() {
   return op;
 }
 
-// ops.yaml:1366
+// ops.yaml:1370
 PyObject* trunc(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3777,7 +3777,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& sign_inplace_op() {
   return op;
 }
 
-// ops.yaml:1382
+// ops.yaml:1386
 PyObject* sign(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3838,7 +3838,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& min
   return op;
 }
 
-// ops.yaml:1396
+// ops.yaml:1400
 PyObject* minimum(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3899,7 +3899,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& fma
   return op;
 }
 
-// ops.yaml:1409
+// ops.yaml:1413
 PyObject* fmax(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3960,7 +3960,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& fmi
   return op;
 }
 
-// ops.yaml:1426
+// ops.yaml:1430
 PyObject* fmin(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4042,7 +4042,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Scalar&)>& bit
   return op;
 }
 
-// ops.yaml:1442, ops.yaml:1451
+// ops.yaml:1446, ops.yaml:1455
 PyObject* bitwise_and(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4112,7 +4112,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& bit
   return op;
 }
 
-// ops.yaml:1453
+// ops.yaml:1457
 PyObject* bitwise_or(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4194,7 +4194,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Scalar&)>& gt_
   return op;
 }
 
-// ops.yaml:1463, ops.yaml:1472
+// ops.yaml:1467, ops.yaml:1476
 PyObject* gt(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4264,7 +4264,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& ge_
   return op;
 }
 
-// ops.yaml:1474
+// ops.yaml:1478
 PyObject* ge(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4325,7 +4325,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& le_
   return op;
 }
 
-// ops.yaml:1483
+// ops.yaml:1487
 PyObject* le(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4386,7 +4386,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& log
   return op;
 }
 
-// ops.yaml:1492
+// ops.yaml:1496
 PyObject* logical_or(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4447,7 +4447,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& log
   return op;
 }
 
-// ops.yaml:1501
+// ops.yaml:1505
 PyObject* logical_xor(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4543,7 +4543,7 @@ const c10::TypedOperatorHandle<at::Tensor&(const at::Tensor&, const at::Scalar&,
   return op;
 }
 
-// ops.yaml:1514, ops.yaml:1536, ops.yaml:1537, ops.yaml:1538
+// ops.yaml:1518, ops.yaml:1540, ops.yaml:1541, ops.yaml:1542
 PyObject* where(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4597,7 +4597,7 @@ const c10::TypedOperatorHandle<at::Tensor&(const at::Tensor&, const at::Scalar&,
   return op;
 }
 
-// ops.yaml:1857
+// ops.yaml:1861
 PyObject* full_like(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({

@@ -21,13 +21,17 @@ inline float digamma_of(const float x) {
   return x == 0.0f ? ::metal::copysign(INFINITY, -x) : c10::metal::calc_digamma_positive_domain(x);
 }
 
+// float for integer inputs, the dtype itself for floating ones
+template <typename T>
+using Out = conditional_t<is_scalar_integral_v<T>, float, T>;
+
 struct digamma_functor {
   template <typename T>
-  inline conditional_t<is_scalar_integral_v<T>, float, T> operator()(const T x) {
-    return static_cast<conditional_t<is_scalar_integral_v<T>, float, T>>(digamma_of(static_cast<float>(x)));
+  inline Out<T> operator()(const T x) {
+    return static_cast<Out<T>>(digamma_of(static_cast<float>(x)));
   }
 };
-#line 31 "digamma.metal"
+#line 35 "digamma.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).

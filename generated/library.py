@@ -1185,9 +1185,9 @@ def digamma_fake(self):
 register_variants(lib, "digamma", out="digamma.out", inplace="digamma_")
 
 
-# ---- polygamma: ops.yaml:940 ----
+# ---- polygamma: ops.yaml:944 ----
 polygamma_spec = Spec(
-    "mpsgen::polygamma", "ops.yaml:940", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::polygamma", "ops.yaml:944", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.bfloat16: torch.bfloat16,
@@ -1202,20 +1202,20 @@ polygamma_spec = Spec(
 )
 
 
-# ops.yaml:940: polygamma(int n, Tensor self) -> Tensor
+# ops.yaml:944: polygamma(int n, Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::polygamma", lib=lib)
 def polygamma_fake(n, self):
     check_defined(polygamma_spec, [self])
-    if not (n >= 0):  # ops.yaml:956
+    if not (n >= 0):  # ops.yaml:960
         raise RuntimeError(f'mpsgen::polygamma: polygamma(n, x) does not support negative n.')
     check_value_choice(polygamma_spec, "n", n, (('==', 0.0), ('==', 1.0), ('else', 0.0)))
     return fake_elementwise(polygamma_spec, [self])
 register_variants(lib, "polygamma", out="polygamma.out", inplace="polygamma_", self_index=1)
 
 
-# ---- div: ops.yaml:981 ----
+# ---- div: ops.yaml:985 ----
 div_spec = Spec(
-    "mpsgen::div", "ops.yaml:981", inputs=["self", "other"], int_to_float=True, bool_output=False,
+    "mpsgen::div", "ops.yaml:985", inputs=["self", "other"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1232,7 +1232,7 @@ div_spec = Spec(
     alpha_checks=False,
 )
 div_div_trunc_spec = Spec(
-    "mpsgen::div", "ops.yaml:988", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::div", "ops.yaml:992", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1248,7 +1248,7 @@ div_div_trunc_spec = Spec(
     choice="rounding_mode='trunc'",
 )
 div_div_floor_spec = Spec(
-    "mpsgen::div", "ops.yaml:989", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::div", "ops.yaml:993", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1265,16 +1265,16 @@ div_div_floor_spec = Spec(
 )
 
 
-# ops.yaml:981: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+# ops.yaml:985: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
 @torch.library.register_fake("mpsgen::div.Tensor_mode", lib=lib)
 def div_Tensor_mode_fake(self, other, *, rounding_mode):
     return fake_elementwise(div_spec, [self, other], choice=("rounding_mode", rounding_mode, {'None': div_spec, 'trunc': div_div_trunc_spec, 'floor': div_div_floor_spec}))
 register_variants(lib, "div.Tensor_mode", out="div.out_mode", inplace="div_.Tensor_mode")
 
 
-# ---- polar: ops.yaml:1092 ----
+# ---- polar: ops.yaml:1096 ----
 polar_spec = Spec(
-    "mpsgen::polar", "ops.yaml:1092", inputs=["abs", "angle"], int_to_float=False, bool_output=False,
+    "mpsgen::polar", "ops.yaml:1096", inputs=["abs", "angle"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
         torch.float16: torch.complex32,
@@ -1283,19 +1283,19 @@ polar_spec = Spec(
 )
 
 
-# ops.yaml:1092: polar(Tensor abs, Tensor angle) -> Tensor
+# ops.yaml:1096: polar(Tensor abs, Tensor angle) -> Tensor
 @torch.library.register_fake("mpsgen::polar", lib=lib)
 def polar_fake(abs, angle):
     check_defined(polar_spec, [abs, angle])
-    if not (abs.dtype == angle.dtype):  # ops.yaml:1098
+    if not (abs.dtype == angle.dtype):  # ops.yaml:1102
         raise RuntimeError(f'mpsgen::polar: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(polar_spec, [abs, angle])
 register_variants(lib, "polar", out="polar.out", inplace="polar_", exact_out=True)
 
 
-# ---- complex: ops.yaml:1110 ----
+# ---- complex: ops.yaml:1114 ----
 complex_spec = Spec(
-    "mpsgen::complex", "ops.yaml:1110", inputs=["real", "imag"], int_to_float=False, bool_output=False,
+    "mpsgen::complex", "ops.yaml:1114", inputs=["real", "imag"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
         torch.float16: torch.complex32,
@@ -1304,19 +1304,19 @@ complex_spec = Spec(
 )
 
 
-# ops.yaml:1110: complex(Tensor real, Tensor imag) -> Tensor
+# ops.yaml:1114: complex(Tensor real, Tensor imag) -> Tensor
 @torch.library.register_fake("mpsgen::complex", lib=lib)
 def complex_fake(real, imag):
     check_defined(complex_spec, [real, imag])
-    if not (real.dtype == imag.dtype):  # ops.yaml:1115
+    if not (real.dtype == imag.dtype):  # ops.yaml:1119
         raise RuntimeError(f'mpsgen::complex: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(complex_spec, [real, imag])
 register_variants(lib, "complex", out="complex.out", inplace="complex_", exact_out=True)
 
 
-# ---- angle: ops.yaml:1126 ----
+# ---- angle: ops.yaml:1130 ----
 angle_spec = Spec(
-    "mpsgen::angle", "ops.yaml:1126", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::angle", "ops.yaml:1130", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1334,16 +1334,16 @@ angle_spec = Spec(
 )
 
 
-# ops.yaml:1126: angle(Tensor self) -> Tensor
+# ops.yaml:1130: angle(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::angle", lib=lib)
 def angle_fake(self):
     return fake_elementwise(angle_spec, [self])
 register_variants(lib, "angle", out="angle.out", inplace="angle_")
 
 
-# ---- cos: ops.yaml:1150 ----
+# ---- cos: ops.yaml:1154 ----
 cos_spec = Spec(
-    "mpsgen::cos", "ops.yaml:1150", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::cos", "ops.yaml:1154", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1361,16 +1361,16 @@ cos_spec = Spec(
 )
 
 
-# ops.yaml:1150: cos(Tensor self) -> Tensor
+# ops.yaml:1154: cos(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::cos", lib=lib)
 def cos_fake(self):
     return fake_elementwise(cos_spec, [self])
 register_variants(lib, "cos", out="cos.out", inplace="cos_")
 
 
-# ---- tan: ops.yaml:1176 ----
+# ---- tan: ops.yaml:1180 ----
 tan_spec = Spec(
-    "mpsgen::tan", "ops.yaml:1176", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::tan", "ops.yaml:1180", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1388,16 +1388,16 @@ tan_spec = Spec(
 )
 
 
-# ops.yaml:1176: tan(Tensor self) -> Tensor
+# ops.yaml:1180: tan(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tan", lib=lib)
 def tan_fake(self):
     return fake_elementwise(tan_spec, [self])
 register_variants(lib, "tan", out="tan.out", inplace="tan_")
 
 
-# ---- tanh: ops.yaml:1195 ----
+# ---- tanh: ops.yaml:1199 ----
 tanh_spec = Spec(
-    "mpsgen::tanh", "ops.yaml:1195", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::tanh", "ops.yaml:1199", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1415,16 +1415,16 @@ tanh_spec = Spec(
 )
 
 
-# ops.yaml:1195: tanh(Tensor self) -> Tensor
+# ops.yaml:1199: tanh(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tanh", lib=lib)
 def tanh_fake(self):
     return fake_elementwise(tanh_spec, [self])
 register_variants(lib, "tanh", out="tanh.out", inplace="tanh_")
 
 
-# ---- log: ops.yaml:1213 ----
+# ---- log: ops.yaml:1217 ----
 log_spec = Spec(
-    "mpsgen::log", "ops.yaml:1213", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::log", "ops.yaml:1217", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1442,16 +1442,16 @@ log_spec = Spec(
 )
 
 
-# ops.yaml:1213: log(Tensor self) -> Tensor
+# ops.yaml:1217: log(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log", lib=lib)
 def log_fake(self):
     return fake_elementwise(log_spec, [self])
 register_variants(lib, "log", out="log.out", inplace="log_")
 
 
-# ---- log1p: ops.yaml:1231 ----
+# ---- log1p: ops.yaml:1235 ----
 log1p_spec = Spec(
-    "mpsgen::log1p", "ops.yaml:1231", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::log1p", "ops.yaml:1235", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1469,16 +1469,16 @@ log1p_spec = Spec(
 )
 
 
-# ops.yaml:1231: log1p(Tensor self) -> Tensor
+# ops.yaml:1235: log1p(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log1p", lib=lib)
 def log1p_fake(self):
     return fake_elementwise(log1p_spec, [self])
 register_variants(lib, "log1p", out="log1p.out", inplace="log1p_")
 
 
-# ---- expm1: ops.yaml:1255 ----
+# ---- expm1: ops.yaml:1259 ----
 expm1_spec = Spec(
-    "mpsgen::expm1", "ops.yaml:1255", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::expm1", "ops.yaml:1259", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1496,16 +1496,16 @@ expm1_spec = Spec(
 )
 
 
-# ops.yaml:1255: expm1(Tensor self) -> Tensor
+# ops.yaml:1259: expm1(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::expm1", lib=lib)
 def expm1_fake(self):
     return fake_elementwise(expm1_spec, [self])
 register_variants(lib, "expm1", out="expm1.out", inplace="expm1_")
 
 
-# ---- rsqrt: ops.yaml:1284 ----
+# ---- rsqrt: ops.yaml:1288 ----
 rsqrt_spec = Spec(
-    "mpsgen::rsqrt", "ops.yaml:1284", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::rsqrt", "ops.yaml:1288", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1523,16 +1523,16 @@ rsqrt_spec = Spec(
 )
 
 
-# ops.yaml:1284: rsqrt(Tensor self) -> Tensor
+# ops.yaml:1288: rsqrt(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::rsqrt", lib=lib)
 def rsqrt_fake(self):
     return fake_elementwise(rsqrt_spec, [self])
 register_variants(lib, "rsqrt", out="rsqrt.out", inplace="rsqrt_")
 
 
-# ---- i0: ops.yaml:1302 ----
+# ---- i0: ops.yaml:1306 ----
 i0_spec = Spec(
-    "mpsgen::i0", "ops.yaml:1302", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::i0", "ops.yaml:1306", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1548,16 +1548,16 @@ i0_spec = Spec(
 )
 
 
-# ops.yaml:1302: i0(Tensor self) -> Tensor
+# ops.yaml:1306: i0(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::i0", lib=lib)
 def i0_fake(self):
     return fake_elementwise(i0_spec, [self])
 register_variants(lib, "i0", out="i0.out", inplace="i0_")
 
 
-# ---- reciprocal: ops.yaml:1315 ----
+# ---- reciprocal: ops.yaml:1319 ----
 reciprocal_spec = Spec(
-    "mpsgen::reciprocal", "ops.yaml:1315", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::reciprocal", "ops.yaml:1319", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1575,16 +1575,16 @@ reciprocal_spec = Spec(
 )
 
 
-# ops.yaml:1315: reciprocal(Tensor self) -> Tensor
+# ops.yaml:1319: reciprocal(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::reciprocal", lib=lib)
 def reciprocal_fake(self):
     return fake_elementwise(reciprocal_spec, [self])
 register_variants(lib, "reciprocal", out="reciprocal.out", inplace="reciprocal_")
 
 
-# ---- floor: ops.yaml:1334 ----
+# ---- floor: ops.yaml:1338 ----
 floor_spec = Spec(
-    "mpsgen::floor", "ops.yaml:1334", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::floor", "ops.yaml:1338", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1600,16 +1600,16 @@ floor_spec = Spec(
 )
 
 
-# ops.yaml:1334: floor(Tensor self) -> Tensor
+# ops.yaml:1338: floor(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::floor", lib=lib)
 def floor_fake(self):
     return fake_elementwise(floor_spec, [self])
 register_variants(lib, "floor", out="floor.out", inplace="floor_", exact_out=True)
 
 
-# ---- ceil: ops.yaml:1350 ----
+# ---- ceil: ops.yaml:1354 ----
 ceil_spec = Spec(
-    "mpsgen::ceil", "ops.yaml:1350", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::ceil", "ops.yaml:1354", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1625,16 +1625,16 @@ ceil_spec = Spec(
 )
 
 
-# ops.yaml:1350: ceil(Tensor self) -> Tensor
+# ops.yaml:1354: ceil(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::ceil", lib=lib)
 def ceil_fake(self):
     return fake_elementwise(ceil_spec, [self])
 register_variants(lib, "ceil", out="ceil.out", inplace="ceil_", exact_out=True)
 
 
-# ---- trunc: ops.yaml:1366 ----
+# ---- trunc: ops.yaml:1370 ----
 trunc_spec = Spec(
-    "mpsgen::trunc", "ops.yaml:1366", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::trunc", "ops.yaml:1370", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1650,16 +1650,16 @@ trunc_spec = Spec(
 )
 
 
-# ops.yaml:1366: trunc(Tensor self) -> Tensor
+# ops.yaml:1370: trunc(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::trunc", lib=lib)
 def trunc_fake(self):
     return fake_elementwise(trunc_spec, [self])
 register_variants(lib, "trunc", out="trunc.out", inplace="trunc_", exact_out=True)
 
 
-# ---- sign: ops.yaml:1382 ----
+# ---- sign: ops.yaml:1386 ----
 sign_spec = Spec(
-    "mpsgen::sign", "ops.yaml:1382", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::sign", "ops.yaml:1386", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1675,16 +1675,16 @@ sign_spec = Spec(
 )
 
 
-# ops.yaml:1382: sign(Tensor self) -> Tensor
+# ops.yaml:1386: sign(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::sign", lib=lib)
 def sign_fake(self):
     return fake_elementwise(sign_spec, [self])
 register_variants(lib, "sign", out="sign.out", inplace="sign_", exact_out=True)
 
 
-# ---- minimum: ops.yaml:1396 ----
+# ---- minimum: ops.yaml:1400 ----
 minimum_spec = Spec(
-    "mpsgen::minimum", "ops.yaml:1396", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::minimum", "ops.yaml:1400", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1700,16 +1700,16 @@ minimum_spec = Spec(
 )
 
 
-# ops.yaml:1396: minimum(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1400: minimum(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::minimum", lib=lib)
 def minimum_fake(self, other):
     return fake_elementwise(minimum_spec, [self, other])
 register_variants(lib, "minimum", out="minimum.out", inplace="minimum_")
 
 
-# ---- fmax: ops.yaml:1409 ----
+# ---- fmax: ops.yaml:1413 ----
 fmax_spec = Spec(
-    "mpsgen::fmax", "ops.yaml:1409", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmax", "ops.yaml:1413", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1725,16 +1725,16 @@ fmax_spec = Spec(
 )
 
 
-# ops.yaml:1409: fmax(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1413: fmax(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmax", lib=lib)
 def fmax_fake(self, other):
     return fake_elementwise(fmax_spec, [self, other])
 register_variants(lib, "fmax", out="fmax.out", inplace="fmax_")
 
 
-# ---- fmin: ops.yaml:1426 ----
+# ---- fmin: ops.yaml:1430 ----
 fmin_spec = Spec(
-    "mpsgen::fmin", "ops.yaml:1426", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmin", "ops.yaml:1430", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1750,16 +1750,16 @@ fmin_spec = Spec(
 )
 
 
-# ops.yaml:1426: fmin(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1430: fmin(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmin", lib=lib)
 def fmin_fake(self, other):
     return fake_elementwise(fmin_spec, [self, other])
 register_variants(lib, "fmin", out="fmin.out", inplace="fmin_")
 
 
-# ---- bitwise_and: ops.yaml:1442 ----
+# ---- bitwise_and: ops.yaml:1446 ----
 bitwise_and_spec = Spec(
-    "mpsgen::bitwise_and", "ops.yaml:1442", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_and", "ops.yaml:1446", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -1772,23 +1772,23 @@ bitwise_and_spec = Spec(
 )
 
 
-# ops.yaml:1442: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1446: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Tensor", lib=lib)
 def bitwise_and_Tensor_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
 register_variants(lib, "bitwise_and.Tensor", out="bitwise_and.Tensor_out", inplace="bitwise_and_.Tensor")
 
 
-# ops.yaml:1451: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1455: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Scalar", lib=lib)
 def bitwise_and_Scalar_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
 register_variants(lib, "bitwise_and.Scalar", out="bitwise_and.Scalar_out", inplace="bitwise_and_.Scalar")
 
 
-# ---- bitwise_or: ops.yaml:1453 ----
+# ---- bitwise_or: ops.yaml:1457 ----
 bitwise_or_spec = Spec(
-    "mpsgen::bitwise_or", "ops.yaml:1453", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_or", "ops.yaml:1457", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -1801,16 +1801,16 @@ bitwise_or_spec = Spec(
 )
 
 
-# ops.yaml:1453: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1457: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_or.Tensor", lib=lib)
 def bitwise_or_Tensor_fake(self, other):
     return fake_elementwise(bitwise_or_spec, [self, other])
 register_variants(lib, "bitwise_or.Tensor", out="bitwise_or.Tensor_out", inplace="bitwise_or_.Tensor")
 
 
-# ---- gt: ops.yaml:1463 ----
+# ---- gt: ops.yaml:1467 ----
 gt_spec = Spec(
-    "mpsgen::gt", "ops.yaml:1463", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::gt", "ops.yaml:1467", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1826,23 +1826,23 @@ gt_spec = Spec(
 )
 
 
-# ops.yaml:1463: gt.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1467: gt.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Tensor", lib=lib)
 def gt_Tensor_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
 register_variants(lib, "gt.Tensor", out="gt.Tensor_out", inplace="gt_.Tensor")
 
 
-# ops.yaml:1472: gt.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1476: gt.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Scalar", lib=lib)
 def gt_Scalar_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
 register_variants(lib, "gt.Scalar", out="gt.Scalar_out", inplace="gt_.Scalar")
 
 
-# ---- ge: ops.yaml:1474 ----
+# ---- ge: ops.yaml:1478 ----
 ge_spec = Spec(
-    "mpsgen::ge", "ops.yaml:1474", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::ge", "ops.yaml:1478", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1858,16 +1858,16 @@ ge_spec = Spec(
 )
 
 
-# ops.yaml:1474: ge.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1478: ge.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::ge.Tensor", lib=lib)
 def ge_Tensor_fake(self, other):
     return fake_elementwise(ge_spec, [self, other])
 register_variants(lib, "ge.Tensor", out="ge.Tensor_out", inplace="ge_.Tensor")
 
 
-# ---- le: ops.yaml:1483 ----
+# ---- le: ops.yaml:1487 ----
 le_spec = Spec(
-    "mpsgen::le", "ops.yaml:1483", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::le", "ops.yaml:1487", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1883,16 +1883,16 @@ le_spec = Spec(
 )
 
 
-# ops.yaml:1483: le.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1487: le.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::le.Tensor", lib=lib)
 def le_Tensor_fake(self, other):
     return fake_elementwise(le_spec, [self, other])
 register_variants(lib, "le.Tensor", out="le.Tensor_out", inplace="le_.Tensor")
 
 
-# ---- logical_or: ops.yaml:1492 ----
+# ---- logical_or: ops.yaml:1496 ----
 logical_or_spec = Spec(
-    "mpsgen::logical_or", "ops.yaml:1492", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_or", "ops.yaml:1496", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1909,16 +1909,16 @@ logical_or_spec = Spec(
 )
 
 
-# ops.yaml:1492: logical_or(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1496: logical_or(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_or", lib=lib)
 def logical_or_fake(self, other):
     return fake_elementwise(logical_or_spec, [self, other])
 register_variants(lib, "logical_or", out="logical_or.out", inplace="logical_or_")
 
 
-# ---- logical_xor: ops.yaml:1501 ----
+# ---- logical_xor: ops.yaml:1505 ----
 logical_xor_spec = Spec(
-    "mpsgen::logical_xor", "ops.yaml:1501", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_xor", "ops.yaml:1505", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1935,16 +1935,16 @@ logical_xor_spec = Spec(
 )
 
 
-# ops.yaml:1501: logical_xor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1505: logical_xor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_xor", lib=lib)
 def logical_xor_fake(self, other):
     return fake_elementwise(logical_xor_spec, [self, other])
 register_variants(lib, "logical_xor", out="logical_xor.out", inplace="logical_xor_")
 
 
-# ---- where: ops.yaml:1514 ----
+# ---- where: ops.yaml:1518 ----
 where_spec = Spec(
-    "mpsgen::where", "ops.yaml:1514", inputs=["condition", "self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::where", "ops.yaml:1518", inputs=["condition", "self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1963,49 +1963,49 @@ where_spec = Spec(
 )
 
 
-# ops.yaml:1514: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
+# ops.yaml:1518: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::where.self", lib=lib)
 def where_self_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1520
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1524
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other])
 register_variants(lib, "where.self", out="where.self_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1536: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor
+# ops.yaml:1540: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::where.ScalarSelf", lib=lib)
 def where_ScalarSelf_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1520
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1524
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other], converted=[self])
 register_variants(lib, "where.ScalarSelf", out="where.ScalarSelf_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1537: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor
+# ops.yaml:1541: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::where.ScalarOther", lib=lib)
 def where_ScalarOther_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1520
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1524
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other], converted=[other])
 register_variants(lib, "where.ScalarOther", out="where.ScalarOther_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1538: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor
+# ops.yaml:1542: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::where.Scalar", lib=lib)
 def where_Scalar_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1520
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1524
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other], converted=[self, other])
 register_variants(lib, "where.Scalar", out="where.Scalar_out", inplace=None, exact_out=True)
 
 
-# ---- full_like: ops.yaml:1857 ----
+# ---- full_like: ops.yaml:1861 ----
 full_like_spec = Spec(
-    "mpsgen::full_like", "ops.yaml:1857", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::full_like", "ops.yaml:1861", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2026,7 +2026,7 @@ full_like_spec = Spec(
 )
 
 
-# ops.yaml:1857: full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor
+# ops.yaml:1861: full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor
 @torch.library.register_fake("mpsgen::full_like", lib=lib)
 def full_like_fake(self, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
     return fake_elementwise(full_like_spec, [self], kernel_scalar=fill_value, options={"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory, "memory_format": memory_format})

@@ -1072,10 +1072,10 @@ extern const OpSpec digamma_spec{
     },
     };
 
-// ops.yaml:943: the dtypes polygamma.metal registers (input -> output)
+// ops.yaml:947: the dtypes polygamma.metal registers (input -> output)
 extern const OpSpec polygamma_spec{
     "mpsgen::polygamma",
-    "ops.yaml:940",
+    "ops.yaml:944",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1097,10 +1097,10 @@ extern const OpSpec polygamma_spec{
     },
     };
 
-// ops.yaml:990: the dtypes div.metal registers (input -> output)
+// ops.yaml:994: the dtypes div.metal registers (input -> output)
 extern const OpSpec div_spec{
     "mpsgen::div",
-    "ops.yaml:981",
+    "ops.yaml:985",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1125,10 +1125,10 @@ extern const OpSpec div_spec{
     },
     };
 
-// ops.yaml:988: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
+// ops.yaml:992: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
 extern const OpSpec div_div_trunc_spec{
     "mpsgen::div",
-    "ops.yaml:988",
+    "ops.yaml:992",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1152,10 +1152,10 @@ extern const OpSpec div_div_trunc_spec{
     /*choice=*/"rounding_mode='trunc'",
     };
 
-// ops.yaml:989: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
+// ops.yaml:993: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
 extern const OpSpec div_div_floor_spec{
     "mpsgen::div",
-    "ops.yaml:989",
+    "ops.yaml:993",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1179,10 +1179,10 @@ extern const OpSpec div_div_floor_spec{
     /*choice=*/"rounding_mode='floor'",
     };
 
-// ops.yaml:1094: the dtypes polar.metal registers (input -> output)
+// ops.yaml:1098: the dtypes polar.metal registers (input -> output)
 extern const OpSpec polar_spec{
     "mpsgen::polar",
-    "ops.yaml:1092",
+    "ops.yaml:1096",
     {"abs", "angle"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1198,10 +1198,10 @@ extern const OpSpec polar_spec{
     },
     };
 
-// ops.yaml:1111: the dtypes complex.metal registers (input -> output)
+// ops.yaml:1115: the dtypes complex.metal registers (input -> output)
 extern const OpSpec complex_spec{
     "mpsgen::complex",
-    "ops.yaml:1110",
+    "ops.yaml:1114",
     {"real", "imag"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1217,10 +1217,10 @@ extern const OpSpec complex_spec{
     },
     };
 
-// ops.yaml:1127: the dtypes angle.metal registers (input -> output)
+// ops.yaml:1131: the dtypes angle.metal registers (input -> output)
 extern const OpSpec angle_spec{
     "mpsgen::angle",
-    "ops.yaml:1126",
+    "ops.yaml:1130",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1245,10 +1245,10 @@ extern const OpSpec angle_spec{
     },
     };
 
-// ops.yaml:1151: the dtypes cos.metal registers (input -> output)
+// ops.yaml:1155: the dtypes cos.metal registers (input -> output)
 extern const OpSpec cos_spec{
     "mpsgen::cos",
-    "ops.yaml:1150",
+    "ops.yaml:1154",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1273,10 +1273,10 @@ extern const OpSpec cos_spec{
     },
     };
 
-// ops.yaml:1177: the dtypes tan.metal registers (input -> output)
+// ops.yaml:1181: the dtypes tan.metal registers (input -> output)
 extern const OpSpec tan_spec{
     "mpsgen::tan",
-    "ops.yaml:1176",
+    "ops.yaml:1180",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1301,10 +1301,10 @@ extern const OpSpec tan_spec{
     },
     };
 
-// ops.yaml:1196: the dtypes tanh.metal registers (input -> output)
+// ops.yaml:1200: the dtypes tanh.metal registers (input -> output)
 extern const OpSpec tanh_spec{
     "mpsgen::tanh",
-    "ops.yaml:1195",
+    "ops.yaml:1199",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1329,10 +1329,10 @@ extern const OpSpec tanh_spec{
     },
     };
 
-// ops.yaml:1214: the dtypes log.metal registers (input -> output)
+// ops.yaml:1218: the dtypes log.metal registers (input -> output)
 extern const OpSpec log_spec{
     "mpsgen::log",
-    "ops.yaml:1213",
+    "ops.yaml:1217",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1357,10 +1357,10 @@ extern const OpSpec log_spec{
     },
     };
 
-// ops.yaml:1232: the dtypes log1p.metal registers (input -> output)
+// ops.yaml:1236: the dtypes log1p.metal registers (input -> output)
 extern const OpSpec log1p_spec{
     "mpsgen::log1p",
-    "ops.yaml:1231",
+    "ops.yaml:1235",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1385,10 +1385,10 @@ extern const OpSpec log1p_spec{
     },
     };
 
-// ops.yaml:1256: the dtypes expm1.metal registers (input -> output)
+// ops.yaml:1260: the dtypes expm1.metal registers (input -> output)
 extern const OpSpec expm1_spec{
     "mpsgen::expm1",
-    "ops.yaml:1255",
+    "ops.yaml:1259",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1413,10 +1413,10 @@ extern const OpSpec expm1_spec{
     },
     };
 
-// ops.yaml:1285: the dtypes rsqrt.metal registers (input -> output)
+// ops.yaml:1289: the dtypes rsqrt.metal registers (input -> output)
 extern const OpSpec rsqrt_spec{
     "mpsgen::rsqrt",
-    "ops.yaml:1284",
+    "ops.yaml:1288",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1441,10 +1441,10 @@ extern const OpSpec rsqrt_spec{
     },
     };
 
-// ops.yaml:1303: the dtypes i0.metal registers (input -> output)
+// ops.yaml:1307: the dtypes i0.metal registers (input -> output)
 extern const OpSpec i0_spec{
     "mpsgen::i0",
-    "ops.yaml:1302",
+    "ops.yaml:1306",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1467,10 +1467,10 @@ extern const OpSpec i0_spec{
     },
     };
 
-// ops.yaml:1316: the dtypes reciprocal.metal registers (input -> output)
+// ops.yaml:1320: the dtypes reciprocal.metal registers (input -> output)
 extern const OpSpec reciprocal_spec{
     "mpsgen::reciprocal",
-    "ops.yaml:1315",
+    "ops.yaml:1319",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1495,10 +1495,10 @@ extern const OpSpec reciprocal_spec{
     },
     };
 
-// ops.yaml:1336: the dtypes floor.metal registers (input -> output)
+// ops.yaml:1340: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
     "mpsgen::floor",
-    "ops.yaml:1334",
+    "ops.yaml:1338",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1521,10 +1521,10 @@ extern const OpSpec floor_spec{
     },
     };
 
-// ops.yaml:1352: the dtypes ceil.metal registers (input -> output)
+// ops.yaml:1356: the dtypes ceil.metal registers (input -> output)
 extern const OpSpec ceil_spec{
     "mpsgen::ceil",
-    "ops.yaml:1350",
+    "ops.yaml:1354",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1547,10 +1547,10 @@ extern const OpSpec ceil_spec{
     },
     };
 
-// ops.yaml:1368: the dtypes trunc.metal registers (input -> output)
+// ops.yaml:1372: the dtypes trunc.metal registers (input -> output)
 extern const OpSpec trunc_spec{
     "mpsgen::trunc",
-    "ops.yaml:1366",
+    "ops.yaml:1370",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1573,10 +1573,10 @@ extern const OpSpec trunc_spec{
     },
     };
 
-// ops.yaml:1384: the dtypes sign.metal registers (input -> output)
+// ops.yaml:1388: the dtypes sign.metal registers (input -> output)
 extern const OpSpec sign_spec{
     "mpsgen::sign",
-    "ops.yaml:1382",
+    "ops.yaml:1386",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1599,10 +1599,10 @@ extern const OpSpec sign_spec{
     },
     };
 
-// ops.yaml:1397: the dtypes minimum.metal registers (input -> output)
+// ops.yaml:1401: the dtypes minimum.metal registers (input -> output)
 extern const OpSpec minimum_spec{
     "mpsgen::minimum",
-    "ops.yaml:1396",
+    "ops.yaml:1400",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1625,10 +1625,10 @@ extern const OpSpec minimum_spec{
     },
     };
 
-// ops.yaml:1410: the dtypes fmax.metal registers (input -> output)
+// ops.yaml:1414: the dtypes fmax.metal registers (input -> output)
 extern const OpSpec fmax_spec{
     "mpsgen::fmax",
-    "ops.yaml:1409",
+    "ops.yaml:1413",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1651,10 +1651,10 @@ extern const OpSpec fmax_spec{
     },
     };
 
-// ops.yaml:1427: the dtypes fmin.metal registers (input -> output)
+// ops.yaml:1431: the dtypes fmin.metal registers (input -> output)
 extern const OpSpec fmin_spec{
     "mpsgen::fmin",
-    "ops.yaml:1426",
+    "ops.yaml:1430",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1677,10 +1677,10 @@ extern const OpSpec fmin_spec{
     },
     };
 
-// ops.yaml:1443: the dtypes bitwise_and.metal registers (input -> output)
+// ops.yaml:1447: the dtypes bitwise_and.metal registers (input -> output)
 extern const OpSpec bitwise_and_spec{
     "mpsgen::bitwise_and",
-    "ops.yaml:1442",
+    "ops.yaml:1446",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1700,10 +1700,10 @@ extern const OpSpec bitwise_and_spec{
     },
     };
 
-// ops.yaml:1454: the dtypes bitwise_or.metal registers (input -> output)
+// ops.yaml:1458: the dtypes bitwise_or.metal registers (input -> output)
 extern const OpSpec bitwise_or_spec{
     "mpsgen::bitwise_or",
-    "ops.yaml:1453",
+    "ops.yaml:1457",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1723,10 +1723,10 @@ extern const OpSpec bitwise_or_spec{
     },
     };
 
-// ops.yaml:1464: the dtypes gt.metal registers (input -> output)
+// ops.yaml:1468: the dtypes gt.metal registers (input -> output)
 extern const OpSpec gt_spec{
     "mpsgen::gt",
-    "ops.yaml:1463",
+    "ops.yaml:1467",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1749,10 +1749,10 @@ extern const OpSpec gt_spec{
     },
     };
 
-// ops.yaml:1475: the dtypes ge.metal registers (input -> output)
+// ops.yaml:1479: the dtypes ge.metal registers (input -> output)
 extern const OpSpec ge_spec{
     "mpsgen::ge",
-    "ops.yaml:1474",
+    "ops.yaml:1478",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1775,10 +1775,10 @@ extern const OpSpec ge_spec{
     },
     };
 
-// ops.yaml:1484: the dtypes le.metal registers (input -> output)
+// ops.yaml:1488: the dtypes le.metal registers (input -> output)
 extern const OpSpec le_spec{
     "mpsgen::le",
-    "ops.yaml:1483",
+    "ops.yaml:1487",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1801,10 +1801,10 @@ extern const OpSpec le_spec{
     },
     };
 
-// ops.yaml:1493: the dtypes logical_or.metal registers (input -> output)
+// ops.yaml:1497: the dtypes logical_or.metal registers (input -> output)
 extern const OpSpec logical_or_spec{
     "mpsgen::logical_or",
-    "ops.yaml:1492",
+    "ops.yaml:1496",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1828,10 +1828,10 @@ extern const OpSpec logical_or_spec{
     },
     };
 
-// ops.yaml:1502: the dtypes logical_xor.metal registers (input -> output)
+// ops.yaml:1506: the dtypes logical_xor.metal registers (input -> output)
 extern const OpSpec logical_xor_spec{
     "mpsgen::logical_xor",
-    "ops.yaml:1501",
+    "ops.yaml:1505",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1855,10 +1855,10 @@ extern const OpSpec logical_xor_spec{
     },
     };
 
-// ops.yaml:1516: the dtypes where.metal registers (input -> output)
+// ops.yaml:1520: the dtypes where.metal registers (input -> output)
 extern const OpSpec where_spec{
     "mpsgen::where",
-    "ops.yaml:1514",
+    "ops.yaml:1518",
     {"condition", "self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1883,10 +1883,10 @@ extern const OpSpec where_spec{
     },
     };
 
-// ops.yaml:1553: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1557: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1550",
+    "ops.yaml:1554",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1909,10 +1909,10 @@ extern const OpSpec heaviside_spec{
     },
     };
 
-// ops.yaml:1567: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1571: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1565",
+    "ops.yaml:1569",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1935,10 +1935,10 @@ extern const OpSpec special_ndtri_spec{
     },
     };
 
-// ops.yaml:1635: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1639: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1633",
+    "ops.yaml:1637",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1961,10 +1961,10 @@ extern const OpSpec special_log_ndtr_spec{
     },
     };
 
-// ops.yaml:1663: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1667: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1661",
+    "ops.yaml:1665",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1987,10 +1987,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     },
     };
 
-// ops.yaml:1708: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1712: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1706",
+    "ops.yaml:1710",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -2013,10 +2013,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     },
     };
 
-// ops.yaml:1756: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1760: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1754",
+    "ops.yaml:1758",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -2039,10 +2039,10 @@ extern const OpSpec special_airy_ai_spec{
     },
     };
 
-// ops.yaml:1859: the dtypes full_like.metal registers (input -> output)
+// ops.yaml:1863: the dtypes full_like.metal registers (input -> output)
 extern const OpSpec full_like_spec{
     "mpsgen::full_like",
-    "ops.yaml:1857",
+    "ops.yaml:1861",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,

@@ -199,150 +199,150 @@ TORCH_LIBRARY(mpsgen, m) {
   m.def("digamma(Tensor self) -> Tensor");
   m.def("digamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("digamma_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:940
+  // ops.yaml:944
   m.def("polygamma(int n, Tensor self) -> Tensor");
   m.def("polygamma.out(int n, Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("polygamma_(Tensor(a!) self, int n) -> Tensor(a!)");
-  // ops.yaml:981
+  // ops.yaml:985
   m.def("div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor");
   m.def("div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)");
   m.def("div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)");
-  // ops.yaml:1092
+  // ops.yaml:1096
   m.def("polar(Tensor abs, Tensor angle) -> Tensor");
   m.def("polar.out(Tensor abs, Tensor angle, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("polar_(Tensor(a!) abs, Tensor angle) -> Tensor(a!)");
-  // ops.yaml:1110
+  // ops.yaml:1114
   m.def("complex(Tensor real, Tensor imag) -> Tensor");
   m.def("complex.out(Tensor real, Tensor imag, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("complex_(Tensor(a!) real, Tensor imag) -> Tensor(a!)");
-  // ops.yaml:1126
+  // ops.yaml:1130
   m.def("angle(Tensor self) -> Tensor");
   m.def("angle.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("angle_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1150
+  // ops.yaml:1154
   m.def("cos(Tensor self) -> Tensor");
   m.def("cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("cos_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1176
+  // ops.yaml:1180
   m.def("tan(Tensor self) -> Tensor");
   m.def("tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("tan_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1195
+  // ops.yaml:1199
   m.def("tanh(Tensor self) -> Tensor");
   m.def("tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("tanh_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1213
+  // ops.yaml:1217
   m.def("log(Tensor self) -> Tensor");
   m.def("log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("log_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1231
+  // ops.yaml:1235
   m.def("log1p(Tensor self) -> Tensor");
   m.def("log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("log1p_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1255
+  // ops.yaml:1259
   m.def("expm1(Tensor self) -> Tensor");
   m.def("expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("expm1_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1284
+  // ops.yaml:1288
   m.def("rsqrt(Tensor self) -> Tensor");
   m.def("rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("rsqrt_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1302
+  // ops.yaml:1306
   m.def("i0(Tensor self) -> Tensor");
   m.def("i0.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("i0_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1315
+  // ops.yaml:1319
   m.def("reciprocal(Tensor self) -> Tensor");
   m.def("reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("reciprocal_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1334
+  // ops.yaml:1338
   m.def("floor(Tensor self) -> Tensor");
   m.def("floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("floor_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1350
+  // ops.yaml:1354
   m.def("ceil(Tensor self) -> Tensor");
   m.def("ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("ceil_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1366
+  // ops.yaml:1370
   m.def("trunc(Tensor self) -> Tensor");
   m.def("trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("trunc_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1382
+  // ops.yaml:1386
   m.def("sign(Tensor self) -> Tensor");
   m.def("sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("sign_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1396
+  // ops.yaml:1400
   m.def("minimum(Tensor self, Tensor other) -> Tensor");
   m.def("minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("minimum_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1409
+  // ops.yaml:1413
   m.def("fmax(Tensor self, Tensor other) -> Tensor");
   m.def("fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("fmax_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1426
+  // ops.yaml:1430
   m.def("fmin(Tensor self, Tensor other) -> Tensor");
   m.def("fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("fmin_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1442
+  // ops.yaml:1446
   m.def("bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1451
+  // ops.yaml:1455
   m.def("bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor");
   m.def("bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)");
-  // ops.yaml:1453
+  // ops.yaml:1457
   m.def("bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1463
+  // ops.yaml:1467
   m.def("gt.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1472
+  // ops.yaml:1476
   m.def("gt.Scalar(Tensor self, Scalar other) -> Tensor");
   m.def("gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)");
-  // ops.yaml:1474
+  // ops.yaml:1478
   m.def("ge.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1483
+  // ops.yaml:1487
   m.def("le.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1492
+  // ops.yaml:1496
   m.def("logical_or(Tensor self, Tensor other) -> Tensor");
   m.def("logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1501
+  // ops.yaml:1505
   m.def("logical_xor(Tensor self, Tensor other) -> Tensor");
   m.def("logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1514
+  // ops.yaml:1518
   m.def("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor");
   m.def("where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
-  // ops.yaml:1536
+  // ops.yaml:1540
   m.def("where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor");
   m.def("where.ScalarSelf_out(Tensor condition, Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
-  // ops.yaml:1537
+  // ops.yaml:1541
   m.def("where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor");
   m.def("where.ScalarOther_out(Tensor condition, Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
-  // ops.yaml:1538
+  // ops.yaml:1542
   m.def("where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor");
   m.def("where.Scalar_out(Tensor condition, Scalar self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
-  // ops.yaml:1857
+  // ops.yaml:1861
   m.def("full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor");
   m.def("full_like.out(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)");
 }
 
 namespace mpsgen::generated {
-void register_heaviside_aten_cpu(torch::Library& m);  // generated/heaviside_cpu.cpp, from ops.yaml:1550
-void register_special_ndtri_aten_cpu(torch::Library& m);  // generated/special_ndtri_cpu.cpp, from ops.yaml:1565
-void register_special_log_ndtr_aten_cpu(torch::Library& m);  // generated/special_log_ndtr_cpu.cpp, from ops.yaml:1633
-void register_special_laguerre_polynomial_l_aten_cpu(torch::Library& m);  // generated/special_laguerre_polynomial_l_cpu.cpp, from ops.yaml:1661
-void register_special_legendre_polynomial_p_aten_cpu(torch::Library& m);  // generated/special_legendre_polynomial_p_cpu.cpp, from ops.yaml:1706
-void register_special_airy_ai_aten_cpu(torch::Library& m);  // generated/special_airy_ai_cpu.cpp, from ops.yaml:1754
+void register_heaviside_aten_cpu(torch::Library& m);  // generated/heaviside_cpu.cpp, from ops.yaml:1554
+void register_special_ndtri_aten_cpu(torch::Library& m);  // generated/special_ndtri_cpu.cpp, from ops.yaml:1569
+void register_special_log_ndtr_aten_cpu(torch::Library& m);  // generated/special_log_ndtr_cpu.cpp, from ops.yaml:1637
+void register_special_laguerre_polynomial_l_aten_cpu(torch::Library& m);  // generated/special_laguerre_polynomial_l_cpu.cpp, from ops.yaml:1665
+void register_special_legendre_polynomial_p_aten_cpu(torch::Library& m);  // generated/special_legendre_polynomial_p_cpu.cpp, from ops.yaml:1710
+void register_special_airy_ai_aten_cpu(torch::Library& m);  // generated/special_airy_ai_cpu.cpp, from ops.yaml:1758
 
 // mpsgen._C.register_aten_cpu_overrides(): the CPU kernels of every `implements: aten` entry
 // registered for torch's own aten ops, once per process (false when already done). Called by

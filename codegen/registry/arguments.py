@@ -7,7 +7,7 @@ import re
 
 from . import yaml_source
 from .checks import CheckError, message_to_cpp, to_cpp
-from .model import CHECK_ERRORS, DEFAULT_PARAM_TYPE, PARAM_TYPES, Check, Param, Selector, transport_of
+from .argmodel import CHECK_ERRORS, DEFAULT_PARAM_TYPE, PARAM_TYPES, Check, Param, Selector, transport_of
 from .schema import IDENT, OPTION_TYPES
 
 
@@ -289,7 +289,7 @@ def _choice(arg, value, item, str_choice, label, line, errors):
             errors.add(line, label, "args", f"{shown}: 'op' names another entry of ops.yaml (its func name, "
                        f"such as digamma), got {yaml_source.short(item['op'])}")
             return None
-        return item["op"].strip(), None, (), item["op"].strip()
+        return item["op"].strip(), None, None, item["op"].strip()  # reads none: Op.kernel_params
     if keys is None or "kernel" not in keys or not keys <= allowed:
         errors.add(line, label, "args", f"{shown} is {forms}, got {yaml_source.short(item)}")
         return None

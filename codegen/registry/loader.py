@@ -15,6 +15,7 @@ from pathlib import Path
 from torchgen.model import FunctionSchema
 
 from . import names, yaml_source
+from .argmodel import schema_args
 from .arguments import (check_args, check_checks, check_dtype_defaults, check_given, check_mask,
                         check_result_dtype, check_zero_divisor)
 from .dtypes import DTYPES, GROUPS
@@ -22,7 +23,7 @@ from .errors import Errors, RegistryError
 from .expectations import check_gaps, check_tolerances, check_xfails
 from .formulas import check_derivatives
 from .kernels import OPMATH_FAMILIES, check_dtypes, check_functor, functor_line, dtype_tables
-from .model import Derivative, Location, Op, Overload, Registry, schema_args
+from .model import Derivative, Location, Op, Overload, Registry
 from .opinfo_names import check_opinfo
 from .schema import IDENT, check_implements, check_schema
 

@@ -6,8 +6,7 @@ from functools import cached_property
 
 from torchgen.model import FunctionSchema
 
-from .argmodel import (CHECK_ERRORS, DEFAULT_PARAM_TYPE, PARAM_TYPES, Arg, Check, Param, Selector,  # noqa: F401
-                       schema_args, transport_of)
+from .argmodel import Arg, Check, Param, Selector, schema_args, transport_of
 from .aten_schemas import variant_names
 from .dtypes import DTYPES, Dtype
 
@@ -275,13 +274,15 @@ class Op(Entry):
         return transport_of(self.params)
 
     def kernel_params(self, kernel: str) -> tuple[Param, ...]:
-        """The params `kernel` reads: its choice's `params:`, else all of the op's."""
-        reads = dict(self.selector.reads) if self.selector else {}
+        """The params `kernel` reads: none for another entry's, its choice's `params:`, else all of the op's."""
         if kernel in self.shared_kernels:
             return ()
-        if kernel not in reads:
-            return self.params
-        return tuple(p for p in self.params if p.name in reads[kernel])
+        read = self._reads.get(kernel)
+        return self.params if read is None else tuple(p for p in self.params if p.name in read)
+
+    @cached_property
+    def _reads(self) -> dict[str, tuple[str, ...]]:
+        return dict(self.selector.reads) if self.selector else {}
 
     def kernel_transport(self, kernel: str) -> str:
         return transport_of(self.kernel_params(kernel))
