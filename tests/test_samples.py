@@ -398,3 +398,50 @@ def test_a_dtype_torch_refuses_everywhere_says_so(capsys, monkeypatch):
     assert re.search(r"^polygamma +bool +cpu +0/0 .*torch refuses every bool input", out, re.M)
     assert ("polygamma bool: torch refuses every bool input (\"Subtraction, the `-` operator, with a bool tensor is "
             "not supported.\"), so no sample could check the kernel this entry registers for it") in out
+
+
+@pytest.mark.parametrize("actual,expected", [
+    (torch.tensor([1.0, -0.0, float("inf")]), torch.tensor([1.0, 0.0, float("inf")])),  # equal: the short way
+    (torch.tensor([1, 2, 3]), torch.tensor([1, 2, 3])),
+    (torch.tensor([1.0, float("nan")]), torch.tensor([1.0, float("nan")])),  # NaN: the long way
+    (torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0 + 1e-6])),  # within tolerance
+    (torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.5])),  # not
+    (torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0], dtype=torch.float64)),  # another dtype
+    (torch.tensor([[1.0, 2.0]]), torch.tensor([1.0, 2.0])),  # another shape
+    (torch.tensor([1 + 2j, 3j]).conj(), torch.tensor([1 - 2j, -3j])),  # a conjugate view
+    (torch.tensor([1 + 2j, 3j], dtype=torch.complex32), torch.tensor([1 + 2j, 3j], dtype=torch.complex32)),
+])
+def test_a_bitwise_equal_result_compares_as_assert_close_and_errors_judge_it(actual, expected):
+    """compare()'s short way for a result equal to torch's in every bit gives what torch's
+    assert_close and the error measures give it the long way."""
+    c = compare(lambda: actual, lambda: expected, Sample("s", ()))
+    try:
+        torch.testing.assert_close(actual, expected, equal_nan=True)
+        status = MATCH
+    except AssertionError:
+        status = MISMATCH
+    assert (c.status, c.error, c.of_tolerance) == (status, *S._errors(actual, expected, None))
+
+
+def test_opinfos_generators_find_the_unittest_test_as_torch_does():
+    """samples._unittest_test_fn, which OpInfo's generators call in place of torch's
+    extract_test_fn while samples are made, answers as torch's: None under pytest, the test
+    method inside a unittest.TestCase."""
+    import io
+    import unittest
+
+    from torch.testing._internal.common_utils import extract_test_fn
+
+    assert S._unittest_test_fn() is None and extract_test_fn() is None
+    found = {}
+
+    class Case(unittest.TestCase):
+        def test_it(self):
+            found["ours"], found["torch's"] = S._unittest_test_fn(), extract_test_fn()
+
+    unittest.TextTestRunner(stream=io.StringIO()).run(Case("test_it"))
+    assert found["ours"] is found["torch's"] is Case.test_it
+    with S._test_fn_found_without_source():
+        from torch.testing._internal import common_utils
+        assert common_utils.extract_test_fn is S._unittest_test_fn
+    assert common_utils.extract_test_fn is extract_test_fn
