@@ -91,13 +91,21 @@ def assign_compilers(build_ninja: Path, clang: Sequence[str], openmp_flags: Sequ
 OBJCACHE = Path(__file__).resolve().parent / "objcache.py"
 
 
+def _python_of_the_cache() -> str:
+    """The Python that runs objcache.py (the standard library only): the interpreter a virtual
+    environment was made from, so that every venv of one Python writes the same commands and
+    ninja does not compile everything again when a build runs from another one."""
+    base = getattr(sys, "_base_executable", None)
+    return base if base and os.path.isfile(base) else sys.executable
+
+
 def compile_through_cache(build_ninja: Path) -> None:
     """Run every compile step of torch's build.ninja through the object cache (objcache.py),
     which compiles a unit only when no build on this machine compiled the same code with the
     same compiler and flags before. Always in the command, so that turning the cache off
     (MPSGEN_OBJECT_CACHE=0, read when a step runs) does not make ninja compile everything again."""
     text = build_ninja.read_text()
-    launcher = f"{shlex.quote(sys.executable)} {shlex.quote(str(OBJCACHE))} "
+    launcher = f"{shlex.quote(_python_of_the_cache())} {shlex.quote(str(OBJCACHE))} "
     text = re.sub(r"(?m)^(rule compile\w*\n  command = )(?!" + re.escape(launcher) + ")", lambda m: m[1] + launcher,
                   text)
     _write_if_changed(build_ninja, text)

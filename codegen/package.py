@@ -195,6 +195,10 @@ def _build_extension_command(project: Project):
     class Build(BuildExtension.with_options(use_ninja=True)):
         def build_extensions(self) -> None:
             self.compiler.link = link_when_stale(self.compiler, Path(self.build_temp))
+            # distutils adds a virtual environment's include folder, which holds no header in most:
+            # left out, so that venvs of one Python write the same compile commands, and a build
+            # from another venv (pip wheel from a test venv) does not make ninja run every step again
+            self.compiler.include_dirs = [d for d in self.compiler.include_dirs if not _holds_no_file(Path(d))]
             super().build_extensions()
 
         def run(self) -> None:
@@ -202,6 +206,10 @@ def _build_extension_command(project: Project):
             uptodate.remember(project, sys.argv[1:], self.build_temp)
 
     return Build
+
+
+def _holds_no_file(folder: Path) -> bool:
+    return folder.is_dir() and not any(p.is_file() for p in folder.rglob("*"))
 
 
 # What the build imports, with the package that provides it: under `pip install --no-build-isolation`

@@ -82,7 +82,10 @@ def _make(tmp: Path) -> dict:
     # this environment's packages (torch, jinja2, ...), not the checkout
     (purelib / "reuse-test-environment.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env['PATH']}"
+    # then this environment's scripts: its ninja, which the venv's `import ninja` does not find (its
+    # BIN_DIR is the venv's), not another on PATH, whose log would make every step of the checkout's
+    # build run again (ninja 1.11 and 1.13 keep their logs apart)
+    env["PATH"] = os.pathsep.join([str(venv / "bin"), str(Path(sys.executable).parent), env["PATH"]])
     # the generator's cache of this install, not the temporary one of the worker that made it
     # (tests/conftest.py), which is gone when that worker's session ends before another's
     # tests use this env
