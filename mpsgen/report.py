@@ -133,7 +133,14 @@ def main(argv=None) -> int:
     parser.add_argument("--loads", default="mpsgen.ops", help="the module whose import loads the ops "
                         "(default: mpsgen.ops, mpsgen's own)")
     parser.add_argument("--quick", action="store_true", help="skip the large samples")
+    parser.add_argument("--dtypes", nargs="+", metavar="DTYPE", default=(),
+                        help="these input dtypes only, by torch's names (float32 bfloat16 ...)")
     args = parser.parse_args(argv)
+    named = {str(d).removeprefix("torch.") for d in TORCH_DTYPES.values()}
+    if set(args.dtypes) - named:
+        print(f"no dtype {', '.join(sorted(set(args.dtypes) - named))}; dtypes: {', '.join(sorted(named))}",
+              file=sys.stderr)
+        return 2
     registry = load(args.ops)
     known = {op.name for op in registry.ops} | {e.qualified_name for op in registry.ops for e in op.entries}
     unknown = [name for name in args.only if name not in known]
@@ -168,6 +175,8 @@ def main(argv=None) -> int:
             xfails = {x.dtype: x for x in entry.xfails}
             for r in entry_registrations(op, entry):
                 dtype = TORCH_DTYPES[r.input]
+                if args.dtypes and str(dtype).removeprefix("torch.") not in args.dtypes:
+                    continue
                 for device in devices():
                     label = f"{entry.qualified_name:<{w}}{str(dtype)[6:]:<11}{device:<8}"
                     try:
