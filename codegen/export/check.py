@@ -191,11 +191,14 @@ def _code(preprocessed: str, leave_out: Path | None = None) -> list[str]:
     of headers under `leave_out` (mpsgen's own Metal headers, which the generated .metal may
     include for functions its functor does not call)."""
     code, skipping = [], False
+    under: dict[str, bool] = {}  # per file named: the markers name a few files thousands of times
     for line in preprocessed.splitlines():
         if line.startswith("#"):
             m = re.match(r'# \d+ "([^"]*)"', line)
             if m and leave_out is not None:
-                skipping = Path(m[1]).resolve().is_relative_to(leave_out.resolve())
+                if m[1] not in under:
+                    under[m[1]] = Path(m[1]).resolve().is_relative_to(leave_out.resolve())
+                skipping = under[m[1]]
             continue
         if line.strip() and not skipping:
             code.append(line.rstrip())

@@ -90,12 +90,18 @@ class Target:
 
 def parse_target(t: trees.Tree, text: str | None = None) -> Target:
     """torchgen's parse of the tree's native_functions.yaml (or of `text`, its patched form)."""
+    return _parsed(t.read(trees.NATIVE_FUNCTIONS) if text is None else text, t.read(trees.TAGS))
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed(text: str, tags_text: str) -> Target:
+    """Once per process and text (torchgen's parse takes 2 s; the exports of one tree all read the
+    same): nothing changes a Target after it is made."""
     import yaml
     from torchgen.gen import LineLoader, get_grouped_native_functions, parse_native_yaml_struct
     from torchgen.model import DispatchKey, NativeFunctionsGroup
 
-    text = t.read(trees.NATIVE_FUNCTIONS) if text is None else text
-    tags = yaml.load(t.read(trees.TAGS), Loader=yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader)
+    tags = yaml.load(tags_text, Loader=yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader)
     valid_tags = {e["tag"] for e in tags}
     es = yaml.load(text, Loader=LineLoader)
     entries = [dict(e) for e in es]  # the rows as written, whatever torchgen does with them
