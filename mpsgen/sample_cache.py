@@ -27,11 +27,12 @@ def folder() -> Path | None:
     return Path(value) if value else None
 
 
-def cached(key: tuple, make: Callable[[], list]) -> list:
+def cached(key: tuple, make: Callable[[], list], keep: bool = True) -> list:
     """make()'s list, or the one saved under key (the OpInfo's name, the schema's params, the
-    device, dtype and generator, and the torch version) by an earlier call of this run."""
+    device, dtype and generator, and the torch version) by an earlier call of this run.
+    keep=False: make() every time."""
     where = folder()
-    if where is None:
+    if where is None or not keep:
         return make()
     path = where / (hashlib.sha256(repr((torch.__version__, *key)).encode()).hexdigest() + ".pt")
     try:

@@ -338,8 +338,11 @@ def opinfo_samples(opinfo_name: str, params, device: str, dtype: torch.dtype, re
     for kind, gen in gens:
         made: list = []  # (name, Sample or why it was dropped), as the generator gave them
         try:
+            # reference_inputs are not kept: they hold OpInfo's large tensors (a million elements,
+            # the 8.4 GB of a run that kept them), made again as fast as they were read back
             made = sample_cache.cached((opinfo_name, repr(params), device, str(dtype), kind),
-                                       lambda: _bound(kind, gen, params, device, dtype, made))
+                                       lambda: _bound(kind, gen, params, device, dtype, made),
+                                       keep=kind == "opinfo")
         except Exception as e:
             if dropped is None:
                 raise

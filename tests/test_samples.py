@@ -449,3 +449,26 @@ def test_opinfos_generators_find_the_unittest_test_as_torch_does():
         from torch.testing._internal import common_utils
         assert common_utils.extract_test_fn is S._unittest_test_fn
     assert common_utils.extract_test_fn is extract_test_fn
+
+
+def test_samples_kept_for_the_run_are_those_made_again(tmp_path, monkeypatch):
+    """mpsgen/sample_cache.py: sample_inputs saved by the first call and loaded by the next are
+    the samples made without the cache, in values, dtypes, shapes, strides and offsets; the
+    reference_inputs (OpInfo's large tensors) are made each time and never saved."""
+    def layout(samples):
+        return [(s.name, [(a.dtype, a.shape, a.stride(), a.storage_offset()) if isinstance(a, torch.Tensor) else a
+                          for a in (*s.args, *s.kwargs.values())]) for s in samples]
+
+    params = S.entry_params(next(op for op in REGISTRY.ops if op.name == "add").entries[0])
+    monkeypatch.delenv("MPSGEN_SAMPLE_CACHE", raising=False)
+    fresh = S.opinfo_samples("add", params, "cpu", torch.float16)
+    monkeypatch.setenv("MPSGEN_SAMPLE_CACHE", str(tmp_path))
+    first, loaded = (S.opinfo_samples("add", params, "cpu", torch.float16) for _ in range(2))
+    assert len(list(tmp_path.glob("*.pt"))) == 1  # sample_inputs' list; reference_inputs' not kept
+    assert any(s.name.startswith("reference[") for s in fresh)
+    for made in (first, loaded):
+        assert layout(made) == layout(fresh)
+        for a, b in zip(made, fresh):
+            for x, y in zip(a.args, b.args):
+                if isinstance(x, torch.Tensor):
+                    torch.testing.assert_close(x, y, rtol=0, atol=0, equal_nan=True)
