@@ -198,7 +198,9 @@ def _build_extension_command(project: Project):
             # distutils adds a virtual environment's include folder, which holds no header in most:
             # left out, so that venvs of one Python write the same compile commands, and a build
             # from another venv (pip wheel from a test venv) does not make ninja run every step again
-            self.compiler.include_dirs = [d for d in self.compiler.include_dirs if not _holds_no_file(Path(d))]
+            venv_include = os.path.join(sys.exec_prefix, "include")
+            if sys.exec_prefix != sys.base_exec_prefix and _holds_no_file(Path(venv_include)):
+                self.compiler.include_dirs = [d for d in self.compiler.include_dirs if d != venv_include]
             super().build_extensions()
 
         def run(self) -> None:

@@ -7,7 +7,9 @@ one per test run, shared by pytest-xdist's workers), the bound samples of one ge
 saved there the first time (torch.save) and loaded afterwards: new tensors each time, with the
 values, dtypes, strides, storage offsets and shared storage the generator gave them (the
 generators are seeded per sample: the values are the same as made again). A generator that
-raises partway is never saved: it runs again, and raises again, each time.
+raises partway is never saved: it runs again, and raises again, each time. A caller may ask
+for a list not to be kept (samples.py: OpInfo's reference_inputs, whose large tensors cost
+more to write and read than to make).
 
 Unset (the main job, a user's `mpsgen test`), nothing is kept: every call makes its samples.
 """
