@@ -64,10 +64,11 @@ def test_dtypes_grad_and_arguments():
 # --- planted defects --------------------------------------------------------------------
 
 def _define(ns: str, fake_transposed_wrong=False, out_autograd=True,
-            backward_untraceable=False) -> torch.library.Library:
+            backward_untraceable: str | None = None) -> torch.library.Library:
     """`twice(self) = 2 * self` with its out= variant, registered as mpsgen registers an op:
     CPU kernels, a fake kernel, an Autograd kernel for the functional op and for out= (one that
-    refuses inputs requiring grad), the out= decomposition at CompositeImplicitAutograd."""
+    refuses inputs requiring grad), the out= decomposition at CompositeImplicitAutograd.
+    backward_untraceable names the layout ("transposed", "expanded") whose backward no trace runs."""
     lib = torch.library.Library(ns, "DEF")
     lib.define("twice(Tensor self) -> Tensor")
     lib.define("twice.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")
@@ -87,13 +88,14 @@ def _define(ns: str, fake_transposed_wrong=False, out_autograd=True,
     class Twice(torch.autograd.Function):
         @staticmethod
         def forward(ctx, x):
-            ctx.transposed = not x.is_contiguous() and x.stride(0) < x.stride(-1)
+            ctx.layout = ("expanded" if 0 in x.stride() else
+                          "transposed" if not x.is_contiguous() and x.stride(0) < x.stride(-1) else "")
             with torch._C._AutoDispatchBelowAutograd():
                 return op.default(x)
 
         @staticmethod
         def backward(ctx, g):
-            if backward_untraceable and ctx.transposed:
+            if backward_untraceable and ctx.layout == backward_untraceable:
                 return torch.from_numpy(g.numpy() * 2)  # the defect: right in eager, no trace can run it
             return 2 * g
 
@@ -142,7 +144,7 @@ def test_a_fake_kernel_wrong_for_transposed_inputs_only_is_caught(planted):
         opcheck_samples(planted.default, _samples())
 
 
-@pytest.mark.parametrize("planted", [("backward", {"backward_untraceable": True})], indirect=True)
+@pytest.mark.parametrize("planted", [("backward", {"backward_untraceable": "transposed"})], indirect=True)
 def test_a_backward_untraceable_for_transposed_inputs_only_is_caught(planted):
     """Only the AOT trace runs the backward under fake tensors; the classes are traced together
     (mpsgen/opcheck.py), and the failure still names the class."""
@@ -150,6 +152,17 @@ def test_a_backward_untraceable_for_transposed_inputs_only_is_caught(planted):
                                              r"test_aot_dispatch_dynamic"):
         opcheck_samples(planted.default, _samples())
     opcheck_samples(planted.default, _samples()[:2])  # the contiguous class alone passes
+
+
+@pytest.mark.parametrize("planted", [("expanded", {"backward_untraceable": "expanded"})], indirect=True)
+def test_a_backward_untraceable_for_expanded_inputs_only_is_caught_where_opcheck_misses_it(planted):
+    """opcheck's own AOT check clones its inputs, which makes an expanded one dense: the op's
+    trace never sees it. mpsgen's check passes the inputs of an op that mutates none as they are."""
+    expanded = Sample("sample[0]", (torch.randn(4, 1).expand(4, 6).requires_grad_(),))
+    torch.library.opcheck(planted.default, expanded.args, test_utils="test_aot_dispatch_dynamic")
+    with pytest.raises(AssertionError, match=r"sample\[0\] \(class float32\[a,b\] expanded\(1\) grad\).*"
+                                             r"test_aot_dispatch_dynamic"):
+        opcheck_samples(planted.default, [expanded])
 
 
 @pytest.mark.parametrize("planted", [("out", {"out_autograd": False})], indirect=True)
