@@ -1,8 +1,8 @@
 """The AOT/dynamic-shape check of opcheck, once per structure class, four ways: one class per
 trace or all of an (entry, dtype)'s classes in one trace (as mpsgen/opcheck.py batches them),
 each with torch's clones (safe_aot_autograd_check, as torch.library.opcheck's
-test_aot_dispatch_dynamic calls it: every input cloned) or as mpsgen/opcheck.py checks (the
-inputs of an op that mutates none are not cloned).
+test_aot_dispatch_dynamic calls it: every input cloned) or as mpsgen/opcheck.py checks (only
+the arguments the op writes are cloned).
 
     .venv/bin/python benchmarks/opcheck_batch.py [--cases 40] [--seed 2]
 
@@ -49,7 +49,7 @@ def representatives(registry, entry, dtype) -> tuple:
 
 def _torchs_clones_one_trace(fn, first: dict) -> None:
     """All classes in one trace through safe_aot_autograd_check, as mpsgen/opcheck.py did before
-    it left the inputs of an op that mutates none uncloned."""
+    it cloned only the arguments the op writes."""
     with torch._dynamo.config.patch(fake_tensor_cache_enabled=False):
         safe_aot_autograd_check(lambda *calls: [op(*a, **k) for op, a, k in calls],
                                 tuple((fn, s.args, s.kwargs) for s in first.values()), {}, dynamic=True)

@@ -157,7 +157,7 @@ def test_a_backward_untraceable_for_transposed_inputs_only_is_caught(planted):
 @pytest.mark.parametrize("planted", [("expanded", {"backward_untraceable": "expanded"})], indirect=True)
 def test_a_backward_untraceable_for_expanded_inputs_only_is_caught_where_opcheck_misses_it(planted):
     """opcheck's own AOT check clones its inputs, which makes an expanded one dense: the op's
-    trace never sees it. mpsgen's check passes the inputs of an op that mutates none as they are."""
+    trace never sees it. mpsgen's check clones only what the op writes: this input as it is."""
     expanded = Sample("sample[0]", (torch.randn(4, 1).expand(4, 6).requires_grad_(),))
     torch.library.opcheck(planted.default, expanded.args, test_utils="test_aot_dispatch_dynamic")
     with pytest.raises(AssertionError, match=r"sample\[0\] \(class float32\[a,b\] expanded\(1\) grad\).*"
