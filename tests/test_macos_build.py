@@ -234,3 +234,25 @@ def test_arc_would_reject_torchs_headers(sdk, tmp_path, monkeypatch):
     assert errors and all(Path(f.file).name == "OperationUtils.h" for f in errors
                           if "explicit message send" in f.message), c.messages
     assert any("ARC forbids explicit message send of 'retain'" in f.message for f in errors)
+
+
+def test_zigs_lib_folder_is_one_per_machine_and_version_for_every_environment(tmp_path, monkeypatch):
+    """The cross-build links with one zig lib folder whichever environment's ziglang runs: zig
+    keys the Mac's libc++, which it builds for the link with its own, by that folder's files,
+    and each environment's own folder had it built again (about 45 s) over the other's."""
+    monkeypatch.setenv("MPSGEN_MACOS_CACHE_DIR", str(tmp_path / "cache"))
+    homes = []
+    for venv in ("venv-a", "venv-b"):
+        home = tmp_path / venv / "ziglang"
+        (home / "lib" / "libcxx" / "src").mkdir(parents=True)
+        (home / "lib" / "libcxx" / "src" / "algorithm.cpp").write_text(f"// {venv}\n")
+        homes.append(home)
+    monkeypatch.setattr(macos_sdk, "zig_home", lambda: homes[0])
+    folder = macos_sdk.zig_lib_dir()
+    monkeypatch.setattr(macos_sdk, "zig_home", lambda: homes[1])
+    assert macos_sdk.zig_lib_dir() == folder
+    assert folder.parent.parent == tmp_path / "cache" and folder.name == "lib"
+    made = folder / "libcxx" / "src" / "algorithm.cpp"
+    assert made.read_text() == "// venv-a\n"  # made once, from the first
+    assert made.stat().st_ino == (homes[0] / "lib" / "libcxx" / "src" / "algorithm.cpp").stat().st_ino  # a hard link
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [folder.parent.name]  # nothing staged is left

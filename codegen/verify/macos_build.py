@@ -93,8 +93,11 @@ def compile_unit(source: Path, flags: list[str], objects: Path) -> Compiled:
 
 
 def link(objects: list[Path], out: Path, mac_libcxx: bool = True) -> subprocess.CompletedProcess:
+    """zig links with the machine's one lib folder (macos_sdk.zig_lib_dir): the libc++ it builds
+    for the link with its own is built once per machine, not once per environment in turn."""
     return subprocess.run([*macos_sdk.compiler(), *LINK_FLAGS, *(MAC_LIBCXX if mac_libcxx else []),
-                           *map(str, objects), "-o", str(out)], capture_output=True, text=True)
+                           *map(str, objects), "-o", str(out)], capture_output=True, text=True,
+                          env={**os.environ, "ZIG_LIB_DIR": str(macos_sdk.zig_lib_dir())})
 
 
 @dataclass

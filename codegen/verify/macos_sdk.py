@@ -24,6 +24,7 @@ import functools
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -148,6 +149,39 @@ def zig_home() -> Path:
     import ziglang
 
     return Path(ziglang.__file__).resolve().parent
+
+
+def zig_lib_dir() -> Path:
+    """zig's lib folder at one path per machine and ziglang version, for every environment: zig
+    keys what it builds from that folder by its path, and the Mac's libc++ and libc++abi, which
+    the cross-build's second link makes zig build (45 s of CPU on 2 cores), are kept under one
+    key for all of them. With each environment's own folder (a checkout's .venv, a torch
+    version's venv, a fresh clone's), each link after another environment's built them again
+    over the other's. Made once, as hard links where the cache shares the file system, else
+    as a copy; the staged folder is renamed into place, so a folder found is whole."""
+    import importlib.metadata
+
+    folder = cache_root() / f"zig-{importlib.metadata.version('ziglang')}"
+    if (folder / "lib").is_dir():
+        return folder / "lib"
+    cache_root().mkdir(parents=True, exist_ok=True)
+    staged = Path(tempfile.mkdtemp(prefix="mpsgen-zig-", dir=cache_root()))
+    try:
+        shutil.copytree(zig_home() / "lib", staged / "lib", copy_function=_link_or_copy)
+        staged.rename(folder)
+    except OSError:
+        if not (folder / "lib").is_dir():  # not another process's folder, renamed into place first
+            raise
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+    return folder / "lib"
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
 
 
 def compiler() -> list[str]:
