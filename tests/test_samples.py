@@ -9,6 +9,7 @@
 """
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -425,6 +426,13 @@ def test_a_bitwise_equal_result_compares_as_assert_close_and_errors_judge_it(act
     except AssertionError:
         status = MISMATCH
     assert (c.status, c.error, c.of_tolerance) == (status, *S._errors(actual, expected, None))
+    # unmeasured (op-output-match's way): the same status; a sample that differs is still measured
+    unmeasured = compare(lambda: actual, lambda: expected, Sample("s", ()), measure=False)
+    assert unmeasured.status == status
+    if status == MISMATCH or S._bitwise_equal(actual, expected):
+        assert unmeasured == c
+    else:
+        assert math.isnan(unmeasured.error) and math.isnan(unmeasured.of_tolerance)
 
 
 def test_opinfos_generators_find_the_unittest_test_as_torch_does():
