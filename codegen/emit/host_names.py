@@ -57,7 +57,8 @@ def compiler_command(compiler: str | Sequence[str]) -> list[str]:
     return [compiler] if isinstance(compiler, str) else list(compiler)
 
 
-def preprocess(compiler: str | Sequence[str], metal: Path, include_dirs: list[Path]) -> str:
+def preprocess(compiler: str | Sequence[str], metal: Path, include_dirs: list[Path],
+               first: Sequence[str] = ()) -> str:
     """The .metal after the preprocessor, with the Metal host shim and the CPU
     launcher (support/cpu/kernel_launch.h) included first.
 
@@ -67,8 +68,9 @@ def preprocess(compiler: str | Sequence[str], metal: Path, include_dirs: list[Pa
     flagged as system headers, so compiling this text stays quiet about torch's own
     warnings. (Not -isystem: g++ -E would then split every REGISTER_* expansion with
     line markers.) Metal syntax C++ lacks (swizzles) is rewritten (codegen/emit/metal_syntax.py).
+    first: headers included before the shim (check-metal's C library).
     """
-    return rewrite_preprocessed(preprocess_raw(compiler, metal, include_dirs), include_dirs)
+    return rewrite_preprocessed(preprocess_raw(compiler, metal, include_dirs, first), include_dirs)
 
 
 def rewrite_preprocessed(raw: str, include_dirs: list[Path]) -> str:
@@ -80,9 +82,11 @@ def rewrite_preprocessed(raw: str, include_dirs: list[Path]) -> str:
     return metal_syntax.to_cpp(_flag_system_headers(raw, system))
 
 
-def preprocess_raw(compiler: str | Sequence[str], metal: Path, include_dirs: list[Path]) -> str:
+def preprocess_raw(compiler: str | Sequence[str], metal: Path, include_dirs: list[Path],
+                   first: Sequence[str] = ()) -> str:
     """The preprocessor's output as it is, before preprocess's rewrites."""
     cmd = [*compiler_command(compiler), "-std=c++20", "-E", "-x", "c++", "-DMPSGEN_CONSTANT_MARKED",
+           *(a for header in first for a in ("-include", header)),
            "-include", "metal_stdlib", "-include", "kernel_launch.h"]
     cmd += [f"-I{d}" for d in include_dirs] + [str(metal)]
     result = subprocess.run(cmd, capture_output=True, text=True)

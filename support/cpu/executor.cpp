@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "elementwise.h"
-#include "kernel_registry.h"
+#include "kernel_lookup.h"
 
 namespace mpsgen::cpu {
 namespace {

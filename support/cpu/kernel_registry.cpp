@@ -1,4 +1,4 @@
-#include "kernel_registry.h"
+#include "kernel_lookup.h"
 
 #include <algorithm>
 #include <array>

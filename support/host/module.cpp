@@ -7,7 +7,7 @@
 #include <exception>
 
 #include "bindings.h"
-#include "kernel_registry.h"
+#include "kernel_lookup.h"
 
 // The torch this extension is compiled against. mpsgen/runtime.py finds it in the file before
 // it loads the extension: under another torch the load fails with an undefined symbol, or worse.
