@@ -152,13 +152,14 @@ def zig_home() -> Path:
 
 
 def zig_lib_dir() -> Path:
-    """zig's lib folder at one path per machine and ziglang version, for every environment: zig
-    keys what it builds from that folder by its path, and the Mac's libc++ and libc++abi, which
-    the cross-build's second link makes zig build (45 s of CPU on 2 cores), are kept under one
-    key for all of them. With each environment's own folder (a checkout's .venv, a torch
-    version's venv, a fresh clone's), each link after another environment's built them again
-    over the other's. Made once, as hard links where the cache shares the file system, else
-    as a copy; the staged folder is renamed into place, so a folder found is whole."""
+    """zig's lib folder at one path per machine and ziglang version, for every environment. The
+    Mac's libc++ and libc++abi, which the cross-build's second link makes zig build from that
+    folder (45 s of CPU on 2 cores), stay in zig's cache for one folder only: measured, a second
+    install of the same ziglang, with a folder of its own, built them again (47.8 s), and the
+    first did again after it (49.0 s); through one folder, either zig found them (0.8 s). So a
+    checkout's .venv, a torch version's venv and a fresh clone's each rebuilt them in turn.
+    Made once, as hard links where the cache shares the file system, else as a copy; the
+    staged folder is renamed into place, so a folder found is whole."""
     import importlib.metadata
 
     folder = cache_root() / f"zig-{importlib.metadata.version('ziglang')}"
