@@ -82,20 +82,29 @@ def test_mpsgen_installed_elsewhere_gives_the_same_objects(tmp_path, toolchain, 
     from codegen import build
 
     cc, log = toolchain
-    unit = '#include "check.h"\nconst char* where() { return here(); }\n'
+    unit = ('#include "check.h"\n#include "c10.h"\n'
+            'const char* where() { return here(); }\nconst char* there() { return in_torch(); }\n')
     for i, venv in enumerate(("venv1", "elsewhere/venv2")):
         support = tmp_path / venv / "site-packages" / "mpsgen" / "support"
         support.mkdir(parents=True)
         (support / "check.h").write_text("inline const char* here() { return __FILE__; }\n")
+        torch_include = tmp_path / venv / "site-packages" / "torch" / "include"
+        torch_include.mkdir(parents=True)
+        (torch_include / "c10.h").write_text("inline const char* in_torch() { return __FILE__; }\n")
         monkeypatch.setattr(build, "SUPPORT", support)
+        monkeypatch.setattr(build, "torch_home", lambda: torch_include.parent)
         project = tmp_path / f"project{i}"
         source = _source(project, unit)
-        flags = ["-O2", "-g0", f"-I{support}", *build.file_prefix_maps(project)]
+        flags = ["-O2", "-g0", f"-I{support}", f"-I{torch_include}", *build.file_prefix_maps(project)]
         assert _compile(cc, source, flags).returncode == 0
     assert _compiles(log) == 1  # the second build was a hit
-    # and mpsgen's own checkout, whose support folder is in the project, gets one map
-    monkeypatch.setattr(build, "SUPPORT", tmp_path / "checkout" / "support")
-    assert build.file_prefix_maps(tmp_path / "checkout") == [f"-ffile-prefix-map={tmp_path / 'checkout'}{os.sep}="]
+    # mpsgen's own checkout, whose support folder is in the project, gets no map of its own;
+    # a venv in it holds torch: torch's map comes last, which the compilers take where both match
+    checkout = tmp_path / "checkout"
+    monkeypatch.setattr(build, "SUPPORT", checkout / "support")
+    monkeypatch.setattr(build, "torch_home", lambda: checkout / ".venv" / "torch")
+    assert build.file_prefix_maps(checkout) == [f"-ffile-prefix-map={checkout}{os.sep}=",
+                                                f"-ffile-prefix-map={checkout / '.venv' / 'torch'}{os.sep}=torch{os.sep}"]
 
 
 def _deps(source: Path, clone: Path) -> list[str]:
