@@ -36,6 +36,8 @@ torch's clones; cloning only what the op writes, 0.74-0.78 of that again.
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch._prims_common import is_non_overlapping_and_dense_or_false
 from torch.testing._internal.optests.aot_autograd import aot_autograd_check
@@ -149,12 +151,20 @@ def aot_check(calls: list) -> None:
 def _written_copied(op, args: tuple, kwargs: dict) -> tuple:
     """args and kwargs with a copy of each Tensor the op's schema writes (out=, in-place's self):
     aot_autograd_check calls the function several times, each on the inputs as they were."""
-    written = {a.name for a in op._schema.arguments if a.alias_info is not None and a.alias_info.is_write}
+    names, written = _schema_names(op)
     if not written:
         return args, kwargs
-    names = [a.name for a in op._schema.arguments]
     return (tuple(a.clone() if names[i] in written and isinstance(a, torch.Tensor) else a for i, a in enumerate(args)),
             {k: v.clone() if k in written and isinstance(v, torch.Tensor) else v for k, v in kwargs.items()})
+
+
+@functools.cache
+def _schema_names(op) -> tuple[tuple[str, ...], frozenset[str]]:
+    """The op's argument names, and those its schema writes: read once per op, not at each of
+    the trace's calls."""
+    arguments = op._schema.arguments
+    return (tuple(a.name for a in arguments),
+            frozenset(a.name for a in arguments if a.alias_info is not None and a.alias_info.is_write))
 
 
 OUT_WITH_GRAD = "functions with out=... arguments don't support automatic differentiation"
