@@ -9,7 +9,7 @@ using namespace metal;
 using namespace c10::metal;
 
 // functor from ops.yaml:366
-#line 382 "ops.yaml"
+#line 387 "ops.yaml"
 struct lerp_functor {
   // torch's lerp: exact at both ends, |weight| < 0.5 from self, else from end; fused as
   // torch's CPU kernel fuses it, so lerp(0, FLT_MAX, -0.5) is -FLT_MAX / 2, not -inf
@@ -18,11 +18,11 @@ struct lerp_functor {
     const T diff = b - a;
     return ::metal::abs(w) < T(0.5) ? ::metal::fma(w, diff, a) : ::metal::fma(-diff, T(1) - w, b);
   }
-  // integers: the float formula, then cast back
+  // integers and bool: a + w * (b - a) modulo 2**64 (ulong wraps; a signed type's overflow is
+  // undefined), then narrowed to T's bits, as torch's MPS lerp computes in the integer dtype
   template <typename T, enable_if_t<is_scalar_integral_v<T>, bool> = true>
   inline T operator()(const T a, const T b, const T w) {
-    const float x = static_cast<float>(a), e = static_cast<float>(b), fw = static_cast<float>(w), diff = e - x;
-    return static_cast<T>(::metal::abs(fw) < 0.5f ? ::metal::fma(fw, diff, x) : ::metal::fma(-diff, 1.0f - fw, e));
+    return static_cast<T>(static_cast<ulong>(a) + static_cast<ulong>(w) * (static_cast<ulong>(b) - static_cast<ulong>(a)));
   }
   // complex, as torch's CPU kernel: |w| < 0.5 from self, else from end, products unfused
   template <typename T, enable_if_t<is_complex_v<T>, bool> = true>
@@ -36,23 +36,23 @@ struct lerp_functor {
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).
-#line 376 "ops.yaml"
+#line 381 "ops.yaml"
 REGISTER_OPMATH_TERNARY_OP(lerp, float, float);
-#line 376 "ops.yaml"
+#line 381 "ops.yaml"
 REGISTER_OPMATH_TERNARY_OP(lerp, half, half);
-#line 376 "ops.yaml"
+#line 381 "ops.yaml"
 REGISTER_OPMATH_TERNARY_OP(lerp, bfloat, bfloat);
-#line 376 "ops.yaml"
+#line 381 "ops.yaml"
 REGISTER_TERNARY_OP(lerp, float2, float2);
-#line 376 "ops.yaml"
+#line 381 "ops.yaml"
 REGISTER_TERNARY_OP(lerp, long, long);
-#line 376 "ops.yaml"
+#line 381 "ops.yaml"
 REGISTER_TERNARY_OP(lerp, int, int);
-#line 376 "ops.yaml"
+#line 381 "ops.yaml"
 REGISTER_TERNARY_OP(lerp, short, short);
-#line 376 "ops.yaml"
+#line 381 "ops.yaml"
 REGISTER_TERNARY_OP(lerp, uchar, uchar);
-#line 376 "ops.yaml"
+#line 381 "ops.yaml"
 REGISTER_TERNARY_OP(lerp, char, char);
-#line 376 "ops.yaml"
+#line 381 "ops.yaml"
 REGISTER_TERNARY_OP(lerp, bool, bool);

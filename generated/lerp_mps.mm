@@ -27,6 +27,7 @@ at::Tensor lerp_Tensor_mps(const at::Tensor& self, const at::Tensor& end, const 
   return mpsgen::elementwise(lerp_spec, mpsgen::Backend::MPS, {self, end, weight}, {std::nullopt, {}}, [&] {
     TORCH_CHECK((end.scalar_type() == self.scalar_type()), "mpsgen::lerp: ", "expected dtype ", self.scalar_type(), " for `end` but got dtype ", end.scalar_type());  // ops.yaml:369
     TORCH_CHECK(((static_cast<double>(weight.dim()) == 0.0) || (weight.scalar_type() == self.scalar_type())), "mpsgen::lerp: ", "expected dtype ", self.scalar_type(), " for `weight` but got dtype ", weight.scalar_type());  // ops.yaml:371
+    TORCH_CHECK((self.is_floating_point() || self.is_complex() || !(weight.is_floating_point() || weight.is_complex())), "mpsgen::lerp: ", "an integer tensor takes an integer weight (the lerp of integers is computed in integers), got dtype ", weight.scalar_type());  // ops.yaml:373
   }, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     lerp_mps_kernel(iter, common);
   });
@@ -36,6 +37,7 @@ at::Tensor& lerp_Tensor_out_mps(const at::Tensor& self, const at::Tensor& end, c
   return mpsgen::elementwise_out(lerp_spec, mpsgen::Backend::MPS, {self, end, weight}, {std::nullopt, {}}, [&] {
     TORCH_CHECK((end.scalar_type() == self.scalar_type()), "mpsgen::lerp: ", "expected dtype ", self.scalar_type(), " for `end` but got dtype ", end.scalar_type());  // ops.yaml:369
     TORCH_CHECK(((static_cast<double>(weight.dim()) == 0.0) || (weight.scalar_type() == self.scalar_type())), "mpsgen::lerp: ", "expected dtype ", self.scalar_type(), " for `weight` but got dtype ", weight.scalar_type());  // ops.yaml:371
+    TORCH_CHECK((self.is_floating_point() || self.is_complex() || !(weight.is_floating_point() || weight.is_complex())), "mpsgen::lerp: ", "an integer tensor takes an integer weight (the lerp of integers is computed in integers), got dtype ", weight.scalar_type());  // ops.yaml:373
   }, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     lerp_mps_kernel(iter, common);
   },
@@ -47,6 +49,7 @@ at::Tensor& lerp_Tensor_inplace_mps(at::Tensor& self, const at::Tensor& end, con
   return mpsgen::elementwise_out(lerp_spec, mpsgen::Backend::MPS, {self, end, weight}, {std::nullopt, {}}, [&] {
     TORCH_CHECK((end.scalar_type() == self.scalar_type()), "mpsgen::lerp: ", "expected dtype ", self.scalar_type(), " for `end` but got dtype ", end.scalar_type());  // ops.yaml:369
     TORCH_CHECK(((static_cast<double>(weight.dim()) == 0.0) || (weight.scalar_type() == self.scalar_type())), "mpsgen::lerp: ", "expected dtype ", self.scalar_type(), " for `weight` but got dtype ", weight.scalar_type());  // ops.yaml:371
+    TORCH_CHECK((self.is_floating_point() || self.is_complex() || !(weight.is_floating_point() || weight.is_complex())), "mpsgen::lerp: ", "an integer tensor takes an integer weight (the lerp of integers is computed in integers), got dtype ", weight.scalar_type());  // ops.yaml:373
   }, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     lerp_mps_kernel(iter, common);
   });

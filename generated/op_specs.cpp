@@ -464,7 +464,7 @@ extern const OpSpec sub_spec{
     },
     };
 
-// ops.yaml:376: the dtypes lerp.metal registers (input -> output)
+// ops.yaml:381: the dtypes lerp.metal registers (input -> output)
 extern const OpSpec lerp_spec{
     "mpsgen::lerp",
     "ops.yaml:366",
@@ -491,10 +491,10 @@ extern const OpSpec lerp_spec{
     },
     };
 
-// ops.yaml:412: the dtypes lerp_scalar.metal registers (input -> output)
+// ops.yaml:425: the dtypes lerp_scalar.metal registers (input -> output)
 extern const OpSpec lerp_scalar_spec{
     "mpsgen::lerp",
-    "ops.yaml:406",
+    "ops.yaml:411",
     {"self", "end"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -517,10 +517,10 @@ extern const OpSpec lerp_scalar_spec{
     },
     };
 
-// ops.yaml:437: the dtypes addcmul.metal registers (input -> output)
+// ops.yaml:458: the dtypes addcmul.metal registers (input -> output)
 extern const OpSpec addcmul_spec{
     "mpsgen::addcmul",
-    "ops.yaml:435",
+    "ops.yaml:456",
     {"self", "tensor1", "tensor2"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -544,10 +544,10 @@ extern const OpSpec addcmul_spec{
     },
     };
 
-// ops.yaml:464: the dtypes addcdiv.metal registers (input -> output)
+// ops.yaml:485: the dtypes addcdiv.metal registers (input -> output)
 extern const OpSpec addcdiv_spec{
     "mpsgen::addcdiv",
-    "ops.yaml:462",
+    "ops.yaml:483",
     {"self", "tensor1", "tensor2"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -566,10 +566,10 @@ extern const OpSpec addcdiv_spec{
     },
     };
 
-// ops.yaml:503: the dtypes elu.metal registers (input -> output)
+// ops.yaml:524: the dtypes elu.metal registers (input -> output)
 extern const OpSpec elu_spec{
     "mpsgen::elu",
-    "ops.yaml:500",
+    "ops.yaml:521",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -586,10 +586,10 @@ extern const OpSpec elu_spec{
     },
     };
 
-// ops.yaml:527: the dtypes clamp.metal registers (input -> output)
+// ops.yaml:548: the dtypes clamp.metal registers (input -> output)
 extern const OpSpec clamp_spec{
     "mpsgen::clamp",
-    "ops.yaml:519",
+    "ops.yaml:540",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -611,10 +611,10 @@ extern const OpSpec clamp_spec{
     },
     };
 
-// ops.yaml:552: the dtypes clamp_tensor.metal registers (input -> output)
+// ops.yaml:573: the dtypes clamp_tensor.metal registers (input -> output)
 extern const OpSpec clamp_tensor_spec{
     "mpsgen::clamp",
-    "ops.yaml:543",
+    "ops.yaml:564",
     {"self", "min", "max"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -636,35 +636,9 @@ extern const OpSpec clamp_tensor_spec{
     },
     };
 
-// ops.yaml:588: the dtypes nan_to_num.metal registers (input -> output)
+// ops.yaml:609: the dtypes nan_to_num.metal registers (input -> output)
 extern const OpSpec nan_to_num_spec{
     "mpsgen::nan_to_num",
-    "ops.yaml:586",
-    {"self"},
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    /*zero_divisor=*/-1,
-    /*result_like=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Float},
-        {c10::ScalarType::Half, c10::ScalarType::Half},
-        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    },
-    };
-
-// ops.yaml:608: the dtypes threshold.metal registers (input -> output)
-extern const OpSpec threshold_spec{
-    "mpsgen::threshold",
     "ops.yaml:607",
     {"self"},
     /*int_to_float=*/false,
@@ -684,13 +658,39 @@ extern const OpSpec threshold_spec{
         {c10::ScalarType::Short, c10::ScalarType::Short},
         {c10::ScalarType::Byte, c10::ScalarType::Byte},
         {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
     },
     };
 
-// ops.yaml:628: the dtypes softplus.metal registers (input -> output)
+// ops.yaml:629: the dtypes threshold.metal registers (input -> output)
+extern const OpSpec threshold_spec{
+    "mpsgen::threshold",
+    "ops.yaml:628",
+    {"self"},
+    /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    /*zero_divisor=*/-1,
+    /*result_like=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Float},
+        {c10::ScalarType::Half, c10::ScalarType::Half},
+        {c10::ScalarType::BFloat16, c10::ScalarType::BFloat16},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+    },
+    };
+
+// ops.yaml:649: the dtypes softplus.metal registers (input -> output)
 extern const OpSpec softplus_spec{
     "mpsgen::softplus",
-    "ops.yaml:625",
+    "ops.yaml:646",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -707,10 +707,10 @@ extern const OpSpec softplus_spec{
     },
     };
 
-// ops.yaml:642: the dtypes hardtanh.metal registers (input -> output)
+// ops.yaml:663: the dtypes hardtanh.metal registers (input -> output)
 extern const OpSpec hardtanh_spec{
     "mpsgen::hardtanh",
-    "ops.yaml:640",
+    "ops.yaml:661",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -731,10 +731,10 @@ extern const OpSpec hardtanh_spec{
     },
     };
 
-// ops.yaml:658: the dtypes round_decimals.metal registers (input -> output)
+// ops.yaml:679: the dtypes round_decimals.metal registers (input -> output)
 extern const OpSpec round_decimals_spec{
     "mpsgen::round",
-    "ops.yaml:655",
+    "ops.yaml:676",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -751,10 +751,10 @@ extern const OpSpec round_decimals_spec{
     },
     };
 
-// ops.yaml:679: the dtypes gelu.metal registers (input -> output)
+// ops.yaml:700: the dtypes gelu.metal registers (input -> output)
 extern const OpSpec gelu_spec{
     "mpsgen::gelu",
-    "ops.yaml:675",
+    "ops.yaml:696",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -771,10 +771,10 @@ extern const OpSpec gelu_spec{
     },
     };
 
-// ops.yaml:703: the dtypes leaky_relu_backward.metal registers (input -> output)
+// ops.yaml:724: the dtypes leaky_relu_backward.metal registers (input -> output)
 extern const OpSpec leaky_relu_backward_spec{
     "mpsgen::leaky_relu_backward",
-    "ops.yaml:702",
+    "ops.yaml:723",
     {"grad_output", "self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -791,10 +791,10 @@ extern const OpSpec leaky_relu_backward_spec{
     },
     };
 
-// ops.yaml:723: the dtypes sigmoid_backward.metal registers (input -> output)
+// ops.yaml:744: the dtypes sigmoid_backward.metal registers (input -> output)
 extern const OpSpec sigmoid_backward_spec{
     "mpsgen::sigmoid_backward",
-    "ops.yaml:722",
+    "ops.yaml:743",
     {"grad_output", "output"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -813,10 +813,10 @@ extern const OpSpec sigmoid_backward_spec{
     },
     };
 
-// ops.yaml:753: the dtypes mish_backward.metal registers (input -> output)
+// ops.yaml:774: the dtypes mish_backward.metal registers (input -> output)
 extern const OpSpec mish_backward_spec{
     "mpsgen::mish_backward",
-    "ops.yaml:751",
+    "ops.yaml:772",
     {"grad_output", "self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -833,10 +833,10 @@ extern const OpSpec mish_backward_spec{
     },
     };
 
-// ops.yaml:769: the dtypes tanh_backward.metal registers (input -> output)
+// ops.yaml:790: the dtypes tanh_backward.metal registers (input -> output)
 extern const OpSpec tanh_backward_spec{
     "mpsgen::tanh_backward",
-    "ops.yaml:768",
+    "ops.yaml:789",
     {"grad_output", "output"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -855,10 +855,10 @@ extern const OpSpec tanh_backward_spec{
     },
     };
 
-// ops.yaml:792: the dtypes eq.metal registers (input -> output)
+// ops.yaml:813: the dtypes eq.metal registers (input -> output)
 extern const OpSpec eq_spec{
     "mpsgen::eq",
-    "ops.yaml:791",
+    "ops.yaml:812",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -883,10 +883,10 @@ extern const OpSpec eq_spec{
     },
     };
 
-// ops.yaml:807: the dtypes ne.metal registers (input -> output)
+// ops.yaml:828: the dtypes ne.metal registers (input -> output)
 extern const OpSpec ne_spec{
     "mpsgen::ne",
-    "ops.yaml:806",
+    "ops.yaml:827",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -911,10 +911,10 @@ extern const OpSpec ne_spec{
     },
     };
 
-// ops.yaml:820: the dtypes lt.metal registers (input -> output)
+// ops.yaml:841: the dtypes lt.metal registers (input -> output)
 extern const OpSpec lt_spec{
     "mpsgen::lt",
-    "ops.yaml:819",
+    "ops.yaml:840",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -937,10 +937,10 @@ extern const OpSpec lt_spec{
     },
     };
 
-// ops.yaml:831: the dtypes logical_and.metal registers (input -> output)
+// ops.yaml:852: the dtypes logical_and.metal registers (input -> output)
 extern const OpSpec logical_and_spec{
     "mpsgen::logical_and",
-    "ops.yaml:830",
+    "ops.yaml:851",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -964,10 +964,10 @@ extern const OpSpec logical_and_spec{
     },
     };
 
-// ops.yaml:842: the dtypes isnan.metal registers (input -> output)
+// ops.yaml:863: the dtypes isnan.metal registers (input -> output)
 extern const OpSpec isnan_spec{
     "mpsgen::isnan",
-    "ops.yaml:840",
+    "ops.yaml:861",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -992,10 +992,10 @@ extern const OpSpec isnan_spec{
     },
     };
 
-// ops.yaml:861: the dtypes neg.metal registers (input -> output)
+// ops.yaml:882: the dtypes neg.metal registers (input -> output)
 extern const OpSpec neg_spec{
     "mpsgen::neg",
-    "ops.yaml:859",
+    "ops.yaml:880",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1019,10 +1019,10 @@ extern const OpSpec neg_spec{
     },
     };
 
-// ops.yaml:880: the dtypes abs.metal registers (input -> output)
+// ops.yaml:901: the dtypes abs.metal registers (input -> output)
 extern const OpSpec abs_spec{
     "mpsgen::abs",
-    "ops.yaml:876",
+    "ops.yaml:897",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1046,10 +1046,10 @@ extern const OpSpec abs_spec{
     },
     };
 
-// ops.yaml:907: the dtypes digamma.metal registers (input -> output)
+// ops.yaml:928: the dtypes digamma.metal registers (input -> output)
 extern const OpSpec digamma_spec{
     "mpsgen::digamma",
-    "ops.yaml:906",
+    "ops.yaml:927",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1072,10 +1072,10 @@ extern const OpSpec digamma_spec{
     },
     };
 
-// ops.yaml:947: the dtypes polygamma.metal registers (input -> output)
+// ops.yaml:968: the dtypes polygamma.metal registers (input -> output)
 extern const OpSpec polygamma_spec{
     "mpsgen::polygamma",
-    "ops.yaml:944",
+    "ops.yaml:965",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1097,10 +1097,10 @@ extern const OpSpec polygamma_spec{
     },
     };
 
-// ops.yaml:994: the dtypes div.metal registers (input -> output)
+// ops.yaml:1015: the dtypes div.metal registers (input -> output)
 extern const OpSpec div_spec{
     "mpsgen::div",
-    "ops.yaml:985",
+    "ops.yaml:1006",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1125,10 +1125,10 @@ extern const OpSpec div_spec{
     },
     };
 
-// ops.yaml:992: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
+// ops.yaml:1013: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
 extern const OpSpec div_div_trunc_spec{
     "mpsgen::div",
-    "ops.yaml:992",
+    "ops.yaml:1013",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1152,10 +1152,10 @@ extern const OpSpec div_div_trunc_spec{
     /*choice=*/"rounding_mode='trunc'",
     };
 
-// ops.yaml:993: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
+// ops.yaml:1014: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
 extern const OpSpec div_div_floor_spec{
     "mpsgen::div",
-    "ops.yaml:993",
+    "ops.yaml:1014",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1179,10 +1179,10 @@ extern const OpSpec div_div_floor_spec{
     /*choice=*/"rounding_mode='floor'",
     };
 
-// ops.yaml:1098: the dtypes polar.metal registers (input -> output)
+// ops.yaml:1119: the dtypes polar.metal registers (input -> output)
 extern const OpSpec polar_spec{
     "mpsgen::polar",
-    "ops.yaml:1096",
+    "ops.yaml:1117",
     {"abs", "angle"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1198,10 +1198,10 @@ extern const OpSpec polar_spec{
     },
     };
 
-// ops.yaml:1115: the dtypes complex.metal registers (input -> output)
+// ops.yaml:1136: the dtypes complex.metal registers (input -> output)
 extern const OpSpec complex_spec{
     "mpsgen::complex",
-    "ops.yaml:1114",
+    "ops.yaml:1135",
     {"real", "imag"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1217,10 +1217,10 @@ extern const OpSpec complex_spec{
     },
     };
 
-// ops.yaml:1131: the dtypes angle.metal registers (input -> output)
+// ops.yaml:1152: the dtypes angle.metal registers (input -> output)
 extern const OpSpec angle_spec{
     "mpsgen::angle",
-    "ops.yaml:1130",
+    "ops.yaml:1151",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1245,10 +1245,10 @@ extern const OpSpec angle_spec{
     },
     };
 
-// ops.yaml:1155: the dtypes cos.metal registers (input -> output)
+// ops.yaml:1176: the dtypes cos.metal registers (input -> output)
 extern const OpSpec cos_spec{
     "mpsgen::cos",
-    "ops.yaml:1154",
+    "ops.yaml:1175",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1273,10 +1273,10 @@ extern const OpSpec cos_spec{
     },
     };
 
-// ops.yaml:1181: the dtypes tan.metal registers (input -> output)
+// ops.yaml:1202: the dtypes tan.metal registers (input -> output)
 extern const OpSpec tan_spec{
     "mpsgen::tan",
-    "ops.yaml:1180",
+    "ops.yaml:1201",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1301,10 +1301,10 @@ extern const OpSpec tan_spec{
     },
     };
 
-// ops.yaml:1200: the dtypes tanh.metal registers (input -> output)
+// ops.yaml:1221: the dtypes tanh.metal registers (input -> output)
 extern const OpSpec tanh_spec{
     "mpsgen::tanh",
-    "ops.yaml:1199",
+    "ops.yaml:1220",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1329,10 +1329,10 @@ extern const OpSpec tanh_spec{
     },
     };
 
-// ops.yaml:1218: the dtypes log.metal registers (input -> output)
+// ops.yaml:1239: the dtypes log.metal registers (input -> output)
 extern const OpSpec log_spec{
     "mpsgen::log",
-    "ops.yaml:1217",
+    "ops.yaml:1238",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1357,10 +1357,10 @@ extern const OpSpec log_spec{
     },
     };
 
-// ops.yaml:1236: the dtypes log1p.metal registers (input -> output)
+// ops.yaml:1257: the dtypes log1p.metal registers (input -> output)
 extern const OpSpec log1p_spec{
     "mpsgen::log1p",
-    "ops.yaml:1235",
+    "ops.yaml:1256",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1385,10 +1385,10 @@ extern const OpSpec log1p_spec{
     },
     };
 
-// ops.yaml:1260: the dtypes expm1.metal registers (input -> output)
+// ops.yaml:1281: the dtypes expm1.metal registers (input -> output)
 extern const OpSpec expm1_spec{
     "mpsgen::expm1",
-    "ops.yaml:1259",
+    "ops.yaml:1280",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1413,10 +1413,10 @@ extern const OpSpec expm1_spec{
     },
     };
 
-// ops.yaml:1289: the dtypes rsqrt.metal registers (input -> output)
+// ops.yaml:1310: the dtypes rsqrt.metal registers (input -> output)
 extern const OpSpec rsqrt_spec{
     "mpsgen::rsqrt",
-    "ops.yaml:1288",
+    "ops.yaml:1309",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1441,10 +1441,10 @@ extern const OpSpec rsqrt_spec{
     },
     };
 
-// ops.yaml:1307: the dtypes i0.metal registers (input -> output)
+// ops.yaml:1328: the dtypes i0.metal registers (input -> output)
 extern const OpSpec i0_spec{
     "mpsgen::i0",
-    "ops.yaml:1306",
+    "ops.yaml:1327",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1467,10 +1467,10 @@ extern const OpSpec i0_spec{
     },
     };
 
-// ops.yaml:1320: the dtypes reciprocal.metal registers (input -> output)
+// ops.yaml:1341: the dtypes reciprocal.metal registers (input -> output)
 extern const OpSpec reciprocal_spec{
     "mpsgen::reciprocal",
-    "ops.yaml:1319",
+    "ops.yaml:1340",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1495,10 +1495,10 @@ extern const OpSpec reciprocal_spec{
     },
     };
 
-// ops.yaml:1340: the dtypes floor.metal registers (input -> output)
+// ops.yaml:1361: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
     "mpsgen::floor",
-    "ops.yaml:1338",
+    "ops.yaml:1359",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1521,10 +1521,10 @@ extern const OpSpec floor_spec{
     },
     };
 
-// ops.yaml:1356: the dtypes ceil.metal registers (input -> output)
+// ops.yaml:1377: the dtypes ceil.metal registers (input -> output)
 extern const OpSpec ceil_spec{
     "mpsgen::ceil",
-    "ops.yaml:1354",
+    "ops.yaml:1375",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1547,10 +1547,10 @@ extern const OpSpec ceil_spec{
     },
     };
 
-// ops.yaml:1372: the dtypes trunc.metal registers (input -> output)
+// ops.yaml:1393: the dtypes trunc.metal registers (input -> output)
 extern const OpSpec trunc_spec{
     "mpsgen::trunc",
-    "ops.yaml:1370",
+    "ops.yaml:1391",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1573,10 +1573,10 @@ extern const OpSpec trunc_spec{
     },
     };
 
-// ops.yaml:1388: the dtypes sign.metal registers (input -> output)
+// ops.yaml:1409: the dtypes sign.metal registers (input -> output)
 extern const OpSpec sign_spec{
     "mpsgen::sign",
-    "ops.yaml:1386",
+    "ops.yaml:1407",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1599,10 +1599,10 @@ extern const OpSpec sign_spec{
     },
     };
 
-// ops.yaml:1401: the dtypes minimum.metal registers (input -> output)
+// ops.yaml:1422: the dtypes minimum.metal registers (input -> output)
 extern const OpSpec minimum_spec{
     "mpsgen::minimum",
-    "ops.yaml:1400",
+    "ops.yaml:1421",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1625,10 +1625,10 @@ extern const OpSpec minimum_spec{
     },
     };
 
-// ops.yaml:1414: the dtypes fmax.metal registers (input -> output)
+// ops.yaml:1435: the dtypes fmax.metal registers (input -> output)
 extern const OpSpec fmax_spec{
     "mpsgen::fmax",
-    "ops.yaml:1413",
+    "ops.yaml:1434",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1651,10 +1651,10 @@ extern const OpSpec fmax_spec{
     },
     };
 
-// ops.yaml:1431: the dtypes fmin.metal registers (input -> output)
+// ops.yaml:1452: the dtypes fmin.metal registers (input -> output)
 extern const OpSpec fmin_spec{
     "mpsgen::fmin",
-    "ops.yaml:1430",
+    "ops.yaml:1451",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1677,84 +1677,58 @@ extern const OpSpec fmin_spec{
     },
     };
 
-// ops.yaml:1447: the dtypes bitwise_and.metal registers (input -> output)
+// ops.yaml:1468: the dtypes bitwise_and.metal registers (input -> output)
 extern const OpSpec bitwise_and_spec{
     "mpsgen::bitwise_and",
-    "ops.yaml:1446",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    /*zero_divisor=*/-1,
-    /*result_like=*/-1,
-    {
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    },
-    };
-
-// ops.yaml:1458: the dtypes bitwise_or.metal registers (input -> output)
-extern const OpSpec bitwise_or_spec{
-    "mpsgen::bitwise_or",
-    "ops.yaml:1457",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/false,
-    /*castout=*/false,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    /*zero_divisor=*/-1,
-    /*result_like=*/-1,
-    {
-        {c10::ScalarType::Long, c10::ScalarType::Long},
-        {c10::ScalarType::Int, c10::ScalarType::Int},
-        {c10::ScalarType::Short, c10::ScalarType::Short},
-        {c10::ScalarType::Byte, c10::ScalarType::Byte},
-        {c10::ScalarType::Char, c10::ScalarType::Char},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    },
-    };
-
-// ops.yaml:1468: the dtypes gt.metal registers (input -> output)
-extern const OpSpec gt_spec{
-    "mpsgen::gt",
     "ops.yaml:1467",
     {"self", "other"},
     /*int_to_float=*/false,
-    /*bool_output=*/true,
-    /*castout=*/true,
+    /*bool_output=*/false,
+    /*castout=*/false,
     /*alpha_check=*/false,
     /*uniform_inputs=*/false,
     /*mask=*/-1,
     /*zero_divisor=*/-1,
     /*result_like=*/-1,
     {
-        {c10::ScalarType::Float, c10::ScalarType::Bool},
-        {c10::ScalarType::Half, c10::ScalarType::Bool},
-        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
-        {c10::ScalarType::Long, c10::ScalarType::Bool},
-        {c10::ScalarType::Int, c10::ScalarType::Bool},
-        {c10::ScalarType::Short, c10::ScalarType::Bool},
-        {c10::ScalarType::Byte, c10::ScalarType::Bool},
-        {c10::ScalarType::Char, c10::ScalarType::Bool},
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
     },
     };
 
-// ops.yaml:1479: the dtypes ge.metal registers (input -> output)
-extern const OpSpec ge_spec{
-    "mpsgen::ge",
+// ops.yaml:1479: the dtypes bitwise_or.metal registers (input -> output)
+extern const OpSpec bitwise_or_spec{
+    "mpsgen::bitwise_or",
     "ops.yaml:1478",
     {"self", "other"},
     /*int_to_float=*/false,
+    /*bool_output=*/false,
+    /*castout=*/false,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    /*zero_divisor=*/-1,
+    /*result_like=*/-1,
+    {
+        {c10::ScalarType::Long, c10::ScalarType::Long},
+        {c10::ScalarType::Int, c10::ScalarType::Int},
+        {c10::ScalarType::Short, c10::ScalarType::Short},
+        {c10::ScalarType::Byte, c10::ScalarType::Byte},
+        {c10::ScalarType::Char, c10::ScalarType::Char},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    },
+    };
+
+// ops.yaml:1489: the dtypes gt.metal registers (input -> output)
+extern const OpSpec gt_spec{
+    "mpsgen::gt",
+    "ops.yaml:1488",
+    {"self", "other"},
+    /*int_to_float=*/false,
     /*bool_output=*/true,
     /*castout=*/true,
     /*alpha_check=*/false,
@@ -1775,10 +1749,36 @@ extern const OpSpec ge_spec{
     },
     };
 
-// ops.yaml:1488: the dtypes le.metal registers (input -> output)
+// ops.yaml:1500: the dtypes ge.metal registers (input -> output)
+extern const OpSpec ge_spec{
+    "mpsgen::ge",
+    "ops.yaml:1499",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/true,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    /*zero_divisor=*/-1,
+    /*result_like=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Bool},
+        {c10::ScalarType::Half, c10::ScalarType::Bool},
+        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
+        {c10::ScalarType::Long, c10::ScalarType::Bool},
+        {c10::ScalarType::Int, c10::ScalarType::Bool},
+        {c10::ScalarType::Short, c10::ScalarType::Bool},
+        {c10::ScalarType::Byte, c10::ScalarType::Bool},
+        {c10::ScalarType::Char, c10::ScalarType::Bool},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    },
+    };
+
+// ops.yaml:1509: the dtypes le.metal registers (input -> output)
 extern const OpSpec le_spec{
     "mpsgen::le",
-    "ops.yaml:1487",
+    "ops.yaml:1508",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1801,10 +1801,10 @@ extern const OpSpec le_spec{
     },
     };
 
-// ops.yaml:1497: the dtypes logical_or.metal registers (input -> output)
+// ops.yaml:1518: the dtypes logical_or.metal registers (input -> output)
 extern const OpSpec logical_or_spec{
     "mpsgen::logical_or",
-    "ops.yaml:1496",
+    "ops.yaml:1517",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1828,10 +1828,10 @@ extern const OpSpec logical_or_spec{
     },
     };
 
-// ops.yaml:1506: the dtypes logical_xor.metal registers (input -> output)
+// ops.yaml:1527: the dtypes logical_xor.metal registers (input -> output)
 extern const OpSpec logical_xor_spec{
     "mpsgen::logical_xor",
-    "ops.yaml:1505",
+    "ops.yaml:1526",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1855,10 +1855,10 @@ extern const OpSpec logical_xor_spec{
     },
     };
 
-// ops.yaml:1520: the dtypes where.metal registers (input -> output)
+// ops.yaml:1541: the dtypes where.metal registers (input -> output)
 extern const OpSpec where_spec{
     "mpsgen::where",
-    "ops.yaml:1518",
+    "ops.yaml:1539",
     {"condition", "self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1883,10 +1883,10 @@ extern const OpSpec where_spec{
     },
     };
 
-// ops.yaml:1557: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1578: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1554",
+    "ops.yaml:1575",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1909,10 +1909,10 @@ extern const OpSpec heaviside_spec{
     },
     };
 
-// ops.yaml:1571: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1592: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1569",
+    "ops.yaml:1590",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1935,10 +1935,10 @@ extern const OpSpec special_ndtri_spec{
     },
     };
 
-// ops.yaml:1639: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1660: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1637",
+    "ops.yaml:1658",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1961,10 +1961,10 @@ extern const OpSpec special_log_ndtr_spec{
     },
     };
 
-// ops.yaml:1667: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1688: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1665",
+    "ops.yaml:1686",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1987,10 +1987,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     },
     };
 
-// ops.yaml:1712: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1733: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1710",
+    "ops.yaml:1731",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -2013,10 +2013,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     },
     };
 
-// ops.yaml:1760: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1781: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1758",
+    "ops.yaml:1779",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -2039,10 +2039,10 @@ extern const OpSpec special_airy_ai_spec{
     },
     };
 
-// ops.yaml:1863: the dtypes full_like.metal registers (input -> output)
+// ops.yaml:1884: the dtypes full_like.metal registers (input -> output)
 extern const OpSpec full_like_spec{
     "mpsgen::full_like",
-    "ops.yaml:1861",
+    "ops.yaml:1882",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,

@@ -95,254 +95,254 @@ TORCH_LIBRARY(mpsgen, m) {
   m.def("lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor");
   m.def("lerp.Tensor_out(Tensor self, Tensor end, Tensor weight, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)");
-  // ops.yaml:406
+  // ops.yaml:411
   m.def("lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor");
   m.def("lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("lerp_.Scalar(Tensor(a!) self, Tensor end, Scalar weight) -> Tensor(a!)");
-  // ops.yaml:435
+  // ops.yaml:456
   m.def("addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor");
   m.def("addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)");
   m.def("addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)");
-  // ops.yaml:462
+  // ops.yaml:483
   m.def("addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor");
   m.def("addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)");
   m.def("addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)");
-  // ops.yaml:500
+  // ops.yaml:521
   m.def("elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor");
   m.def("elu.out(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)");
-  // ops.yaml:519
+  // ops.yaml:540
   m.def("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor");
   m.def("clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)");
-  // ops.yaml:543
+  // ops.yaml:564
   m.def("clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor");
   m.def("clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)");
-  // ops.yaml:586
+  // ops.yaml:607
   m.def("nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor");
   m.def("nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)");
-  // ops.yaml:607
+  // ops.yaml:628
   m.def("threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor");
   m.def("threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)");
-  // ops.yaml:625
+  // ops.yaml:646
   m.def("softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor");
   m.def("softplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("softplus_(Tensor(a!) self, Scalar beta=1, Scalar threshold=20) -> Tensor(a!)");
-  // ops.yaml:640
+  // ops.yaml:661
   m.def("hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor");
   m.def("hardtanh.out(Tensor self, Scalar min_val=-1, Scalar max_val=1, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)");
-  // ops.yaml:655
+  // ops.yaml:676
   m.def("round.decimals(Tensor self, *, int decimals) -> Tensor");
   m.def("round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)");
   m.def("round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)");
-  // ops.yaml:675
+  // ops.yaml:696
   m.def("gelu(Tensor self, *, str approximate='none') -> Tensor");
   m.def("gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)");
   m.def("gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)");
-  // ops.yaml:702
+  // ops.yaml:723
   m.def("leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor");
   m.def("leaky_relu_backward.grad_input(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("leaky_relu_backward_(Tensor(a!) grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor(a!)");
-  // ops.yaml:722
+  // ops.yaml:743
   m.def("sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor");
   m.def("sigmoid_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("sigmoid_backward_(Tensor(a!) grad_output, Tensor output) -> Tensor(a!)");
-  // ops.yaml:751
+  // ops.yaml:772
   m.def("mish_backward(Tensor grad_output, Tensor self) -> Tensor");
   m.def("mish_backward.out(Tensor grad_output, Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("mish_backward_(Tensor(a!) grad_output, Tensor self) -> Tensor(a!)");
-  // ops.yaml:768
+  // ops.yaml:789
   m.def("tanh_backward(Tensor grad_output, Tensor output) -> Tensor");
   m.def("tanh_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("tanh_backward_(Tensor(a!) grad_output, Tensor output) -> Tensor(a!)");
-  // ops.yaml:791
+  // ops.yaml:812
   m.def("eq.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:804
+  // ops.yaml:825
   m.def("eq.Scalar(Tensor self, Scalar other) -> Tensor");
   m.def("eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)");
-  // ops.yaml:806
+  // ops.yaml:827
   m.def("ne.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:819
+  // ops.yaml:840
   m.def("lt.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:828
+  // ops.yaml:849
   m.def("lt.Scalar(Tensor self, Scalar other) -> Tensor");
   m.def("lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)");
-  // ops.yaml:830
+  // ops.yaml:851
   m.def("logical_and(Tensor self, Tensor other) -> Tensor");
   m.def("logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:840
+  // ops.yaml:861
   m.def("isnan(Tensor self) -> Tensor");
   m.def("isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("isnan_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:859
+  // ops.yaml:880
   m.def("neg(Tensor self) -> Tensor");
   m.def("neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("neg_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:876
+  // ops.yaml:897
   m.def("abs(Tensor self) -> Tensor");
   m.def("abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("abs_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:906
+  // ops.yaml:927
   m.def("digamma(Tensor self) -> Tensor");
   m.def("digamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("digamma_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:944
+  // ops.yaml:965
   m.def("polygamma(int n, Tensor self) -> Tensor");
   m.def("polygamma.out(int n, Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("polygamma_(Tensor(a!) self, int n) -> Tensor(a!)");
-  // ops.yaml:985
+  // ops.yaml:1006
   m.def("div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor");
   m.def("div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)");
   m.def("div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)");
-  // ops.yaml:1096
+  // ops.yaml:1117
   m.def("polar(Tensor abs, Tensor angle) -> Tensor");
   m.def("polar.out(Tensor abs, Tensor angle, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("polar_(Tensor(a!) abs, Tensor angle) -> Tensor(a!)");
-  // ops.yaml:1114
+  // ops.yaml:1135
   m.def("complex(Tensor real, Tensor imag) -> Tensor");
   m.def("complex.out(Tensor real, Tensor imag, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("complex_(Tensor(a!) real, Tensor imag) -> Tensor(a!)");
-  // ops.yaml:1130
+  // ops.yaml:1151
   m.def("angle(Tensor self) -> Tensor");
   m.def("angle.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("angle_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1154
+  // ops.yaml:1175
   m.def("cos(Tensor self) -> Tensor");
   m.def("cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("cos_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1180
+  // ops.yaml:1201
   m.def("tan(Tensor self) -> Tensor");
   m.def("tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("tan_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1199
+  // ops.yaml:1220
   m.def("tanh(Tensor self) -> Tensor");
   m.def("tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("tanh_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1217
+  // ops.yaml:1238
   m.def("log(Tensor self) -> Tensor");
   m.def("log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("log_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1235
+  // ops.yaml:1256
   m.def("log1p(Tensor self) -> Tensor");
   m.def("log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("log1p_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1259
+  // ops.yaml:1280
   m.def("expm1(Tensor self) -> Tensor");
   m.def("expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("expm1_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1288
+  // ops.yaml:1309
   m.def("rsqrt(Tensor self) -> Tensor");
   m.def("rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("rsqrt_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1306
+  // ops.yaml:1327
   m.def("i0(Tensor self) -> Tensor");
   m.def("i0.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("i0_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1319
+  // ops.yaml:1340
   m.def("reciprocal(Tensor self) -> Tensor");
   m.def("reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("reciprocal_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1338
+  // ops.yaml:1359
   m.def("floor(Tensor self) -> Tensor");
   m.def("floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("floor_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1354
+  // ops.yaml:1375
   m.def("ceil(Tensor self) -> Tensor");
   m.def("ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("ceil_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1370
+  // ops.yaml:1391
   m.def("trunc(Tensor self) -> Tensor");
   m.def("trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("trunc_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1386
+  // ops.yaml:1407
   m.def("sign(Tensor self) -> Tensor");
   m.def("sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("sign_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1400
+  // ops.yaml:1421
   m.def("minimum(Tensor self, Tensor other) -> Tensor");
   m.def("minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("minimum_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1413
+  // ops.yaml:1434
   m.def("fmax(Tensor self, Tensor other) -> Tensor");
   m.def("fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("fmax_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1430
+  // ops.yaml:1451
   m.def("fmin(Tensor self, Tensor other) -> Tensor");
   m.def("fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("fmin_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1446
+  // ops.yaml:1467
   m.def("bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1455
+  // ops.yaml:1476
   m.def("bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor");
   m.def("bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)");
-  // ops.yaml:1457
+  // ops.yaml:1478
   m.def("bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1467
+  // ops.yaml:1488
   m.def("gt.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1476
+  // ops.yaml:1497
   m.def("gt.Scalar(Tensor self, Scalar other) -> Tensor");
   m.def("gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)");
-  // ops.yaml:1478
+  // ops.yaml:1499
   m.def("ge.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1487
+  // ops.yaml:1508
   m.def("le.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1496
+  // ops.yaml:1517
   m.def("logical_or(Tensor self, Tensor other) -> Tensor");
   m.def("logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1505
+  // ops.yaml:1526
   m.def("logical_xor(Tensor self, Tensor other) -> Tensor");
   m.def("logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1518
+  // ops.yaml:1539
   m.def("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor");
   m.def("where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
-  // ops.yaml:1540
+  // ops.yaml:1561
   m.def("where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor");
   m.def("where.ScalarSelf_out(Tensor condition, Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
-  // ops.yaml:1541
+  // ops.yaml:1562
   m.def("where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor");
   m.def("where.ScalarOther_out(Tensor condition, Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
-  // ops.yaml:1542
+  // ops.yaml:1563
   m.def("where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor");
   m.def("where.Scalar_out(Tensor condition, Scalar self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
-  // ops.yaml:1861
+  // ops.yaml:1882
   m.def("full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor");
   m.def("full_like.out(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)");
 }
 
 namespace mpsgen::generated {
-void register_heaviside_aten_cpu(torch::Library& m);  // generated/heaviside_cpu.cpp, from ops.yaml:1554
-void register_special_ndtri_aten_cpu(torch::Library& m);  // generated/special_ndtri_cpu.cpp, from ops.yaml:1569
-void register_special_log_ndtr_aten_cpu(torch::Library& m);  // generated/special_log_ndtr_cpu.cpp, from ops.yaml:1637
-void register_special_laguerre_polynomial_l_aten_cpu(torch::Library& m);  // generated/special_laguerre_polynomial_l_cpu.cpp, from ops.yaml:1665
-void register_special_legendre_polynomial_p_aten_cpu(torch::Library& m);  // generated/special_legendre_polynomial_p_cpu.cpp, from ops.yaml:1710
-void register_special_airy_ai_aten_cpu(torch::Library& m);  // generated/special_airy_ai_cpu.cpp, from ops.yaml:1758
+void register_heaviside_aten_cpu(torch::Library& m);  // generated/heaviside_cpu.cpp, from ops.yaml:1575
+void register_special_ndtri_aten_cpu(torch::Library& m);  // generated/special_ndtri_cpu.cpp, from ops.yaml:1590
+void register_special_log_ndtr_aten_cpu(torch::Library& m);  // generated/special_log_ndtr_cpu.cpp, from ops.yaml:1658
+void register_special_laguerre_polynomial_l_aten_cpu(torch::Library& m);  // generated/special_laguerre_polynomial_l_cpu.cpp, from ops.yaml:1686
+void register_special_legendre_polynomial_p_aten_cpu(torch::Library& m);  // generated/special_legendre_polynomial_p_cpu.cpp, from ops.yaml:1731
+void register_special_airy_ai_aten_cpu(torch::Library& m);  // generated/special_airy_ai_cpu.cpp, from ops.yaml:1779
 
 // mpsgen._C.register_aten_cpu_overrides(): the CPU kernels of every `implements: aten` entry
 // registered for torch's own aten ops, once per process (false when already done). Called by

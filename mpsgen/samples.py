@@ -38,8 +38,11 @@ def reference(path: str):
     off: on CPUs with AVX-512, torch hands some float ops to oneDNN instead of its own ATen
     kernel (`gelu` among them), whose results differ at the edges (gelu(inf) is nan there, inf
     in ATen's kernel and in float64), so the oracle would depend on the machine."""
-    obj = importlib.import_module(path.split(".")[0])
-    for part in path.split(".")[1:]:
+    parts = path.split(".")
+    obj = importlib.import_module(parts[0])
+    for i, part in enumerate(parts[1:], 2):
+        if not hasattr(obj, part):  # a module not yet imported: mpsgen.references
+            importlib.import_module(".".join(parts[:i]))
         obj = getattr(obj, part)
 
     @functools.wraps(obj)
@@ -678,8 +681,26 @@ def widened_reference(ref_fn, sample: Sample, error: Exception, dtype_defaults=(
             last = e
             continue
         description = ", ".join(f"{str(a)[6:]}->{str(b)[6:]}" for a, b in used.items())
-        return wide.to(target or _narrowed_back(wide.dtype, used)), description
+        narrow = target or _narrowed_back(wide.dtype, used)
+        _check_defined_cast(wide, narrow)
+        return wide.to(narrow), description
     raise last
+
+
+def _check_defined_cast(wide: torch.Tensor, narrow: torch.dtype) -> None:
+    """A float result cast back to an integer dtype must be in its range: C++ and Metal leave the
+    conversion of NaN or of a value out of range undefined, and torch's CPU gave 0, a saturated
+    or a wrapped value by CPU and loop, so such a cast is no oracle (issue 59)."""
+    if not (wide.is_floating_point() and not (narrow.is_floating_point or narrow.is_complex)) or narrow == torch.bool:
+        return
+    info = torch.iinfo(narrow)
+    # the conversion truncates: a value in range after truncation is defined (float(int64 max) + 1
+    # is 2**63 in float64, the first value out of int64's range, as max + 1 is for the others)
+    w = wide.double()
+    outside = w.isnan() | (w.trunc() < info.min) | (w >= float(info.max) + 1)
+    if bool(outside.any()):
+        raise RuntimeError(f"the {wide.dtype} reference has values outside {narrow}'s range, whose cast back "
+                           "C++ and Metal leave undefined")
 
 
 def tolerance(op, metal_dtype: str) -> dict:

@@ -62,6 +62,12 @@ def dtype_max(x: torch.Tensor):
     return info(x.dtype).max
 
 
+def is_integral(x) -> bool:
+    """A Scalar given as an int or a bool, for `checks:` (mpsgen::is_integral in C++, as
+    c10::Scalar::isIntegral(/*includeBool=*/true))."""
+    return isinstance(x, (bool, int, torch.SymInt, torch.SymBool))
+
+
 def check_defined(spec: Spec, operands: list) -> None:
     """Every Tensor argument given (the C++ host's check_defined), but the `Tensor?` ones."""
     for name, x in zip(spec.inputs, operands):

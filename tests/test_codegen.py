@@ -1126,6 +1126,8 @@ CHECK_KINDS = {"self": ("Tensor", False), "other": ("Tensor", False), "lambd": (
     ("self.dtype == other.dtype", "(self.scalar_type() == other.scalar_type())"),
     ("other.dim() == 0 or other.dtype == self.dtype",
      "((static_cast<double>(other.dim()) == 0.0) || (other.scalar_type() == self.scalar_type()))"),
+    ("self.is_floating_point() or not other.is_complex()", "(self.is_floating_point() || !other.is_complex())"),
+    ("is_integral(lambd) or lambd == 1", "(mpsgen::is_integral(lambd) || (lambd.to<double>() == 1.0))"),
 ])
 def test_check_conditions_translate_to_cpp(condition, cpp):
     from mpsgen.codegen.registry.checks import to_cpp
@@ -1139,6 +1141,10 @@ def test_check_conditions_translate_to_cpp(condition, cpp):
     ("torch.is_floating_point(self)", "is not supported"),
     ("lambd.dim() == 0", "is not supported"),  # of a Tensor
     ("self.dim(1) == 0", "is not supported"),
+    ("lambd.is_floating_point()", "is not supported"),  # of a Tensor
+    ("self.is_complex(1)", "is not supported"),
+    ("is_integral(self)", "is not supported"),  # of a Scalar
+    ("is_integral(min)", "is not supported"),  # an optional Scalar may be None
 ])
 def test_check_conditions_outside_the_language_are_refused(condition, says):
     from mpsgen.codegen.registry.checks import CheckError, to_cpp

@@ -308,6 +308,63 @@ def test_lerp_with_a_negative_weight_does_not_overflow():
     torch.testing.assert_close(OPS.lerp(args[0], args[1], -0.5), torch.lerp(args[0], args[1], -0.5))
 
 
+# ---- lerp of integers: self + weight * (end - self) modulo 2**bits, as torch's MPS computes it ---
+
+INT64 = torch.iinfo(torch.int64)
+
+
+@pytest.mark.parametrize("a,b,w,dtype,expected", [
+    # the issue's uint8 row: 249 + 2 * (150 - 249) = 51, 156 + 2 * (67 - 156) = -22 = 234 mod 256
+    ([249, 130, 156, 254], [150, 192, 67, 101], 2, torch.uint8, [51, 254, 234, 204]),
+    # -128 + -3 * 255 = -893 = 131 mod 256, -125 as int8; 127 + -3 * -255 = 892 = 124 mod 256
+    ([-128, 127], [127, -128], -3, torch.int8, [-125, 124]),
+    # MAX + 2 * (MIN - MAX): MIN - MAX = 1 mod 2**64, so MAX + 2 = MIN + 1
+    ([INT64.max, INT64.min], [INT64.min, INT64.max], 2, torch.int64, [INT64.min + 1, INT64.max - 1]),
+    ([0, 1, 0, 1], [0, 0, 1, 1], 1, torch.bool, [False, False, True, True]),  # weight 1 gives end
+    ([0, 1, 0, 1], [0, 0, 1, 1], 0, torch.bool, [False, True, False, True]),  # weight 0 gives self
+])
+def test_integer_lerp_wraps_modulo_the_dtype(a, b, w, dtype, expected):
+    x, y = torch.tensor(a, dtype=dtype), torch.tensor(b, dtype=dtype)
+    want = torch.tensor(expected, dtype=dtype)
+    weight = torch.full_like(x, w)
+    ref = reference("mpsgen.references.lerp")
+    for got in (OPS.lerp.Tensor(x, y, weight), OPS.lerp.Scalar(x, y, w), ref(x, y, weight), ref(x, y, w)):
+        assert torch.equal(got, want), (got, want)
+    if dtype != torch.bool:  # a 0-dim integer weight, as torch's lerp takes one of any dtype
+        assert torch.equal(OPS.lerp.Tensor(x, y, torch.tensor(w, dtype=dtype)), want)
+
+
+def test_integer_lerp_refuses_float_weights_as_torch_mps_does():
+    x = torch.tensor([1, 2, 3])
+    with pytest.raises(RuntimeError, match="integer tensor takes an integer weight"):
+        OPS.lerp.Tensor(x, x, torch.tensor(0.5))
+    # torch's MPS alpha_check for lerp.Scalar: only 0 and 1 pass as floats (they copy self or end)
+    with pytest.raises(RuntimeError, match="alpha must not be a floating point number"):
+        OPS.lerp.Scalar(x, x * 2, 0.5)
+    assert torch.equal(OPS.lerp.Scalar(x, x * 2, 1.0), x * 2) and torch.equal(OPS.lerp.Scalar(x, x * 2, 0.0), x)
+    # the weight reaches the kernel as a float: integers beyond 2**24 would not arrive exactly
+    with pytest.raises(RuntimeError, match=r"at most 2\*\*24"):
+        OPS.lerp.Scalar(x, x, 2 ** 24 + 1)
+    assert torch.equal(OPS.lerp.Scalar(x, x + 1, 2 ** 24), x + 2 ** 24)
+    ref = reference("mpsgen.references.lerp")
+    with pytest.raises(RuntimeError):
+        ref(x, x, torch.tensor(0.5))
+    with pytest.raises(RuntimeError, match="alpha must not be a floating point number"):
+        ref(x, x, 0.5)
+
+
+def test_a_float_oracle_cast_back_out_of_range_is_refused():
+    """C++ and Metal leave an out-of-range float-to-integer conversion undefined: a widened
+    reference whose float result lies outside the integer dtype is no oracle (issue 59)."""
+    from mpsgen.samples import _check_defined_cast
+    _check_defined_cast(torch.tensor([-128.9, 127.9]), torch.int8)  # truncates into range
+    _check_defined_cast(torch.tensor([-2.0 ** 63]), torch.int64)
+    for bad, dtype in [([255.0, 256.0], torch.uint8), ([-1.0], torch.uint8), ([float("nan")], torch.int32),
+                       ([2.0 ** 63], torch.int64), ([float("-inf")], torch.int16)]:
+        with pytest.raises(RuntimeError, match="outside"):
+            _check_defined_cast(torch.tensor(bad), dtype)
+
+
 @pytest.mark.parametrize("value", [1, 2])
 def test_addcmul_fuses_like_torch(value):
     args = torch.tensor([float("inf")]), torch.tensor([F32_MAX]), torch.tensor([-F32_MAX])

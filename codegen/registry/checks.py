@@ -7,7 +7,8 @@ dtypes of its Tensors, `real.dtype == imag.dtype`), e.g.
 Tensor's dtype, or a Scalar overload's Scalar as a wrapped number: `dtype_of(other) !=
 torch.bool`, sub) and `dtype_max(<tensor>)` (the largest finite value of its dtype:
 `lambd <= dtype_max(self)`, softshrink); `<tensor>.dim()` compares as a number (`weight.dim()
-== 0`, lerp). The fake kernel evaluates a condition as written
+== 0`, lerp); `<tensor>.is_floating_point()`, `<tensor>.is_complex()` and `is_integral(<Scalar>)` (an int or
+bool, as c10::Scalar::isIntegral(true)) are conditions (lerp's integer weights). The fake kernel evaluates a condition as written
 (mpsgen/torch_library.py defines the helpers); the C++ host evaluates its translation,
 made here (support/host/elementwise.h defines them). Only what both can say the same way
 is accepted.
@@ -68,14 +69,30 @@ def _cpp(node: ast.AST, kinds) -> str:
         kind, optional = kinds.get(node.id, (None, False))
         if kind == "bool" and not optional:
             return node.id
+    if _tensor_method(node, kinds, _KIND_TESTS):  # self.is_floating_point(): a dtype's kind, as a bool
+        return f"{node.func.value.id}.{node.func.attr}()"
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "is_integral"
+            and len(node.args) == 1 and not node.keywords and isinstance(node.args[0], ast.Name)
+            and kinds.get(node.args[0].id) == ("Scalar", False)):  # torch's alpha.isIntegral(true)
+        return f"mpsgen::is_integral({node.args[0].id})"
     raise _unsupported(node)
+
+
+_KIND_TESTS = ("is_floating_point", "is_complex")  # at::Tensor's and torch.Tensor's, alike
+
+
+def _tensor_method(node: ast.AST, kinds, methods) -> bool:
+    """`<tensor>.<method>()` with no arguments, for a method of `methods`."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in methods
+            and _is_tensor(node.func.value, kinds) and not node.args and not node.keywords)
 
 
 def _unsupported(node: ast.AST) -> CheckError:
     return CheckError(f"{ast.unparse(node)!r} is not supported: use and/or/not, `<arg> is [not] None`, "
                       "comparisons of arguments, numbers, `<tensor>.dim()` and `dtype_max(<tensor>)`, `<tensor>.dtype` or "
                       "`dtype_of(<tensor>)` compared (==, !=) with another or with torch.<dtype> (one of "
-                      f"{', '.join(_TORCH_DTYPES)}), and bool arguments")
+                      f"{', '.join(_TORCH_DTYPES)}), `<tensor>.is_floating_point()`, `<tensor>.is_complex()`, "
+                      "`is_integral(<Scalar>)` and bool arguments")
 
 
 def _is_tensor(node: ast.AST, kinds) -> bool:
@@ -154,8 +171,7 @@ def _operand(node: ast.AST, kinds) -> str:
         return f"-{_operand(node.operand, kinds)}"
     if _call(node, "dtype_max", kinds):
         return f"mpsgen::dtype_max({node.args[0].id})"
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "dim"
-            and _is_tensor(node.func.value, kinds) and not node.args and not node.keywords):
+    if _tensor_method(node, kinds, ("dim",)):
         return f"static_cast<double>({node.func.value.id}.dim())"  # lerp's 0-dim weight
     name = _name(node, kinds)
     kind, optional = kinds[name]

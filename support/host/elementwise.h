@@ -90,10 +90,12 @@ inline std::vector<at::Tensor> given_tensors(std::initializer_list<std::optional
 
 // What `checks:` conditions may use (codegen/registry/checks.py): an argument's dtype (a Scalar
 // overload's Scalar as the wrapped number it becomes), and the largest finite value of
-// a tensor's dtype (std::numeric_limits<T>::max(), as torch's softshrink check reads it).
+// a tensor's dtype (std::numeric_limits<T>::max(), as torch's softshrink check reads it), and
+// whether a Scalar is integral.
 inline c10::ScalarType dtype_of(const at::Tensor& t) { return t.scalar_type(); }
 inline c10::ScalarType dtype_of(const c10::Scalar& s) { return s.type(); }
 double dtype_max(const at::Tensor& t);
+inline bool is_integral(const c10::Scalar& s) { return s.isIntegral(/*includeBool=*/true); }  // an int or bool
 
 // The kernel a `str` argument selects (ops.yaml `args: {<arg>: {choices: ...}}`);
 // an unknown value raises a ValueError listing the allowed ones. The choice "None" is
