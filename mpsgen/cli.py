@@ -11,6 +11,9 @@ pyproject.toml whose [tool.mpsgen] table names the package (or below it).
     mpsgen build [--no-cache]          generate, then build the extension in place (ninja; compiled
                                        units come from the machine's object cache when they can)
     mpsgen test [OP ...] [--quick]     op-output-match of those ops (default: all) against torch
+    mpsgen variants [OP ...]           every CPU kernel variant this machine runs (baseline, AVX2,
+                                       AVX-512) gives the baseline's bits on the ops' samples (build
+                                       with MPSGEN_CPU_VARIANTS=all first)
     mpsgen doctor [--out FILE]         on a Mac: toolchain, build, every op on mps against torch's
                                        CPU op; elsewhere: check-macos. One report file to attach
     mpsgen export-pytorch OP [OP ...] (--out PATCH | --torch-tree DIR) [--check] [--stub OP=STUB]
@@ -26,8 +29,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-COMMANDS = ("init", "new", "generate", "check", "check-metal", "check-macos", "show", "build", "test", "doctor",
-            "export-pytorch")
+COMMANDS = ("init", "new", "generate", "check", "check-metal", "check-macos", "show", "build", "test", "variants",
+            "doctor", "export-pytorch")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
                                      epilog=__doc__.split("\n\n", 1)[1])
     parser.add_argument("command", choices=COMMANDS)
     parser.add_argument("names", nargs="*", metavar="ARG",
-                        help="init: DIR; new, show: OP; test, check-metal, export-pytorch: OPs")
+                        help="init: DIR; new, show: OP; test, variants, check-metal, export-pytorch: OPs")
     parser.add_argument("--namespace", help="init: the project's namespace, which names its package too")
     parser.add_argument("--aten", action="store_true", help="new: implement torch's own aten operator "
                         "(`implements: aten`) instead of defining <namespace>::OP")
@@ -120,10 +123,14 @@ def _run(parser, args) -> int:
         from . import doctor
 
         return doctor.main(project, args.out)
+    project.use_in_place_build()
+    if args.command == "variants":
+        from . import variants
+
+        return variants.main([*args.names, "--ops", str(project.ops), "--loads", project.loads])
     # test: the main job's op-output-match, on the in-place build when there is one
     from . import report
 
-    project.use_in_place_build()
     return report.main([*args.names, "--ops", str(project.ops), "--loads", project.loads,
                         *(["--quick"] if args.quick else [])])
 

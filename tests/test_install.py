@@ -327,6 +327,47 @@ def test_a_scalar_that_picks_the_kernel_takes_a_complex_value_as_torch_does(inst
     assert len(lines) == len(expected) and all(re.fullmatch(e, line) for e, line in zip(expected, lines)), lines
 
 
+PLANTED_CAST = """
+  # planted (issue 59): lerp of integers in float, cast back; out of the integer's range the
+  # conversion is undefined, and the AVX2 variant's vector code saturated where the baseline wrapped
+  - func: planted_lerp(Tensor self, Tensor end, Tensor weight) -> Tensor
+    dtypes: [{in: uchar, out: uchar}, {in: char, out: char}]
+    reference: mpsgen.references.lerp
+    functor: |
+      template <typename T>
+      inline T operator()(const T a, const T b, const T w) {
+        const float x = static_cast<float>(a), e = static_cast<float>(b), fw = static_cast<float>(w), diff = e - x;
+        return static_cast<T>(::metal::abs(fw) < 0.5f ? ::metal::fma(fw, diff, x) : ::metal::fma(-diff, 1.0f - fw, e));
+      }
+"""
+
+
+def _cpu_flags() -> set:
+    from mpsgen.codegen.build import _machine_cpu_flags
+
+    return _machine_cpu_flags() or set()
+
+
+@pytest.mark.skipif(not {"avx2", "f16c", "fma"} <= _cpu_flags(), reason="this CPU runs no variant but the baseline")
+def test_a_variant_that_gives_other_bits_than_the_baseline_is_named(installed, tmp_path):
+    """`mpsgen variants` of a project built with every variant (MPSGEN_CPU_VARIANTS=all) fails on
+    a planted functor whose float-to-integer cast is undefined out of range, naming the entry, the
+    dtype and the sample where the AVX2 variant's bits differ from the baseline's; the shipped
+    lerp's integer arithmetic (mod 2**bits, defined) gives every variant the same bits."""
+    project = tmp_path / "softops"
+    shutil.copytree(installed["work"] / "softops", project,
+                    ignore=shutil.ignore_patterns("build", "*.egg-info", "*.so"))
+    ops = project / "ops.yaml"
+    ops.write_text(ops.read_text().rstrip("\n") + "\n" + PLANTED_CAST)
+    env = {**installed["env"], "MPSGEN_CPU_VARIANTS": "all"}
+    _run([installed["mpsgen"], "build"], project, env)
+    r = _run([installed["mpsgen"], "variants", "planted_lerp"], project, env, check=False)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert re.search(r"^  avx2: planted_lerp uint8 int-extremes#\d+: \d+ of \d+ elements \(torch.uint8, shape "
+                     r"\[.*\]\) differ in their bits", r.stdout, re.M), r.stdout
+    assert re.search(r"^baseline  ran \d+ \(entry, dtype, sample\) cases", r.stdout, re.M), r.stdout
+
+
 def _gap_trial(op, gaps, shipped: dict) -> str:
     """A project's ops.yaml of one shipped entry with some of its `gaps:` registered: each gap dtype
     to itself (the op keeps its dtype: checked), the rest of the entry as shipped."""

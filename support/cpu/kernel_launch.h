@@ -529,6 +529,9 @@ struct Kernel<Fn, Isa, Ilp, Broadcast, Unit> {
   // The variant for this CPU (registration_lines registers it).
   static constexpr unsigned isa = MPSGEN_CPU_X86_AVX512 ? Isa : MPSGEN_CPU_X86_AVX2 && Isa != 0 ? 1 : 0;
   static KernelRunFn run() {
+    // the variants compiled: bit 0 AVX2, bit 1 AVX-512 (isa already drops what the compiler lacks)
+    count_compiled_variants(((MPSGEN_CPU_X86_AVX2 && (isa & 1)) ? 1u : 0u) |
+                            ((MPSGEN_CPU_X86_AVX512 && (isa & 2)) ? 2u : 0u));
     if constexpr (isa == 0) {
       return &run_baseline;
     } else {

@@ -61,6 +61,15 @@ std::atomic<int> n_avx512_kernels{0};
 void count_avx512_kernel() { ++n_avx512_kernels; }
 int avx512_kernels() { return n_avx512_kernels.load(); }
 
+namespace {
+std::atomic<int> n_compiled[2]{{0}, {0}};
+} // namespace
+void count_compiled_variants(unsigned mask) {
+  for (unsigned isa = 1; isa <= 2; ++isa)
+    if (mask & (1u << (isa - 1))) ++n_compiled[isa - 1];
+}
+int compiled_variant_kernels(unsigned isa) { return isa == 1 || isa == 2 ? n_compiled[isa - 1].load() : 0; }
+
 bool register_kernel(const char* host_name, KernelRunFn run, int grid_dims) {
   // Metal rejects a library with two kernels of one host_name; so do we.
   auto [it, added] = registry().emplace(host_name, KernelEntry{run, grid_dims, nullptr});

@@ -25,6 +25,11 @@ bool cpu_use_avx512();
 // compiled: they have none).
 void count_avx512_kernel();
 int avx512_kernels();
+// How many registered kernels have an AVX2 (isa 1) or AVX-512 (isa 2) variant compiled, whether
+// or not this CPU runs it (MPSGEN_CPU_VARIANTS decides what a build compiles): python -m
+// mpsgen.variants compares only the variants a build holds.
+void count_compiled_variants(unsigned mask);
+int compiled_variant_kernels(unsigned isa);
 
 // Called from static initializers of the kernel translation units.
 bool register_kernel(const char* host_name, KernelRunFn run, int grid_dims);

@@ -47,6 +47,12 @@ PyObject* cpu_use_avx512(PyObject*, PyObject*) {
   return PyBool_FromLong(mpsgen::cpu::avx512_kernels() > 0);
 }
 
+// How many kernels have their AVX2 and their AVX-512 variant compiled, run here or not.
+PyObject* cpu_compiled_variants(PyObject*, PyObject*) {
+  return Py_BuildValue("{s:i,s:i}", "avx2", mpsgen::cpu::compiled_variant_kernels(1), "avx512",
+                       mpsgen::cpu::compiled_variant_kernels(2));
+}
+
 // Registers the CPU kernels of every `implements: aten` entry for torch's own aten ops
 // in this process; False if already done. Only `import mpsgen` with
 // MPSGEN_ATEN_CPU_OVERRIDES=1 calls it: it changes what torch's CPU ops compute.
@@ -64,6 +70,8 @@ PyMethodDef methods[] = {
     {"cpu_take_launches", cpu_take_launches, METH_NOARGS, "host_names launched since the last call"},
     {"cpu_use_avx2", cpu_use_avx2, METH_NOARGS, "whether the CPU kernels run their AVX2 + F16C variant"},
     {"cpu_use_avx512", cpu_use_avx512, METH_NOARGS, "whether the CPU kernels that have one run their AVX-512 variant"},
+    {"cpu_compiled_variants", cpu_compiled_variants, METH_NOARGS,
+     "how many CPU kernels have their AVX2 and AVX-512 variants compiled: {'avx2': n, 'avx512': n}"},
     {"register_aten_cpu_overrides", register_aten_cpu_overrides, METH_NOARGS,
      "register the `implements: aten` entries' CPU kernels for torch's aten ops (opt-in)"},
     {nullptr, nullptr, 0, nullptr},
