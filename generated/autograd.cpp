@@ -2477,7 +2477,7 @@ variable_list ClampBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 551 "ops.yaml"
+#line 554 "ops.yaml"
     grad_inputs[0] = grad * ((min.has_value() ? self >= *min : self >= self) & (max.has_value() ? self <= *max : self <= self));
 #line 2483 "autograd.cpp"
   }
@@ -2526,7 +2526,7 @@ at::Tensor& clamp_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, c
   return out;
 }
 
-// ---- ops.yaml:564: clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor ----
+// ---- ops.yaml:567: clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&)>& clamp_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2576,17 +2576,17 @@ variable_list ClampTensorBackward::apply(variable_list&& grads) {
   const auto min = unpack_optional(min_);
   const auto max = unpack_optional(max_);
   if (task_should_compute_output(0)) {  // self
-#line 577 "ops.yaml"
+#line 583 "ops.yaml"
     grad_inputs[0] = where((min.has_value() ? self >= *min : ones_like(self, kBool)) & (max.has_value() ? self <= *max : ones_like(self, kBool)), grad, 0);
 #line 2582 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // min
-#line 578 "ops.yaml"
+#line 584 "ops.yaml"
     grad_inputs[1] = max.has_value() ? where((self < *min) & (*min < *max), grad, 0) : where(self < *min, grad, 0);
 #line 2587 "autograd.cpp"
   }
   if (task_should_compute_output(2)) {  // max
-#line 579 "ops.yaml"
+#line 585 "ops.yaml"
     grad_inputs[2] = min.has_value() ? where((self > *max) | (*max < *min), grad, 0) : where(self > *max, grad, 0);
 #line 2592 "autograd.cpp"
   }
@@ -2635,7 +2635,7 @@ at::Tensor& clamp_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& 
   return out;
 }
 
-// ---- ops.yaml:607: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor ----
+// ---- ops.yaml:613: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, std::optional<double>, std::optional<double>, std::optional<double>)>& nan_to_num_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2679,7 +2679,7 @@ variable_list NanToNumBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 613 "ops.yaml"
+#line 619 "ops.yaml"
     grad_inputs[0] = grad * self.isfinite();
 #line 2685 "autograd.cpp"
   }
@@ -2724,7 +2724,7 @@ at::Tensor& nan_to_num_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:628: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor ----
+// ---- ops.yaml:634: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& threshold_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2769,7 +2769,7 @@ variable_list ThresholdBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 639 "ops.yaml"
+#line 645 "ops.yaml"
     grad_inputs[0] = grad * (self > threshold);
 #line 2775 "autograd.cpp"
   }
@@ -2816,7 +2816,7 @@ at::Tensor& threshold_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:646: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor ----
+// ---- ops.yaml:652: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& softplus_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2862,7 +2862,7 @@ variable_list SoftplusBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 653 "ops.yaml"
+#line 659 "ops.yaml"
     grad_inputs[0] = softplus_backward(grad, self, beta, threshold);
 #line 2868 "autograd.cpp"
   }
@@ -2911,7 +2911,7 @@ at::Tensor& softplus_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self
   return out;
 }
 
-// ---- ops.yaml:661: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor ----
+// ---- ops.yaml:667: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& hardtanh_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2957,7 +2957,7 @@ variable_list HardtanhBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 667 "ops.yaml"
+#line 677 "ops.yaml"
     grad_inputs[0] = grad * ((self > min_val) & (self < max_val));
 #line 2963 "autograd.cpp"
   }
@@ -3006,7 +3006,7 @@ at::Tensor& hardtanh_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self
   return out;
 }
 
-// ---- ops.yaml:676: round.decimals(Tensor self, *, int decimals) -> Tensor ----
+// ---- ops.yaml:686: round.decimals(Tensor self, *, int decimals) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, int64_t)>& round_decimals_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3047,7 +3047,7 @@ variable_list RoundDecimalsBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 683 "ops.yaml"
+#line 693 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 3053 "autograd.cpp"
   }
@@ -3090,7 +3090,7 @@ at::Tensor& round_decimals_out_autograd(c10::DispatchKeySet ks, const at::Tensor
   return out;
 }
 
-// ---- ops.yaml:696: gelu(Tensor self, *, str approximate='none') -> Tensor ----
+// ---- ops.yaml:706: gelu(Tensor self, *, str approximate='none') -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, c10::string_view)>& gelu_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3135,7 +3135,7 @@ variable_list GeluBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 704 "ops.yaml"
+#line 714 "ops.yaml"
     grad_inputs[0] = gelu_backward(grad, self, approximate);
 #line 3141 "autograd.cpp"
   }
@@ -3182,7 +3182,7 @@ at::Tensor& gelu_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, c1
   return out;
 }
 
-// ---- ops.yaml:723: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor ----
+// ---- ops.yaml:733: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&, bool)>& leaky_relu_backward_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3227,12 +3227,12 @@ variable_list LeakyReluBackwardBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // grad_output
-#line 728 "ops.yaml"
+#line 738 "ops.yaml"
     grad_inputs[0] = leaky_relu_backward(grad, self, negative_slope, false);
 #line 3233 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // self
-#line 729 "ops.yaml"
+#line 739 "ops.yaml"
     grad_inputs[1] = zeros_like(self);
 #line 3238 "autograd.cpp"
   }
@@ -3279,7 +3279,7 @@ at::Tensor& leaky_relu_backward_out_autograd(c10::DispatchKeySet ks, const at::T
   return out;
 }
 
-// ---- ops.yaml:743: sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor ----
+// ---- ops.yaml:753: sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& sigmoid_backward_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3326,12 +3326,12 @@ variable_list SigmoidBackwardBackward::apply(variable_list&& grads) {
   const auto grad_output = grad_output_.unpack();
   const auto output = output_.unpack();
   if (task_should_compute_output(0)) {  // grad_output
-#line 748 "ops.yaml"
+#line 758 "ops.yaml"
     grad_inputs[0] = sigmoid_backward(grad, output.conj());
 #line 3332 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // output
-#line 749 "ops.yaml"
+#line 759 "ops.yaml"
     grad_inputs[1] = grad.conj() * grad_output * (-2 * output.conj() + 1);
 #line 3337 "autograd.cpp"
   }
@@ -3378,7 +3378,7 @@ at::Tensor& sigmoid_backward_out_autograd(c10::DispatchKeySet ks, const at::Tens
   return out;
 }
 
-// ---- ops.yaml:772: mish_backward(Tensor grad_output, Tensor self) -> Tensor ----
+// ---- ops.yaml:782: mish_backward(Tensor grad_output, Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& mish_backward_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3419,10 +3419,10 @@ variable_list MishBackwardBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // grad_output
-    no_formula("mpsgen::mish_backward", "grad_output", "ops.yaml:772");
+    no_formula("mpsgen::mish_backward", "grad_output", "ops.yaml:782");
   }
   if (task_should_compute_output(1)) {  // self
-    no_formula("mpsgen::mish_backward", "self", "ops.yaml:772");
+    no_formula("mpsgen::mish_backward", "self", "ops.yaml:782");
   }
   return grad_inputs;
 }
@@ -3463,7 +3463,7 @@ at::Tensor& mish_backward_out_autograd(c10::DispatchKeySet ks, const at::Tensor&
   return out;
 }
 
-// ---- ops.yaml:789: tanh_backward(Tensor grad_output, Tensor output) -> Tensor ----
+// ---- ops.yaml:799: tanh_backward(Tensor grad_output, Tensor output) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& tanh_backward_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3510,12 +3510,12 @@ variable_list TanhBackwardBackward::apply(variable_list&& grads) {
   const auto grad_output = grad_output_.unpack();
   const auto output = output_.unpack();
   if (task_should_compute_output(0)) {  // grad_output
-#line 794 "ops.yaml"
+#line 804 "ops.yaml"
     grad_inputs[0] = tanh_backward(grad, output.conj());
 #line 3516 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // output
-#line 795 "ops.yaml"
+#line 805 "ops.yaml"
     grad_inputs[1] = grad.conj() * (-2 * output.conj() * grad_output);
 #line 3521 "autograd.cpp"
   }
@@ -3562,7 +3562,7 @@ at::Tensor& tanh_backward_out_autograd(c10::DispatchKeySet ks, const at::Tensor&
   return out;
 }
 
-// ---- ops.yaml:812: eq.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:822: eq.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& eq_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3610,7 +3610,7 @@ at::Tensor& eq_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:825: eq.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:835: eq.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& eq_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3658,7 +3658,7 @@ at::Tensor& eq_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:827: ne.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:837: ne.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& ne_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3706,7 +3706,7 @@ at::Tensor& ne_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:840: lt.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:850: lt.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& lt_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3754,7 +3754,7 @@ at::Tensor& lt_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:849: lt.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:859: lt.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& lt_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3802,7 +3802,7 @@ at::Tensor& lt_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:851: logical_and(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:861: logical_and(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_and_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3850,7 +3850,7 @@ at::Tensor& logical_and_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:861: isnan(Tensor self) -> Tensor ----
+// ---- ops.yaml:871: isnan(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& isnan_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3898,7 +3898,7 @@ at::Tensor& isnan_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:880: neg(Tensor self) -> Tensor ----
+// ---- ops.yaml:890: neg(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& neg_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3939,7 +3939,7 @@ variable_list NegBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 889 "ops.yaml"
+#line 899 "ops.yaml"
     grad_inputs[0] = -grad;
 #line 3945 "autograd.cpp"
   }
@@ -3982,7 +3982,7 @@ at::Tensor& neg_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:897: abs(Tensor self) -> Tensor ----
+// ---- ops.yaml:907: abs(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& abs_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4026,7 +4026,7 @@ variable_list AbsBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 904 "ops.yaml"
+#line 914 "ops.yaml"
     grad_inputs[0] = grad * self.sgn();
 #line 4032 "autograd.cpp"
   }
@@ -4071,7 +4071,7 @@ at::Tensor& abs_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:927: digamma(Tensor self) -> Tensor ----
+// ---- ops.yaml:937: digamma(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& digamma_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4115,7 +4115,7 @@ variable_list DigammaBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 931 "ops.yaml"
+#line 941 "ops.yaml"
     grad_inputs[0] = grad * polygamma(1, self);
 #line 4121 "autograd.cpp"
   }
@@ -4160,7 +4160,7 @@ at::Tensor& digamma_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self,
   return out;
 }
 
-// ---- ops.yaml:965: polygamma(int n, Tensor self) -> Tensor ----
+// ---- ops.yaml:975: polygamma(int n, Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(int64_t, const at::Tensor&)>& polygamma_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4205,7 +4205,7 @@ variable_list PolygammaBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 984 "ops.yaml"
+#line 994 "ops.yaml"
     grad_inputs[0] = grad * polygamma(n + 1, self);
 #line 4211 "autograd.cpp"
   }
@@ -4252,7 +4252,7 @@ at::Tensor& polygamma_out_autograd(c10::DispatchKeySet ks, int64_t n, const at::
   return out;
 }
 
-// ---- ops.yaml:1006: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor ----
+// ---- ops.yaml:1016: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, std::optional<c10::string_view>)>& div_Tensor_mode_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4300,12 +4300,12 @@ variable_list DivTensorModeBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1028 "ops.yaml"
+#line 1038 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, rounding_mode.has_value() ? zeros_like(grad) : grad / other.conj());
 #line 4306 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1029 "ops.yaml"
+#line 1039 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(other, rounding_mode.has_value() ? zeros_like(grad) : -grad * ((self / other) / other).conj());
 #line 4311 "autograd.cpp"
   }
@@ -4354,7 +4354,7 @@ at::Tensor& div_Tensor_mode_out_autograd(c10::DispatchKeySet ks, const at::Tenso
   return out;
 }
 
-// ---- ops.yaml:1117: polar(Tensor abs, Tensor angle) -> Tensor ----
+// ---- ops.yaml:1127: polar(Tensor abs, Tensor angle) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& polar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4398,12 +4398,12 @@ variable_list PolarBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // abs
-#line 1126 "ops.yaml"
+#line 1136 "ops.yaml"
     grad_inputs[0] = at::real(grad.conj() * result.sgn());
 #line 4404 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // angle
-#line 1127 "ops.yaml"
+#line 1137 "ops.yaml"
     grad_inputs[1] = at::real(grad.conj() * result * c10::Scalar(c10::complex<double>(0, 1)));
 #line 4409 "autograd.cpp"
   }
@@ -4448,7 +4448,7 @@ at::Tensor& polar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& abs, co
   return out;
 }
 
-// ---- ops.yaml:1135: complex(Tensor real, Tensor imag) -> Tensor ----
+// ---- ops.yaml:1145: complex(Tensor real, Tensor imag) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& complex_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4489,12 +4489,12 @@ variable_list ComplexBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // real
-#line 1143 "ops.yaml"
+#line 1153 "ops.yaml"
     grad_inputs[0] = at::real(grad);
 #line 4495 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // imag
-#line 1144 "ops.yaml"
+#line 1154 "ops.yaml"
     grad_inputs[1] = at::imag(grad);
 #line 4500 "autograd.cpp"
   }
@@ -4537,7 +4537,7 @@ at::Tensor& complex_out_autograd(c10::DispatchKeySet ks, const at::Tensor& real,
   return out;
 }
 
-// ---- ops.yaml:1151: angle(Tensor self) -> Tensor ----
+// ---- ops.yaml:1161: angle(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& angle_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4581,7 +4581,7 @@ variable_list AngleBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1155 "ops.yaml"
+#line 1165 "ops.yaml"
     grad_inputs[0] = self.is_complex() ? where(self == 0, 0, grad * self / self.abs().pow(2) * c10::Scalar(c10::complex<double>(0, 1))) : zeros_like(self);
 #line 4587 "autograd.cpp"
   }
@@ -4626,7 +4626,7 @@ at::Tensor& angle_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1175: cos(Tensor self) -> Tensor ----
+// ---- ops.yaml:1185: cos(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& cos_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4670,7 +4670,7 @@ variable_list CosBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1179 "ops.yaml"
+#line 1189 "ops.yaml"
     grad_inputs[0] = grad * -self.sin().conj();
 #line 4676 "autograd.cpp"
   }
@@ -4715,7 +4715,7 @@ at::Tensor& cos_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1201: tan(Tensor self) -> Tensor ----
+// ---- ops.yaml:1211: tan(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& tan_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4759,7 +4759,7 @@ variable_list TanBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1205 "ops.yaml"
+#line 1215 "ops.yaml"
     grad_inputs[0] = grad * (1 + result.pow(2)).conj();
 #line 4765 "autograd.cpp"
   }
@@ -4804,7 +4804,7 @@ at::Tensor& tan_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1220: tanh(Tensor self) -> Tensor ----
+// ---- ops.yaml:1230: tanh(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& tanh_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4848,7 +4848,7 @@ variable_list TanhBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1224 "ops.yaml"
+#line 1234 "ops.yaml"
     grad_inputs[0] = tanh_backward(grad, result);
 #line 4854 "autograd.cpp"
   }
@@ -4893,7 +4893,7 @@ at::Tensor& tanh_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1238: log(Tensor self) -> Tensor ----
+// ---- ops.yaml:1248: log(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& log_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4937,7 +4937,7 @@ variable_list LogBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1242 "ops.yaml"
+#line 1252 "ops.yaml"
     grad_inputs[0] = grad / self.conj();
 #line 4943 "autograd.cpp"
   }
@@ -4982,7 +4982,7 @@ at::Tensor& log_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1256: log1p(Tensor self) -> Tensor ----
+// ---- ops.yaml:1266: log1p(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& log1p_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5026,7 +5026,7 @@ variable_list Log1pBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1260 "ops.yaml"
+#line 1270 "ops.yaml"
     grad_inputs[0] = grad / (self + 1).conj();
 #line 5032 "autograd.cpp"
   }
@@ -5071,7 +5071,7 @@ at::Tensor& log1p_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1280: expm1(Tensor self) -> Tensor ----
+// ---- ops.yaml:1290: expm1(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& expm1_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5115,7 +5115,7 @@ variable_list Expm1Backward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1284 "ops.yaml"
+#line 1294 "ops.yaml"
     grad_inputs[0] = grad * (result.conj() + 1);
 #line 5121 "autograd.cpp"
   }
@@ -5160,7 +5160,7 @@ at::Tensor& expm1_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1309: rsqrt(Tensor self) -> Tensor ----
+// ---- ops.yaml:1319: rsqrt(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& rsqrt_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5204,7 +5204,7 @@ variable_list RsqrtBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1313 "ops.yaml"
+#line 1323 "ops.yaml"
     grad_inputs[0] = -0.5 * grad * self.rsqrt().pow(3).conj();
 #line 5210 "autograd.cpp"
   }
@@ -5249,7 +5249,7 @@ at::Tensor& rsqrt_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1327: i0(Tensor self) -> Tensor ----
+// ---- ops.yaml:1337: i0(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& i0_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5293,7 +5293,7 @@ variable_list I0Backward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1331 "ops.yaml"
+#line 1341 "ops.yaml"
     grad_inputs[0] = grad * special_i1(self);
 #line 5299 "autograd.cpp"
   }
@@ -5338,7 +5338,7 @@ at::Tensor& i0_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at::
   return out;
 }
 
-// ---- ops.yaml:1340: reciprocal(Tensor self) -> Tensor ----
+// ---- ops.yaml:1350: reciprocal(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& reciprocal_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5382,7 +5382,7 @@ variable_list ReciprocalBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1344 "ops.yaml"
+#line 1354 "ops.yaml"
     grad_inputs[0] = -grad * (result * result).conj();
 #line 5388 "autograd.cpp"
   }
@@ -5427,7 +5427,7 @@ at::Tensor& reciprocal_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:1359: floor(Tensor self) -> Tensor ----
+// ---- ops.yaml:1371: floor(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& floor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5468,7 +5468,7 @@ variable_list FloorBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1364 "ops.yaml"
+#line 1376 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5474 "autograd.cpp"
   }
@@ -5511,7 +5511,7 @@ at::Tensor& floor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1375: ceil(Tensor self) -> Tensor ----
+// ---- ops.yaml:1387: ceil(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& ceil_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5552,7 +5552,7 @@ variable_list CeilBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1380 "ops.yaml"
+#line 1392 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5558 "autograd.cpp"
   }
@@ -5595,7 +5595,7 @@ at::Tensor& ceil_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1391: trunc(Tensor self) -> Tensor ----
+// ---- ops.yaml:1403: trunc(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& trunc_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5636,7 +5636,7 @@ variable_list TruncBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1396 "ops.yaml"
+#line 1408 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5642 "autograd.cpp"
   }
@@ -5679,7 +5679,7 @@ at::Tensor& trunc_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1407: sign(Tensor self) -> Tensor ----
+// ---- ops.yaml:1419: sign(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& sign_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5720,7 +5720,7 @@ variable_list SignBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1412 "ops.yaml"
+#line 1424 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5726 "autograd.cpp"
   }
@@ -5763,7 +5763,7 @@ at::Tensor& sign_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1421: minimum(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1433: minimum(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& minimum_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5810,12 +5810,12 @@ variable_list MinimumBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1425 "ops.yaml"
+#line 1437 "ops.yaml"
     grad_inputs[0] = where(self == other, grad / 2, grad).masked_fill(self > other, 0);
 #line 5816 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1426 "ops.yaml"
+#line 1438 "ops.yaml"
     grad_inputs[1] = where(self == other, grad / 2, grad).masked_fill(self < other, 0);
 #line 5821 "autograd.cpp"
   }
@@ -5862,7 +5862,7 @@ at::Tensor& minimum_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self,
   return out;
 }
 
-// ---- ops.yaml:1434: fmax(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1446: fmax(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& fmax_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5909,12 +5909,12 @@ variable_list FmaxBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1438 "ops.yaml"
+#line 1450 "ops.yaml"
     grad_inputs[0] = grad.masked_fill((self >= other).logical_or(other.isnan()).logical_not(), 0);
 #line 5915 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1439 "ops.yaml"
+#line 1451 "ops.yaml"
     grad_inputs[1] = grad.masked_fill((self >= other).logical_or(other.isnan()), 0);
 #line 5920 "autograd.cpp"
   }
@@ -5961,7 +5961,7 @@ at::Tensor& fmax_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, co
   return out;
 }
 
-// ---- ops.yaml:1451: fmin(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1463: fmin(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& fmin_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6008,12 +6008,12 @@ variable_list FminBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1455 "ops.yaml"
+#line 1467 "ops.yaml"
     grad_inputs[0] = grad.masked_fill((self <= other).logical_or(other.isnan()).logical_not(), 0);
 #line 6014 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1456 "ops.yaml"
+#line 1468 "ops.yaml"
     grad_inputs[1] = grad.masked_fill((self <= other).logical_or(other.isnan()), 0);
 #line 6019 "autograd.cpp"
   }
@@ -6060,7 +6060,7 @@ at::Tensor& fmin_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, co
   return out;
 }
 
-// ---- ops.yaml:1467: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1479: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& bitwise_and_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6108,7 +6108,7 @@ at::Tensor& bitwise_and_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Te
   return out;
 }
 
-// ---- ops.yaml:1476: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1488: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& bitwise_and_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6156,7 +6156,7 @@ at::Tensor& bitwise_and_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Te
   return out;
 }
 
-// ---- ops.yaml:1478: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1490: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& bitwise_or_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6204,7 +6204,7 @@ at::Tensor& bitwise_or_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Ten
   return out;
 }
 
-// ---- ops.yaml:1488: gt.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1500: gt.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& gt_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6252,7 +6252,7 @@ at::Tensor& gt_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1497: gt.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1509: gt.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& gt_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6300,7 +6300,7 @@ at::Tensor& gt_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1499: ge.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1511: ge.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& ge_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6348,7 +6348,7 @@ at::Tensor& ge_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1508: le.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1520: le.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& le_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6396,7 +6396,7 @@ at::Tensor& le_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1517: logical_or(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1529: logical_or(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_or_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6444,7 +6444,7 @@ at::Tensor& logical_or_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:1526: logical_xor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1538: logical_xor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_xor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6492,7 +6492,7 @@ at::Tensor& logical_xor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:1539: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1551: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&)>& where_self_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6535,12 +6535,12 @@ variable_list WhereSelfBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1548 "ops.yaml"
+#line 1560 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, where(condition, grad, 0));
 #line 6541 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1549 "ops.yaml"
+#line 1561 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(other, where(condition, 0, grad));
 #line 6546 "autograd.cpp"
   }
@@ -6570,7 +6570,7 @@ at::Tensor& where_self_out_autograd(c10::DispatchKeySet ks, const at::Tensor& co
   return out;
 }
 
-// ---- ops.yaml:1561: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1573: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Tensor&)>& where_ScalarSelf_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6610,7 +6610,7 @@ variable_list WhereScalarSelfBackward::apply(variable_list&& grads) {
   const auto condition = condition_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // other
-#line 1549 "ops.yaml"
+#line 1561 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(other, where(condition, 0, grad));
 #line 6616 "autograd.cpp"
   }
@@ -6639,7 +6639,7 @@ at::Tensor& where_ScalarSelf_out_autograd(c10::DispatchKeySet ks, const at::Tens
   return out;
 }
 
-// ---- ops.yaml:1562: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1574: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&)>& where_ScalarOther_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6679,7 +6679,7 @@ variable_list WhereScalarOtherBackward::apply(variable_list&& grads) {
   const auto condition = condition_.unpack();
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1548 "ops.yaml"
+#line 1560 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, where(condition, grad, 0));
 #line 6685 "autograd.cpp"
   }
@@ -6708,7 +6708,7 @@ at::Tensor& where_ScalarOther_out_autograd(c10::DispatchKeySet ks, const at::Ten
   return out;
 }
 
-// ---- ops.yaml:1563: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1575: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& where_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6736,7 +6736,7 @@ at::Tensor& where_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& 
   return out;
 }
 
-// ---- ops.yaml:1882: full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor ----
+// ---- ops.yaml:1894: full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, std::optional<at::ScalarType>, std::optional<at::Layout>, std::optional<at::Device>, std::optional<bool>, std::optional<at::MemoryFormat>)>& full_like_functional_op() {
   static const auto op = c10::Dispatcher::singleton()

@@ -1512,7 +1512,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const std::optional<at::
   return op;
 }
 
-// ops.yaml:540, ops.yaml:564
+// ops.yaml:540, ops.yaml:567
 PyObject* clamp(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -1582,7 +1582,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, std::optional<double>, s
   return op;
 }
 
-// ops.yaml:607
+// ops.yaml:613
 PyObject* nan_to_num(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -1643,7 +1643,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Scalar&, const
   return op;
 }
 
-// ops.yaml:628
+// ops.yaml:634
 PyObject* threshold(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -1704,7 +1704,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Scalar&, const
   return op;
 }
 
-// ops.yaml:646
+// ops.yaml:652
 PyObject* softplus(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -1765,7 +1765,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Scalar&, const
   return op;
 }
 
-// ops.yaml:661
+// ops.yaml:667
 PyObject* hardtanh(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -1826,7 +1826,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, int64_t)>& round_decimal
   return op;
 }
 
-// ops.yaml:676
+// ops.yaml:686
 PyObject* round(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -1887,7 +1887,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, c10::string_view)>& gelu
   return op;
 }
 
-// ops.yaml:696
+// ops.yaml:706
 PyObject* gelu(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -1948,7 +1948,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&, const
   return op;
 }
 
-// ops.yaml:723
+// ops.yaml:733
 PyObject* leaky_relu_backward(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2009,7 +2009,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& sig
   return op;
 }
 
-// ops.yaml:743
+// ops.yaml:753
 PyObject* sigmoid_backward(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2070,7 +2070,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& mis
   return op;
 }
 
-// ops.yaml:772
+// ops.yaml:782
 PyObject* mish_backward(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2131,7 +2131,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& tan
   return op;
 }
 
-// ops.yaml:789
+// ops.yaml:799
 PyObject* tanh_backward(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2213,7 +2213,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Scalar&)>& eq_
   return op;
 }
 
-// ops.yaml:812, ops.yaml:825
+// ops.yaml:822, ops.yaml:835
 PyObject* eq(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2283,7 +2283,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& ne_
   return op;
 }
 
-// ops.yaml:827
+// ops.yaml:837
 PyObject* ne(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2365,7 +2365,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Scalar&)>& lt_
   return op;
 }
 
-// ops.yaml:840, ops.yaml:849
+// ops.yaml:850, ops.yaml:859
 PyObject* lt(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2435,7 +2435,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& log
   return op;
 }
 
-// ops.yaml:851
+// ops.yaml:861
 PyObject* logical_and(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2496,7 +2496,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& isnan_inplace_op() {
   return op;
 }
 
-// ops.yaml:861
+// ops.yaml:871
 PyObject* isnan(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2557,7 +2557,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& neg_inplace_op() {
   return op;
 }
 
-// ops.yaml:880
+// ops.yaml:890
 PyObject* neg(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2618,7 +2618,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& abs_inplace_op() {
   return op;
 }
 
-// ops.yaml:897
+// ops.yaml:907
 PyObject* abs(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2679,7 +2679,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& digamma_inplace_op() {
   return op;
 }
 
-// ops.yaml:927
+// ops.yaml:937
 PyObject* digamma(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2740,7 +2740,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, int64_t)>& polygamma_inp
   return op;
 }
 
-// ops.yaml:965
+// ops.yaml:975
 PyObject* polygamma(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2801,7 +2801,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&, std::
   return op;
 }
 
-// ops.yaml:1006
+// ops.yaml:1016
 PyObject* div(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2862,7 +2862,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& pol
   return op;
 }
 
-// ops.yaml:1117
+// ops.yaml:1127
 PyObject* polar(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2923,7 +2923,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& com
   return op;
 }
 
-// ops.yaml:1135
+// ops.yaml:1145
 PyObject* complex(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -2984,7 +2984,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& angle_inplace_op() {
   return op;
 }
 
-// ops.yaml:1151
+// ops.yaml:1161
 PyObject* angle(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3045,7 +3045,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& cos_inplace_op() {
   return op;
 }
 
-// ops.yaml:1175
+// ops.yaml:1185
 PyObject* cos(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3106,7 +3106,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& tan_inplace_op() {
   return op;
 }
 
-// ops.yaml:1201
+// ops.yaml:1211
 PyObject* tan(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3167,7 +3167,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& tanh_inplace_op() {
   return op;
 }
 
-// ops.yaml:1220
+// ops.yaml:1230
 PyObject* tanh(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3228,7 +3228,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& log_inplace_op() {
   return op;
 }
 
-// ops.yaml:1238
+// ops.yaml:1248
 PyObject* log(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3289,7 +3289,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& log1p_inplace_op() {
   return op;
 }
 
-// ops.yaml:1256
+// ops.yaml:1266
 PyObject* log1p(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3350,7 +3350,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& expm1_inplace_op() {
   return op;
 }
 
-// ops.yaml:1280
+// ops.yaml:1290
 PyObject* expm1(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3411,7 +3411,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& rsqrt_inplace_op() {
   return op;
 }
 
-// ops.yaml:1309
+// ops.yaml:1319
 PyObject* rsqrt(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3472,7 +3472,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& i0_inplace_op() {
   return op;
 }
 
-// ops.yaml:1327
+// ops.yaml:1337
 PyObject* i0(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3533,7 +3533,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& reciprocal_inplace_op(
   return op;
 }
 
-// ops.yaml:1340
+// ops.yaml:1350
 PyObject* reciprocal(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3594,7 +3594,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& floor_inplace_op() {
   return op;
 }
 
-// ops.yaml:1359
+// ops.yaml:1371
 PyObject* floor(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3655,7 +3655,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& ceil_inplace_op() {
   return op;
 }
 
-// ops.yaml:1375
+// ops.yaml:1387
 PyObject* ceil(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3716,7 +3716,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& trunc_inplace_op() {
   return op;
 }
 
-// ops.yaml:1391
+// ops.yaml:1403
 PyObject* trunc(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3777,7 +3777,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&)>& sign_inplace_op() {
   return op;
 }
 
-// ops.yaml:1407
+// ops.yaml:1419
 PyObject* sign(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3838,7 +3838,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& min
   return op;
 }
 
-// ops.yaml:1421
+// ops.yaml:1433
 PyObject* minimum(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3899,7 +3899,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& fma
   return op;
 }
 
-// ops.yaml:1434
+// ops.yaml:1446
 PyObject* fmax(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -3960,7 +3960,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& fmi
   return op;
 }
 
-// ops.yaml:1451
+// ops.yaml:1463
 PyObject* fmin(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4042,7 +4042,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Scalar&)>& bit
   return op;
 }
 
-// ops.yaml:1467, ops.yaml:1476
+// ops.yaml:1479, ops.yaml:1488
 PyObject* bitwise_and(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4112,7 +4112,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& bit
   return op;
 }
 
-// ops.yaml:1478
+// ops.yaml:1490
 PyObject* bitwise_or(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4194,7 +4194,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Scalar&)>& gt_
   return op;
 }
 
-// ops.yaml:1488, ops.yaml:1497
+// ops.yaml:1500, ops.yaml:1509
 PyObject* gt(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4264,7 +4264,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& ge_
   return op;
 }
 
-// ops.yaml:1499
+// ops.yaml:1511
 PyObject* ge(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4325,7 +4325,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& le_
   return op;
 }
 
-// ops.yaml:1508
+// ops.yaml:1520
 PyObject* le(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4386,7 +4386,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& log
   return op;
 }
 
-// ops.yaml:1517
+// ops.yaml:1529
 PyObject* logical_or(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4447,7 +4447,7 @@ const c10::TypedOperatorHandle<at::Tensor&(at::Tensor&, const at::Tensor&)>& log
   return op;
 }
 
-// ops.yaml:1526
+// ops.yaml:1538
 PyObject* logical_xor(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4543,7 +4543,7 @@ const c10::TypedOperatorHandle<at::Tensor&(const at::Tensor&, const at::Scalar&,
   return op;
 }
 
-// ops.yaml:1539, ops.yaml:1561, ops.yaml:1562, ops.yaml:1563
+// ops.yaml:1551, ops.yaml:1573, ops.yaml:1574, ops.yaml:1575
 PyObject* where(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({
@@ -4597,7 +4597,7 @@ const c10::TypedOperatorHandle<at::Tensor&(const at::Tensor&, const at::Scalar&,
   return op;
 }
 
-// ops.yaml:1882
+// ops.yaml:1894
 PyObject* full_like(PyObject* /*module*/, PyObject* args, PyObject* kwargs) {
   HANDLE_TH_ERRORS
   static torch::PythonArgParser parser({

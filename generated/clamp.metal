@@ -26,7 +26,7 @@ typedef clamp_params<uchar> clamp_params_uchar;
 typedef clamp_params<char> clamp_params_char;
 
 // functor from ops.yaml:540
-#line 552 "ops.yaml"
+#line 555 "ops.yaml"
 struct clamp_functor {
   // as torch's clamp: min(max(x, min), max), where c10::metal's min and max propagate
   // NaN (of x or of a bound: clamp(x, min=nan) is all NaN); max wins over a larger min
@@ -40,19 +40,19 @@ struct clamp_functor {
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).
-#line 548 "ops.yaml"
+#line 551 "ops.yaml"
 REGISTER_UNARY_ALPHA_OP(clamp, float, clamp_params_float, float);
-#line 548 "ops.yaml"
+#line 551 "ops.yaml"
 REGISTER_UNARY_ALPHA_OP(clamp, half, clamp_params_half, half);
-#line 548 "ops.yaml"
+#line 551 "ops.yaml"
 REGISTER_UNARY_ALPHA_OP(clamp, bfloat, clamp_params_bfloat, bfloat);
-#line 548 "ops.yaml"
+#line 551 "ops.yaml"
 REGISTER_UNARY_ALPHA_OP(clamp, long, clamp_params_long, long);
-#line 548 "ops.yaml"
+#line 551 "ops.yaml"
 REGISTER_UNARY_ALPHA_OP(clamp, int, clamp_params_int, int);
-#line 548 "ops.yaml"
+#line 551 "ops.yaml"
 REGISTER_UNARY_ALPHA_OP(clamp, short, clamp_params_short, short);
-#line 548 "ops.yaml"
+#line 551 "ops.yaml"
 REGISTER_UNARY_ALPHA_OP(clamp, uchar, clamp_params_uchar, uchar);
-#line 548 "ops.yaml"
+#line 551 "ops.yaml"
 REGISTER_UNARY_ALPHA_OP(clamp, char, clamp_params_char, char);

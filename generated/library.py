@@ -722,9 +722,9 @@ def clamp_fake(self, min=None, max=None):
 register_variants(lib, "clamp", out="clamp.out", inplace="clamp_", exact_out=True)
 
 
-# ---- clamp_tensor: ops.yaml:564 ----
+# ---- clamp_tensor: ops.yaml:567 ----
 clamp_tensor_spec = Spec(
-    "mpsgen::clamp", "ops.yaml:564", inputs=["self", "min", "max"], int_to_float=False, bool_output=False,
+    "mpsgen::clamp", "ops.yaml:567", inputs=["self", "min", "max"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -738,23 +738,23 @@ clamp_tensor_spec = Spec(
     alpha_checks=False,
     optional=["min", "max"],
     given=[('min', 'max'), ('min',), ('max',)],
-    given_message='no kernel for the Tensor? arguments given (min, max); ops.yaml:564 has kernels for: min, max; min; max',
+    given_message='no kernel for the Tensor? arguments given (min, max); ops.yaml:567 has kernels for: min, max; min; max',
 )
 
 
-# ops.yaml:564: clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+# ops.yaml:567: clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
 @torch.library.register_fake("mpsgen::clamp.Tensor", lib=lib)
 def clamp_Tensor_fake(self, min=None, max=None):
     check_defined(clamp_tensor_spec, [self, min, max])
-    if not (min is not None or max is not None):  # ops.yaml:571
+    if not (min is not None or max is not None):  # ops.yaml:574
         raise RuntimeError(f"mpsgen::clamp: torch.clamp: At least one of 'min' or 'max' must not be None")
     return fake_elementwise(clamp_tensor_spec, [self, min, max])
 register_variants(lib, "clamp.Tensor", out="clamp.Tensor_out", inplace="clamp_.Tensor")
 
 
-# ---- nan_to_num: ops.yaml:607 ----
+# ---- nan_to_num: ops.yaml:613 ----
 nan_to_num_spec = Spec(
-    "mpsgen::nan_to_num", "ops.yaml:607", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::nan_to_num", "ops.yaml:613", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -770,16 +770,16 @@ nan_to_num_spec = Spec(
 )
 
 
-# ops.yaml:607: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+# ops.yaml:613: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
 @torch.library.register_fake("mpsgen::nan_to_num", lib=lib)
 def nan_to_num_fake(self, nan=None, posinf=None, neginf=None):
     return fake_elementwise(nan_to_num_spec, [self])
 register_variants(lib, "nan_to_num", out="nan_to_num.out", inplace="nan_to_num_", exact_out=True)
 
 
-# ---- threshold: ops.yaml:628 ----
+# ---- threshold: ops.yaml:634 ----
 threshold_spec = Spec(
-    "mpsgen::threshold", "ops.yaml:628", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::threshold", "ops.yaml:634", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -794,16 +794,16 @@ threshold_spec = Spec(
 )
 
 
-# ops.yaml:628: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor
+# ops.yaml:634: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor
 @torch.library.register_fake("mpsgen::threshold", lib=lib)
 def threshold_fake(self, threshold, value):
     return fake_elementwise(threshold_spec, [self])
 register_variants(lib, "threshold", out="threshold.out", inplace="threshold_")
 
 
-# ---- softplus: ops.yaml:646 ----
+# ---- softplus: ops.yaml:652 ----
 softplus_spec = Spec(
-    "mpsgen::softplus", "ops.yaml:646", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::softplus", "ops.yaml:652", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -813,16 +813,16 @@ softplus_spec = Spec(
 )
 
 
-# ops.yaml:646: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+# ops.yaml:652: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
 @torch.library.register_fake("mpsgen::softplus", lib=lib)
 def softplus_fake(self, beta=1, threshold=20):
     return fake_elementwise(softplus_spec, [self], opmath_scalars=[beta, threshold])
 register_variants(lib, "softplus", out="softplus.out", inplace="softplus_", exact_out=True)
 
 
-# ---- hardtanh: ops.yaml:661 ----
+# ---- hardtanh: ops.yaml:667 ----
 hardtanh_spec = Spec(
-    "mpsgen::hardtanh", "ops.yaml:661", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::hardtanh", "ops.yaml:667", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -836,16 +836,16 @@ hardtanh_spec = Spec(
 )
 
 
-# ops.yaml:661: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor
+# ops.yaml:667: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor
 @torch.library.register_fake("mpsgen::hardtanh", lib=lib)
 def hardtanh_fake(self, min_val=-1, max_val=1):
     return fake_elementwise(hardtanh_spec, [self])
 register_variants(lib, "hardtanh", out="hardtanh.out", inplace="hardtanh_", exact_out=True)
 
 
-# ---- round_decimals: ops.yaml:676 ----
+# ---- round_decimals: ops.yaml:686 ----
 round_decimals_spec = Spec(
-    "mpsgen::round", "ops.yaml:676", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::round", "ops.yaml:686", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -855,16 +855,16 @@ round_decimals_spec = Spec(
 )
 
 
-# ops.yaml:676: round.decimals(Tensor self, *, int decimals) -> Tensor
+# ops.yaml:686: round.decimals(Tensor self, *, int decimals) -> Tensor
 @torch.library.register_fake("mpsgen::round.decimals", lib=lib)
 def round_decimals_fake(self, *, decimals):
     return fake_elementwise(round_decimals_spec, [self])
 register_variants(lib, "round.decimals", out="round.decimals_out", inplace="round_.decimals", exact_out=True)
 
 
-# ---- gelu: ops.yaml:696 ----
+# ---- gelu: ops.yaml:706 ----
 gelu_spec = Spec(
-    "mpsgen::gelu", "ops.yaml:696", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::gelu", "ops.yaml:706", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -874,16 +874,16 @@ gelu_spec = Spec(
 )
 
 
-# ops.yaml:696: gelu(Tensor self, *, str approximate='none') -> Tensor
+# ops.yaml:706: gelu(Tensor self, *, str approximate='none') -> Tensor
 @torch.library.register_fake("mpsgen::gelu", lib=lib)
 def gelu_fake(self, *, approximate='none'):
     return fake_elementwise(gelu_spec, [self], choice=("approximate", approximate, {'none': gelu_spec, 'tanh': gelu_spec}))
 register_variants(lib, "gelu", out="gelu.out", inplace="gelu_", exact_out=True)
 
 
-# ---- leaky_relu_backward: ops.yaml:723 ----
+# ---- leaky_relu_backward: ops.yaml:733 ----
 leaky_relu_backward_spec = Spec(
-    "mpsgen::leaky_relu_backward", "ops.yaml:723", inputs=["grad_output", "self"], int_to_float=False, bool_output=False,
+    "mpsgen::leaky_relu_backward", "ops.yaml:733", inputs=["grad_output", "self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -893,19 +893,19 @@ leaky_relu_backward_spec = Spec(
 )
 
 
-# ops.yaml:723: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor
+# ops.yaml:733: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor
 @torch.library.register_fake("mpsgen::leaky_relu_backward", lib=lib)
 def leaky_relu_backward_fake(grad_output, self, negative_slope, self_is_result):
     check_defined(leaky_relu_backward_spec, [grad_output, self])
-    if not (not self_is_result or negative_slope >= 0):  # ops.yaml:731
+    if not (not self_is_result or negative_slope >= 0):  # ops.yaml:741
         raise RuntimeError(f'mpsgen::leaky_relu_backward: In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. This is caused by calling in-place forward function with a negative slope, please call out-of-place version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu backward calculation with negative slope')
     return fake_elementwise(leaky_relu_backward_spec, [grad_output, self])
 register_variants(lib, "leaky_relu_backward", out="leaky_relu_backward.grad_input", inplace="leaky_relu_backward_")
 
 
-# ---- sigmoid_backward: ops.yaml:743 ----
+# ---- sigmoid_backward: ops.yaml:753 ----
 sigmoid_backward_spec = Spec(
-    "mpsgen::sigmoid_backward", "ops.yaml:743", inputs=["grad_output", "output"], int_to_float=False, bool_output=False,
+    "mpsgen::sigmoid_backward", "ops.yaml:753", inputs=["grad_output", "output"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -917,16 +917,16 @@ sigmoid_backward_spec = Spec(
 )
 
 
-# ops.yaml:743: sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor
+# ops.yaml:753: sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor
 @torch.library.register_fake("mpsgen::sigmoid_backward", lib=lib)
 def sigmoid_backward_fake(grad_output, output):
     return fake_elementwise(sigmoid_backward_spec, [grad_output, output])
 register_variants(lib, "sigmoid_backward", out="sigmoid_backward.grad_input", inplace="sigmoid_backward_")
 
 
-# ---- mish_backward: ops.yaml:772 ----
+# ---- mish_backward: ops.yaml:782 ----
 mish_backward_spec = Spec(
-    "mpsgen::mish_backward", "ops.yaml:772", inputs=["grad_output", "self"], int_to_float=False, bool_output=False,
+    "mpsgen::mish_backward", "ops.yaml:782", inputs=["grad_output", "self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -937,16 +937,16 @@ mish_backward_spec = Spec(
 )
 
 
-# ops.yaml:772: mish_backward(Tensor grad_output, Tensor self) -> Tensor
+# ops.yaml:782: mish_backward(Tensor grad_output, Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::mish_backward", lib=lib)
 def mish_backward_fake(grad_output, self):
     return fake_elementwise(mish_backward_spec, [grad_output, self])
 register_variants(lib, "mish_backward", out="mish_backward.out", inplace="mish_backward_")
 
 
-# ---- tanh_backward: ops.yaml:789 ----
+# ---- tanh_backward: ops.yaml:799 ----
 tanh_backward_spec = Spec(
-    "mpsgen::tanh_backward", "ops.yaml:789", inputs=["grad_output", "output"], int_to_float=False, bool_output=False,
+    "mpsgen::tanh_backward", "ops.yaml:799", inputs=["grad_output", "output"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -958,16 +958,16 @@ tanh_backward_spec = Spec(
 )
 
 
-# ops.yaml:789: tanh_backward(Tensor grad_output, Tensor output) -> Tensor
+# ops.yaml:799: tanh_backward(Tensor grad_output, Tensor output) -> Tensor
 @torch.library.register_fake("mpsgen::tanh_backward", lib=lib)
 def tanh_backward_fake(grad_output, output):
     return fake_elementwise(tanh_backward_spec, [grad_output, output])
 register_variants(lib, "tanh_backward", out="tanh_backward.grad_input", inplace="tanh_backward_")
 
 
-# ---- eq: ops.yaml:812 ----
+# ---- eq: ops.yaml:822 ----
 eq_spec = Spec(
-    "mpsgen::eq", "ops.yaml:812", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::eq", "ops.yaml:822", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -985,23 +985,23 @@ eq_spec = Spec(
 )
 
 
-# ops.yaml:812: eq.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:822: eq.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::eq.Tensor", lib=lib)
 def eq_Tensor_fake(self, other):
     return fake_elementwise(eq_spec, [self, other])
 register_variants(lib, "eq.Tensor", out="eq.Tensor_out", inplace="eq_.Tensor")
 
 
-# ops.yaml:825: eq.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:835: eq.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::eq.Scalar", lib=lib)
 def eq_Scalar_fake(self, other):
     return fake_elementwise(eq_spec, [self, other])
 register_variants(lib, "eq.Scalar", out="eq.Scalar_out", inplace="eq_.Scalar")
 
 
-# ---- ne: ops.yaml:827 ----
+# ---- ne: ops.yaml:837 ----
 ne_spec = Spec(
-    "mpsgen::ne", "ops.yaml:827", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::ne", "ops.yaml:837", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1019,16 +1019,16 @@ ne_spec = Spec(
 )
 
 
-# ops.yaml:827: ne.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:837: ne.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::ne.Tensor", lib=lib)
 def ne_Tensor_fake(self, other):
     return fake_elementwise(ne_spec, [self, other])
 register_variants(lib, "ne.Tensor", out="ne.Tensor_out", inplace="ne_.Tensor")
 
 
-# ---- lt: ops.yaml:840 ----
+# ---- lt: ops.yaml:850 ----
 lt_spec = Spec(
-    "mpsgen::lt", "ops.yaml:840", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::lt", "ops.yaml:850", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1044,23 +1044,23 @@ lt_spec = Spec(
 )
 
 
-# ops.yaml:840: lt.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:850: lt.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::lt.Tensor", lib=lib)
 def lt_Tensor_fake(self, other):
     return fake_elementwise(lt_spec, [self, other])
 register_variants(lib, "lt.Tensor", out="lt.Tensor_out", inplace="lt_.Tensor")
 
 
-# ops.yaml:849: lt.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:859: lt.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::lt.Scalar", lib=lib)
 def lt_Scalar_fake(self, other):
     return fake_elementwise(lt_spec, [self, other])
 register_variants(lib, "lt.Scalar", out="lt.Scalar_out", inplace="lt_.Scalar")
 
 
-# ---- logical_and: ops.yaml:851 ----
+# ---- logical_and: ops.yaml:861 ----
 logical_and_spec = Spec(
-    "mpsgen::logical_and", "ops.yaml:851", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_and", "ops.yaml:861", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1077,16 +1077,16 @@ logical_and_spec = Spec(
 )
 
 
-# ops.yaml:851: logical_and(Tensor self, Tensor other) -> Tensor
+# ops.yaml:861: logical_and(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_and", lib=lib)
 def logical_and_fake(self, other):
     return fake_elementwise(logical_and_spec, [self, other])
 register_variants(lib, "logical_and", out="logical_and.out", inplace="logical_and_")
 
 
-# ---- isnan: ops.yaml:861 ----
+# ---- isnan: ops.yaml:871 ----
 isnan_spec = Spec(
-    "mpsgen::isnan", "ops.yaml:861", inputs=["self"], int_to_float=False, bool_output=True,
+    "mpsgen::isnan", "ops.yaml:871", inputs=["self"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1104,16 +1104,16 @@ isnan_spec = Spec(
 )
 
 
-# ops.yaml:861: isnan(Tensor self) -> Tensor
+# ops.yaml:871: isnan(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::isnan", lib=lib)
 def isnan_fake(self):
     return fake_elementwise(isnan_spec, [self])
 register_variants(lib, "isnan", out="isnan.out", inplace="isnan_", exact_out=True)
 
 
-# ---- neg: ops.yaml:880 ----
+# ---- neg: ops.yaml:890 ----
 neg_spec = Spec(
-    "mpsgen::neg", "ops.yaml:880", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::neg", "ops.yaml:890", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1130,19 +1130,19 @@ neg_spec = Spec(
 )
 
 
-# ops.yaml:880: neg(Tensor self) -> Tensor
+# ops.yaml:890: neg(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::neg", lib=lib)
 def neg_fake(self):
     check_defined(neg_spec, [self])
-    if not (self.dtype != torch.bool):  # ops.yaml:884
+    if not (self.dtype != torch.bool):  # ops.yaml:894
         raise NotImplementedError(f'mpsgen::neg: Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')
     return fake_elementwise(neg_spec, [self])
 register_variants(lib, "neg", out="neg.out", inplace="neg_", exact_out=True)
 
 
-# ---- abs: ops.yaml:897 ----
+# ---- abs: ops.yaml:907 ----
 abs_spec = Spec(
-    "mpsgen::abs", "ops.yaml:897", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::abs", "ops.yaml:907", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1159,16 +1159,16 @@ abs_spec = Spec(
 )
 
 
-# ops.yaml:897: abs(Tensor self) -> Tensor
+# ops.yaml:907: abs(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::abs", lib=lib)
 def abs_fake(self):
     return fake_elementwise(abs_spec, [self])
 register_variants(lib, "abs", out="abs.out", inplace="abs_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8}, complex_out_input=True)
 
 
-# ---- digamma: ops.yaml:927 ----
+# ---- digamma: ops.yaml:937 ----
 digamma_spec = Spec(
-    "mpsgen::digamma", "ops.yaml:927", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::digamma", "ops.yaml:937", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1184,16 +1184,16 @@ digamma_spec = Spec(
 )
 
 
-# ops.yaml:927: digamma(Tensor self) -> Tensor
+# ops.yaml:937: digamma(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::digamma", lib=lib)
 def digamma_fake(self):
     return fake_elementwise(digamma_spec, [self])
 register_variants(lib, "digamma", out="digamma.out", inplace="digamma_")
 
 
-# ---- polygamma: ops.yaml:965 ----
+# ---- polygamma: ops.yaml:975 ----
 polygamma_spec = Spec(
-    "mpsgen::polygamma", "ops.yaml:965", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::polygamma", "ops.yaml:975", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.bfloat16: torch.bfloat16,
@@ -1208,20 +1208,20 @@ polygamma_spec = Spec(
 )
 
 
-# ops.yaml:965: polygamma(int n, Tensor self) -> Tensor
+# ops.yaml:975: polygamma(int n, Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::polygamma", lib=lib)
 def polygamma_fake(n, self):
     check_defined(polygamma_spec, [self])
-    if not (n >= 0):  # ops.yaml:981
+    if not (n >= 0):  # ops.yaml:991
         raise RuntimeError(f'mpsgen::polygamma: polygamma(n, x) does not support negative n.')
     check_value_choice(polygamma_spec, "n", n, (('==', 0.0), ('==', 1.0), ('else', 0.0)))
     return fake_elementwise(polygamma_spec, [self])
 register_variants(lib, "polygamma", out="polygamma.out", inplace="polygamma_", self_index=1)
 
 
-# ---- div: ops.yaml:1006 ----
+# ---- div: ops.yaml:1016 ----
 div_spec = Spec(
-    "mpsgen::div", "ops.yaml:1006", inputs=["self", "other"], int_to_float=True, bool_output=False,
+    "mpsgen::div", "ops.yaml:1016", inputs=["self", "other"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1238,7 +1238,7 @@ div_spec = Spec(
     alpha_checks=False,
 )
 div_div_trunc_spec = Spec(
-    "mpsgen::div", "ops.yaml:1013", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::div", "ops.yaml:1023", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1254,7 +1254,7 @@ div_div_trunc_spec = Spec(
     choice="rounding_mode='trunc'",
 )
 div_div_floor_spec = Spec(
-    "mpsgen::div", "ops.yaml:1014", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::div", "ops.yaml:1024", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1271,16 +1271,16 @@ div_div_floor_spec = Spec(
 )
 
 
-# ops.yaml:1006: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+# ops.yaml:1016: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
 @torch.library.register_fake("mpsgen::div.Tensor_mode", lib=lib)
 def div_Tensor_mode_fake(self, other, *, rounding_mode):
     return fake_elementwise(div_spec, [self, other], choice=("rounding_mode", rounding_mode, {'None': div_spec, 'trunc': div_div_trunc_spec, 'floor': div_div_floor_spec}))
 register_variants(lib, "div.Tensor_mode", out="div.out_mode", inplace="div_.Tensor_mode")
 
 
-# ---- polar: ops.yaml:1117 ----
+# ---- polar: ops.yaml:1127 ----
 polar_spec = Spec(
-    "mpsgen::polar", "ops.yaml:1117", inputs=["abs", "angle"], int_to_float=False, bool_output=False,
+    "mpsgen::polar", "ops.yaml:1127", inputs=["abs", "angle"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
         torch.float16: torch.complex32,
@@ -1289,19 +1289,19 @@ polar_spec = Spec(
 )
 
 
-# ops.yaml:1117: polar(Tensor abs, Tensor angle) -> Tensor
+# ops.yaml:1127: polar(Tensor abs, Tensor angle) -> Tensor
 @torch.library.register_fake("mpsgen::polar", lib=lib)
 def polar_fake(abs, angle):
     check_defined(polar_spec, [abs, angle])
-    if not (abs.dtype == angle.dtype):  # ops.yaml:1123
+    if not (abs.dtype == angle.dtype):  # ops.yaml:1133
         raise RuntimeError(f'mpsgen::polar: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(polar_spec, [abs, angle])
 register_variants(lib, "polar", out="polar.out", inplace="polar_", exact_out=True)
 
 
-# ---- complex: ops.yaml:1135 ----
+# ---- complex: ops.yaml:1145 ----
 complex_spec = Spec(
-    "mpsgen::complex", "ops.yaml:1135", inputs=["real", "imag"], int_to_float=False, bool_output=False,
+    "mpsgen::complex", "ops.yaml:1145", inputs=["real", "imag"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
         torch.float16: torch.complex32,
@@ -1310,19 +1310,19 @@ complex_spec = Spec(
 )
 
 
-# ops.yaml:1135: complex(Tensor real, Tensor imag) -> Tensor
+# ops.yaml:1145: complex(Tensor real, Tensor imag) -> Tensor
 @torch.library.register_fake("mpsgen::complex", lib=lib)
 def complex_fake(real, imag):
     check_defined(complex_spec, [real, imag])
-    if not (real.dtype == imag.dtype):  # ops.yaml:1140
+    if not (real.dtype == imag.dtype):  # ops.yaml:1150
         raise RuntimeError(f'mpsgen::complex: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(complex_spec, [real, imag])
 register_variants(lib, "complex", out="complex.out", inplace="complex_", exact_out=True)
 
 
-# ---- angle: ops.yaml:1151 ----
+# ---- angle: ops.yaml:1161 ----
 angle_spec = Spec(
-    "mpsgen::angle", "ops.yaml:1151", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::angle", "ops.yaml:1161", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1340,16 +1340,16 @@ angle_spec = Spec(
 )
 
 
-# ops.yaml:1151: angle(Tensor self) -> Tensor
+# ops.yaml:1161: angle(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::angle", lib=lib)
 def angle_fake(self):
     return fake_elementwise(angle_spec, [self])
 register_variants(lib, "angle", out="angle.out", inplace="angle_")
 
 
-# ---- cos: ops.yaml:1175 ----
+# ---- cos: ops.yaml:1185 ----
 cos_spec = Spec(
-    "mpsgen::cos", "ops.yaml:1175", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::cos", "ops.yaml:1185", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1367,16 +1367,16 @@ cos_spec = Spec(
 )
 
 
-# ops.yaml:1175: cos(Tensor self) -> Tensor
+# ops.yaml:1185: cos(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::cos", lib=lib)
 def cos_fake(self):
     return fake_elementwise(cos_spec, [self])
 register_variants(lib, "cos", out="cos.out", inplace="cos_")
 
 
-# ---- tan: ops.yaml:1201 ----
+# ---- tan: ops.yaml:1211 ----
 tan_spec = Spec(
-    "mpsgen::tan", "ops.yaml:1201", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::tan", "ops.yaml:1211", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1394,16 +1394,16 @@ tan_spec = Spec(
 )
 
 
-# ops.yaml:1201: tan(Tensor self) -> Tensor
+# ops.yaml:1211: tan(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tan", lib=lib)
 def tan_fake(self):
     return fake_elementwise(tan_spec, [self])
 register_variants(lib, "tan", out="tan.out", inplace="tan_")
 
 
-# ---- tanh: ops.yaml:1220 ----
+# ---- tanh: ops.yaml:1230 ----
 tanh_spec = Spec(
-    "mpsgen::tanh", "ops.yaml:1220", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::tanh", "ops.yaml:1230", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1421,16 +1421,16 @@ tanh_spec = Spec(
 )
 
 
-# ops.yaml:1220: tanh(Tensor self) -> Tensor
+# ops.yaml:1230: tanh(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tanh", lib=lib)
 def tanh_fake(self):
     return fake_elementwise(tanh_spec, [self])
 register_variants(lib, "tanh", out="tanh.out", inplace="tanh_")
 
 
-# ---- log: ops.yaml:1238 ----
+# ---- log: ops.yaml:1248 ----
 log_spec = Spec(
-    "mpsgen::log", "ops.yaml:1238", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::log", "ops.yaml:1248", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1448,16 +1448,16 @@ log_spec = Spec(
 )
 
 
-# ops.yaml:1238: log(Tensor self) -> Tensor
+# ops.yaml:1248: log(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log", lib=lib)
 def log_fake(self):
     return fake_elementwise(log_spec, [self])
 register_variants(lib, "log", out="log.out", inplace="log_")
 
 
-# ---- log1p: ops.yaml:1256 ----
+# ---- log1p: ops.yaml:1266 ----
 log1p_spec = Spec(
-    "mpsgen::log1p", "ops.yaml:1256", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::log1p", "ops.yaml:1266", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1475,16 +1475,16 @@ log1p_spec = Spec(
 )
 
 
-# ops.yaml:1256: log1p(Tensor self) -> Tensor
+# ops.yaml:1266: log1p(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log1p", lib=lib)
 def log1p_fake(self):
     return fake_elementwise(log1p_spec, [self])
 register_variants(lib, "log1p", out="log1p.out", inplace="log1p_")
 
 
-# ---- expm1: ops.yaml:1280 ----
+# ---- expm1: ops.yaml:1290 ----
 expm1_spec = Spec(
-    "mpsgen::expm1", "ops.yaml:1280", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::expm1", "ops.yaml:1290", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1502,16 +1502,16 @@ expm1_spec = Spec(
 )
 
 
-# ops.yaml:1280: expm1(Tensor self) -> Tensor
+# ops.yaml:1290: expm1(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::expm1", lib=lib)
 def expm1_fake(self):
     return fake_elementwise(expm1_spec, [self])
 register_variants(lib, "expm1", out="expm1.out", inplace="expm1_")
 
 
-# ---- rsqrt: ops.yaml:1309 ----
+# ---- rsqrt: ops.yaml:1319 ----
 rsqrt_spec = Spec(
-    "mpsgen::rsqrt", "ops.yaml:1309", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::rsqrt", "ops.yaml:1319", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1529,16 +1529,16 @@ rsqrt_spec = Spec(
 )
 
 
-# ops.yaml:1309: rsqrt(Tensor self) -> Tensor
+# ops.yaml:1319: rsqrt(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::rsqrt", lib=lib)
 def rsqrt_fake(self):
     return fake_elementwise(rsqrt_spec, [self])
 register_variants(lib, "rsqrt", out="rsqrt.out", inplace="rsqrt_")
 
 
-# ---- i0: ops.yaml:1327 ----
+# ---- i0: ops.yaml:1337 ----
 i0_spec = Spec(
-    "mpsgen::i0", "ops.yaml:1327", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::i0", "ops.yaml:1337", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1554,16 +1554,16 @@ i0_spec = Spec(
 )
 
 
-# ops.yaml:1327: i0(Tensor self) -> Tensor
+# ops.yaml:1337: i0(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::i0", lib=lib)
 def i0_fake(self):
     return fake_elementwise(i0_spec, [self])
 register_variants(lib, "i0", out="i0.out", inplace="i0_")
 
 
-# ---- reciprocal: ops.yaml:1340 ----
+# ---- reciprocal: ops.yaml:1350 ----
 reciprocal_spec = Spec(
-    "mpsgen::reciprocal", "ops.yaml:1340", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::reciprocal", "ops.yaml:1350", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1581,16 +1581,16 @@ reciprocal_spec = Spec(
 )
 
 
-# ops.yaml:1340: reciprocal(Tensor self) -> Tensor
+# ops.yaml:1350: reciprocal(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::reciprocal", lib=lib)
 def reciprocal_fake(self):
     return fake_elementwise(reciprocal_spec, [self])
 register_variants(lib, "reciprocal", out="reciprocal.out", inplace="reciprocal_")
 
 
-# ---- floor: ops.yaml:1359 ----
+# ---- floor: ops.yaml:1371 ----
 floor_spec = Spec(
-    "mpsgen::floor", "ops.yaml:1359", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::floor", "ops.yaml:1371", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1606,16 +1606,16 @@ floor_spec = Spec(
 )
 
 
-# ops.yaml:1359: floor(Tensor self) -> Tensor
+# ops.yaml:1371: floor(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::floor", lib=lib)
 def floor_fake(self):
     return fake_elementwise(floor_spec, [self])
 register_variants(lib, "floor", out="floor.out", inplace="floor_", exact_out=True)
 
 
-# ---- ceil: ops.yaml:1375 ----
+# ---- ceil: ops.yaml:1387 ----
 ceil_spec = Spec(
-    "mpsgen::ceil", "ops.yaml:1375", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::ceil", "ops.yaml:1387", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1631,16 +1631,16 @@ ceil_spec = Spec(
 )
 
 
-# ops.yaml:1375: ceil(Tensor self) -> Tensor
+# ops.yaml:1387: ceil(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::ceil", lib=lib)
 def ceil_fake(self):
     return fake_elementwise(ceil_spec, [self])
 register_variants(lib, "ceil", out="ceil.out", inplace="ceil_", exact_out=True)
 
 
-# ---- trunc: ops.yaml:1391 ----
+# ---- trunc: ops.yaml:1403 ----
 trunc_spec = Spec(
-    "mpsgen::trunc", "ops.yaml:1391", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::trunc", "ops.yaml:1403", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1656,16 +1656,16 @@ trunc_spec = Spec(
 )
 
 
-# ops.yaml:1391: trunc(Tensor self) -> Tensor
+# ops.yaml:1403: trunc(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::trunc", lib=lib)
 def trunc_fake(self):
     return fake_elementwise(trunc_spec, [self])
 register_variants(lib, "trunc", out="trunc.out", inplace="trunc_", exact_out=True)
 
 
-# ---- sign: ops.yaml:1407 ----
+# ---- sign: ops.yaml:1419 ----
 sign_spec = Spec(
-    "mpsgen::sign", "ops.yaml:1407", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::sign", "ops.yaml:1419", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1681,16 +1681,16 @@ sign_spec = Spec(
 )
 
 
-# ops.yaml:1407: sign(Tensor self) -> Tensor
+# ops.yaml:1419: sign(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::sign", lib=lib)
 def sign_fake(self):
     return fake_elementwise(sign_spec, [self])
 register_variants(lib, "sign", out="sign.out", inplace="sign_", exact_out=True)
 
 
-# ---- minimum: ops.yaml:1421 ----
+# ---- minimum: ops.yaml:1433 ----
 minimum_spec = Spec(
-    "mpsgen::minimum", "ops.yaml:1421", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::minimum", "ops.yaml:1433", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1706,16 +1706,16 @@ minimum_spec = Spec(
 )
 
 
-# ops.yaml:1421: minimum(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1433: minimum(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::minimum", lib=lib)
 def minimum_fake(self, other):
     return fake_elementwise(minimum_spec, [self, other])
 register_variants(lib, "minimum", out="minimum.out", inplace="minimum_")
 
 
-# ---- fmax: ops.yaml:1434 ----
+# ---- fmax: ops.yaml:1446 ----
 fmax_spec = Spec(
-    "mpsgen::fmax", "ops.yaml:1434", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmax", "ops.yaml:1446", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1731,16 +1731,16 @@ fmax_spec = Spec(
 )
 
 
-# ops.yaml:1434: fmax(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1446: fmax(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmax", lib=lib)
 def fmax_fake(self, other):
     return fake_elementwise(fmax_spec, [self, other])
 register_variants(lib, "fmax", out="fmax.out", inplace="fmax_")
 
 
-# ---- fmin: ops.yaml:1451 ----
+# ---- fmin: ops.yaml:1463 ----
 fmin_spec = Spec(
-    "mpsgen::fmin", "ops.yaml:1451", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmin", "ops.yaml:1463", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1756,16 +1756,16 @@ fmin_spec = Spec(
 )
 
 
-# ops.yaml:1451: fmin(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1463: fmin(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmin", lib=lib)
 def fmin_fake(self, other):
     return fake_elementwise(fmin_spec, [self, other])
 register_variants(lib, "fmin", out="fmin.out", inplace="fmin_")
 
 
-# ---- bitwise_and: ops.yaml:1467 ----
+# ---- bitwise_and: ops.yaml:1479 ----
 bitwise_and_spec = Spec(
-    "mpsgen::bitwise_and", "ops.yaml:1467", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_and", "ops.yaml:1479", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -1778,23 +1778,23 @@ bitwise_and_spec = Spec(
 )
 
 
-# ops.yaml:1467: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1479: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Tensor", lib=lib)
 def bitwise_and_Tensor_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
 register_variants(lib, "bitwise_and.Tensor", out="bitwise_and.Tensor_out", inplace="bitwise_and_.Tensor")
 
 
-# ops.yaml:1476: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1488: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Scalar", lib=lib)
 def bitwise_and_Scalar_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
 register_variants(lib, "bitwise_and.Scalar", out="bitwise_and.Scalar_out", inplace="bitwise_and_.Scalar")
 
 
-# ---- bitwise_or: ops.yaml:1478 ----
+# ---- bitwise_or: ops.yaml:1490 ----
 bitwise_or_spec = Spec(
-    "mpsgen::bitwise_or", "ops.yaml:1478", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_or", "ops.yaml:1490", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -1807,16 +1807,16 @@ bitwise_or_spec = Spec(
 )
 
 
-# ops.yaml:1478: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1490: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_or.Tensor", lib=lib)
 def bitwise_or_Tensor_fake(self, other):
     return fake_elementwise(bitwise_or_spec, [self, other])
 register_variants(lib, "bitwise_or.Tensor", out="bitwise_or.Tensor_out", inplace="bitwise_or_.Tensor")
 
 
-# ---- gt: ops.yaml:1488 ----
+# ---- gt: ops.yaml:1500 ----
 gt_spec = Spec(
-    "mpsgen::gt", "ops.yaml:1488", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::gt", "ops.yaml:1500", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1832,23 +1832,23 @@ gt_spec = Spec(
 )
 
 
-# ops.yaml:1488: gt.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1500: gt.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Tensor", lib=lib)
 def gt_Tensor_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
 register_variants(lib, "gt.Tensor", out="gt.Tensor_out", inplace="gt_.Tensor")
 
 
-# ops.yaml:1497: gt.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1509: gt.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Scalar", lib=lib)
 def gt_Scalar_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
 register_variants(lib, "gt.Scalar", out="gt.Scalar_out", inplace="gt_.Scalar")
 
 
-# ---- ge: ops.yaml:1499 ----
+# ---- ge: ops.yaml:1511 ----
 ge_spec = Spec(
-    "mpsgen::ge", "ops.yaml:1499", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::ge", "ops.yaml:1511", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1864,16 +1864,16 @@ ge_spec = Spec(
 )
 
 
-# ops.yaml:1499: ge.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1511: ge.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::ge.Tensor", lib=lib)
 def ge_Tensor_fake(self, other):
     return fake_elementwise(ge_spec, [self, other])
 register_variants(lib, "ge.Tensor", out="ge.Tensor_out", inplace="ge_.Tensor")
 
 
-# ---- le: ops.yaml:1508 ----
+# ---- le: ops.yaml:1520 ----
 le_spec = Spec(
-    "mpsgen::le", "ops.yaml:1508", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::le", "ops.yaml:1520", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1889,16 +1889,16 @@ le_spec = Spec(
 )
 
 
-# ops.yaml:1508: le.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1520: le.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::le.Tensor", lib=lib)
 def le_Tensor_fake(self, other):
     return fake_elementwise(le_spec, [self, other])
 register_variants(lib, "le.Tensor", out="le.Tensor_out", inplace="le_.Tensor")
 
 
-# ---- logical_or: ops.yaml:1517 ----
+# ---- logical_or: ops.yaml:1529 ----
 logical_or_spec = Spec(
-    "mpsgen::logical_or", "ops.yaml:1517", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_or", "ops.yaml:1529", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1915,16 +1915,16 @@ logical_or_spec = Spec(
 )
 
 
-# ops.yaml:1517: logical_or(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1529: logical_or(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_or", lib=lib)
 def logical_or_fake(self, other):
     return fake_elementwise(logical_or_spec, [self, other])
 register_variants(lib, "logical_or", out="logical_or.out", inplace="logical_or_")
 
 
-# ---- logical_xor: ops.yaml:1526 ----
+# ---- logical_xor: ops.yaml:1538 ----
 logical_xor_spec = Spec(
-    "mpsgen::logical_xor", "ops.yaml:1526", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_xor", "ops.yaml:1538", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1941,16 +1941,16 @@ logical_xor_spec = Spec(
 )
 
 
-# ops.yaml:1526: logical_xor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1538: logical_xor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_xor", lib=lib)
 def logical_xor_fake(self, other):
     return fake_elementwise(logical_xor_spec, [self, other])
 register_variants(lib, "logical_xor", out="logical_xor.out", inplace="logical_xor_")
 
 
-# ---- where: ops.yaml:1539 ----
+# ---- where: ops.yaml:1551 ----
 where_spec = Spec(
-    "mpsgen::where", "ops.yaml:1539", inputs=["condition", "self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::where", "ops.yaml:1551", inputs=["condition", "self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1969,49 +1969,49 @@ where_spec = Spec(
 )
 
 
-# ops.yaml:1539: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
+# ops.yaml:1551: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::where.self", lib=lib)
 def where_self_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1545
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1557
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other])
 register_variants(lib, "where.self", out="where.self_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1561: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor
+# ops.yaml:1573: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::where.ScalarSelf", lib=lib)
 def where_ScalarSelf_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1545
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1557
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other], converted=[self])
 register_variants(lib, "where.ScalarSelf", out="where.ScalarSelf_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1562: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor
+# ops.yaml:1574: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::where.ScalarOther", lib=lib)
 def where_ScalarOther_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1545
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1557
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other], converted=[other])
 register_variants(lib, "where.ScalarOther", out="where.ScalarOther_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1563: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor
+# ops.yaml:1575: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::where.Scalar", lib=lib)
 def where_Scalar_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1545
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1557
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other], converted=[self, other])
 register_variants(lib, "where.Scalar", out="where.Scalar_out", inplace=None, exact_out=True)
 
 
-# ---- full_like: ops.yaml:1882 ----
+# ---- full_like: ops.yaml:1894 ----
 full_like_spec = Spec(
-    "mpsgen::full_like", "ops.yaml:1882", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::full_like", "ops.yaml:1894", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2032,7 +2032,7 @@ full_like_spec = Spec(
 )
 
 
-# ops.yaml:1882: full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor
+# ops.yaml:1894: full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor
 @torch.library.register_fake("mpsgen::full_like", lib=lib)
 def full_like_fake(self, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
     return fake_elementwise(full_like_spec, [self], kernel_scalar=fill_value, options={"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory, "memory_format": memory_format})

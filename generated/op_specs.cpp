@@ -586,7 +586,7 @@ extern const OpSpec elu_spec{
     },
     };
 
-// ops.yaml:548: the dtypes clamp.metal registers (input -> output)
+// ops.yaml:551: the dtypes clamp.metal registers (input -> output)
 extern const OpSpec clamp_spec{
     "mpsgen::clamp",
     "ops.yaml:540",
@@ -611,10 +611,10 @@ extern const OpSpec clamp_spec{
     },
     };
 
-// ops.yaml:573: the dtypes clamp_tensor.metal registers (input -> output)
+// ops.yaml:579: the dtypes clamp_tensor.metal registers (input -> output)
 extern const OpSpec clamp_tensor_spec{
     "mpsgen::clamp",
-    "ops.yaml:564",
+    "ops.yaml:567",
     {"self", "min", "max"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -636,10 +636,10 @@ extern const OpSpec clamp_tensor_spec{
     },
     };
 
-// ops.yaml:609: the dtypes nan_to_num.metal registers (input -> output)
+// ops.yaml:615: the dtypes nan_to_num.metal registers (input -> output)
 extern const OpSpec nan_to_num_spec{
     "mpsgen::nan_to_num",
-    "ops.yaml:607",
+    "ops.yaml:613",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -662,10 +662,10 @@ extern const OpSpec nan_to_num_spec{
     },
     };
 
-// ops.yaml:629: the dtypes threshold.metal registers (input -> output)
+// ops.yaml:635: the dtypes threshold.metal registers (input -> output)
 extern const OpSpec threshold_spec{
     "mpsgen::threshold",
-    "ops.yaml:628",
+    "ops.yaml:634",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -687,10 +687,10 @@ extern const OpSpec threshold_spec{
     },
     };
 
-// ops.yaml:649: the dtypes softplus.metal registers (input -> output)
+// ops.yaml:655: the dtypes softplus.metal registers (input -> output)
 extern const OpSpec softplus_spec{
     "mpsgen::softplus",
-    "ops.yaml:646",
+    "ops.yaml:652",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -707,10 +707,10 @@ extern const OpSpec softplus_spec{
     },
     };
 
-// ops.yaml:663: the dtypes hardtanh.metal registers (input -> output)
+// ops.yaml:673: the dtypes hardtanh.metal registers (input -> output)
 extern const OpSpec hardtanh_spec{
     "mpsgen::hardtanh",
-    "ops.yaml:661",
+    "ops.yaml:667",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -731,10 +731,10 @@ extern const OpSpec hardtanh_spec{
     },
     };
 
-// ops.yaml:679: the dtypes round_decimals.metal registers (input -> output)
+// ops.yaml:689: the dtypes round_decimals.metal registers (input -> output)
 extern const OpSpec round_decimals_spec{
     "mpsgen::round",
-    "ops.yaml:676",
+    "ops.yaml:686",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -751,10 +751,10 @@ extern const OpSpec round_decimals_spec{
     },
     };
 
-// ops.yaml:700: the dtypes gelu.metal registers (input -> output)
+// ops.yaml:710: the dtypes gelu.metal registers (input -> output)
 extern const OpSpec gelu_spec{
     "mpsgen::gelu",
-    "ops.yaml:696",
+    "ops.yaml:706",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -771,10 +771,10 @@ extern const OpSpec gelu_spec{
     },
     };
 
-// ops.yaml:724: the dtypes leaky_relu_backward.metal registers (input -> output)
+// ops.yaml:734: the dtypes leaky_relu_backward.metal registers (input -> output)
 extern const OpSpec leaky_relu_backward_spec{
     "mpsgen::leaky_relu_backward",
-    "ops.yaml:723",
+    "ops.yaml:733",
     {"grad_output", "self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -791,10 +791,10 @@ extern const OpSpec leaky_relu_backward_spec{
     },
     };
 
-// ops.yaml:744: the dtypes sigmoid_backward.metal registers (input -> output)
+// ops.yaml:754: the dtypes sigmoid_backward.metal registers (input -> output)
 extern const OpSpec sigmoid_backward_spec{
     "mpsgen::sigmoid_backward",
-    "ops.yaml:743",
+    "ops.yaml:753",
     {"grad_output", "output"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -813,10 +813,10 @@ extern const OpSpec sigmoid_backward_spec{
     },
     };
 
-// ops.yaml:774: the dtypes mish_backward.metal registers (input -> output)
+// ops.yaml:784: the dtypes mish_backward.metal registers (input -> output)
 extern const OpSpec mish_backward_spec{
     "mpsgen::mish_backward",
-    "ops.yaml:772",
+    "ops.yaml:782",
     {"grad_output", "self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -833,10 +833,10 @@ extern const OpSpec mish_backward_spec{
     },
     };
 
-// ops.yaml:790: the dtypes tanh_backward.metal registers (input -> output)
+// ops.yaml:800: the dtypes tanh_backward.metal registers (input -> output)
 extern const OpSpec tanh_backward_spec{
     "mpsgen::tanh_backward",
-    "ops.yaml:789",
+    "ops.yaml:799",
     {"grad_output", "output"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -855,10 +855,10 @@ extern const OpSpec tanh_backward_spec{
     },
     };
 
-// ops.yaml:813: the dtypes eq.metal registers (input -> output)
+// ops.yaml:823: the dtypes eq.metal registers (input -> output)
 extern const OpSpec eq_spec{
     "mpsgen::eq",
-    "ops.yaml:812",
+    "ops.yaml:822",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -883,10 +883,10 @@ extern const OpSpec eq_spec{
     },
     };
 
-// ops.yaml:828: the dtypes ne.metal registers (input -> output)
+// ops.yaml:838: the dtypes ne.metal registers (input -> output)
 extern const OpSpec ne_spec{
     "mpsgen::ne",
-    "ops.yaml:827",
+    "ops.yaml:837",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -911,10 +911,10 @@ extern const OpSpec ne_spec{
     },
     };
 
-// ops.yaml:841: the dtypes lt.metal registers (input -> output)
+// ops.yaml:851: the dtypes lt.metal registers (input -> output)
 extern const OpSpec lt_spec{
     "mpsgen::lt",
-    "ops.yaml:840",
+    "ops.yaml:850",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -937,10 +937,10 @@ extern const OpSpec lt_spec{
     },
     };
 
-// ops.yaml:852: the dtypes logical_and.metal registers (input -> output)
+// ops.yaml:862: the dtypes logical_and.metal registers (input -> output)
 extern const OpSpec logical_and_spec{
     "mpsgen::logical_and",
-    "ops.yaml:851",
+    "ops.yaml:861",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -964,10 +964,10 @@ extern const OpSpec logical_and_spec{
     },
     };
 
-// ops.yaml:863: the dtypes isnan.metal registers (input -> output)
+// ops.yaml:873: the dtypes isnan.metal registers (input -> output)
 extern const OpSpec isnan_spec{
     "mpsgen::isnan",
-    "ops.yaml:861",
+    "ops.yaml:871",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -992,10 +992,10 @@ extern const OpSpec isnan_spec{
     },
     };
 
-// ops.yaml:882: the dtypes neg.metal registers (input -> output)
+// ops.yaml:892: the dtypes neg.metal registers (input -> output)
 extern const OpSpec neg_spec{
     "mpsgen::neg",
-    "ops.yaml:880",
+    "ops.yaml:890",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1019,10 +1019,10 @@ extern const OpSpec neg_spec{
     },
     };
 
-// ops.yaml:901: the dtypes abs.metal registers (input -> output)
+// ops.yaml:911: the dtypes abs.metal registers (input -> output)
 extern const OpSpec abs_spec{
     "mpsgen::abs",
-    "ops.yaml:897",
+    "ops.yaml:907",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1046,10 +1046,10 @@ extern const OpSpec abs_spec{
     },
     };
 
-// ops.yaml:928: the dtypes digamma.metal registers (input -> output)
+// ops.yaml:938: the dtypes digamma.metal registers (input -> output)
 extern const OpSpec digamma_spec{
     "mpsgen::digamma",
-    "ops.yaml:927",
+    "ops.yaml:937",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1072,10 +1072,10 @@ extern const OpSpec digamma_spec{
     },
     };
 
-// ops.yaml:968: the dtypes polygamma.metal registers (input -> output)
+// ops.yaml:978: the dtypes polygamma.metal registers (input -> output)
 extern const OpSpec polygamma_spec{
     "mpsgen::polygamma",
-    "ops.yaml:965",
+    "ops.yaml:975",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1097,10 +1097,10 @@ extern const OpSpec polygamma_spec{
     },
     };
 
-// ops.yaml:1015: the dtypes div.metal registers (input -> output)
+// ops.yaml:1025: the dtypes div.metal registers (input -> output)
 extern const OpSpec div_spec{
     "mpsgen::div",
-    "ops.yaml:1006",
+    "ops.yaml:1016",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1125,10 +1125,10 @@ extern const OpSpec div_spec{
     },
     };
 
-// ops.yaml:1013: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
+// ops.yaml:1023: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
 extern const OpSpec div_div_trunc_spec{
     "mpsgen::div",
-    "ops.yaml:1013",
+    "ops.yaml:1023",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1152,10 +1152,10 @@ extern const OpSpec div_div_trunc_spec{
     /*choice=*/"rounding_mode='trunc'",
     };
 
-// ops.yaml:1014: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
+// ops.yaml:1024: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
 extern const OpSpec div_div_floor_spec{
     "mpsgen::div",
-    "ops.yaml:1014",
+    "ops.yaml:1024",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1179,10 +1179,10 @@ extern const OpSpec div_div_floor_spec{
     /*choice=*/"rounding_mode='floor'",
     };
 
-// ops.yaml:1119: the dtypes polar.metal registers (input -> output)
+// ops.yaml:1129: the dtypes polar.metal registers (input -> output)
 extern const OpSpec polar_spec{
     "mpsgen::polar",
-    "ops.yaml:1117",
+    "ops.yaml:1127",
     {"abs", "angle"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1198,10 +1198,10 @@ extern const OpSpec polar_spec{
     },
     };
 
-// ops.yaml:1136: the dtypes complex.metal registers (input -> output)
+// ops.yaml:1146: the dtypes complex.metal registers (input -> output)
 extern const OpSpec complex_spec{
     "mpsgen::complex",
-    "ops.yaml:1135",
+    "ops.yaml:1145",
     {"real", "imag"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1217,10 +1217,10 @@ extern const OpSpec complex_spec{
     },
     };
 
-// ops.yaml:1152: the dtypes angle.metal registers (input -> output)
+// ops.yaml:1162: the dtypes angle.metal registers (input -> output)
 extern const OpSpec angle_spec{
     "mpsgen::angle",
-    "ops.yaml:1151",
+    "ops.yaml:1161",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1245,10 +1245,10 @@ extern const OpSpec angle_spec{
     },
     };
 
-// ops.yaml:1176: the dtypes cos.metal registers (input -> output)
+// ops.yaml:1186: the dtypes cos.metal registers (input -> output)
 extern const OpSpec cos_spec{
     "mpsgen::cos",
-    "ops.yaml:1175",
+    "ops.yaml:1185",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1273,10 +1273,10 @@ extern const OpSpec cos_spec{
     },
     };
 
-// ops.yaml:1202: the dtypes tan.metal registers (input -> output)
+// ops.yaml:1212: the dtypes tan.metal registers (input -> output)
 extern const OpSpec tan_spec{
     "mpsgen::tan",
-    "ops.yaml:1201",
+    "ops.yaml:1211",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1301,10 +1301,10 @@ extern const OpSpec tan_spec{
     },
     };
 
-// ops.yaml:1221: the dtypes tanh.metal registers (input -> output)
+// ops.yaml:1231: the dtypes tanh.metal registers (input -> output)
 extern const OpSpec tanh_spec{
     "mpsgen::tanh",
-    "ops.yaml:1220",
+    "ops.yaml:1230",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1329,10 +1329,10 @@ extern const OpSpec tanh_spec{
     },
     };
 
-// ops.yaml:1239: the dtypes log.metal registers (input -> output)
+// ops.yaml:1249: the dtypes log.metal registers (input -> output)
 extern const OpSpec log_spec{
     "mpsgen::log",
-    "ops.yaml:1238",
+    "ops.yaml:1248",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1357,10 +1357,10 @@ extern const OpSpec log_spec{
     },
     };
 
-// ops.yaml:1257: the dtypes log1p.metal registers (input -> output)
+// ops.yaml:1267: the dtypes log1p.metal registers (input -> output)
 extern const OpSpec log1p_spec{
     "mpsgen::log1p",
-    "ops.yaml:1256",
+    "ops.yaml:1266",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1385,10 +1385,10 @@ extern const OpSpec log1p_spec{
     },
     };
 
-// ops.yaml:1281: the dtypes expm1.metal registers (input -> output)
+// ops.yaml:1291: the dtypes expm1.metal registers (input -> output)
 extern const OpSpec expm1_spec{
     "mpsgen::expm1",
-    "ops.yaml:1280",
+    "ops.yaml:1290",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1413,10 +1413,10 @@ extern const OpSpec expm1_spec{
     },
     };
 
-// ops.yaml:1310: the dtypes rsqrt.metal registers (input -> output)
+// ops.yaml:1320: the dtypes rsqrt.metal registers (input -> output)
 extern const OpSpec rsqrt_spec{
     "mpsgen::rsqrt",
-    "ops.yaml:1309",
+    "ops.yaml:1319",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1441,10 +1441,10 @@ extern const OpSpec rsqrt_spec{
     },
     };
 
-// ops.yaml:1328: the dtypes i0.metal registers (input -> output)
+// ops.yaml:1338: the dtypes i0.metal registers (input -> output)
 extern const OpSpec i0_spec{
     "mpsgen::i0",
-    "ops.yaml:1327",
+    "ops.yaml:1337",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1467,10 +1467,10 @@ extern const OpSpec i0_spec{
     },
     };
 
-// ops.yaml:1341: the dtypes reciprocal.metal registers (input -> output)
+// ops.yaml:1351: the dtypes reciprocal.metal registers (input -> output)
 extern const OpSpec reciprocal_spec{
     "mpsgen::reciprocal",
-    "ops.yaml:1340",
+    "ops.yaml:1350",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1495,10 +1495,10 @@ extern const OpSpec reciprocal_spec{
     },
     };
 
-// ops.yaml:1361: the dtypes floor.metal registers (input -> output)
+// ops.yaml:1373: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
     "mpsgen::floor",
-    "ops.yaml:1359",
+    "ops.yaml:1371",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1521,10 +1521,10 @@ extern const OpSpec floor_spec{
     },
     };
 
-// ops.yaml:1377: the dtypes ceil.metal registers (input -> output)
+// ops.yaml:1389: the dtypes ceil.metal registers (input -> output)
 extern const OpSpec ceil_spec{
     "mpsgen::ceil",
-    "ops.yaml:1375",
+    "ops.yaml:1387",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1547,10 +1547,10 @@ extern const OpSpec ceil_spec{
     },
     };
 
-// ops.yaml:1393: the dtypes trunc.metal registers (input -> output)
+// ops.yaml:1405: the dtypes trunc.metal registers (input -> output)
 extern const OpSpec trunc_spec{
     "mpsgen::trunc",
-    "ops.yaml:1391",
+    "ops.yaml:1403",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1573,10 +1573,10 @@ extern const OpSpec trunc_spec{
     },
     };
 
-// ops.yaml:1409: the dtypes sign.metal registers (input -> output)
+// ops.yaml:1421: the dtypes sign.metal registers (input -> output)
 extern const OpSpec sign_spec{
     "mpsgen::sign",
-    "ops.yaml:1407",
+    "ops.yaml:1419",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1599,10 +1599,10 @@ extern const OpSpec sign_spec{
     },
     };
 
-// ops.yaml:1422: the dtypes minimum.metal registers (input -> output)
+// ops.yaml:1434: the dtypes minimum.metal registers (input -> output)
 extern const OpSpec minimum_spec{
     "mpsgen::minimum",
-    "ops.yaml:1421",
+    "ops.yaml:1433",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1625,10 +1625,10 @@ extern const OpSpec minimum_spec{
     },
     };
 
-// ops.yaml:1435: the dtypes fmax.metal registers (input -> output)
+// ops.yaml:1447: the dtypes fmax.metal registers (input -> output)
 extern const OpSpec fmax_spec{
     "mpsgen::fmax",
-    "ops.yaml:1434",
+    "ops.yaml:1446",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1651,10 +1651,10 @@ extern const OpSpec fmax_spec{
     },
     };
 
-// ops.yaml:1452: the dtypes fmin.metal registers (input -> output)
+// ops.yaml:1464: the dtypes fmin.metal registers (input -> output)
 extern const OpSpec fmin_spec{
     "mpsgen::fmin",
-    "ops.yaml:1451",
+    "ops.yaml:1463",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1677,10 +1677,10 @@ extern const OpSpec fmin_spec{
     },
     };
 
-// ops.yaml:1468: the dtypes bitwise_and.metal registers (input -> output)
+// ops.yaml:1480: the dtypes bitwise_and.metal registers (input -> output)
 extern const OpSpec bitwise_and_spec{
     "mpsgen::bitwise_and",
-    "ops.yaml:1467",
+    "ops.yaml:1479",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1700,10 +1700,10 @@ extern const OpSpec bitwise_and_spec{
     },
     };
 
-// ops.yaml:1479: the dtypes bitwise_or.metal registers (input -> output)
+// ops.yaml:1491: the dtypes bitwise_or.metal registers (input -> output)
 extern const OpSpec bitwise_or_spec{
     "mpsgen::bitwise_or",
-    "ops.yaml:1478",
+    "ops.yaml:1490",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1723,10 +1723,10 @@ extern const OpSpec bitwise_or_spec{
     },
     };
 
-// ops.yaml:1489: the dtypes gt.metal registers (input -> output)
+// ops.yaml:1501: the dtypes gt.metal registers (input -> output)
 extern const OpSpec gt_spec{
     "mpsgen::gt",
-    "ops.yaml:1488",
+    "ops.yaml:1500",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1749,10 +1749,10 @@ extern const OpSpec gt_spec{
     },
     };
 
-// ops.yaml:1500: the dtypes ge.metal registers (input -> output)
+// ops.yaml:1512: the dtypes ge.metal registers (input -> output)
 extern const OpSpec ge_spec{
     "mpsgen::ge",
-    "ops.yaml:1499",
+    "ops.yaml:1511",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1775,10 +1775,10 @@ extern const OpSpec ge_spec{
     },
     };
 
-// ops.yaml:1509: the dtypes le.metal registers (input -> output)
+// ops.yaml:1521: the dtypes le.metal registers (input -> output)
 extern const OpSpec le_spec{
     "mpsgen::le",
-    "ops.yaml:1508",
+    "ops.yaml:1520",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1801,10 +1801,10 @@ extern const OpSpec le_spec{
     },
     };
 
-// ops.yaml:1518: the dtypes logical_or.metal registers (input -> output)
+// ops.yaml:1530: the dtypes logical_or.metal registers (input -> output)
 extern const OpSpec logical_or_spec{
     "mpsgen::logical_or",
-    "ops.yaml:1517",
+    "ops.yaml:1529",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1828,10 +1828,10 @@ extern const OpSpec logical_or_spec{
     },
     };
 
-// ops.yaml:1527: the dtypes logical_xor.metal registers (input -> output)
+// ops.yaml:1539: the dtypes logical_xor.metal registers (input -> output)
 extern const OpSpec logical_xor_spec{
     "mpsgen::logical_xor",
-    "ops.yaml:1526",
+    "ops.yaml:1538",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -1855,10 +1855,10 @@ extern const OpSpec logical_xor_spec{
     },
     };
 
-// ops.yaml:1541: the dtypes where.metal registers (input -> output)
+// ops.yaml:1553: the dtypes where.metal registers (input -> output)
 extern const OpSpec where_spec{
     "mpsgen::where",
-    "ops.yaml:1539",
+    "ops.yaml:1551",
     {"condition", "self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1883,10 +1883,10 @@ extern const OpSpec where_spec{
     },
     };
 
-// ops.yaml:1578: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1590: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1575",
+    "ops.yaml:1587",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1909,10 +1909,10 @@ extern const OpSpec heaviside_spec{
     },
     };
 
-// ops.yaml:1592: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1604: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1590",
+    "ops.yaml:1602",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1935,10 +1935,10 @@ extern const OpSpec special_ndtri_spec{
     },
     };
 
-// ops.yaml:1660: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1672: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1658",
+    "ops.yaml:1670",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1961,10 +1961,10 @@ extern const OpSpec special_log_ndtr_spec{
     },
     };
 
-// ops.yaml:1688: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1700: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1686",
+    "ops.yaml:1698",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1987,10 +1987,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     },
     };
 
-// ops.yaml:1733: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1745: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1731",
+    "ops.yaml:1743",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -2013,10 +2013,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     },
     };
 
-// ops.yaml:1781: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1793: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1779",
+    "ops.yaml:1791",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -2039,10 +2039,10 @@ extern const OpSpec special_airy_ai_spec{
     },
     };
 
-// ops.yaml:1884: the dtypes full_like.metal registers (input -> output)
+// ops.yaml:1896: the dtypes full_like.metal registers (input -> output)
 extern const OpSpec full_like_spec{
     "mpsgen::full_like",
-    "ops.yaml:1882",
+    "ops.yaml:1894",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,

@@ -115,234 +115,234 @@ TORCH_LIBRARY(mpsgen, m) {
   m.def("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor");
   m.def("clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)");
-  // ops.yaml:564
+  // ops.yaml:567
   m.def("clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor");
   m.def("clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)");
-  // ops.yaml:607
+  // ops.yaml:613
   m.def("nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor");
   m.def("nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)");
-  // ops.yaml:628
+  // ops.yaml:634
   m.def("threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor");
   m.def("threshold.out(Tensor self, Scalar threshold, Scalar value, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)");
-  // ops.yaml:646
+  // ops.yaml:652
   m.def("softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor");
   m.def("softplus.out(Tensor self, Scalar beta=1, Scalar threshold=20, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("softplus_(Tensor(a!) self, Scalar beta=1, Scalar threshold=20) -> Tensor(a!)");
-  // ops.yaml:661
+  // ops.yaml:667
   m.def("hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor");
   m.def("hardtanh.out(Tensor self, Scalar min_val=-1, Scalar max_val=1, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)");
-  // ops.yaml:676
+  // ops.yaml:686
   m.def("round.decimals(Tensor self, *, int decimals) -> Tensor");
   m.def("round.decimals_out(Tensor self, *, int decimals, Tensor(a!) out) -> Tensor(a!)");
   m.def("round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)");
-  // ops.yaml:696
+  // ops.yaml:706
   m.def("gelu(Tensor self, *, str approximate='none') -> Tensor");
   m.def("gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)");
   m.def("gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)");
-  // ops.yaml:723
+  // ops.yaml:733
   m.def("leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor");
   m.def("leaky_relu_backward.grad_input(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("leaky_relu_backward_(Tensor(a!) grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor(a!)");
-  // ops.yaml:743
+  // ops.yaml:753
   m.def("sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor");
   m.def("sigmoid_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("sigmoid_backward_(Tensor(a!) grad_output, Tensor output) -> Tensor(a!)");
-  // ops.yaml:772
+  // ops.yaml:782
   m.def("mish_backward(Tensor grad_output, Tensor self) -> Tensor");
   m.def("mish_backward.out(Tensor grad_output, Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("mish_backward_(Tensor(a!) grad_output, Tensor self) -> Tensor(a!)");
-  // ops.yaml:789
+  // ops.yaml:799
   m.def("tanh_backward(Tensor grad_output, Tensor output) -> Tensor");
   m.def("tanh_backward.grad_input(Tensor grad_output, Tensor output, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("tanh_backward_(Tensor(a!) grad_output, Tensor output) -> Tensor(a!)");
-  // ops.yaml:812
+  // ops.yaml:822
   m.def("eq.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:825
+  // ops.yaml:835
   m.def("eq.Scalar(Tensor self, Scalar other) -> Tensor");
   m.def("eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)");
-  // ops.yaml:827
+  // ops.yaml:837
   m.def("ne.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:840
+  // ops.yaml:850
   m.def("lt.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:849
+  // ops.yaml:859
   m.def("lt.Scalar(Tensor self, Scalar other) -> Tensor");
   m.def("lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)");
-  // ops.yaml:851
+  // ops.yaml:861
   m.def("logical_and(Tensor self, Tensor other) -> Tensor");
   m.def("logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:861
+  // ops.yaml:871
   m.def("isnan(Tensor self) -> Tensor");
   m.def("isnan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("isnan_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:880
+  // ops.yaml:890
   m.def("neg(Tensor self) -> Tensor");
   m.def("neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("neg_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:897
+  // ops.yaml:907
   m.def("abs(Tensor self) -> Tensor");
   m.def("abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("abs_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:927
+  // ops.yaml:937
   m.def("digamma(Tensor self) -> Tensor");
   m.def("digamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("digamma_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:965
+  // ops.yaml:975
   m.def("polygamma(int n, Tensor self) -> Tensor");
   m.def("polygamma.out(int n, Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("polygamma_(Tensor(a!) self, int n) -> Tensor(a!)");
-  // ops.yaml:1006
+  // ops.yaml:1016
   m.def("div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor");
   m.def("div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)");
   m.def("div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)");
-  // ops.yaml:1117
+  // ops.yaml:1127
   m.def("polar(Tensor abs, Tensor angle) -> Tensor");
   m.def("polar.out(Tensor abs, Tensor angle, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("polar_(Tensor(a!) abs, Tensor angle) -> Tensor(a!)");
-  // ops.yaml:1135
+  // ops.yaml:1145
   m.def("complex(Tensor real, Tensor imag) -> Tensor");
   m.def("complex.out(Tensor real, Tensor imag, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("complex_(Tensor(a!) real, Tensor imag) -> Tensor(a!)");
-  // ops.yaml:1151
+  // ops.yaml:1161
   m.def("angle(Tensor self) -> Tensor");
   m.def("angle.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("angle_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1175
+  // ops.yaml:1185
   m.def("cos(Tensor self) -> Tensor");
   m.def("cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("cos_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1201
+  // ops.yaml:1211
   m.def("tan(Tensor self) -> Tensor");
   m.def("tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("tan_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1220
+  // ops.yaml:1230
   m.def("tanh(Tensor self) -> Tensor");
   m.def("tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("tanh_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1238
+  // ops.yaml:1248
   m.def("log(Tensor self) -> Tensor");
   m.def("log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("log_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1256
+  // ops.yaml:1266
   m.def("log1p(Tensor self) -> Tensor");
   m.def("log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("log1p_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1280
+  // ops.yaml:1290
   m.def("expm1(Tensor self) -> Tensor");
   m.def("expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("expm1_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1309
+  // ops.yaml:1319
   m.def("rsqrt(Tensor self) -> Tensor");
   m.def("rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("rsqrt_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1327
+  // ops.yaml:1337
   m.def("i0(Tensor self) -> Tensor");
   m.def("i0.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("i0_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1340
+  // ops.yaml:1350
   m.def("reciprocal(Tensor self) -> Tensor");
   m.def("reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("reciprocal_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1359
+  // ops.yaml:1371
   m.def("floor(Tensor self) -> Tensor");
   m.def("floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("floor_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1375
+  // ops.yaml:1387
   m.def("ceil(Tensor self) -> Tensor");
   m.def("ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("ceil_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1391
+  // ops.yaml:1403
   m.def("trunc(Tensor self) -> Tensor");
   m.def("trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("trunc_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1407
+  // ops.yaml:1419
   m.def("sign(Tensor self) -> Tensor");
   m.def("sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("sign_(Tensor(a!) self) -> Tensor(a!)");
-  // ops.yaml:1421
+  // ops.yaml:1433
   m.def("minimum(Tensor self, Tensor other) -> Tensor");
   m.def("minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("minimum_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1434
+  // ops.yaml:1446
   m.def("fmax(Tensor self, Tensor other) -> Tensor");
   m.def("fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("fmax_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1451
+  // ops.yaml:1463
   m.def("fmin(Tensor self, Tensor other) -> Tensor");
   m.def("fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("fmin_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1467
+  // ops.yaml:1479
   m.def("bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1476
+  // ops.yaml:1488
   m.def("bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor");
   m.def("bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)");
-  // ops.yaml:1478
+  // ops.yaml:1490
   m.def("bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1488
+  // ops.yaml:1500
   m.def("gt.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1497
+  // ops.yaml:1509
   m.def("gt.Scalar(Tensor self, Scalar other) -> Tensor");
   m.def("gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)");
-  // ops.yaml:1499
+  // ops.yaml:1511
   m.def("ge.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1508
+  // ops.yaml:1520
   m.def("le.Tensor(Tensor self, Tensor other) -> Tensor");
   m.def("le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1517
+  // ops.yaml:1529
   m.def("logical_or(Tensor self, Tensor other) -> Tensor");
   m.def("logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1526
+  // ops.yaml:1538
   m.def("logical_xor(Tensor self, Tensor other) -> Tensor");
   m.def("logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  // ops.yaml:1539
+  // ops.yaml:1551
   m.def("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor");
   m.def("where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
-  // ops.yaml:1561
+  // ops.yaml:1573
   m.def("where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor");
   m.def("where.ScalarSelf_out(Tensor condition, Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)");
-  // ops.yaml:1562
+  // ops.yaml:1574
   m.def("where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor");
   m.def("where.ScalarOther_out(Tensor condition, Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
-  // ops.yaml:1563
+  // ops.yaml:1575
   m.def("where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor");
   m.def("where.Scalar_out(Tensor condition, Scalar self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)");
-  // ops.yaml:1882
+  // ops.yaml:1894
   m.def("full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor");
   m.def("full_like.out(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)");
 }
 
 namespace mpsgen::generated {
-void register_heaviside_aten_cpu(torch::Library& m);  // generated/heaviside_cpu.cpp, from ops.yaml:1575
-void register_special_ndtri_aten_cpu(torch::Library& m);  // generated/special_ndtri_cpu.cpp, from ops.yaml:1590
-void register_special_log_ndtr_aten_cpu(torch::Library& m);  // generated/special_log_ndtr_cpu.cpp, from ops.yaml:1658
-void register_special_laguerre_polynomial_l_aten_cpu(torch::Library& m);  // generated/special_laguerre_polynomial_l_cpu.cpp, from ops.yaml:1686
-void register_special_legendre_polynomial_p_aten_cpu(torch::Library& m);  // generated/special_legendre_polynomial_p_cpu.cpp, from ops.yaml:1731
-void register_special_airy_ai_aten_cpu(torch::Library& m);  // generated/special_airy_ai_cpu.cpp, from ops.yaml:1779
+void register_heaviside_aten_cpu(torch::Library& m);  // generated/heaviside_cpu.cpp, from ops.yaml:1587
+void register_special_ndtri_aten_cpu(torch::Library& m);  // generated/special_ndtri_cpu.cpp, from ops.yaml:1602
+void register_special_log_ndtr_aten_cpu(torch::Library& m);  // generated/special_log_ndtr_cpu.cpp, from ops.yaml:1670
+void register_special_laguerre_polynomial_l_aten_cpu(torch::Library& m);  // generated/special_laguerre_polynomial_l_cpu.cpp, from ops.yaml:1698
+void register_special_legendre_polynomial_p_aten_cpu(torch::Library& m);  // generated/special_legendre_polynomial_p_cpu.cpp, from ops.yaml:1743
+void register_special_airy_ai_aten_cpu(torch::Library& m);  // generated/special_airy_ai_cpu.cpp, from ops.yaml:1791
 
 // mpsgen._C.register_aten_cpu_overrides(): the CPU kernels of every `implements: aten` entry
 // registered for torch's own aten ops, once per process (false when already done). Called by

@@ -42,7 +42,8 @@ def reference(path: str):
     obj = importlib.import_module(parts[0])
     for i, part in enumerate(parts[1:], 2):
         if not hasattr(obj, part):  # a module not yet imported: mpsgen.references
-            importlib.import_module(".".join(parts[:i]))
+            with contextlib.suppress(ModuleNotFoundError):  # else getattr names what is missing
+                importlib.import_module(".".join(parts[:i]))
         obj = getattr(obj, part)
 
     @functools.wraps(obj)

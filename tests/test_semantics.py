@@ -365,6 +365,41 @@ def test_a_float_oracle_cast_back_out_of_range_is_refused():
             _check_defined_cast(torch.tensor(bad), dtype)
 
 
+# ---- what an outside input generator found (issue 59, item 5): refusals and acceptances as torch's ---
+
+BOOLS = torch.tensor([True, False, True, False])
+
+
+@pytest.mark.parametrize("name", ["floor", "ceil", "trunc"])
+def test_rounding_of_bools_passes_them_through_as_torch_mps_registers_it(name):
+    """torch's CPU refuses a bool ("floor_vml_cpu" not implemented for 'Bool'); torch's MPS kernels
+    register bool (tests/test_mps_dtypes.py), and rounding an integer is the identity."""
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+        getattr(torch, name)(BOOLS)
+    got = getattr(OPS, name)(BOOLS)
+    assert got.dtype == torch.bool and torch.equal(got, BOOLS)
+
+
+def test_full_like_beyond_half_raises_as_torch_does():
+    """The generator reported torch running full_like(dtype=float16) of 9.02e18; torch 2.13's CPU
+    refuses it with c10's overflow message, and so do we."""
+    for value in (9.02e18, 1.87e9, 65520.0):
+        with pytest.raises(RuntimeError, match="cannot be converted to type c10::Half without overflow"):
+            torch.full_like(torch.zeros(2), value, dtype=torch.float16)
+        with pytest.raises(RuntimeError, match="cannot be converted to type c10::Half without overflow"):
+            OPS.full_like(torch.zeros(2), value, dtype=torch.float16)
+
+
+def test_add_with_alpha_rounds_as_torch_mps_does_for_bfloat16():
+    """add(uint8 35, bfloat16 170, alpha=-7): the exact -1155 is -1152 rounded once; torch's MPS
+    add_alpha kernel computes `a + mul(alpha, b)` in bfloat (alpha * b = -1190 rounds to -1192,
+    then 35 - 1192 = -1157 to -1160), as torch's CPU scalar loop does; its vectorised loop (32
+    elements and more on AVX-512) rounds once. Hand-computed, then torch's scalar loop."""
+    a, b = torch.tensor([35], dtype=torch.uint8), torch.tensor([170.0], dtype=torch.bfloat16)
+    assert OPS.add(a, b, alpha=-7).item() == -1160.0 == torch.add(a, b, alpha=-7).item()
+    assert OPS.sub(a, b, alpha=7).item() == -1160.0 == torch.sub(a, b, alpha=7).item()
+
+
 @pytest.mark.parametrize("value", [1, 2])
 def test_addcmul_fuses_like_torch(value):
     args = torch.tensor([float("inf")]), torch.tensor([F32_MAX]), torch.tensor([-F32_MAX])
