@@ -31,14 +31,16 @@ from pathlib import Path
 
 import torch
 
+from mpsgen import runtime
+from mpsgen.codegen.build import _AVX2_FLAGS, _AVX512_FLAGS, _machine_cpu_flags
 from mpsgen.codegen.registry.loader import load
 from mpsgen.samples import TORCH_DTYPES, entry_params, entry_registrations, op_overload, registered_dtypes, samples
 
 ROOT = Path(__file__).resolve().parent.parent
 # (name, MPSGEN_CPU_ISA, the CPU flags it needs, the index of cpu_compiled_variants() it needs)
 VARIANTS = [("baseline", "baseline", set(), None),
-            ("avx2", "avx2", {"avx2", "f16c", "fma"}, "avx2"),
-            ("avx512", None, {"avx2", "f16c", "fma", "avx512f", "avx512vl", "avx512bw", "avx512dq"}, "avx512")]
+            ("avx2", "avx2", _AVX2_FLAGS, "avx2"),
+            ("avx512", None, _AVX2_FLAGS | _AVX512_FLAGS, "avx512")]
 
 
 SHOWN = 4096  # results of at most this many elements are kept whole, to show where they differ
@@ -91,14 +93,8 @@ def run_child(registry, only, out: Path) -> None:
                 for i, sample in enumerate(found):
                     key = (entry.qualified_name, str(TORCH_DTYPES[r.input]).removeprefix("torch."), f"{sample.name}#{i}")
                     cases[key] = (_inputs(sample), _outcome(fn, sample))
-    ext = importlib.import_module("mpsgen._C") if registry.namespace == "mpsgen" else _extension(registry)
+    ext = runtime.extension(registry.namespace)
     torch.save({"avx2": ext.cpu_use_avx2(), "avx512": ext.cpu_use_avx512(), "cases": cases}, out)
-
-
-def _extension(registry):
-    from mpsgen import runtime
-
-    return runtime.extension(registry.namespace)
 
 
 def _differences(base, other) -> list[str]:
@@ -165,11 +161,9 @@ def main(argv=None) -> int:
         run_child(registry, set(args.only), args.child)
         return 0
 
-    from mpsgen.codegen.build import _machine_cpu_flags
-
     start = time.perf_counter()
     flags = _machine_cpu_flags() or set()
-    compiled = _extension(registry).cpu_compiled_variants()
+    compiled = runtime.extension(registry.namespace).cpu_compiled_variants()
     print(f"CPU: {cpu_name()}; kernels with a variant compiled: {compiled['avx2']} AVX2, {compiled['avx512']} AVX-512")
     runs, failures = {}, []
     with tempfile.TemporaryDirectory() as tmp:
