@@ -12,7 +12,8 @@ preprocessed source with its line markers left out. A kernel unit is preprocesse
 (the build writes it so); any other unit is preprocessed with the same command and `-E`.
 Line markers only name files for diagnostics and debug information, which the build has none
 of (-g0), and every `__FILE__` is a string in the preprocessed text: so the same code at
-another path, in another clone, has the same key, and a different one never does.
+another path, in another clone, has the same key, and a different one never does. A build
+whose objects record file:line (a sanitizer's reports, -g) keys them with the markers.
 
 On a hit the object is copied out of the cache and the depfile written from the markers (the
 files the unit includes), as the compiler would have. Each entry carries the SHA-256 and
@@ -163,11 +164,19 @@ def _code_flags(rest: list[str]) -> list[str]:
     return kept
 
 
+def _records_locations(flags: list[str]) -> bool:
+    """Whether the object records the source's file:line: a sanitizer's reports name them (UBSan,
+    ASan), as does debug information (-g but -g0). Such an object is keyed with its line markers,
+    so the same code moved to other lines (an ops.yaml edit above it) compiles again."""
+    return any(f.startswith("-fsanitize") or (f.startswith("-g") and f != "-g0") for f in flags)
+
+
 def key(command: Command, text: bytes) -> str:
     h = hashlib.sha256()
+    flags = _code_flags(command.rest)
     h.update(MAGIC + b"\n" + compiler_identity(command.rest))
-    h.update("\0".join(_code_flags(command.rest)).encode() + b"\n")
-    h.update(_MARKER.sub(b"#", text))
+    h.update("\0".join(flags).encode() + b"\n")
+    h.update(text if _records_locations(flags) else _MARKER.sub(b"#", text))
     return h.hexdigest()
 
 

@@ -1110,7 +1110,7 @@ at::Tensor& mul_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:247: mul.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:254: mul.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& mul_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -1202,7 +1202,7 @@ at::Tensor& mul_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:251: bitwise_xor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:258: bitwise_xor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& bitwise_xor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -1250,7 +1250,7 @@ at::Tensor& bitwise_xor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:262: hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor ----
+// ---- ops.yaml:269: hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& hardshrink_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -1295,7 +1295,7 @@ variable_list HardshrinkBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 268 "ops.yaml"
+#line 275 "ops.yaml"
     grad_inputs[0] = where((self < -lambd.toDouble()) | (self > lambd.toDouble()), grad, 0);
 #line 1301 "autograd.cpp"
   }
@@ -1342,7 +1342,7 @@ at::Tensor& hardshrink_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:275: softshrink(Tensor self, Scalar lambd=0.5) -> Tensor ----
+// ---- ops.yaml:282: softshrink(Tensor self, Scalar lambd=0.5) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& softshrink_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -1387,7 +1387,7 @@ variable_list SoftshrinkBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 284 "ops.yaml"
+#line 291 "ops.yaml"
     grad_inputs[0] = where((self < -lambd.toDouble()) | (self > lambd.toDouble()), grad, 0);
 #line 1393 "autograd.cpp"
   }
@@ -1434,7 +1434,7 @@ at::Tensor& softshrink_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:295: leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor ----
+// ---- ops.yaml:302: leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& leaky_relu_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -1479,7 +1479,7 @@ variable_list LeakyReluBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 301 "ops.yaml"
+#line 308 "ops.yaml"
     grad_inputs[0] = leaky_relu_backward(grad, self, negative_slope, false);
 #line 1485 "autograd.cpp"
   }
@@ -1526,7 +1526,7 @@ at::Tensor& leaky_relu_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:310: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor ----
+// ---- ops.yaml:317: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&)>& add_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -1574,12 +1574,12 @@ variable_list AddTensorBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 315 "ops.yaml"
+#line 322 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, grad);
 #line 1580 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 316 "ops.yaml"
+#line 323 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(other, grad * alpha.conj());
 #line 1585 "autograd.cpp"
   }
@@ -1628,7 +1628,7 @@ at::Tensor& add_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:330: add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor ----
+// ---- ops.yaml:344: add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& add_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -1672,7 +1672,7 @@ variable_list AddScalarBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 315 "ops.yaml"
+#line 322 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, grad);
 #line 1678 "autograd.cpp"
   }
@@ -1717,7 +1717,7 @@ at::Tensor& add_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:333: sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor ----
+// ---- ops.yaml:347: sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&)>& sub_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -1765,12 +1765,12 @@ variable_list SubTensorBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 347 "ops.yaml"
+#line 361 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, grad);
 #line 1771 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 348 "ops.yaml"
+#line 362 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(other, -grad * alpha.conj());
 #line 1776 "autograd.cpp"
   }
@@ -1819,7 +1819,7 @@ at::Tensor& sub_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:362: sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor ----
+// ---- ops.yaml:383: sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& sub_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -1863,7 +1863,7 @@ variable_list SubScalarBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 347 "ops.yaml"
+#line 361 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, grad);
 #line 1869 "autograd.cpp"
   }
@@ -1908,7 +1908,7 @@ at::Tensor& sub_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:366: lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor ----
+// ---- ops.yaml:387: lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&)>& lerp_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -1958,17 +1958,17 @@ variable_list LerpTensorBackward::apply(variable_list&& grads) {
   const auto end = end_.unpack();
   const auto weight = weight_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 384 "ops.yaml"
+#line 405 "ops.yaml"
     grad_inputs[0] = grad * (1 - weight).conj();
 #line 1964 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // end
-#line 385 "ops.yaml"
+#line 406 "ops.yaml"
     grad_inputs[1] = grad * weight.conj();
 #line 1969 "autograd.cpp"
   }
   if (task_should_compute_output(2)) {  // weight
-#line 386 "ops.yaml"
+#line 407 "ops.yaml"
     grad_inputs[2] = grad * (end - self).conj();
 #line 1974 "autograd.cpp"
   }
@@ -2017,7 +2017,7 @@ at::Tensor& lerp_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:411: lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor ----
+// ---- ops.yaml:432: lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&)>& lerp_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2059,12 +2059,12 @@ variable_list LerpScalarBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 435 "ops.yaml"
+#line 456 "ops.yaml"
     grad_inputs[0] = weight.isComplex() ? grad * (1 - weight.conj().toComplexDouble()) : grad * (1 - weight.toDouble());
 #line 2065 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // end
-#line 436 "ops.yaml"
+#line 457 "ops.yaml"
     grad_inputs[1] = grad * weight.conj();
 #line 2070 "autograd.cpp"
   }
@@ -2109,7 +2109,7 @@ at::Tensor& lerp_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:456: addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor ----
+// ---- ops.yaml:477: addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Scalar&)>& addcmul_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2160,17 +2160,17 @@ variable_list AddcmulBackward::apply(variable_list&& grads) {
   const auto tensor1 = tensor1_.unpack();
   const auto tensor2 = tensor2_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 461 "ops.yaml"
+#line 482 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, grad);
 #line 2166 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // tensor1
-#line 462 "ops.yaml"
+#line 483 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(tensor1, grad * (tensor2 * value).conj());
 #line 2171 "autograd.cpp"
   }
   if (task_should_compute_output(2)) {  // tensor2
-#line 463 "ops.yaml"
+#line 484 "ops.yaml"
     grad_inputs[2] = handle_r_to_c(tensor2, grad * (tensor1 * value).conj());
 #line 2176 "autograd.cpp"
   }
@@ -2221,7 +2221,7 @@ at::Tensor& addcmul_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self,
   return out;
 }
 
-// ---- ops.yaml:483: addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor ----
+// ---- ops.yaml:507: addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Scalar&)>& addcdiv_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2272,17 +2272,17 @@ variable_list AddcdivBackward::apply(variable_list&& grads) {
   const auto tensor1 = tensor1_.unpack();
   const auto tensor2 = tensor2_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 488 "ops.yaml"
+#line 512 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, grad);
 #line 2278 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // tensor1
-#line 490 "ops.yaml"
+#line 514 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(tensor1, grad * (value / tensor2).conj());
 #line 2283 "autograd.cpp"
   }
   if (task_should_compute_output(2)) {  // tensor2
-#line 491 "ops.yaml"
+#line 515 "ops.yaml"
     grad_inputs[2] = handle_r_to_c(tensor2, -grad * (value * tensor1 / (tensor2 * tensor2)).conj());
 #line 2288 "autograd.cpp"
   }
@@ -2333,7 +2333,7 @@ at::Tensor& addcdiv_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self,
   return out;
 }
 
-// ---- ops.yaml:521: elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor ----
+// ---- ops.yaml:545: elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&, const at::Scalar&)>& elu_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2380,7 +2380,7 @@ variable_list EluBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 528 "ops.yaml"
+#line 552 "ops.yaml"
     grad_inputs[0] = elu_backward(grad, alpha, scale, input_scale, false, self);
 #line 2386 "autograd.cpp"
   }
@@ -2431,7 +2431,7 @@ at::Tensor& elu_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, con
   return out;
 }
 
-// ---- ops.yaml:540: clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor ----
+// ---- ops.yaml:564: clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const std::optional<at::Scalar>&, const std::optional<at::Scalar>&)>& clamp_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2477,7 +2477,7 @@ variable_list ClampBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 554 "ops.yaml"
+#line 578 "ops.yaml"
     grad_inputs[0] = grad * ((min.has_value() ? self >= *min : self >= self) & (max.has_value() ? self <= *max : self <= self));
 #line 2483 "autograd.cpp"
   }
@@ -2526,7 +2526,7 @@ at::Tensor& clamp_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, c
   return out;
 }
 
-// ---- ops.yaml:567: clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor ----
+// ---- ops.yaml:591: clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&)>& clamp_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2576,17 +2576,17 @@ variable_list ClampTensorBackward::apply(variable_list&& grads) {
   const auto min = unpack_optional(min_);
   const auto max = unpack_optional(max_);
   if (task_should_compute_output(0)) {  // self
-#line 583 "ops.yaml"
+#line 607 "ops.yaml"
     grad_inputs[0] = where((min.has_value() ? self >= *min : ones_like(self, kBool)) & (max.has_value() ? self <= *max : ones_like(self, kBool)), grad, 0);
 #line 2582 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // min
-#line 584 "ops.yaml"
+#line 608 "ops.yaml"
     grad_inputs[1] = max.has_value() ? where((self < *min) & (*min < *max), grad, 0) : where(self < *min, grad, 0);
 #line 2587 "autograd.cpp"
   }
   if (task_should_compute_output(2)) {  // max
-#line 585 "ops.yaml"
+#line 609 "ops.yaml"
     grad_inputs[2] = min.has_value() ? where((self > *max) | (*max < *min), grad, 0) : where(self > *max, grad, 0);
 #line 2592 "autograd.cpp"
   }
@@ -2635,7 +2635,7 @@ at::Tensor& clamp_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& 
   return out;
 }
 
-// ---- ops.yaml:613: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor ----
+// ---- ops.yaml:637: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, std::optional<double>, std::optional<double>, std::optional<double>)>& nan_to_num_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2679,7 +2679,7 @@ variable_list NanToNumBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 619 "ops.yaml"
+#line 643 "ops.yaml"
     grad_inputs[0] = grad * self.isfinite();
 #line 2685 "autograd.cpp"
   }
@@ -2724,7 +2724,7 @@ at::Tensor& nan_to_num_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:634: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor ----
+// ---- ops.yaml:658: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& threshold_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2769,7 +2769,7 @@ variable_list ThresholdBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 645 "ops.yaml"
+#line 669 "ops.yaml"
     grad_inputs[0] = grad * (self > threshold);
 #line 2775 "autograd.cpp"
   }
@@ -2816,7 +2816,7 @@ at::Tensor& threshold_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:652: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor ----
+// ---- ops.yaml:676: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& softplus_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2862,7 +2862,7 @@ variable_list SoftplusBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 659 "ops.yaml"
+#line 683 "ops.yaml"
     grad_inputs[0] = softplus_backward(grad, self, beta, threshold);
 #line 2868 "autograd.cpp"
   }
@@ -2911,7 +2911,7 @@ at::Tensor& softplus_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self
   return out;
 }
 
-// ---- ops.yaml:667: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor ----
+// ---- ops.yaml:691: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& hardtanh_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -2957,7 +2957,7 @@ variable_list HardtanhBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 677 "ops.yaml"
+#line 701 "ops.yaml"
     grad_inputs[0] = grad * ((self > min_val) & (self < max_val));
 #line 2963 "autograd.cpp"
   }
@@ -3006,7 +3006,7 @@ at::Tensor& hardtanh_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self
   return out;
 }
 
-// ---- ops.yaml:686: round.decimals(Tensor self, *, int decimals) -> Tensor ----
+// ---- ops.yaml:710: round.decimals(Tensor self, *, int decimals) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, int64_t)>& round_decimals_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3047,7 +3047,7 @@ variable_list RoundDecimalsBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 693 "ops.yaml"
+#line 717 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 3053 "autograd.cpp"
   }
@@ -3090,7 +3090,7 @@ at::Tensor& round_decimals_out_autograd(c10::DispatchKeySet ks, const at::Tensor
   return out;
 }
 
-// ---- ops.yaml:706: gelu(Tensor self, *, str approximate='none') -> Tensor ----
+// ---- ops.yaml:730: gelu(Tensor self, *, str approximate='none') -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, c10::string_view)>& gelu_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3135,7 +3135,7 @@ variable_list GeluBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 714 "ops.yaml"
+#line 738 "ops.yaml"
     grad_inputs[0] = gelu_backward(grad, self, approximate);
 #line 3141 "autograd.cpp"
   }
@@ -3182,7 +3182,7 @@ at::Tensor& gelu_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, c1
   return out;
 }
 
-// ---- ops.yaml:733: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor ----
+// ---- ops.yaml:757: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&, bool)>& leaky_relu_backward_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3227,12 +3227,12 @@ variable_list LeakyReluBackwardBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // grad_output
-#line 738 "ops.yaml"
+#line 762 "ops.yaml"
     grad_inputs[0] = leaky_relu_backward(grad, self, negative_slope, false);
 #line 3233 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // self
-#line 739 "ops.yaml"
+#line 763 "ops.yaml"
     grad_inputs[1] = zeros_like(self);
 #line 3238 "autograd.cpp"
   }
@@ -3279,7 +3279,7 @@ at::Tensor& leaky_relu_backward_out_autograd(c10::DispatchKeySet ks, const at::T
   return out;
 }
 
-// ---- ops.yaml:753: sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor ----
+// ---- ops.yaml:777: sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& sigmoid_backward_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3326,12 +3326,12 @@ variable_list SigmoidBackwardBackward::apply(variable_list&& grads) {
   const auto grad_output = grad_output_.unpack();
   const auto output = output_.unpack();
   if (task_should_compute_output(0)) {  // grad_output
-#line 758 "ops.yaml"
+#line 782 "ops.yaml"
     grad_inputs[0] = sigmoid_backward(grad, output.conj());
 #line 3332 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // output
-#line 759 "ops.yaml"
+#line 783 "ops.yaml"
     grad_inputs[1] = grad.conj() * grad_output * (-2 * output.conj() + 1);
 #line 3337 "autograd.cpp"
   }
@@ -3378,7 +3378,7 @@ at::Tensor& sigmoid_backward_out_autograd(c10::DispatchKeySet ks, const at::Tens
   return out;
 }
 
-// ---- ops.yaml:782: mish_backward(Tensor grad_output, Tensor self) -> Tensor ----
+// ---- ops.yaml:806: mish_backward(Tensor grad_output, Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& mish_backward_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3419,10 +3419,10 @@ variable_list MishBackwardBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // grad_output
-    no_formula("mpsgen::mish_backward", "grad_output", "ops.yaml:782");
+    no_formula("mpsgen::mish_backward", "grad_output", "ops.yaml:806");
   }
   if (task_should_compute_output(1)) {  // self
-    no_formula("mpsgen::mish_backward", "self", "ops.yaml:782");
+    no_formula("mpsgen::mish_backward", "self", "ops.yaml:806");
   }
   return grad_inputs;
 }
@@ -3463,7 +3463,7 @@ at::Tensor& mish_backward_out_autograd(c10::DispatchKeySet ks, const at::Tensor&
   return out;
 }
 
-// ---- ops.yaml:799: tanh_backward(Tensor grad_output, Tensor output) -> Tensor ----
+// ---- ops.yaml:823: tanh_backward(Tensor grad_output, Tensor output) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& tanh_backward_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3510,12 +3510,12 @@ variable_list TanhBackwardBackward::apply(variable_list&& grads) {
   const auto grad_output = grad_output_.unpack();
   const auto output = output_.unpack();
   if (task_should_compute_output(0)) {  // grad_output
-#line 804 "ops.yaml"
+#line 828 "ops.yaml"
     grad_inputs[0] = tanh_backward(grad, output.conj());
 #line 3516 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // output
-#line 805 "ops.yaml"
+#line 829 "ops.yaml"
     grad_inputs[1] = grad.conj() * (-2 * output.conj() * grad_output);
 #line 3521 "autograd.cpp"
   }
@@ -3562,7 +3562,7 @@ at::Tensor& tanh_backward_out_autograd(c10::DispatchKeySet ks, const at::Tensor&
   return out;
 }
 
-// ---- ops.yaml:822: eq.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:846: eq.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& eq_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3610,7 +3610,7 @@ at::Tensor& eq_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:835: eq.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:859: eq.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& eq_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3658,7 +3658,7 @@ at::Tensor& eq_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:837: ne.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:861: ne.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& ne_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3706,7 +3706,7 @@ at::Tensor& ne_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:850: lt.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:874: lt.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& lt_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3754,7 +3754,7 @@ at::Tensor& lt_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:859: lt.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:883: lt.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& lt_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3802,7 +3802,7 @@ at::Tensor& lt_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:861: logical_and(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:885: logical_and(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_and_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3850,7 +3850,7 @@ at::Tensor& logical_and_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:871: isnan(Tensor self) -> Tensor ----
+// ---- ops.yaml:895: isnan(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& isnan_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3898,7 +3898,7 @@ at::Tensor& isnan_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:890: neg(Tensor self) -> Tensor ----
+// ---- ops.yaml:914: neg(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& neg_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -3939,7 +3939,7 @@ variable_list NegBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 899 "ops.yaml"
+#line 923 "ops.yaml"
     grad_inputs[0] = -grad;
 #line 3945 "autograd.cpp"
   }
@@ -3982,7 +3982,7 @@ at::Tensor& neg_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:907: abs(Tensor self) -> Tensor ----
+// ---- ops.yaml:938: abs(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& abs_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4026,7 +4026,7 @@ variable_list AbsBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 914 "ops.yaml"
+#line 945 "ops.yaml"
     grad_inputs[0] = grad * self.sgn();
 #line 4032 "autograd.cpp"
   }
@@ -4071,7 +4071,7 @@ at::Tensor& abs_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:937: digamma(Tensor self) -> Tensor ----
+// ---- ops.yaml:975: digamma(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& digamma_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4115,7 +4115,7 @@ variable_list DigammaBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 941 "ops.yaml"
+#line 979 "ops.yaml"
     grad_inputs[0] = grad * polygamma(1, self);
 #line 4121 "autograd.cpp"
   }
@@ -4160,7 +4160,7 @@ at::Tensor& digamma_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self,
   return out;
 }
 
-// ---- ops.yaml:975: polygamma(int n, Tensor self) -> Tensor ----
+// ---- ops.yaml:1013: polygamma(int n, Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(int64_t, const at::Tensor&)>& polygamma_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4205,7 +4205,7 @@ variable_list PolygammaBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 994 "ops.yaml"
+#line 1032 "ops.yaml"
     grad_inputs[0] = grad * polygamma(n + 1, self);
 #line 4211 "autograd.cpp"
   }
@@ -4252,7 +4252,7 @@ at::Tensor& polygamma_out_autograd(c10::DispatchKeySet ks, int64_t n, const at::
   return out;
 }
 
-// ---- ops.yaml:1016: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor ----
+// ---- ops.yaml:1054: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, std::optional<c10::string_view>)>& div_Tensor_mode_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4300,12 +4300,12 @@ variable_list DivTensorModeBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1038 "ops.yaml"
+#line 1076 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, rounding_mode.has_value() ? zeros_like(grad) : grad / other.conj());
 #line 4306 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1039 "ops.yaml"
+#line 1077 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(other, rounding_mode.has_value() ? zeros_like(grad) : -grad * ((self / other) / other).conj());
 #line 4311 "autograd.cpp"
   }
@@ -4354,7 +4354,7 @@ at::Tensor& div_Tensor_mode_out_autograd(c10::DispatchKeySet ks, const at::Tenso
   return out;
 }
 
-// ---- ops.yaml:1127: polar(Tensor abs, Tensor angle) -> Tensor ----
+// ---- ops.yaml:1165: polar(Tensor abs, Tensor angle) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& polar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4398,12 +4398,12 @@ variable_list PolarBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // abs
-#line 1136 "ops.yaml"
+#line 1174 "ops.yaml"
     grad_inputs[0] = at::real(grad.conj() * result.sgn());
 #line 4404 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // angle
-#line 1137 "ops.yaml"
+#line 1175 "ops.yaml"
     grad_inputs[1] = at::real(grad.conj() * result * c10::Scalar(c10::complex<double>(0, 1)));
 #line 4409 "autograd.cpp"
   }
@@ -4448,7 +4448,7 @@ at::Tensor& polar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& abs, co
   return out;
 }
 
-// ---- ops.yaml:1145: complex(Tensor real, Tensor imag) -> Tensor ----
+// ---- ops.yaml:1183: complex(Tensor real, Tensor imag) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& complex_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4489,12 +4489,12 @@ variable_list ComplexBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // real
-#line 1153 "ops.yaml"
+#line 1191 "ops.yaml"
     grad_inputs[0] = at::real(grad);
 #line 4495 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // imag
-#line 1154 "ops.yaml"
+#line 1192 "ops.yaml"
     grad_inputs[1] = at::imag(grad);
 #line 4500 "autograd.cpp"
   }
@@ -4537,7 +4537,7 @@ at::Tensor& complex_out_autograd(c10::DispatchKeySet ks, const at::Tensor& real,
   return out;
 }
 
-// ---- ops.yaml:1161: angle(Tensor self) -> Tensor ----
+// ---- ops.yaml:1199: angle(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& angle_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4581,7 +4581,7 @@ variable_list AngleBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1165 "ops.yaml"
+#line 1203 "ops.yaml"
     grad_inputs[0] = self.is_complex() ? where(self == 0, 0, grad * self / self.abs().pow(2) * c10::Scalar(c10::complex<double>(0, 1))) : zeros_like(self);
 #line 4587 "autograd.cpp"
   }
@@ -4626,7 +4626,7 @@ at::Tensor& angle_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1185: cos(Tensor self) -> Tensor ----
+// ---- ops.yaml:1223: cos(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& cos_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4670,7 +4670,7 @@ variable_list CosBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1189 "ops.yaml"
+#line 1227 "ops.yaml"
     grad_inputs[0] = grad * -self.sin().conj();
 #line 4676 "autograd.cpp"
   }
@@ -4715,7 +4715,7 @@ at::Tensor& cos_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1211: tan(Tensor self) -> Tensor ----
+// ---- ops.yaml:1249: tan(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& tan_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4759,7 +4759,7 @@ variable_list TanBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1215 "ops.yaml"
+#line 1253 "ops.yaml"
     grad_inputs[0] = grad * (1 + result.pow(2)).conj();
 #line 4765 "autograd.cpp"
   }
@@ -4804,7 +4804,7 @@ at::Tensor& tan_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1230: tanh(Tensor self) -> Tensor ----
+// ---- ops.yaml:1268: tanh(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& tanh_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4848,7 +4848,7 @@ variable_list TanhBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1234 "ops.yaml"
+#line 1272 "ops.yaml"
     grad_inputs[0] = tanh_backward(grad, result);
 #line 4854 "autograd.cpp"
   }
@@ -4893,7 +4893,7 @@ at::Tensor& tanh_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1248: log(Tensor self) -> Tensor ----
+// ---- ops.yaml:1286: log(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& log_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -4937,7 +4937,7 @@ variable_list LogBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1252 "ops.yaml"
+#line 1290 "ops.yaml"
     grad_inputs[0] = grad / self.conj();
 #line 4943 "autograd.cpp"
   }
@@ -4982,7 +4982,7 @@ at::Tensor& log_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at:
   return out;
 }
 
-// ---- ops.yaml:1266: log1p(Tensor self) -> Tensor ----
+// ---- ops.yaml:1304: log1p(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& log1p_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5026,7 +5026,7 @@ variable_list Log1pBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1270 "ops.yaml"
+#line 1308 "ops.yaml"
     grad_inputs[0] = grad / (self + 1).conj();
 #line 5032 "autograd.cpp"
   }
@@ -5071,7 +5071,7 @@ at::Tensor& log1p_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1290: expm1(Tensor self) -> Tensor ----
+// ---- ops.yaml:1328: expm1(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& expm1_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5115,7 +5115,7 @@ variable_list Expm1Backward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1294 "ops.yaml"
+#line 1332 "ops.yaml"
     grad_inputs[0] = grad * (result.conj() + 1);
 #line 5121 "autograd.cpp"
   }
@@ -5160,7 +5160,7 @@ at::Tensor& expm1_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1319: rsqrt(Tensor self) -> Tensor ----
+// ---- ops.yaml:1357: rsqrt(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& rsqrt_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5204,7 +5204,7 @@ variable_list RsqrtBackward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1323 "ops.yaml"
+#line 1361 "ops.yaml"
     grad_inputs[0] = -0.5 * grad * self.rsqrt().pow(3).conj();
 #line 5210 "autograd.cpp"
   }
@@ -5249,7 +5249,7 @@ at::Tensor& rsqrt_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1337: i0(Tensor self) -> Tensor ----
+// ---- ops.yaml:1375: i0(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& i0_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5293,7 +5293,7 @@ variable_list I0Backward::apply(variable_list&& grads) {
   }
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1341 "ops.yaml"
+#line 1379 "ops.yaml"
     grad_inputs[0] = grad * special_i1(self);
 #line 5299 "autograd.cpp"
   }
@@ -5338,7 +5338,7 @@ at::Tensor& i0_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at::
   return out;
 }
 
-// ---- ops.yaml:1350: reciprocal(Tensor self) -> Tensor ----
+// ---- ops.yaml:1388: reciprocal(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& reciprocal_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5382,7 +5382,7 @@ variable_list ReciprocalBackward::apply(variable_list&& grads) {
   }
   const auto result = result_.unpack(getptr());
   if (task_should_compute_output(0)) {  // self
-#line 1354 "ops.yaml"
+#line 1392 "ops.yaml"
     grad_inputs[0] = -grad * (result * result).conj();
 #line 5388 "autograd.cpp"
   }
@@ -5427,7 +5427,7 @@ at::Tensor& reciprocal_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:1371: floor(Tensor self) -> Tensor ----
+// ---- ops.yaml:1409: floor(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& floor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5468,7 +5468,7 @@ variable_list FloorBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1376 "ops.yaml"
+#line 1414 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5474 "autograd.cpp"
   }
@@ -5511,7 +5511,7 @@ at::Tensor& floor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1387: ceil(Tensor self) -> Tensor ----
+// ---- ops.yaml:1425: ceil(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& ceil_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5552,7 +5552,7 @@ variable_list CeilBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1392 "ops.yaml"
+#line 1430 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5558 "autograd.cpp"
   }
@@ -5595,7 +5595,7 @@ at::Tensor& ceil_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1403: trunc(Tensor self) -> Tensor ----
+// ---- ops.yaml:1441: trunc(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& trunc_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5636,7 +5636,7 @@ variable_list TruncBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1408 "ops.yaml"
+#line 1446 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5642 "autograd.cpp"
   }
@@ -5679,7 +5679,7 @@ at::Tensor& trunc_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, a
   return out;
 }
 
-// ---- ops.yaml:1419: sign(Tensor self) -> Tensor ----
+// ---- ops.yaml:1457: sign(Tensor self) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&)>& sign_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5720,7 +5720,7 @@ variable_list SignBackward::apply(variable_list&& grads) {
     return grad_inputs;  // no gradient flows in: none flows out
   }
   if (task_should_compute_output(0)) {  // self
-#line 1424 "ops.yaml"
+#line 1462 "ops.yaml"
     grad_inputs[0] = zeros_like(grad);
 #line 5726 "autograd.cpp"
   }
@@ -5763,7 +5763,7 @@ at::Tensor& sign_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, at
   return out;
 }
 
-// ---- ops.yaml:1433: minimum(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1471: minimum(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& minimum_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5810,12 +5810,12 @@ variable_list MinimumBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1437 "ops.yaml"
+#line 1475 "ops.yaml"
     grad_inputs[0] = where(self == other, grad / 2, grad).masked_fill(self > other, 0);
 #line 5816 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1438 "ops.yaml"
+#line 1476 "ops.yaml"
     grad_inputs[1] = where(self == other, grad / 2, grad).masked_fill(self < other, 0);
 #line 5821 "autograd.cpp"
   }
@@ -5862,7 +5862,7 @@ at::Tensor& minimum_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self,
   return out;
 }
 
-// ---- ops.yaml:1446: fmax(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1484: fmax(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& fmax_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -5909,12 +5909,12 @@ variable_list FmaxBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1450 "ops.yaml"
+#line 1488 "ops.yaml"
     grad_inputs[0] = grad.masked_fill((self >= other).logical_or(other.isnan()).logical_not(), 0);
 #line 5915 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1451 "ops.yaml"
+#line 1489 "ops.yaml"
     grad_inputs[1] = grad.masked_fill((self >= other).logical_or(other.isnan()), 0);
 #line 5920 "autograd.cpp"
   }
@@ -5961,7 +5961,7 @@ at::Tensor& fmax_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, co
   return out;
 }
 
-// ---- ops.yaml:1463: fmin(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1501: fmin(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& fmin_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6008,12 +6008,12 @@ variable_list FminBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1467 "ops.yaml"
+#line 1505 "ops.yaml"
     grad_inputs[0] = grad.masked_fill((self <= other).logical_or(other.isnan()).logical_not(), 0);
 #line 6014 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1468 "ops.yaml"
+#line 1506 "ops.yaml"
     grad_inputs[1] = grad.masked_fill((self <= other).logical_or(other.isnan()), 0);
 #line 6019 "autograd.cpp"
   }
@@ -6060,7 +6060,7 @@ at::Tensor& fmin_out_autograd(c10::DispatchKeySet ks, const at::Tensor& self, co
   return out;
 }
 
-// ---- ops.yaml:1479: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1517: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& bitwise_and_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6108,7 +6108,7 @@ at::Tensor& bitwise_and_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Te
   return out;
 }
 
-// ---- ops.yaml:1488: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1526: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& bitwise_and_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6156,7 +6156,7 @@ at::Tensor& bitwise_and_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Te
   return out;
 }
 
-// ---- ops.yaml:1490: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1528: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& bitwise_or_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6204,7 +6204,7 @@ at::Tensor& bitwise_or_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Ten
   return out;
 }
 
-// ---- ops.yaml:1500: gt.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1538: gt.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& gt_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6252,7 +6252,7 @@ at::Tensor& gt_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1509: gt.Scalar(Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1547: gt.Scalar(Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&)>& gt_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6300,7 +6300,7 @@ at::Tensor& gt_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1511: ge.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1549: ge.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& ge_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6348,7 +6348,7 @@ at::Tensor& ge_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1520: le.Tensor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1558: le.Tensor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& le_Tensor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6396,7 +6396,7 @@ at::Tensor& le_Tensor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   return out;
 }
 
-// ---- ops.yaml:1529: logical_or(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1567: logical_or(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_or_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6444,7 +6444,7 @@ at::Tensor& logical_or_out_autograd(c10::DispatchKeySet ks, const at::Tensor& se
   return out;
 }
 
-// ---- ops.yaml:1538: logical_xor(Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1576: logical_xor(Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&)>& logical_xor_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6492,7 +6492,7 @@ at::Tensor& logical_xor_out_autograd(c10::DispatchKeySet ks, const at::Tensor& s
   return out;
 }
 
-// ---- ops.yaml:1551: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1589: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&)>& where_self_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6535,12 +6535,12 @@ variable_list WhereSelfBackward::apply(variable_list&& grads) {
   const auto self = self_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1560 "ops.yaml"
+#line 1598 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, where(condition, grad, 0));
 #line 6541 "autograd.cpp"
   }
   if (task_should_compute_output(1)) {  // other
-#line 1561 "ops.yaml"
+#line 1599 "ops.yaml"
     grad_inputs[1] = handle_r_to_c(other, where(condition, 0, grad));
 #line 6546 "autograd.cpp"
   }
@@ -6570,7 +6570,7 @@ at::Tensor& where_self_out_autograd(c10::DispatchKeySet ks, const at::Tensor& co
   return out;
 }
 
-// ---- ops.yaml:1573: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor ----
+// ---- ops.yaml:1611: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Tensor&)>& where_ScalarSelf_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6610,7 +6610,7 @@ variable_list WhereScalarSelfBackward::apply(variable_list&& grads) {
   const auto condition = condition_.unpack();
   const auto other = other_.unpack();
   if (task_should_compute_output(0)) {  // other
-#line 1561 "ops.yaml"
+#line 1599 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(other, where(condition, 0, grad));
 #line 6616 "autograd.cpp"
   }
@@ -6639,7 +6639,7 @@ at::Tensor& where_ScalarSelf_out_autograd(c10::DispatchKeySet ks, const at::Tens
   return out;
 }
 
-// ---- ops.yaml:1574: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1612: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&)>& where_ScalarOther_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6679,7 +6679,7 @@ variable_list WhereScalarOtherBackward::apply(variable_list&& grads) {
   const auto condition = condition_.unpack();
   const auto self = self_.unpack();
   if (task_should_compute_output(0)) {  // self
-#line 1560 "ops.yaml"
+#line 1598 "ops.yaml"
     grad_inputs[0] = handle_r_to_c(self, where(condition, grad, 0));
 #line 6685 "autograd.cpp"
   }
@@ -6708,7 +6708,7 @@ at::Tensor& where_ScalarOther_out_autograd(c10::DispatchKeySet ks, const at::Ten
   return out;
 }
 
-// ---- ops.yaml:1575: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor ----
+// ---- ops.yaml:1613: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>& where_Scalar_functional_op() {
   static const auto op = c10::Dispatcher::singleton()
@@ -6736,7 +6736,7 @@ at::Tensor& where_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& 
   return out;
 }
 
-// ---- ops.yaml:1894: full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor ----
+// ---- ops.yaml:1932: full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, std::optional<at::ScalarType>, std::optional<at::Layout>, std::optional<at::Device>, std::optional<bool>, std::optional<at::MemoryFormat>)>& full_like_functional_op() {
   static const auto op = c10::Dispatcher::singleton()

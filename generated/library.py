@@ -395,16 +395,16 @@ def mul_Tensor_fake(self, other):
 register_variants(lib, "mul.Tensor", out="mul.out", inplace="mul_.Tensor")
 
 
-# ops.yaml:247: mul.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:254: mul.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::mul.Scalar", lib=lib)
 def mul_Scalar_fake(self, other):
     return fake_elementwise(mul_spec, [self, other])
 register_variants(lib, "mul.Scalar", out="mul.Scalar_out", inplace="mul_.Scalar", exact_out=True)
 
 
-# ---- bitwise_xor: ops.yaml:251 ----
+# ---- bitwise_xor: ops.yaml:258 ----
 bitwise_xor_spec = Spec(
-    "mpsgen::bitwise_xor", "ops.yaml:251", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_xor", "ops.yaml:258", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -420,16 +420,16 @@ bitwise_xor_spec = Spec(
 )
 
 
-# ops.yaml:251: bitwise_xor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:258: bitwise_xor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_xor", lib=lib)
 def bitwise_xor_fake(self, other):
     return fake_elementwise(bitwise_xor_spec, [self, other])
 register_variants(lib, "bitwise_xor", out="bitwise_xor.out", inplace="bitwise_xor_")
 
 
-# ---- hardshrink: ops.yaml:262 ----
+# ---- hardshrink: ops.yaml:269 ----
 hardshrink_spec = Spec(
-    "mpsgen::hardshrink", "ops.yaml:262", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::hardshrink", "ops.yaml:269", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -439,16 +439,16 @@ hardshrink_spec = Spec(
 )
 
 
-# ops.yaml:262: hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor
+# ops.yaml:269: hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor
 @torch.library.register_fake("mpsgen::hardshrink", lib=lib)
 def hardshrink_fake(self, lambd=0.5):
     return fake_elementwise(hardshrink_spec, [self], kernel_scalar=lambd)
 register_variants(lib, "hardshrink", out="hardshrink.out", inplace="hardshrink_", exact_out=True)
 
 
-# ---- softshrink: ops.yaml:275 ----
+# ---- softshrink: ops.yaml:282 ----
 softshrink_spec = Spec(
-    "mpsgen::softshrink", "ops.yaml:275", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::softshrink", "ops.yaml:282", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -458,19 +458,19 @@ softshrink_spec = Spec(
 )
 
 
-# ops.yaml:275: softshrink(Tensor self, Scalar lambd=0.5) -> Tensor
+# ops.yaml:282: softshrink(Tensor self, Scalar lambd=0.5) -> Tensor
 @torch.library.register_fake("mpsgen::softshrink", lib=lib)
 def softshrink_fake(self, lambd=0.5):
     check_defined(softshrink_spec, [self])
-    if not (lambd >= 0 and lambd <= dtype_max(self)):  # ops.yaml:279
+    if not (lambd >= 0 and lambd <= dtype_max(self)):  # ops.yaml:286
         raise RuntimeError(f'mpsgen::softshrink: lambda must be in range [0, {dtype_max(self)}] for input dtype {self.dtype}, but found {lambd}')
     return fake_elementwise(softshrink_spec, [self], kernel_scalar=lambd)
 register_variants(lib, "softshrink", out="softshrink.out", inplace="softshrink_", exact_out=True)
 
 
-# ---- leaky_relu: ops.yaml:295 ----
+# ---- leaky_relu: ops.yaml:302 ----
 leaky_relu_spec = Spec(
-    "mpsgen::leaky_relu", "ops.yaml:295", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::leaky_relu", "ops.yaml:302", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -480,16 +480,16 @@ leaky_relu_spec = Spec(
 )
 
 
-# ops.yaml:295: leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+# ops.yaml:302: leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
 @torch.library.register_fake("mpsgen::leaky_relu", lib=lib)
 def leaky_relu_fake(self, negative_slope=0.01):
     return fake_elementwise(leaky_relu_spec, [self], kernel_scalar=negative_slope)
 register_variants(lib, "leaky_relu", out="leaky_relu.out", inplace="leaky_relu_", exact_out=True)
 
 
-# ---- add: ops.yaml:310 ----
+# ---- add: ops.yaml:317 ----
 add_spec = Spec(
-    "mpsgen::add", "ops.yaml:310", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::add", "ops.yaml:317", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -507,23 +507,23 @@ add_spec = Spec(
 )
 
 
-# ops.yaml:310: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
+# ops.yaml:317: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
 @torch.library.register_fake("mpsgen::add.Tensor", lib=lib)
 def add_Tensor_fake(self, other, *, alpha=1):
     return fake_elementwise(add_spec, [self, other], alpha=alpha, kernel_scalar=alpha)
 register_variants(lib, "add.Tensor", out="add.out", inplace="add_.Tensor")
 
 
-# ops.yaml:330: add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+# ops.yaml:344: add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
 @torch.library.register_fake("mpsgen::add.Scalar", lib=lib)
 def add_Scalar_fake(self, other, alpha=1):
     return fake_elementwise(add_spec, [self, other], alpha=alpha, kernel_scalar=alpha)
 register_variants(lib, "add.Scalar", out="add.Scalar_out", inplace="add_.Scalar", exact_out=True)
 
 
-# ---- sub: ops.yaml:333 ----
+# ---- sub: ops.yaml:347 ----
 sub_spec = Spec(
-    "mpsgen::sub", "ops.yaml:333", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::sub", "ops.yaml:347", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -540,33 +540,33 @@ sub_spec = Spec(
 )
 
 
-# ops.yaml:333: sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
+# ops.yaml:347: sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
 @torch.library.register_fake("mpsgen::sub.Tensor", lib=lib)
 def sub_Tensor_fake(self, other, *, alpha=1):
     check_defined(sub_spec, [self, other])
-    if not (dtype_of(self) != torch.bool or dtype_of(other) != torch.bool):  # ops.yaml:338
+    if not (dtype_of(self) != torch.bool or dtype_of(other) != torch.bool):  # ops.yaml:352
         raise NotImplementedError(f'mpsgen::sub: Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.')
-    if not (dtype_of(self) != torch.bool and dtype_of(other) != torch.bool):  # ops.yaml:341
+    if not (dtype_of(self) != torch.bool and dtype_of(other) != torch.bool):  # ops.yaml:355
         raise NotImplementedError(f'mpsgen::sub: Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')
     return fake_elementwise(sub_spec, [self, other], alpha=alpha, kernel_scalar=alpha)
 register_variants(lib, "sub.Tensor", out="sub.out", inplace="sub_.Tensor")
 
 
-# ops.yaml:362: sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+# ops.yaml:383: sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
 @torch.library.register_fake("mpsgen::sub.Scalar", lib=lib)
 def sub_Scalar_fake(self, other, alpha=1):
     check_defined(sub_spec, [self, other])
-    if not (dtype_of(self) != torch.bool or dtype_of(other) != torch.bool):  # ops.yaml:338
+    if not (dtype_of(self) != torch.bool or dtype_of(other) != torch.bool):  # ops.yaml:352
         raise NotImplementedError(f'mpsgen::sub: Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.')
-    if not (dtype_of(self) != torch.bool and dtype_of(other) != torch.bool):  # ops.yaml:341
+    if not (dtype_of(self) != torch.bool and dtype_of(other) != torch.bool):  # ops.yaml:355
         raise NotImplementedError(f'mpsgen::sub: Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')
     return fake_elementwise(sub_spec, [self, other], alpha=alpha, kernel_scalar=alpha)
 register_variants(lib, "sub.Scalar", out="sub.Scalar_out", inplace="sub_.Scalar", exact_out=True)
 
 
-# ---- lerp: ops.yaml:366 ----
+# ---- lerp: ops.yaml:387 ----
 lerp_spec = Spec(
-    "mpsgen::lerp", "ops.yaml:366", inputs=["self", "end", "weight"], int_to_float=False, bool_output=False,
+    "mpsgen::lerp", "ops.yaml:387", inputs=["self", "end", "weight"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -583,23 +583,23 @@ lerp_spec = Spec(
 )
 
 
-# ops.yaml:366: lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
+# ops.yaml:387: lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
 @torch.library.register_fake("mpsgen::lerp.Tensor", lib=lib)
 def lerp_Tensor_fake(self, end, weight):
     check_defined(lerp_spec, [self, end, weight])
-    if not (end.dtype == self.dtype):  # ops.yaml:369
+    if not (end.dtype == self.dtype):  # ops.yaml:390
         raise RuntimeError(f'mpsgen::lerp: expected dtype {self.dtype} for `end` but got dtype {end.dtype}')
-    if not (weight.dim() == 0 or weight.dtype == self.dtype):  # ops.yaml:371
+    if not (weight.dim() == 0 or weight.dtype == self.dtype):  # ops.yaml:392
         raise RuntimeError(f'mpsgen::lerp: expected dtype {self.dtype} for `weight` but got dtype {weight.dtype}')
-    if not (self.is_floating_point() or self.is_complex() or not (weight.is_floating_point() or weight.is_complex())):  # ops.yaml:373
+    if not (self.is_floating_point() or self.is_complex() or not (weight.is_floating_point() or weight.is_complex())):  # ops.yaml:394
         raise RuntimeError(f'mpsgen::lerp: an integer tensor takes an integer weight (the lerp of integers is computed in integers), got dtype {weight.dtype}')
     return fake_elementwise(lerp_spec, [self, end, weight])
 register_variants(lib, "lerp.Tensor", out="lerp.Tensor_out", inplace="lerp_.Tensor", exact_out=True)
 
 
-# ---- lerp_scalar: ops.yaml:411 ----
+# ---- lerp_scalar: ops.yaml:432 ----
 lerp_scalar_spec = Spec(
-    "mpsgen::lerp", "ops.yaml:411", inputs=["self", "end"], int_to_float=False, bool_output=False,
+    "mpsgen::lerp", "ops.yaml:432", inputs=["self", "end"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -615,23 +615,23 @@ lerp_scalar_spec = Spec(
 )
 
 
-# ops.yaml:411: lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
+# ops.yaml:432: lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
 @torch.library.register_fake("mpsgen::lerp.Scalar", lib=lib)
 def lerp_Scalar_fake(self, end, weight):
     check_defined(lerp_scalar_spec, [self, end])
-    if not (end.dtype == self.dtype):  # ops.yaml:419
+    if not (end.dtype == self.dtype):  # ops.yaml:440
         raise RuntimeError(f'mpsgen::lerp: expected dtype {self.dtype} for `end` but got dtype {end.dtype}')
-    if not (self.is_floating_point() or is_integral(weight) or weight == 0 or weight == 1):  # ops.yaml:421
+    if not (self.is_floating_point() or is_integral(weight) or weight == 0 or weight == 1):  # ops.yaml:442
         raise RuntimeError(f'mpsgen::lerp: For integral input tensors, argument alpha must not be a floating point number.')
-    if not (self.is_floating_point() or (weight >= -16777216 and weight <= 16777216)):  # ops.yaml:423
+    if not (self.is_floating_point() or (weight >= -16777216 and weight <= 16777216)):  # ops.yaml:444
         raise RuntimeError(f'mpsgen::lerp: an integer tensor takes a weight of at most 2**24 in magnitude (it reaches the kernel as a float), got {weight}')
     return fake_elementwise(lerp_scalar_spec, [self, end])
 register_variants(lib, "lerp.Scalar", out="lerp.Scalar_out", inplace="lerp_.Scalar")
 
 
-# ---- addcmul: ops.yaml:456 ----
+# ---- addcmul: ops.yaml:477 ----
 addcmul_spec = Spec(
-    "mpsgen::addcmul", "ops.yaml:456", inputs=["self", "tensor1", "tensor2"], int_to_float=False, bool_output=False,
+    "mpsgen::addcmul", "ops.yaml:477", inputs=["self", "tensor1", "tensor2"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -648,16 +648,16 @@ addcmul_spec = Spec(
 )
 
 
-# ops.yaml:456: addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+# ops.yaml:477: addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
 @torch.library.register_fake("mpsgen::addcmul", lib=lib)
 def addcmul_fake(self, tensor1, tensor2, *, value=1):
     return fake_elementwise(addcmul_spec, [self, tensor1, tensor2], opmath_scalars=[value])
 register_variants(lib, "addcmul", out="addcmul.out", inplace="addcmul_")
 
 
-# ---- addcdiv: ops.yaml:483 ----
+# ---- addcdiv: ops.yaml:507 ----
 addcdiv_spec = Spec(
-    "mpsgen::addcdiv", "ops.yaml:483", inputs=["self", "tensor1", "tensor2"], int_to_float=False, bool_output=False,
+    "mpsgen::addcdiv", "ops.yaml:507", inputs=["self", "tensor1", "tensor2"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -669,16 +669,16 @@ addcdiv_spec = Spec(
 )
 
 
-# ops.yaml:483: addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+# ops.yaml:507: addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
 @torch.library.register_fake("mpsgen::addcdiv", lib=lib)
 def addcdiv_fake(self, tensor1, tensor2, *, value=1):
     return fake_elementwise(addcdiv_spec, [self, tensor1, tensor2], opmath_scalars=[value])
 register_variants(lib, "addcdiv", out="addcdiv.out", inplace="addcdiv_")
 
 
-# ---- elu: ops.yaml:521 ----
+# ---- elu: ops.yaml:545 ----
 elu_spec = Spec(
-    "mpsgen::elu", "ops.yaml:521", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::elu", "ops.yaml:545", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -688,16 +688,16 @@ elu_spec = Spec(
 )
 
 
-# ops.yaml:521: elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+# ops.yaml:545: elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
 @torch.library.register_fake("mpsgen::elu", lib=lib)
 def elu_fake(self, alpha=1, scale=1, input_scale=1):
     return fake_elementwise(elu_spec, [self], opmath_scalars=[alpha, scale, input_scale])
 register_variants(lib, "elu", out="elu.out", inplace="elu_", exact_out=True)
 
 
-# ---- clamp: ops.yaml:540 ----
+# ---- clamp: ops.yaml:564 ----
 clamp_spec = Spec(
-    "mpsgen::clamp", "ops.yaml:540", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::clamp", "ops.yaml:564", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -712,19 +712,19 @@ clamp_spec = Spec(
 )
 
 
-# ops.yaml:540: clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+# ops.yaml:564: clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
 @torch.library.register_fake("mpsgen::clamp", lib=lib)
 def clamp_fake(self, min=None, max=None):
     check_defined(clamp_spec, [self])
-    if not (min is not None or max is not None):  # ops.yaml:546
+    if not (min is not None or max is not None):  # ops.yaml:570
         raise RuntimeError(f"mpsgen::clamp: torch.clamp: At least one of 'min' or 'max' must not be None")
     return fake_elementwise(clamp_spec, [self], promoting=[min, max])
 register_variants(lib, "clamp", out="clamp.out", inplace="clamp_", exact_out=True)
 
 
-# ---- clamp_tensor: ops.yaml:567 ----
+# ---- clamp_tensor: ops.yaml:591 ----
 clamp_tensor_spec = Spec(
-    "mpsgen::clamp", "ops.yaml:567", inputs=["self", "min", "max"], int_to_float=False, bool_output=False,
+    "mpsgen::clamp", "ops.yaml:591", inputs=["self", "min", "max"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -738,23 +738,23 @@ clamp_tensor_spec = Spec(
     alpha_checks=False,
     optional=["min", "max"],
     given=[('min', 'max'), ('min',), ('max',)],
-    given_message='no kernel for the Tensor? arguments given (min, max); ops.yaml:567 has kernels for: min, max; min; max',
+    given_message='no kernel for the Tensor? arguments given (min, max); ops.yaml:591 has kernels for: min, max; min; max',
 )
 
 
-# ops.yaml:567: clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+# ops.yaml:591: clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
 @torch.library.register_fake("mpsgen::clamp.Tensor", lib=lib)
 def clamp_Tensor_fake(self, min=None, max=None):
     check_defined(clamp_tensor_spec, [self, min, max])
-    if not (min is not None or max is not None):  # ops.yaml:574
+    if not (min is not None or max is not None):  # ops.yaml:598
         raise RuntimeError(f"mpsgen::clamp: torch.clamp: At least one of 'min' or 'max' must not be None")
     return fake_elementwise(clamp_tensor_spec, [self, min, max])
 register_variants(lib, "clamp.Tensor", out="clamp.Tensor_out", inplace="clamp_.Tensor")
 
 
-# ---- nan_to_num: ops.yaml:613 ----
+# ---- nan_to_num: ops.yaml:637 ----
 nan_to_num_spec = Spec(
-    "mpsgen::nan_to_num", "ops.yaml:613", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::nan_to_num", "ops.yaml:637", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -770,16 +770,16 @@ nan_to_num_spec = Spec(
 )
 
 
-# ops.yaml:613: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+# ops.yaml:637: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
 @torch.library.register_fake("mpsgen::nan_to_num", lib=lib)
 def nan_to_num_fake(self, nan=None, posinf=None, neginf=None):
     return fake_elementwise(nan_to_num_spec, [self])
 register_variants(lib, "nan_to_num", out="nan_to_num.out", inplace="nan_to_num_", exact_out=True)
 
 
-# ---- threshold: ops.yaml:634 ----
+# ---- threshold: ops.yaml:658 ----
 threshold_spec = Spec(
-    "mpsgen::threshold", "ops.yaml:634", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::threshold", "ops.yaml:658", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -794,16 +794,16 @@ threshold_spec = Spec(
 )
 
 
-# ops.yaml:634: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor
+# ops.yaml:658: threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor
 @torch.library.register_fake("mpsgen::threshold", lib=lib)
 def threshold_fake(self, threshold, value):
     return fake_elementwise(threshold_spec, [self])
 register_variants(lib, "threshold", out="threshold.out", inplace="threshold_")
 
 
-# ---- softplus: ops.yaml:652 ----
+# ---- softplus: ops.yaml:676 ----
 softplus_spec = Spec(
-    "mpsgen::softplus", "ops.yaml:652", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::softplus", "ops.yaml:676", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -813,16 +813,16 @@ softplus_spec = Spec(
 )
 
 
-# ops.yaml:652: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+# ops.yaml:676: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
 @torch.library.register_fake("mpsgen::softplus", lib=lib)
 def softplus_fake(self, beta=1, threshold=20):
     return fake_elementwise(softplus_spec, [self], opmath_scalars=[beta, threshold])
 register_variants(lib, "softplus", out="softplus.out", inplace="softplus_", exact_out=True)
 
 
-# ---- hardtanh: ops.yaml:667 ----
+# ---- hardtanh: ops.yaml:691 ----
 hardtanh_spec = Spec(
-    "mpsgen::hardtanh", "ops.yaml:667", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::hardtanh", "ops.yaml:691", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -836,16 +836,16 @@ hardtanh_spec = Spec(
 )
 
 
-# ops.yaml:667: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor
+# ops.yaml:691: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor
 @torch.library.register_fake("mpsgen::hardtanh", lib=lib)
 def hardtanh_fake(self, min_val=-1, max_val=1):
     return fake_elementwise(hardtanh_spec, [self])
 register_variants(lib, "hardtanh", out="hardtanh.out", inplace="hardtanh_", exact_out=True)
 
 
-# ---- round_decimals: ops.yaml:686 ----
+# ---- round_decimals: ops.yaml:710 ----
 round_decimals_spec = Spec(
-    "mpsgen::round", "ops.yaml:686", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::round", "ops.yaml:710", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -855,16 +855,16 @@ round_decimals_spec = Spec(
 )
 
 
-# ops.yaml:686: round.decimals(Tensor self, *, int decimals) -> Tensor
+# ops.yaml:710: round.decimals(Tensor self, *, int decimals) -> Tensor
 @torch.library.register_fake("mpsgen::round.decimals", lib=lib)
 def round_decimals_fake(self, *, decimals):
     return fake_elementwise(round_decimals_spec, [self])
 register_variants(lib, "round.decimals", out="round.decimals_out", inplace="round_.decimals", exact_out=True)
 
 
-# ---- gelu: ops.yaml:706 ----
+# ---- gelu: ops.yaml:730 ----
 gelu_spec = Spec(
-    "mpsgen::gelu", "ops.yaml:706", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::gelu", "ops.yaml:730", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -874,16 +874,16 @@ gelu_spec = Spec(
 )
 
 
-# ops.yaml:706: gelu(Tensor self, *, str approximate='none') -> Tensor
+# ops.yaml:730: gelu(Tensor self, *, str approximate='none') -> Tensor
 @torch.library.register_fake("mpsgen::gelu", lib=lib)
 def gelu_fake(self, *, approximate='none'):
     return fake_elementwise(gelu_spec, [self], choice=("approximate", approximate, {'none': gelu_spec, 'tanh': gelu_spec}))
 register_variants(lib, "gelu", out="gelu.out", inplace="gelu_", exact_out=True)
 
 
-# ---- leaky_relu_backward: ops.yaml:733 ----
+# ---- leaky_relu_backward: ops.yaml:757 ----
 leaky_relu_backward_spec = Spec(
-    "mpsgen::leaky_relu_backward", "ops.yaml:733", inputs=["grad_output", "self"], int_to_float=False, bool_output=False,
+    "mpsgen::leaky_relu_backward", "ops.yaml:757", inputs=["grad_output", "self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -893,19 +893,19 @@ leaky_relu_backward_spec = Spec(
 )
 
 
-# ops.yaml:733: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor
+# ops.yaml:757: leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor
 @torch.library.register_fake("mpsgen::leaky_relu_backward", lib=lib)
 def leaky_relu_backward_fake(grad_output, self, negative_slope, self_is_result):
     check_defined(leaky_relu_backward_spec, [grad_output, self])
-    if not (not self_is_result or negative_slope >= 0):  # ops.yaml:741
+    if not (not self_is_result or negative_slope >= 0):  # ops.yaml:765
         raise RuntimeError(f'mpsgen::leaky_relu_backward: In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. This is caused by calling in-place forward function with a negative slope, please call out-of-place version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu backward calculation with negative slope')
     return fake_elementwise(leaky_relu_backward_spec, [grad_output, self])
 register_variants(lib, "leaky_relu_backward", out="leaky_relu_backward.grad_input", inplace="leaky_relu_backward_")
 
 
-# ---- sigmoid_backward: ops.yaml:753 ----
+# ---- sigmoid_backward: ops.yaml:777 ----
 sigmoid_backward_spec = Spec(
-    "mpsgen::sigmoid_backward", "ops.yaml:753", inputs=["grad_output", "output"], int_to_float=False, bool_output=False,
+    "mpsgen::sigmoid_backward", "ops.yaml:777", inputs=["grad_output", "output"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -917,16 +917,16 @@ sigmoid_backward_spec = Spec(
 )
 
 
-# ops.yaml:753: sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor
+# ops.yaml:777: sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor
 @torch.library.register_fake("mpsgen::sigmoid_backward", lib=lib)
 def sigmoid_backward_fake(grad_output, output):
     return fake_elementwise(sigmoid_backward_spec, [grad_output, output])
 register_variants(lib, "sigmoid_backward", out="sigmoid_backward.grad_input", inplace="sigmoid_backward_")
 
 
-# ---- mish_backward: ops.yaml:782 ----
+# ---- mish_backward: ops.yaml:806 ----
 mish_backward_spec = Spec(
-    "mpsgen::mish_backward", "ops.yaml:782", inputs=["grad_output", "self"], int_to_float=False, bool_output=False,
+    "mpsgen::mish_backward", "ops.yaml:806", inputs=["grad_output", "self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -937,16 +937,16 @@ mish_backward_spec = Spec(
 )
 
 
-# ops.yaml:782: mish_backward(Tensor grad_output, Tensor self) -> Tensor
+# ops.yaml:806: mish_backward(Tensor grad_output, Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::mish_backward", lib=lib)
 def mish_backward_fake(grad_output, self):
     return fake_elementwise(mish_backward_spec, [grad_output, self])
 register_variants(lib, "mish_backward", out="mish_backward.out", inplace="mish_backward_")
 
 
-# ---- tanh_backward: ops.yaml:799 ----
+# ---- tanh_backward: ops.yaml:823 ----
 tanh_backward_spec = Spec(
-    "mpsgen::tanh_backward", "ops.yaml:799", inputs=["grad_output", "output"], int_to_float=False, bool_output=False,
+    "mpsgen::tanh_backward", "ops.yaml:823", inputs=["grad_output", "output"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -958,16 +958,16 @@ tanh_backward_spec = Spec(
 )
 
 
-# ops.yaml:799: tanh_backward(Tensor grad_output, Tensor output) -> Tensor
+# ops.yaml:823: tanh_backward(Tensor grad_output, Tensor output) -> Tensor
 @torch.library.register_fake("mpsgen::tanh_backward", lib=lib)
 def tanh_backward_fake(grad_output, output):
     return fake_elementwise(tanh_backward_spec, [grad_output, output])
 register_variants(lib, "tanh_backward", out="tanh_backward.grad_input", inplace="tanh_backward_")
 
 
-# ---- eq: ops.yaml:822 ----
+# ---- eq: ops.yaml:846 ----
 eq_spec = Spec(
-    "mpsgen::eq", "ops.yaml:822", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::eq", "ops.yaml:846", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -985,23 +985,23 @@ eq_spec = Spec(
 )
 
 
-# ops.yaml:822: eq.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:846: eq.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::eq.Tensor", lib=lib)
 def eq_Tensor_fake(self, other):
     return fake_elementwise(eq_spec, [self, other])
 register_variants(lib, "eq.Tensor", out="eq.Tensor_out", inplace="eq_.Tensor")
 
 
-# ops.yaml:835: eq.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:859: eq.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::eq.Scalar", lib=lib)
 def eq_Scalar_fake(self, other):
     return fake_elementwise(eq_spec, [self, other])
 register_variants(lib, "eq.Scalar", out="eq.Scalar_out", inplace="eq_.Scalar")
 
 
-# ---- ne: ops.yaml:837 ----
+# ---- ne: ops.yaml:861 ----
 ne_spec = Spec(
-    "mpsgen::ne", "ops.yaml:837", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::ne", "ops.yaml:861", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1019,16 +1019,16 @@ ne_spec = Spec(
 )
 
 
-# ops.yaml:837: ne.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:861: ne.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::ne.Tensor", lib=lib)
 def ne_Tensor_fake(self, other):
     return fake_elementwise(ne_spec, [self, other])
 register_variants(lib, "ne.Tensor", out="ne.Tensor_out", inplace="ne_.Tensor")
 
 
-# ---- lt: ops.yaml:850 ----
+# ---- lt: ops.yaml:874 ----
 lt_spec = Spec(
-    "mpsgen::lt", "ops.yaml:850", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::lt", "ops.yaml:874", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1044,23 +1044,23 @@ lt_spec = Spec(
 )
 
 
-# ops.yaml:850: lt.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:874: lt.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::lt.Tensor", lib=lib)
 def lt_Tensor_fake(self, other):
     return fake_elementwise(lt_spec, [self, other])
 register_variants(lib, "lt.Tensor", out="lt.Tensor_out", inplace="lt_.Tensor")
 
 
-# ops.yaml:859: lt.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:883: lt.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::lt.Scalar", lib=lib)
 def lt_Scalar_fake(self, other):
     return fake_elementwise(lt_spec, [self, other])
 register_variants(lib, "lt.Scalar", out="lt.Scalar_out", inplace="lt_.Scalar")
 
 
-# ---- logical_and: ops.yaml:861 ----
+# ---- logical_and: ops.yaml:885 ----
 logical_and_spec = Spec(
-    "mpsgen::logical_and", "ops.yaml:861", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_and", "ops.yaml:885", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1077,16 +1077,16 @@ logical_and_spec = Spec(
 )
 
 
-# ops.yaml:861: logical_and(Tensor self, Tensor other) -> Tensor
+# ops.yaml:885: logical_and(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_and", lib=lib)
 def logical_and_fake(self, other):
     return fake_elementwise(logical_and_spec, [self, other])
 register_variants(lib, "logical_and", out="logical_and.out", inplace="logical_and_")
 
 
-# ---- isnan: ops.yaml:871 ----
+# ---- isnan: ops.yaml:895 ----
 isnan_spec = Spec(
-    "mpsgen::isnan", "ops.yaml:871", inputs=["self"], int_to_float=False, bool_output=True,
+    "mpsgen::isnan", "ops.yaml:895", inputs=["self"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1104,16 +1104,16 @@ isnan_spec = Spec(
 )
 
 
-# ops.yaml:871: isnan(Tensor self) -> Tensor
+# ops.yaml:895: isnan(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::isnan", lib=lib)
 def isnan_fake(self):
     return fake_elementwise(isnan_spec, [self])
 register_variants(lib, "isnan", out="isnan.out", inplace="isnan_", exact_out=True)
 
 
-# ---- neg: ops.yaml:890 ----
+# ---- neg: ops.yaml:914 ----
 neg_spec = Spec(
-    "mpsgen::neg", "ops.yaml:890", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::neg", "ops.yaml:914", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1130,19 +1130,19 @@ neg_spec = Spec(
 )
 
 
-# ops.yaml:890: neg(Tensor self) -> Tensor
+# ops.yaml:914: neg(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::neg", lib=lib)
 def neg_fake(self):
     check_defined(neg_spec, [self])
-    if not (self.dtype != torch.bool):  # ops.yaml:894
+    if not (self.dtype != torch.bool):  # ops.yaml:918
         raise NotImplementedError(f'mpsgen::neg: Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')
     return fake_elementwise(neg_spec, [self])
 register_variants(lib, "neg", out="neg.out", inplace="neg_", exact_out=True)
 
 
-# ---- abs: ops.yaml:907 ----
+# ---- abs: ops.yaml:938 ----
 abs_spec = Spec(
-    "mpsgen::abs", "ops.yaml:907", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::abs", "ops.yaml:938", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1159,16 +1159,16 @@ abs_spec = Spec(
 )
 
 
-# ops.yaml:907: abs(Tensor self) -> Tensor
+# ops.yaml:938: abs(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::abs", lib=lib)
 def abs_fake(self):
     return fake_elementwise(abs_spec, [self])
 register_variants(lib, "abs", out="abs.out", inplace="abs_", exact_out={torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8}, complex_out_input=True)
 
 
-# ---- digamma: ops.yaml:937 ----
+# ---- digamma: ops.yaml:975 ----
 digamma_spec = Spec(
-    "mpsgen::digamma", "ops.yaml:937", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::digamma", "ops.yaml:975", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1184,16 +1184,16 @@ digamma_spec = Spec(
 )
 
 
-# ops.yaml:937: digamma(Tensor self) -> Tensor
+# ops.yaml:975: digamma(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::digamma", lib=lib)
 def digamma_fake(self):
     return fake_elementwise(digamma_spec, [self])
 register_variants(lib, "digamma", out="digamma.out", inplace="digamma_")
 
 
-# ---- polygamma: ops.yaml:975 ----
+# ---- polygamma: ops.yaml:1013 ----
 polygamma_spec = Spec(
-    "mpsgen::polygamma", "ops.yaml:975", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::polygamma", "ops.yaml:1013", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.bfloat16: torch.bfloat16,
@@ -1208,20 +1208,20 @@ polygamma_spec = Spec(
 )
 
 
-# ops.yaml:975: polygamma(int n, Tensor self) -> Tensor
+# ops.yaml:1013: polygamma(int n, Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::polygamma", lib=lib)
 def polygamma_fake(n, self):
     check_defined(polygamma_spec, [self])
-    if not (n >= 0):  # ops.yaml:991
+    if not (n >= 0):  # ops.yaml:1029
         raise RuntimeError(f'mpsgen::polygamma: polygamma(n, x) does not support negative n.')
     check_value_choice(polygamma_spec, "n", n, (('==', 0.0), ('==', 1.0), ('else', 0.0)))
     return fake_elementwise(polygamma_spec, [self])
 register_variants(lib, "polygamma", out="polygamma.out", inplace="polygamma_", self_index=1)
 
 
-# ---- div: ops.yaml:1016 ----
+# ---- div: ops.yaml:1054 ----
 div_spec = Spec(
-    "mpsgen::div", "ops.yaml:1016", inputs=["self", "other"], int_to_float=True, bool_output=False,
+    "mpsgen::div", "ops.yaml:1054", inputs=["self", "other"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1238,7 +1238,7 @@ div_spec = Spec(
     alpha_checks=False,
 )
 div_div_trunc_spec = Spec(
-    "mpsgen::div", "ops.yaml:1023", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::div", "ops.yaml:1061", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1254,7 +1254,7 @@ div_div_trunc_spec = Spec(
     choice="rounding_mode='trunc'",
 )
 div_div_floor_spec = Spec(
-    "mpsgen::div", "ops.yaml:1024", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::div", "ops.yaml:1062", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1271,16 +1271,16 @@ div_div_floor_spec = Spec(
 )
 
 
-# ops.yaml:1016: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+# ops.yaml:1054: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
 @torch.library.register_fake("mpsgen::div.Tensor_mode", lib=lib)
 def div_Tensor_mode_fake(self, other, *, rounding_mode):
     return fake_elementwise(div_spec, [self, other], choice=("rounding_mode", rounding_mode, {'None': div_spec, 'trunc': div_div_trunc_spec, 'floor': div_div_floor_spec}))
 register_variants(lib, "div.Tensor_mode", out="div.out_mode", inplace="div_.Tensor_mode")
 
 
-# ---- polar: ops.yaml:1127 ----
+# ---- polar: ops.yaml:1165 ----
 polar_spec = Spec(
-    "mpsgen::polar", "ops.yaml:1127", inputs=["abs", "angle"], int_to_float=False, bool_output=False,
+    "mpsgen::polar", "ops.yaml:1165", inputs=["abs", "angle"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
         torch.float16: torch.complex32,
@@ -1289,19 +1289,19 @@ polar_spec = Spec(
 )
 
 
-# ops.yaml:1127: polar(Tensor abs, Tensor angle) -> Tensor
+# ops.yaml:1165: polar(Tensor abs, Tensor angle) -> Tensor
 @torch.library.register_fake("mpsgen::polar", lib=lib)
 def polar_fake(abs, angle):
     check_defined(polar_spec, [abs, angle])
-    if not (abs.dtype == angle.dtype):  # ops.yaml:1133
+    if not (abs.dtype == angle.dtype):  # ops.yaml:1171
         raise RuntimeError(f'mpsgen::polar: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(polar_spec, [abs, angle])
 register_variants(lib, "polar", out="polar.out", inplace="polar_", exact_out=True)
 
 
-# ---- complex: ops.yaml:1145 ----
+# ---- complex: ops.yaml:1183 ----
 complex_spec = Spec(
-    "mpsgen::complex", "ops.yaml:1145", inputs=["real", "imag"], int_to_float=False, bool_output=False,
+    "mpsgen::complex", "ops.yaml:1183", inputs=["real", "imag"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.complex64,
         torch.float16: torch.complex32,
@@ -1310,19 +1310,19 @@ complex_spec = Spec(
 )
 
 
-# ops.yaml:1145: complex(Tensor real, Tensor imag) -> Tensor
+# ops.yaml:1183: complex(Tensor real, Tensor imag) -> Tensor
 @torch.library.register_fake("mpsgen::complex", lib=lib)
 def complex_fake(real, imag):
     check_defined(complex_spec, [real, imag])
-    if not (real.dtype == imag.dtype):  # ops.yaml:1150
+    if not (real.dtype == imag.dtype):  # ops.yaml:1188
         raise RuntimeError(f'mpsgen::complex: Expected both inputs to be Half, Float or Double tensors of one dtype')
     return fake_elementwise(complex_spec, [real, imag])
 register_variants(lib, "complex", out="complex.out", inplace="complex_", exact_out=True)
 
 
-# ---- angle: ops.yaml:1161 ----
+# ---- angle: ops.yaml:1199 ----
 angle_spec = Spec(
-    "mpsgen::angle", "ops.yaml:1161", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::angle", "ops.yaml:1199", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1340,16 +1340,16 @@ angle_spec = Spec(
 )
 
 
-# ops.yaml:1161: angle(Tensor self) -> Tensor
+# ops.yaml:1199: angle(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::angle", lib=lib)
 def angle_fake(self):
     return fake_elementwise(angle_spec, [self])
 register_variants(lib, "angle", out="angle.out", inplace="angle_")
 
 
-# ---- cos: ops.yaml:1185 ----
+# ---- cos: ops.yaml:1223 ----
 cos_spec = Spec(
-    "mpsgen::cos", "ops.yaml:1185", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::cos", "ops.yaml:1223", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1367,16 +1367,16 @@ cos_spec = Spec(
 )
 
 
-# ops.yaml:1185: cos(Tensor self) -> Tensor
+# ops.yaml:1223: cos(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::cos", lib=lib)
 def cos_fake(self):
     return fake_elementwise(cos_spec, [self])
 register_variants(lib, "cos", out="cos.out", inplace="cos_")
 
 
-# ---- tan: ops.yaml:1211 ----
+# ---- tan: ops.yaml:1249 ----
 tan_spec = Spec(
-    "mpsgen::tan", "ops.yaml:1211", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::tan", "ops.yaml:1249", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1394,16 +1394,16 @@ tan_spec = Spec(
 )
 
 
-# ops.yaml:1211: tan(Tensor self) -> Tensor
+# ops.yaml:1249: tan(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tan", lib=lib)
 def tan_fake(self):
     return fake_elementwise(tan_spec, [self])
 register_variants(lib, "tan", out="tan.out", inplace="tan_")
 
 
-# ---- tanh: ops.yaml:1230 ----
+# ---- tanh: ops.yaml:1268 ----
 tanh_spec = Spec(
-    "mpsgen::tanh", "ops.yaml:1230", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::tanh", "ops.yaml:1268", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1421,16 +1421,16 @@ tanh_spec = Spec(
 )
 
 
-# ops.yaml:1230: tanh(Tensor self) -> Tensor
+# ops.yaml:1268: tanh(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::tanh", lib=lib)
 def tanh_fake(self):
     return fake_elementwise(tanh_spec, [self])
 register_variants(lib, "tanh", out="tanh.out", inplace="tanh_")
 
 
-# ---- log: ops.yaml:1248 ----
+# ---- log: ops.yaml:1286 ----
 log_spec = Spec(
-    "mpsgen::log", "ops.yaml:1248", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::log", "ops.yaml:1286", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1448,16 +1448,16 @@ log_spec = Spec(
 )
 
 
-# ops.yaml:1248: log(Tensor self) -> Tensor
+# ops.yaml:1286: log(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log", lib=lib)
 def log_fake(self):
     return fake_elementwise(log_spec, [self])
 register_variants(lib, "log", out="log.out", inplace="log_")
 
 
-# ---- log1p: ops.yaml:1266 ----
+# ---- log1p: ops.yaml:1304 ----
 log1p_spec = Spec(
-    "mpsgen::log1p", "ops.yaml:1266", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::log1p", "ops.yaml:1304", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1475,16 +1475,16 @@ log1p_spec = Spec(
 )
 
 
-# ops.yaml:1266: log1p(Tensor self) -> Tensor
+# ops.yaml:1304: log1p(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::log1p", lib=lib)
 def log1p_fake(self):
     return fake_elementwise(log1p_spec, [self])
 register_variants(lib, "log1p", out="log1p.out", inplace="log1p_")
 
 
-# ---- expm1: ops.yaml:1290 ----
+# ---- expm1: ops.yaml:1328 ----
 expm1_spec = Spec(
-    "mpsgen::expm1", "ops.yaml:1290", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::expm1", "ops.yaml:1328", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1502,16 +1502,16 @@ expm1_spec = Spec(
 )
 
 
-# ops.yaml:1290: expm1(Tensor self) -> Tensor
+# ops.yaml:1328: expm1(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::expm1", lib=lib)
 def expm1_fake(self):
     return fake_elementwise(expm1_spec, [self])
 register_variants(lib, "expm1", out="expm1.out", inplace="expm1_")
 
 
-# ---- rsqrt: ops.yaml:1319 ----
+# ---- rsqrt: ops.yaml:1357 ----
 rsqrt_spec = Spec(
-    "mpsgen::rsqrt", "ops.yaml:1319", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::rsqrt", "ops.yaml:1357", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1529,16 +1529,16 @@ rsqrt_spec = Spec(
 )
 
 
-# ops.yaml:1319: rsqrt(Tensor self) -> Tensor
+# ops.yaml:1357: rsqrt(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::rsqrt", lib=lib)
 def rsqrt_fake(self):
     return fake_elementwise(rsqrt_spec, [self])
 register_variants(lib, "rsqrt", out="rsqrt.out", inplace="rsqrt_")
 
 
-# ---- i0: ops.yaml:1337 ----
+# ---- i0: ops.yaml:1375 ----
 i0_spec = Spec(
-    "mpsgen::i0", "ops.yaml:1337", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::i0", "ops.yaml:1375", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1554,16 +1554,16 @@ i0_spec = Spec(
 )
 
 
-# ops.yaml:1337: i0(Tensor self) -> Tensor
+# ops.yaml:1375: i0(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::i0", lib=lib)
 def i0_fake(self):
     return fake_elementwise(i0_spec, [self])
 register_variants(lib, "i0", out="i0.out", inplace="i0_")
 
 
-# ---- reciprocal: ops.yaml:1350 ----
+# ---- reciprocal: ops.yaml:1388 ----
 reciprocal_spec = Spec(
-    "mpsgen::reciprocal", "ops.yaml:1350", inputs=["self"], int_to_float=True, bool_output=False,
+    "mpsgen::reciprocal", "ops.yaml:1388", inputs=["self"], int_to_float=True, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1581,16 +1581,16 @@ reciprocal_spec = Spec(
 )
 
 
-# ops.yaml:1350: reciprocal(Tensor self) -> Tensor
+# ops.yaml:1388: reciprocal(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::reciprocal", lib=lib)
 def reciprocal_fake(self):
     return fake_elementwise(reciprocal_spec, [self])
 register_variants(lib, "reciprocal", out="reciprocal.out", inplace="reciprocal_")
 
 
-# ---- floor: ops.yaml:1371 ----
+# ---- floor: ops.yaml:1409 ----
 floor_spec = Spec(
-    "mpsgen::floor", "ops.yaml:1371", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::floor", "ops.yaml:1409", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1606,16 +1606,16 @@ floor_spec = Spec(
 )
 
 
-# ops.yaml:1371: floor(Tensor self) -> Tensor
+# ops.yaml:1409: floor(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::floor", lib=lib)
 def floor_fake(self):
     return fake_elementwise(floor_spec, [self])
 register_variants(lib, "floor", out="floor.out", inplace="floor_", exact_out=True)
 
 
-# ---- ceil: ops.yaml:1387 ----
+# ---- ceil: ops.yaml:1425 ----
 ceil_spec = Spec(
-    "mpsgen::ceil", "ops.yaml:1387", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::ceil", "ops.yaml:1425", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1631,16 +1631,16 @@ ceil_spec = Spec(
 )
 
 
-# ops.yaml:1387: ceil(Tensor self) -> Tensor
+# ops.yaml:1425: ceil(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::ceil", lib=lib)
 def ceil_fake(self):
     return fake_elementwise(ceil_spec, [self])
 register_variants(lib, "ceil", out="ceil.out", inplace="ceil_", exact_out=True)
 
 
-# ---- trunc: ops.yaml:1403 ----
+# ---- trunc: ops.yaml:1441 ----
 trunc_spec = Spec(
-    "mpsgen::trunc", "ops.yaml:1403", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::trunc", "ops.yaml:1441", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1656,16 +1656,16 @@ trunc_spec = Spec(
 )
 
 
-# ops.yaml:1403: trunc(Tensor self) -> Tensor
+# ops.yaml:1441: trunc(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::trunc", lib=lib)
 def trunc_fake(self):
     return fake_elementwise(trunc_spec, [self])
 register_variants(lib, "trunc", out="trunc.out", inplace="trunc_", exact_out=True)
 
 
-# ---- sign: ops.yaml:1419 ----
+# ---- sign: ops.yaml:1457 ----
 sign_spec = Spec(
-    "mpsgen::sign", "ops.yaml:1419", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::sign", "ops.yaml:1457", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1681,16 +1681,16 @@ sign_spec = Spec(
 )
 
 
-# ops.yaml:1419: sign(Tensor self) -> Tensor
+# ops.yaml:1457: sign(Tensor self) -> Tensor
 @torch.library.register_fake("mpsgen::sign", lib=lib)
 def sign_fake(self):
     return fake_elementwise(sign_spec, [self])
 register_variants(lib, "sign", out="sign.out", inplace="sign_", exact_out=True)
 
 
-# ---- minimum: ops.yaml:1433 ----
+# ---- minimum: ops.yaml:1471 ----
 minimum_spec = Spec(
-    "mpsgen::minimum", "ops.yaml:1433", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::minimum", "ops.yaml:1471", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1706,16 +1706,16 @@ minimum_spec = Spec(
 )
 
 
-# ops.yaml:1433: minimum(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1471: minimum(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::minimum", lib=lib)
 def minimum_fake(self, other):
     return fake_elementwise(minimum_spec, [self, other])
 register_variants(lib, "minimum", out="minimum.out", inplace="minimum_")
 
 
-# ---- fmax: ops.yaml:1446 ----
+# ---- fmax: ops.yaml:1484 ----
 fmax_spec = Spec(
-    "mpsgen::fmax", "ops.yaml:1446", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmax", "ops.yaml:1484", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1731,16 +1731,16 @@ fmax_spec = Spec(
 )
 
 
-# ops.yaml:1446: fmax(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1484: fmax(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmax", lib=lib)
 def fmax_fake(self, other):
     return fake_elementwise(fmax_spec, [self, other])
 register_variants(lib, "fmax", out="fmax.out", inplace="fmax_")
 
 
-# ---- fmin: ops.yaml:1463 ----
+# ---- fmin: ops.yaml:1501 ----
 fmin_spec = Spec(
-    "mpsgen::fmin", "ops.yaml:1463", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::fmin", "ops.yaml:1501", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1756,16 +1756,16 @@ fmin_spec = Spec(
 )
 
 
-# ops.yaml:1463: fmin(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1501: fmin(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::fmin", lib=lib)
 def fmin_fake(self, other):
     return fake_elementwise(fmin_spec, [self, other])
 register_variants(lib, "fmin", out="fmin.out", inplace="fmin_")
 
 
-# ---- bitwise_and: ops.yaml:1479 ----
+# ---- bitwise_and: ops.yaml:1517 ----
 bitwise_and_spec = Spec(
-    "mpsgen::bitwise_and", "ops.yaml:1479", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_and", "ops.yaml:1517", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -1778,23 +1778,23 @@ bitwise_and_spec = Spec(
 )
 
 
-# ops.yaml:1479: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1517: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Tensor", lib=lib)
 def bitwise_and_Tensor_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
 register_variants(lib, "bitwise_and.Tensor", out="bitwise_and.Tensor_out", inplace="bitwise_and_.Tensor")
 
 
-# ops.yaml:1488: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1526: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_and.Scalar", lib=lib)
 def bitwise_and_Scalar_fake(self, other):
     return fake_elementwise(bitwise_and_spec, [self, other])
 register_variants(lib, "bitwise_and.Scalar", out="bitwise_and.Scalar_out", inplace="bitwise_and_.Scalar")
 
 
-# ---- bitwise_or: ops.yaml:1490 ----
+# ---- bitwise_or: ops.yaml:1528 ----
 bitwise_or_spec = Spec(
-    "mpsgen::bitwise_or", "ops.yaml:1490", inputs=["self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::bitwise_or", "ops.yaml:1528", inputs=["self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.int64: torch.int64,
         torch.int32: torch.int32,
@@ -1807,16 +1807,16 @@ bitwise_or_spec = Spec(
 )
 
 
-# ops.yaml:1490: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1528: bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::bitwise_or.Tensor", lib=lib)
 def bitwise_or_Tensor_fake(self, other):
     return fake_elementwise(bitwise_or_spec, [self, other])
 register_variants(lib, "bitwise_or.Tensor", out="bitwise_or.Tensor_out", inplace="bitwise_or_.Tensor")
 
 
-# ---- gt: ops.yaml:1500 ----
+# ---- gt: ops.yaml:1538 ----
 gt_spec = Spec(
-    "mpsgen::gt", "ops.yaml:1500", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::gt", "ops.yaml:1538", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1832,23 +1832,23 @@ gt_spec = Spec(
 )
 
 
-# ops.yaml:1500: gt.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1538: gt.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Tensor", lib=lib)
 def gt_Tensor_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
 register_variants(lib, "gt.Tensor", out="gt.Tensor_out", inplace="gt_.Tensor")
 
 
-# ops.yaml:1509: gt.Scalar(Tensor self, Scalar other) -> Tensor
+# ops.yaml:1547: gt.Scalar(Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::gt.Scalar", lib=lib)
 def gt_Scalar_fake(self, other):
     return fake_elementwise(gt_spec, [self, other])
 register_variants(lib, "gt.Scalar", out="gt.Scalar_out", inplace="gt_.Scalar")
 
 
-# ---- ge: ops.yaml:1511 ----
+# ---- ge: ops.yaml:1549 ----
 ge_spec = Spec(
-    "mpsgen::ge", "ops.yaml:1511", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::ge", "ops.yaml:1549", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1864,16 +1864,16 @@ ge_spec = Spec(
 )
 
 
-# ops.yaml:1511: ge.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1549: ge.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::ge.Tensor", lib=lib)
 def ge_Tensor_fake(self, other):
     return fake_elementwise(ge_spec, [self, other])
 register_variants(lib, "ge.Tensor", out="ge.Tensor_out", inplace="ge_.Tensor")
 
 
-# ---- le: ops.yaml:1520 ----
+# ---- le: ops.yaml:1558 ----
 le_spec = Spec(
-    "mpsgen::le", "ops.yaml:1520", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::le", "ops.yaml:1558", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1889,16 +1889,16 @@ le_spec = Spec(
 )
 
 
-# ops.yaml:1520: le.Tensor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1558: le.Tensor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::le.Tensor", lib=lib)
 def le_Tensor_fake(self, other):
     return fake_elementwise(le_spec, [self, other])
 register_variants(lib, "le.Tensor", out="le.Tensor_out", inplace="le_.Tensor")
 
 
-# ---- logical_or: ops.yaml:1529 ----
+# ---- logical_or: ops.yaml:1567 ----
 logical_or_spec = Spec(
-    "mpsgen::logical_or", "ops.yaml:1529", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_or", "ops.yaml:1567", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1915,16 +1915,16 @@ logical_or_spec = Spec(
 )
 
 
-# ops.yaml:1529: logical_or(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1567: logical_or(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_or", lib=lib)
 def logical_or_fake(self, other):
     return fake_elementwise(logical_or_spec, [self, other])
 register_variants(lib, "logical_or", out="logical_or.out", inplace="logical_or_")
 
 
-# ---- logical_xor: ops.yaml:1538 ----
+# ---- logical_xor: ops.yaml:1576 ----
 logical_xor_spec = Spec(
-    "mpsgen::logical_xor", "ops.yaml:1538", inputs=["self", "other"], int_to_float=False, bool_output=True,
+    "mpsgen::logical_xor", "ops.yaml:1576", inputs=["self", "other"], int_to_float=False, bool_output=True,
     registrations={
         torch.float32: torch.bool,
         torch.float16: torch.bool,
@@ -1941,16 +1941,16 @@ logical_xor_spec = Spec(
 )
 
 
-# ops.yaml:1538: logical_xor(Tensor self, Tensor other) -> Tensor
+# ops.yaml:1576: logical_xor(Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::logical_xor", lib=lib)
 def logical_xor_fake(self, other):
     return fake_elementwise(logical_xor_spec, [self, other])
 register_variants(lib, "logical_xor", out="logical_xor.out", inplace="logical_xor_")
 
 
-# ---- where: ops.yaml:1551 ----
+# ---- where: ops.yaml:1589 ----
 where_spec = Spec(
-    "mpsgen::where", "ops.yaml:1551", inputs=["condition", "self", "other"], int_to_float=False, bool_output=False,
+    "mpsgen::where", "ops.yaml:1589", inputs=["condition", "self", "other"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -1969,49 +1969,49 @@ where_spec = Spec(
 )
 
 
-# ops.yaml:1551: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
+# ops.yaml:1589: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::where.self", lib=lib)
 def where_self_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1557
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1595
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other])
 register_variants(lib, "where.self", out="where.self_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1573: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor
+# ops.yaml:1611: where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor
 @torch.library.register_fake("mpsgen::where.ScalarSelf", lib=lib)
 def where_ScalarSelf_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1557
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1595
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other], converted=[self])
 register_variants(lib, "where.ScalarSelf", out="where.ScalarSelf_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1574: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor
+# ops.yaml:1612: where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::where.ScalarOther", lib=lib)
 def where_ScalarOther_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1557
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1595
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other], converted=[other])
 register_variants(lib, "where.ScalarOther", out="where.ScalarOther_out", inplace=None, exact_out=True)
 
 
-# ops.yaml:1575: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor
+# ops.yaml:1613: where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor
 @torch.library.register_fake("mpsgen::where.Scalar", lib=lib)
 def where_Scalar_fake(condition, self, other):
     check_defined(where_spec, [condition, self, other])
-    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1557
+    if not (condition.dtype == torch.bool or condition.dtype == torch.uint8):  # ops.yaml:1595
         raise RuntimeError(f'mpsgen::where: where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}')
     return fake_elementwise(where_spec, [condition, self, other], converted=[self, other])
 register_variants(lib, "where.Scalar", out="where.Scalar_out", inplace=None, exact_out=True)
 
 
-# ---- full_like: ops.yaml:1894 ----
+# ---- full_like: ops.yaml:1932 ----
 full_like_spec = Spec(
-    "mpsgen::full_like", "ops.yaml:1894", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::full_like", "ops.yaml:1932", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2032,7 +2032,7 @@ full_like_spec = Spec(
 )
 
 
-# ops.yaml:1894: full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor
+# ops.yaml:1932: full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor
 @torch.library.register_fake("mpsgen::full_like", lib=lib)
 def full_like_fake(self, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
     return fake_elementwise(full_like_spec, [self], kernel_scalar=fill_value, options={"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory, "memory_format": memory_format})

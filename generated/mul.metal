@@ -11,12 +11,19 @@ using namespace c10::metal;
 // functor from ops.yaml:227
 #line 239 "ops.yaml"
 struct mul_functor {
-  template <typename T>
+  template <typename T, enable_if_t<!is_scalar_integral_v<T>, bool> = true>
   inline T operator()(const T a, const T b) {
     return static_cast<T>(c10::metal::mul(a, b));
   }
+  // integers: the product modulo 2**bits, computed unsigned (signed overflow is undefined in
+  // C++ and in Metal), as torch's kernels wrap
+  template <typename T, enable_if_t<is_scalar_integral_v<T>, bool> = true>
+  inline T operator()(const T a, const T b) {
+    using U = conditional_t<sizeof(T) == 8, ulong, uint>;
+    return static_cast<T>(U(a) * U(b));
+  }
 };
-#line 20 "mul.metal"
+#line 27 "mul.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).

@@ -40,7 +40,7 @@ at::Tensor& mul_Tensor_inplace_cpu(at::Tensor& self, const at::Tensor& other) {
   });
 }
 
-// ops.yaml:247: mul.Scalar(Tensor self, Scalar other) -> Tensor
+// ops.yaml:254: mul.Scalar(Tensor self, Scalar other) -> Tensor
 at::Tensor mul_Scalar_cpu(const at::Tensor& self, const at::Scalar& other) {
   return mpsgen::elementwise(mul_spec, mpsgen::Backend::CPU, {self, at::native::wrapped_scalar_tensor(other)}, {std::nullopt, {}}, nullptr, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     mul_cpu_kernel(iter, common);

@@ -323,10 +323,10 @@ extern const OpSpec mul_spec{
     },
     };
 
-// ops.yaml:252: the dtypes bitwise_xor.metal registers (input -> output)
+// ops.yaml:259: the dtypes bitwise_xor.metal registers (input -> output)
 extern const OpSpec bitwise_xor_spec{
     "mpsgen::bitwise_xor",
-    "ops.yaml:251",
+    "ops.yaml:258",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -349,10 +349,10 @@ extern const OpSpec bitwise_xor_spec{
     },
     };
 
-// ops.yaml:264: the dtypes hardshrink.metal registers (input -> output)
+// ops.yaml:271: the dtypes hardshrink.metal registers (input -> output)
 extern const OpSpec hardshrink_spec{
     "mpsgen::hardshrink",
-    "ops.yaml:262",
+    "ops.yaml:269",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -369,10 +369,10 @@ extern const OpSpec hardshrink_spec{
     },
     };
 
-// ops.yaml:277: the dtypes softshrink.metal registers (input -> output)
+// ops.yaml:284: the dtypes softshrink.metal registers (input -> output)
 extern const OpSpec softshrink_spec{
     "mpsgen::softshrink",
-    "ops.yaml:275",
+    "ops.yaml:282",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -389,10 +389,10 @@ extern const OpSpec softshrink_spec{
     },
     };
 
-// ops.yaml:297: the dtypes leaky_relu.metal registers (input -> output)
+// ops.yaml:304: the dtypes leaky_relu.metal registers (input -> output)
 extern const OpSpec leaky_relu_spec{
     "mpsgen::leaky_relu",
-    "ops.yaml:295",
+    "ops.yaml:302",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -409,10 +409,10 @@ extern const OpSpec leaky_relu_spec{
     },
     };
 
-// ops.yaml:312: the dtypes add.metal registers (input -> output)
+// ops.yaml:319: the dtypes add.metal registers (input -> output)
 extern const OpSpec add_spec{
     "mpsgen::add",
-    "ops.yaml:310",
+    "ops.yaml:317",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -437,10 +437,10 @@ extern const OpSpec add_spec{
     },
     };
 
-// ops.yaml:344: the dtypes sub.metal registers (input -> output)
+// ops.yaml:358: the dtypes sub.metal registers (input -> output)
 extern const OpSpec sub_spec{
     "mpsgen::sub",
-    "ops.yaml:333",
+    "ops.yaml:347",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -464,10 +464,10 @@ extern const OpSpec sub_spec{
     },
     };
 
-// ops.yaml:381: the dtypes lerp.metal registers (input -> output)
+// ops.yaml:402: the dtypes lerp.metal registers (input -> output)
 extern const OpSpec lerp_spec{
     "mpsgen::lerp",
-    "ops.yaml:366",
+    "ops.yaml:387",
     {"self", "end", "weight"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -491,10 +491,10 @@ extern const OpSpec lerp_spec{
     },
     };
 
-// ops.yaml:425: the dtypes lerp_scalar.metal registers (input -> output)
+// ops.yaml:446: the dtypes lerp_scalar.metal registers (input -> output)
 extern const OpSpec lerp_scalar_spec{
     "mpsgen::lerp",
-    "ops.yaml:411",
+    "ops.yaml:432",
     {"self", "end"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -517,10 +517,10 @@ extern const OpSpec lerp_scalar_spec{
     },
     };
 
-// ops.yaml:458: the dtypes addcmul.metal registers (input -> output)
+// ops.yaml:479: the dtypes addcmul.metal registers (input -> output)
 extern const OpSpec addcmul_spec{
     "mpsgen::addcmul",
-    "ops.yaml:456",
+    "ops.yaml:477",
     {"self", "tensor1", "tensor2"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -544,10 +544,10 @@ extern const OpSpec addcmul_spec{
     },
     };
 
-// ops.yaml:485: the dtypes addcdiv.metal registers (input -> output)
+// ops.yaml:509: the dtypes addcdiv.metal registers (input -> output)
 extern const OpSpec addcdiv_spec{
     "mpsgen::addcdiv",
-    "ops.yaml:483",
+    "ops.yaml:507",
     {"self", "tensor1", "tensor2"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -566,10 +566,10 @@ extern const OpSpec addcdiv_spec{
     },
     };
 
-// ops.yaml:524: the dtypes elu.metal registers (input -> output)
+// ops.yaml:548: the dtypes elu.metal registers (input -> output)
 extern const OpSpec elu_spec{
     "mpsgen::elu",
-    "ops.yaml:521",
+    "ops.yaml:545",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -586,10 +586,10 @@ extern const OpSpec elu_spec{
     },
     };
 
-// ops.yaml:551: the dtypes clamp.metal registers (input -> output)
+// ops.yaml:575: the dtypes clamp.metal registers (input -> output)
 extern const OpSpec clamp_spec{
     "mpsgen::clamp",
-    "ops.yaml:540",
+    "ops.yaml:564",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -611,10 +611,10 @@ extern const OpSpec clamp_spec{
     },
     };
 
-// ops.yaml:579: the dtypes clamp_tensor.metal registers (input -> output)
+// ops.yaml:603: the dtypes clamp_tensor.metal registers (input -> output)
 extern const OpSpec clamp_tensor_spec{
     "mpsgen::clamp",
-    "ops.yaml:567",
+    "ops.yaml:591",
     {"self", "min", "max"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -636,10 +636,10 @@ extern const OpSpec clamp_tensor_spec{
     },
     };
 
-// ops.yaml:615: the dtypes nan_to_num.metal registers (input -> output)
+// ops.yaml:639: the dtypes nan_to_num.metal registers (input -> output)
 extern const OpSpec nan_to_num_spec{
     "mpsgen::nan_to_num",
-    "ops.yaml:613",
+    "ops.yaml:637",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -662,10 +662,10 @@ extern const OpSpec nan_to_num_spec{
     },
     };
 
-// ops.yaml:635: the dtypes threshold.metal registers (input -> output)
+// ops.yaml:659: the dtypes threshold.metal registers (input -> output)
 extern const OpSpec threshold_spec{
     "mpsgen::threshold",
-    "ops.yaml:634",
+    "ops.yaml:658",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -687,10 +687,10 @@ extern const OpSpec threshold_spec{
     },
     };
 
-// ops.yaml:655: the dtypes softplus.metal registers (input -> output)
+// ops.yaml:679: the dtypes softplus.metal registers (input -> output)
 extern const OpSpec softplus_spec{
     "mpsgen::softplus",
-    "ops.yaml:652",
+    "ops.yaml:676",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -707,10 +707,10 @@ extern const OpSpec softplus_spec{
     },
     };
 
-// ops.yaml:673: the dtypes hardtanh.metal registers (input -> output)
+// ops.yaml:697: the dtypes hardtanh.metal registers (input -> output)
 extern const OpSpec hardtanh_spec{
     "mpsgen::hardtanh",
-    "ops.yaml:667",
+    "ops.yaml:691",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -731,10 +731,10 @@ extern const OpSpec hardtanh_spec{
     },
     };
 
-// ops.yaml:689: the dtypes round_decimals.metal registers (input -> output)
+// ops.yaml:713: the dtypes round_decimals.metal registers (input -> output)
 extern const OpSpec round_decimals_spec{
     "mpsgen::round",
-    "ops.yaml:686",
+    "ops.yaml:710",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -751,10 +751,10 @@ extern const OpSpec round_decimals_spec{
     },
     };
 
-// ops.yaml:710: the dtypes gelu.metal registers (input -> output)
+// ops.yaml:734: the dtypes gelu.metal registers (input -> output)
 extern const OpSpec gelu_spec{
     "mpsgen::gelu",
-    "ops.yaml:706",
+    "ops.yaml:730",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -771,10 +771,10 @@ extern const OpSpec gelu_spec{
     },
     };
 
-// ops.yaml:734: the dtypes leaky_relu_backward.metal registers (input -> output)
+// ops.yaml:758: the dtypes leaky_relu_backward.metal registers (input -> output)
 extern const OpSpec leaky_relu_backward_spec{
     "mpsgen::leaky_relu_backward",
-    "ops.yaml:733",
+    "ops.yaml:757",
     {"grad_output", "self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -791,10 +791,10 @@ extern const OpSpec leaky_relu_backward_spec{
     },
     };
 
-// ops.yaml:754: the dtypes sigmoid_backward.metal registers (input -> output)
+// ops.yaml:778: the dtypes sigmoid_backward.metal registers (input -> output)
 extern const OpSpec sigmoid_backward_spec{
     "mpsgen::sigmoid_backward",
-    "ops.yaml:753",
+    "ops.yaml:777",
     {"grad_output", "output"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -813,10 +813,10 @@ extern const OpSpec sigmoid_backward_spec{
     },
     };
 
-// ops.yaml:784: the dtypes mish_backward.metal registers (input -> output)
+// ops.yaml:808: the dtypes mish_backward.metal registers (input -> output)
 extern const OpSpec mish_backward_spec{
     "mpsgen::mish_backward",
-    "ops.yaml:782",
+    "ops.yaml:806",
     {"grad_output", "self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -833,10 +833,10 @@ extern const OpSpec mish_backward_spec{
     },
     };
 
-// ops.yaml:800: the dtypes tanh_backward.metal registers (input -> output)
+// ops.yaml:824: the dtypes tanh_backward.metal registers (input -> output)
 extern const OpSpec tanh_backward_spec{
     "mpsgen::tanh_backward",
-    "ops.yaml:799",
+    "ops.yaml:823",
     {"grad_output", "output"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -855,10 +855,10 @@ extern const OpSpec tanh_backward_spec{
     },
     };
 
-// ops.yaml:823: the dtypes eq.metal registers (input -> output)
+// ops.yaml:847: the dtypes eq.metal registers (input -> output)
 extern const OpSpec eq_spec{
     "mpsgen::eq",
-    "ops.yaml:822",
+    "ops.yaml:846",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -883,63 +883,9 @@ extern const OpSpec eq_spec{
     },
     };
 
-// ops.yaml:838: the dtypes ne.metal registers (input -> output)
+// ops.yaml:862: the dtypes ne.metal registers (input -> output)
 extern const OpSpec ne_spec{
     "mpsgen::ne",
-    "ops.yaml:837",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/true,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    /*zero_divisor=*/-1,
-    /*result_like=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Bool},
-        {c10::ScalarType::Half, c10::ScalarType::Bool},
-        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
-        {c10::ScalarType::Long, c10::ScalarType::Bool},
-        {c10::ScalarType::Int, c10::ScalarType::Bool},
-        {c10::ScalarType::Short, c10::ScalarType::Bool},
-        {c10::ScalarType::Byte, c10::ScalarType::Bool},
-        {c10::ScalarType::Char, c10::ScalarType::Bool},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-        {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
-        {c10::ScalarType::ComplexHalf, c10::ScalarType::Bool},
-    },
-    };
-
-// ops.yaml:851: the dtypes lt.metal registers (input -> output)
-extern const OpSpec lt_spec{
-    "mpsgen::lt",
-    "ops.yaml:850",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/true,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    /*zero_divisor=*/-1,
-    /*result_like=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Bool},
-        {c10::ScalarType::Half, c10::ScalarType::Bool},
-        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
-        {c10::ScalarType::Long, c10::ScalarType::Bool},
-        {c10::ScalarType::Int, c10::ScalarType::Bool},
-        {c10::ScalarType::Short, c10::ScalarType::Bool},
-        {c10::ScalarType::Byte, c10::ScalarType::Bool},
-        {c10::ScalarType::Char, c10::ScalarType::Bool},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    },
-    };
-
-// ops.yaml:862: the dtypes logical_and.metal registers (input -> output)
-extern const OpSpec logical_and_spec{
-    "mpsgen::logical_and",
     "ops.yaml:861",
     {"self", "other"},
     /*int_to_float=*/false,
@@ -961,13 +907,67 @@ extern const OpSpec logical_and_spec{
         {c10::ScalarType::Char, c10::ScalarType::Bool},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
+        {c10::ScalarType::ComplexHalf, c10::ScalarType::Bool},
     },
     };
 
-// ops.yaml:873: the dtypes isnan.metal registers (input -> output)
+// ops.yaml:875: the dtypes lt.metal registers (input -> output)
+extern const OpSpec lt_spec{
+    "mpsgen::lt",
+    "ops.yaml:874",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/true,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    /*zero_divisor=*/-1,
+    /*result_like=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Bool},
+        {c10::ScalarType::Half, c10::ScalarType::Bool},
+        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
+        {c10::ScalarType::Long, c10::ScalarType::Bool},
+        {c10::ScalarType::Int, c10::ScalarType::Bool},
+        {c10::ScalarType::Short, c10::ScalarType::Bool},
+        {c10::ScalarType::Byte, c10::ScalarType::Bool},
+        {c10::ScalarType::Char, c10::ScalarType::Bool},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    },
+    };
+
+// ops.yaml:886: the dtypes logical_and.metal registers (input -> output)
+extern const OpSpec logical_and_spec{
+    "mpsgen::logical_and",
+    "ops.yaml:885",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/true,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    /*zero_divisor=*/-1,
+    /*result_like=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Bool},
+        {c10::ScalarType::Half, c10::ScalarType::Bool},
+        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
+        {c10::ScalarType::Long, c10::ScalarType::Bool},
+        {c10::ScalarType::Int, c10::ScalarType::Bool},
+        {c10::ScalarType::Short, c10::ScalarType::Bool},
+        {c10::ScalarType::Byte, c10::ScalarType::Bool},
+        {c10::ScalarType::Char, c10::ScalarType::Bool},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
+    },
+    };
+
+// ops.yaml:897: the dtypes isnan.metal registers (input -> output)
 extern const OpSpec isnan_spec{
     "mpsgen::isnan",
-    "ops.yaml:871",
+    "ops.yaml:895",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/true,
@@ -992,10 +992,10 @@ extern const OpSpec isnan_spec{
     },
     };
 
-// ops.yaml:892: the dtypes neg.metal registers (input -> output)
+// ops.yaml:916: the dtypes neg.metal registers (input -> output)
 extern const OpSpec neg_spec{
     "mpsgen::neg",
-    "ops.yaml:890",
+    "ops.yaml:914",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1019,10 +1019,10 @@ extern const OpSpec neg_spec{
     },
     };
 
-// ops.yaml:911: the dtypes abs.metal registers (input -> output)
+// ops.yaml:942: the dtypes abs.metal registers (input -> output)
 extern const OpSpec abs_spec{
     "mpsgen::abs",
-    "ops.yaml:907",
+    "ops.yaml:938",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1046,10 +1046,10 @@ extern const OpSpec abs_spec{
     },
     };
 
-// ops.yaml:938: the dtypes digamma.metal registers (input -> output)
+// ops.yaml:976: the dtypes digamma.metal registers (input -> output)
 extern const OpSpec digamma_spec{
     "mpsgen::digamma",
-    "ops.yaml:937",
+    "ops.yaml:975",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1072,10 +1072,10 @@ extern const OpSpec digamma_spec{
     },
     };
 
-// ops.yaml:978: the dtypes polygamma.metal registers (input -> output)
+// ops.yaml:1016: the dtypes polygamma.metal registers (input -> output)
 extern const OpSpec polygamma_spec{
     "mpsgen::polygamma",
-    "ops.yaml:975",
+    "ops.yaml:1013",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1097,10 +1097,10 @@ extern const OpSpec polygamma_spec{
     },
     };
 
-// ops.yaml:1025: the dtypes div.metal registers (input -> output)
+// ops.yaml:1063: the dtypes div.metal registers (input -> output)
 extern const OpSpec div_spec{
     "mpsgen::div",
-    "ops.yaml:1016",
+    "ops.yaml:1054",
     {"self", "other"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1125,10 +1125,10 @@ extern const OpSpec div_spec{
     },
     };
 
-// ops.yaml:1023: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
+// ops.yaml:1061: the dtypes div.metal registers (input -> output) for rounding_mode='trunc'
 extern const OpSpec div_div_trunc_spec{
     "mpsgen::div",
-    "ops.yaml:1023",
+    "ops.yaml:1061",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1152,10 +1152,10 @@ extern const OpSpec div_div_trunc_spec{
     /*choice=*/"rounding_mode='trunc'",
     };
 
-// ops.yaml:1024: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
+// ops.yaml:1062: the dtypes div.metal registers (input -> output) for rounding_mode='floor'
 extern const OpSpec div_div_floor_spec{
     "mpsgen::div",
-    "ops.yaml:1024",
+    "ops.yaml:1062",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1179,10 +1179,10 @@ extern const OpSpec div_div_floor_spec{
     /*choice=*/"rounding_mode='floor'",
     };
 
-// ops.yaml:1129: the dtypes polar.metal registers (input -> output)
+// ops.yaml:1167: the dtypes polar.metal registers (input -> output)
 extern const OpSpec polar_spec{
     "mpsgen::polar",
-    "ops.yaml:1127",
+    "ops.yaml:1165",
     {"abs", "angle"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1198,10 +1198,10 @@ extern const OpSpec polar_spec{
     },
     };
 
-// ops.yaml:1146: the dtypes complex.metal registers (input -> output)
+// ops.yaml:1184: the dtypes complex.metal registers (input -> output)
 extern const OpSpec complex_spec{
     "mpsgen::complex",
-    "ops.yaml:1145",
+    "ops.yaml:1183",
     {"real", "imag"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1217,10 +1217,10 @@ extern const OpSpec complex_spec{
     },
     };
 
-// ops.yaml:1162: the dtypes angle.metal registers (input -> output)
+// ops.yaml:1200: the dtypes angle.metal registers (input -> output)
 extern const OpSpec angle_spec{
     "mpsgen::angle",
-    "ops.yaml:1161",
+    "ops.yaml:1199",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1245,10 +1245,10 @@ extern const OpSpec angle_spec{
     },
     };
 
-// ops.yaml:1186: the dtypes cos.metal registers (input -> output)
+// ops.yaml:1224: the dtypes cos.metal registers (input -> output)
 extern const OpSpec cos_spec{
     "mpsgen::cos",
-    "ops.yaml:1185",
+    "ops.yaml:1223",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1273,10 +1273,10 @@ extern const OpSpec cos_spec{
     },
     };
 
-// ops.yaml:1212: the dtypes tan.metal registers (input -> output)
+// ops.yaml:1250: the dtypes tan.metal registers (input -> output)
 extern const OpSpec tan_spec{
     "mpsgen::tan",
-    "ops.yaml:1211",
+    "ops.yaml:1249",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1301,10 +1301,10 @@ extern const OpSpec tan_spec{
     },
     };
 
-// ops.yaml:1231: the dtypes tanh.metal registers (input -> output)
+// ops.yaml:1269: the dtypes tanh.metal registers (input -> output)
 extern const OpSpec tanh_spec{
     "mpsgen::tanh",
-    "ops.yaml:1230",
+    "ops.yaml:1268",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1329,10 +1329,10 @@ extern const OpSpec tanh_spec{
     },
     };
 
-// ops.yaml:1249: the dtypes log.metal registers (input -> output)
+// ops.yaml:1287: the dtypes log.metal registers (input -> output)
 extern const OpSpec log_spec{
     "mpsgen::log",
-    "ops.yaml:1248",
+    "ops.yaml:1286",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1357,10 +1357,10 @@ extern const OpSpec log_spec{
     },
     };
 
-// ops.yaml:1267: the dtypes log1p.metal registers (input -> output)
+// ops.yaml:1305: the dtypes log1p.metal registers (input -> output)
 extern const OpSpec log1p_spec{
     "mpsgen::log1p",
-    "ops.yaml:1266",
+    "ops.yaml:1304",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1385,10 +1385,10 @@ extern const OpSpec log1p_spec{
     },
     };
 
-// ops.yaml:1291: the dtypes expm1.metal registers (input -> output)
+// ops.yaml:1329: the dtypes expm1.metal registers (input -> output)
 extern const OpSpec expm1_spec{
     "mpsgen::expm1",
-    "ops.yaml:1290",
+    "ops.yaml:1328",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1413,10 +1413,10 @@ extern const OpSpec expm1_spec{
     },
     };
 
-// ops.yaml:1320: the dtypes rsqrt.metal registers (input -> output)
+// ops.yaml:1358: the dtypes rsqrt.metal registers (input -> output)
 extern const OpSpec rsqrt_spec{
     "mpsgen::rsqrt",
-    "ops.yaml:1319",
+    "ops.yaml:1357",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1441,10 +1441,10 @@ extern const OpSpec rsqrt_spec{
     },
     };
 
-// ops.yaml:1338: the dtypes i0.metal registers (input -> output)
+// ops.yaml:1376: the dtypes i0.metal registers (input -> output)
 extern const OpSpec i0_spec{
     "mpsgen::i0",
-    "ops.yaml:1337",
+    "ops.yaml:1375",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1467,10 +1467,10 @@ extern const OpSpec i0_spec{
     },
     };
 
-// ops.yaml:1351: the dtypes reciprocal.metal registers (input -> output)
+// ops.yaml:1389: the dtypes reciprocal.metal registers (input -> output)
 extern const OpSpec reciprocal_spec{
     "mpsgen::reciprocal",
-    "ops.yaml:1350",
+    "ops.yaml:1388",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1495,10 +1495,10 @@ extern const OpSpec reciprocal_spec{
     },
     };
 
-// ops.yaml:1373: the dtypes floor.metal registers (input -> output)
+// ops.yaml:1411: the dtypes floor.metal registers (input -> output)
 extern const OpSpec floor_spec{
     "mpsgen::floor",
-    "ops.yaml:1371",
+    "ops.yaml:1409",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1521,10 +1521,10 @@ extern const OpSpec floor_spec{
     },
     };
 
-// ops.yaml:1389: the dtypes ceil.metal registers (input -> output)
+// ops.yaml:1427: the dtypes ceil.metal registers (input -> output)
 extern const OpSpec ceil_spec{
     "mpsgen::ceil",
-    "ops.yaml:1387",
+    "ops.yaml:1425",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1547,10 +1547,10 @@ extern const OpSpec ceil_spec{
     },
     };
 
-// ops.yaml:1405: the dtypes trunc.metal registers (input -> output)
+// ops.yaml:1443: the dtypes trunc.metal registers (input -> output)
 extern const OpSpec trunc_spec{
     "mpsgen::trunc",
-    "ops.yaml:1403",
+    "ops.yaml:1441",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1573,10 +1573,10 @@ extern const OpSpec trunc_spec{
     },
     };
 
-// ops.yaml:1421: the dtypes sign.metal registers (input -> output)
+// ops.yaml:1459: the dtypes sign.metal registers (input -> output)
 extern const OpSpec sign_spec{
     "mpsgen::sign",
-    "ops.yaml:1419",
+    "ops.yaml:1457",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1599,10 +1599,10 @@ extern const OpSpec sign_spec{
     },
     };
 
-// ops.yaml:1434: the dtypes minimum.metal registers (input -> output)
+// ops.yaml:1472: the dtypes minimum.metal registers (input -> output)
 extern const OpSpec minimum_spec{
     "mpsgen::minimum",
-    "ops.yaml:1433",
+    "ops.yaml:1471",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1625,10 +1625,10 @@ extern const OpSpec minimum_spec{
     },
     };
 
-// ops.yaml:1447: the dtypes fmax.metal registers (input -> output)
+// ops.yaml:1485: the dtypes fmax.metal registers (input -> output)
 extern const OpSpec fmax_spec{
     "mpsgen::fmax",
-    "ops.yaml:1446",
+    "ops.yaml:1484",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1651,10 +1651,10 @@ extern const OpSpec fmax_spec{
     },
     };
 
-// ops.yaml:1464: the dtypes fmin.metal registers (input -> output)
+// ops.yaml:1502: the dtypes fmin.metal registers (input -> output)
 extern const OpSpec fmin_spec{
     "mpsgen::fmin",
-    "ops.yaml:1463",
+    "ops.yaml:1501",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1677,10 +1677,10 @@ extern const OpSpec fmin_spec{
     },
     };
 
-// ops.yaml:1480: the dtypes bitwise_and.metal registers (input -> output)
+// ops.yaml:1518: the dtypes bitwise_and.metal registers (input -> output)
 extern const OpSpec bitwise_and_spec{
     "mpsgen::bitwise_and",
-    "ops.yaml:1479",
+    "ops.yaml:1517",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1700,10 +1700,10 @@ extern const OpSpec bitwise_and_spec{
     },
     };
 
-// ops.yaml:1491: the dtypes bitwise_or.metal registers (input -> output)
+// ops.yaml:1529: the dtypes bitwise_or.metal registers (input -> output)
 extern const OpSpec bitwise_or_spec{
     "mpsgen::bitwise_or",
-    "ops.yaml:1490",
+    "ops.yaml:1528",
     {"self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1723,114 +1723,9 @@ extern const OpSpec bitwise_or_spec{
     },
     };
 
-// ops.yaml:1501: the dtypes gt.metal registers (input -> output)
+// ops.yaml:1539: the dtypes gt.metal registers (input -> output)
 extern const OpSpec gt_spec{
     "mpsgen::gt",
-    "ops.yaml:1500",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/true,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    /*zero_divisor=*/-1,
-    /*result_like=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Bool},
-        {c10::ScalarType::Half, c10::ScalarType::Bool},
-        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
-        {c10::ScalarType::Long, c10::ScalarType::Bool},
-        {c10::ScalarType::Int, c10::ScalarType::Bool},
-        {c10::ScalarType::Short, c10::ScalarType::Bool},
-        {c10::ScalarType::Byte, c10::ScalarType::Bool},
-        {c10::ScalarType::Char, c10::ScalarType::Bool},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    },
-    };
-
-// ops.yaml:1512: the dtypes ge.metal registers (input -> output)
-extern const OpSpec ge_spec{
-    "mpsgen::ge",
-    "ops.yaml:1511",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/true,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    /*zero_divisor=*/-1,
-    /*result_like=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Bool},
-        {c10::ScalarType::Half, c10::ScalarType::Bool},
-        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
-        {c10::ScalarType::Long, c10::ScalarType::Bool},
-        {c10::ScalarType::Int, c10::ScalarType::Bool},
-        {c10::ScalarType::Short, c10::ScalarType::Bool},
-        {c10::ScalarType::Byte, c10::ScalarType::Bool},
-        {c10::ScalarType::Char, c10::ScalarType::Bool},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    },
-    };
-
-// ops.yaml:1521: the dtypes le.metal registers (input -> output)
-extern const OpSpec le_spec{
-    "mpsgen::le",
-    "ops.yaml:1520",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/true,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    /*zero_divisor=*/-1,
-    /*result_like=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Bool},
-        {c10::ScalarType::Half, c10::ScalarType::Bool},
-        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
-        {c10::ScalarType::Long, c10::ScalarType::Bool},
-        {c10::ScalarType::Int, c10::ScalarType::Bool},
-        {c10::ScalarType::Short, c10::ScalarType::Bool},
-        {c10::ScalarType::Byte, c10::ScalarType::Bool},
-        {c10::ScalarType::Char, c10::ScalarType::Bool},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-    },
-    };
-
-// ops.yaml:1530: the dtypes logical_or.metal registers (input -> output)
-extern const OpSpec logical_or_spec{
-    "mpsgen::logical_or",
-    "ops.yaml:1529",
-    {"self", "other"},
-    /*int_to_float=*/false,
-    /*bool_output=*/true,
-    /*castout=*/true,
-    /*alpha_check=*/false,
-    /*uniform_inputs=*/false,
-    /*mask=*/-1,
-    /*zero_divisor=*/-1,
-    /*result_like=*/-1,
-    {
-        {c10::ScalarType::Float, c10::ScalarType::Bool},
-        {c10::ScalarType::Half, c10::ScalarType::Bool},
-        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
-        {c10::ScalarType::Long, c10::ScalarType::Bool},
-        {c10::ScalarType::Int, c10::ScalarType::Bool},
-        {c10::ScalarType::Short, c10::ScalarType::Bool},
-        {c10::ScalarType::Byte, c10::ScalarType::Bool},
-        {c10::ScalarType::Char, c10::ScalarType::Bool},
-        {c10::ScalarType::Bool, c10::ScalarType::Bool},
-        {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
-    },
-    };
-
-// ops.yaml:1539: the dtypes logical_xor.metal registers (input -> output)
-extern const OpSpec logical_xor_spec{
-    "mpsgen::logical_xor",
     "ops.yaml:1538",
     {"self", "other"},
     /*int_to_float=*/false,
@@ -1851,14 +1746,119 @@ extern const OpSpec logical_xor_spec{
         {c10::ScalarType::Byte, c10::ScalarType::Bool},
         {c10::ScalarType::Char, c10::ScalarType::Bool},
         {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    },
+    };
+
+// ops.yaml:1550: the dtypes ge.metal registers (input -> output)
+extern const OpSpec ge_spec{
+    "mpsgen::ge",
+    "ops.yaml:1549",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/true,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    /*zero_divisor=*/-1,
+    /*result_like=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Bool},
+        {c10::ScalarType::Half, c10::ScalarType::Bool},
+        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
+        {c10::ScalarType::Long, c10::ScalarType::Bool},
+        {c10::ScalarType::Int, c10::ScalarType::Bool},
+        {c10::ScalarType::Short, c10::ScalarType::Bool},
+        {c10::ScalarType::Byte, c10::ScalarType::Bool},
+        {c10::ScalarType::Char, c10::ScalarType::Bool},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    },
+    };
+
+// ops.yaml:1559: the dtypes le.metal registers (input -> output)
+extern const OpSpec le_spec{
+    "mpsgen::le",
+    "ops.yaml:1558",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/true,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    /*zero_divisor=*/-1,
+    /*result_like=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Bool},
+        {c10::ScalarType::Half, c10::ScalarType::Bool},
+        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
+        {c10::ScalarType::Long, c10::ScalarType::Bool},
+        {c10::ScalarType::Int, c10::ScalarType::Bool},
+        {c10::ScalarType::Short, c10::ScalarType::Bool},
+        {c10::ScalarType::Byte, c10::ScalarType::Bool},
+        {c10::ScalarType::Char, c10::ScalarType::Bool},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+    },
+    };
+
+// ops.yaml:1568: the dtypes logical_or.metal registers (input -> output)
+extern const OpSpec logical_or_spec{
+    "mpsgen::logical_or",
+    "ops.yaml:1567",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/true,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    /*zero_divisor=*/-1,
+    /*result_like=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Bool},
+        {c10::ScalarType::Half, c10::ScalarType::Bool},
+        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
+        {c10::ScalarType::Long, c10::ScalarType::Bool},
+        {c10::ScalarType::Int, c10::ScalarType::Bool},
+        {c10::ScalarType::Short, c10::ScalarType::Bool},
+        {c10::ScalarType::Byte, c10::ScalarType::Bool},
+        {c10::ScalarType::Char, c10::ScalarType::Bool},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
         {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
     },
     };
 
-// ops.yaml:1553: the dtypes where.metal registers (input -> output)
+// ops.yaml:1577: the dtypes logical_xor.metal registers (input -> output)
+extern const OpSpec logical_xor_spec{
+    "mpsgen::logical_xor",
+    "ops.yaml:1576",
+    {"self", "other"},
+    /*int_to_float=*/false,
+    /*bool_output=*/true,
+    /*castout=*/true,
+    /*alpha_check=*/false,
+    /*uniform_inputs=*/false,
+    /*mask=*/-1,
+    /*zero_divisor=*/-1,
+    /*result_like=*/-1,
+    {
+        {c10::ScalarType::Float, c10::ScalarType::Bool},
+        {c10::ScalarType::Half, c10::ScalarType::Bool},
+        {c10::ScalarType::BFloat16, c10::ScalarType::Bool},
+        {c10::ScalarType::Long, c10::ScalarType::Bool},
+        {c10::ScalarType::Int, c10::ScalarType::Bool},
+        {c10::ScalarType::Short, c10::ScalarType::Bool},
+        {c10::ScalarType::Byte, c10::ScalarType::Bool},
+        {c10::ScalarType::Char, c10::ScalarType::Bool},
+        {c10::ScalarType::Bool, c10::ScalarType::Bool},
+        {c10::ScalarType::ComplexFloat, c10::ScalarType::Bool},
+    },
+    };
+
+// ops.yaml:1591: the dtypes where.metal registers (input -> output)
 extern const OpSpec where_spec{
     "mpsgen::where",
-    "ops.yaml:1551",
+    "ops.yaml:1589",
     {"condition", "self", "other"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1883,10 +1883,10 @@ extern const OpSpec where_spec{
     },
     };
 
-// ops.yaml:1590: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1628: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
-    "ops.yaml:1587",
+    "ops.yaml:1625",
     {"self", "values"},
     /*int_to_float=*/false,
     /*bool_output=*/false,
@@ -1909,10 +1909,10 @@ extern const OpSpec heaviside_spec{
     },
     };
 
-// ops.yaml:1604: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1642: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1602",
+    "ops.yaml:1640",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1935,10 +1935,10 @@ extern const OpSpec special_ndtri_spec{
     },
     };
 
-// ops.yaml:1672: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1710: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1670",
+    "ops.yaml:1708",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1961,10 +1961,10 @@ extern const OpSpec special_log_ndtr_spec{
     },
     };
 
-// ops.yaml:1700: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1738: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1698",
+    "ops.yaml:1736",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1987,10 +1987,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     },
     };
 
-// ops.yaml:1745: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1783: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1743",
+    "ops.yaml:1781",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -2013,10 +2013,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     },
     };
 
-// ops.yaml:1793: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1831: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1791",
+    "ops.yaml:1829",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -2039,10 +2039,10 @@ extern const OpSpec special_airy_ai_spec{
     },
     };
 
-// ops.yaml:1896: the dtypes full_like.metal registers (input -> output)
+// ops.yaml:1934: the dtypes full_like.metal registers (input -> output)
 extern const OpSpec full_like_spec{
     "mpsgen::full_like",
-    "ops.yaml:1894",
+    "ops.yaml:1932",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,

@@ -307,3 +307,19 @@ def test_a_unit_past_its_budget_is_compiled_again_at_the_lower_inline_threshold(
     r = _compile(cc, _source(tmp_path / "e", answer=9), flags, env={**budget, "SLOWCC": "waits"})
     assert r.returncode == 0 and "took over" not in r.stderr, r.stderr
     assert log.read_text().split() == ["1000", "500", "500", "1000"]
+
+
+@pytest.mark.parametrize("flags, compiles", [(("-O2",), 1), (("-O2", "-fsanitize=signed-integer-overflow"), 2),
+                                             (("-O2", "-g"), 2)])
+def test_a_unit_whose_objects_name_lines_is_keyed_with_its_line_markers(tmp_path, toolchain, flags, compiles):
+    """Without debug information or a sanitizer an object names no line: the same code moved down
+    (an ops.yaml edit above a functor) is a hit. With them it names its file:line (a UBSan report
+    names the ops.yaml line), and the moved code is another entry, or the report would name the old line."""
+    cc, log = toolchain
+    folder = tmp_path / "clone"
+    folder.mkdir()
+    unit = folder / "lerp_kernels.cpp"
+    for line in (10, 12):
+        unit.write_text(f'# {line} "{folder}/ops.yaml"\nint lerp(int a, int b) {{ return a + b; }}\n')
+        assert _compile(cc, unit, flags=flags).returncode == 0
+    assert _compiles(log) == compiles

@@ -60,9 +60,9 @@ SAN="-fsanitize=address,float-cast-overflow,shift,signed-integer-overflow -fno-o
 cd "$WORK"
 echo "sanitize.sh: building $(grep -c '^  - func: ' ops.yaml) entries with $SAN in $WORK" >&2
 # distutils appends CFLAGS/LDFLAGS to torch's compile and link lines (ninja)
-# without the object cache: it reuses an object whose source differs only in line markers, whose
-# UBSan reports would then name the old ops.yaml lines
-MPSGEN_OBJECT_CACHE=0 CFLAGS="$SAN" LDFLAGS="$SAN" MAX_JOBS="$JOBS" "$PY" setup.py --quiet build_ext --inplace > build.log 2>&1 \
+# the object cache keys a sanitized object with its line markers (codegen/objcache.py): its
+# reports name the ops.yaml lines of this run
+CFLAGS="$SAN" LDFLAGS="$SAN" MAX_JOBS="$JOBS" "$PY" setup.py --quiet build_ext --inplace > build.log 2>&1 \
   || { tail -50 build.log; exit 1; }
 grep -q -- "-fsanitize=address,float-cast-overflow" build/temp.*/build.ninja || { echo "sanitize.sh: flags not in build.ninja" >&2; exit 1; }
 
