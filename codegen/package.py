@@ -245,6 +245,14 @@ def setup(root: Path | str | None = None, **kwargs):
         sys.exit(f"error: mpsgen's build needs {', '.join(missing)}, which this Python ({sys.executable}) lacks: "
                  f"`{Path(sys.executable).name} -m pip install {wanted}`, then run the same command again (without "
                  f"build isolation, `pip install --no-build-isolation .`, so that it compiles against this torch)")
+    from .registry.opinfo_names import torch_version
+    from .torch_versions import untested
+
+    said, stop = untested(torch_version())
+    if stop:
+        sys.exit(said)
+    if said:
+        print(said, file=sys.stderr)
     project = read_project(Path(root or Path.cwd()))
     if project is None:
         sys.exit(f"{Path(root or Path.cwd()) / 'pyproject.toml'}: no [tool.mpsgen] table")

@@ -3,6 +3,7 @@
 #include <c10/metal/indexing.h>
 #include <c10/metal/special_math.h>
 #include <c10/metal/utils.h>
+// REGISTER_*TERNARY_ALPHA_OP: mpsgen's (torch before 2.15 has none)
 #include <mpsgen/ternary_alpha.h>
 #include <mpsgen/complex_math.h>
 #include <metal_stdlib>
@@ -49,7 +50,7 @@ struct addcdiv_functor {
     return T(float2(a) + div_c(c10::metal::mul(float2(p.value), float2(b)), float2(c)));
   }
 };
-#line 53 "addcdiv.metal"
+#line 54 "addcdiv.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).

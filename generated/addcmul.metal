@@ -3,6 +3,7 @@
 #include <c10/metal/indexing.h>
 #include <c10/metal/special_math.h>
 #include <c10/metal/utils.h>
+// REGISTER_*TERNARY_ALPHA_OP: mpsgen's (torch before 2.15 has none)
 #include <mpsgen/ternary_alpha.h>
 #include <mpsgen/complex_math.h>
 #include <metal_stdlib>
@@ -50,7 +51,7 @@ struct addcmul_functor {
     return T(float2(a) + float2(product));
   }
 };
-#line 54 "addcmul.metal"
+#line 55 "addcmul.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).

@@ -6736,7 +6736,7 @@ at::Tensor& where_Scalar_out_autograd(c10::DispatchKeySet ks, const at::Tensor& 
   return out;
 }
 
-// ---- ops.yaml:1932: full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor ----
+// ---- ops.yaml:1934: full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor ----
 
 const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Scalar&, std::optional<at::ScalarType>, std::optional<at::Layout>, std::optional<at::Device>, std::optional<bool>, std::optional<at::MemoryFormat>)>& full_like_functional_op() {
   static const auto op = c10::Dispatcher::singleton()

@@ -8,7 +8,7 @@ using namespace metal;
 using namespace c10::metal;
 
 // functor from ops.yaml:1625
-#line 1633 "ops.yaml"
+#line 1634 "ops.yaml"
 struct heaviside_functor {
   template <typename T>
   inline T operator()(const T self, const T values) {
@@ -19,21 +19,21 @@ struct heaviside_functor {
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).
-#line 1628 "ops.yaml"
+#line 1629 "ops.yaml"
 REGISTER_BINARY_OP(heaviside, float, float);
-#line 1628 "ops.yaml"
+#line 1629 "ops.yaml"
 REGISTER_BINARY_OP(heaviside, half, half);
-#line 1628 "ops.yaml"
+#line 1629 "ops.yaml"
 REGISTER_BINARY_OP(heaviside, bfloat, bfloat);
-#line 1628 "ops.yaml"
+#line 1629 "ops.yaml"
 REGISTER_BINARY_OP(heaviside, long, long);
-#line 1628 "ops.yaml"
+#line 1629 "ops.yaml"
 REGISTER_BINARY_OP(heaviside, int, int);
-#line 1628 "ops.yaml"
+#line 1629 "ops.yaml"
 REGISTER_BINARY_OP(heaviside, short, short);
-#line 1628 "ops.yaml"
+#line 1629 "ops.yaml"
 REGISTER_BINARY_OP(heaviside, uchar, uchar);
-#line 1628 "ops.yaml"
+#line 1629 "ops.yaml"
 REGISTER_BINARY_OP(heaviside, char, char);
-#line 1628 "ops.yaml"
+#line 1629 "ops.yaml"
 REGISTER_BINARY_OP(heaviside, bool, bool);

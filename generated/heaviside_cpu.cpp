@@ -23,7 +23,7 @@ void heaviside_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) 
 // ops.yaml:1625: heaviside(Tensor self, Tensor values) -> Tensor
 at::Tensor heaviside_cpu(const at::Tensor& self, const at::Tensor& values) {
   return mpsgen::elementwise(heaviside_spec, mpsgen::Backend::CPU, {self, values}, {std::nullopt, {}}, [&] {
-    TORCH_CHECK((self.scalar_type() == values.scalar_type()), "mpsgen::heaviside: ", "heaviside is not yet implemented for tensors with different dtypes.");  // ops.yaml:1631
+    TORCH_CHECK((self.scalar_type() == values.scalar_type()), "mpsgen::heaviside: ", "heaviside is not yet implemented for tensors with different dtypes.");  // ops.yaml:1632
   }, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     heaviside_cpu_kernel(iter, common);
   });
@@ -31,7 +31,7 @@ at::Tensor heaviside_cpu(const at::Tensor& self, const at::Tensor& values) {
 
 at::Tensor& heaviside_out_cpu(const at::Tensor& self, const at::Tensor& values, at::Tensor& out) {
   return mpsgen::elementwise_out(heaviside_spec, mpsgen::Backend::CPU, {self, values}, {std::nullopt, {}}, [&] {
-    TORCH_CHECK((self.scalar_type() == values.scalar_type()), "mpsgen::heaviside: ", "heaviside is not yet implemented for tensors with different dtypes.");  // ops.yaml:1631
+    TORCH_CHECK((self.scalar_type() == values.scalar_type()), "mpsgen::heaviside: ", "heaviside is not yet implemented for tensors with different dtypes.");  // ops.yaml:1632
   }, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     heaviside_cpu_kernel(iter, common);
   },
@@ -41,7 +41,7 @@ at::Tensor& heaviside_out_cpu(const at::Tensor& self, const at::Tensor& values, 
 at::Tensor& heaviside_inplace_cpu(at::Tensor& self, const at::Tensor& values) {
   mpsgen::check_inplace(heaviside_spec, self);
   return mpsgen::elementwise_out(heaviside_spec, mpsgen::Backend::CPU, {self, values}, {std::nullopt, {}}, [&] {
-    TORCH_CHECK((self.scalar_type() == values.scalar_type()), "mpsgen::heaviside: ", "heaviside is not yet implemented for tensors with different dtypes.");  // ops.yaml:1631
+    TORCH_CHECK((self.scalar_type() == values.scalar_type()), "mpsgen::heaviside: ", "heaviside is not yet implemented for tensors with different dtypes.");  // ops.yaml:1632
   }, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     heaviside_cpu_kernel(iter, common);
   });

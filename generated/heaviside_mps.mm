@@ -25,7 +25,7 @@ void heaviside_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common) 
 // ops.yaml:1625: heaviside(Tensor self, Tensor values) -> Tensor
 at::Tensor heaviside_mps(const at::Tensor& self, const at::Tensor& values) {
   return mpsgen::elementwise(heaviside_spec, mpsgen::Backend::MPS, {self, values}, {std::nullopt, {}}, [&] {
-    TORCH_CHECK((self.scalar_type() == values.scalar_type()), "mpsgen::heaviside: ", "heaviside is not yet implemented for tensors with different dtypes.");  // ops.yaml:1631
+    TORCH_CHECK((self.scalar_type() == values.scalar_type()), "mpsgen::heaviside: ", "heaviside is not yet implemented for tensors with different dtypes.");  // ops.yaml:1632
   }, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     heaviside_mps_kernel(iter, common);
   });
@@ -33,7 +33,7 @@ at::Tensor heaviside_mps(const at::Tensor& self, const at::Tensor& values) {
 
 at::Tensor& heaviside_out_mps(const at::Tensor& self, const at::Tensor& values, at::Tensor& out) {
   return mpsgen::elementwise_out(heaviside_spec, mpsgen::Backend::MPS, {self, values}, {std::nullopt, {}}, [&] {
-    TORCH_CHECK((self.scalar_type() == values.scalar_type()), "mpsgen::heaviside: ", "heaviside is not yet implemented for tensors with different dtypes.");  // ops.yaml:1631
+    TORCH_CHECK((self.scalar_type() == values.scalar_type()), "mpsgen::heaviside: ", "heaviside is not yet implemented for tensors with different dtypes.");  // ops.yaml:1632
   }, out, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     heaviside_mps_kernel(iter, common);
   },
@@ -43,7 +43,7 @@ at::Tensor& heaviside_out_mps(const at::Tensor& self, const at::Tensor& values, 
 at::Tensor& heaviside_inplace_mps(at::Tensor& self, const at::Tensor& values) {
   mpsgen::check_inplace(heaviside_spec, self);
   return mpsgen::elementwise_out(heaviside_spec, mpsgen::Backend::MPS, {self, values}, {std::nullopt, {}}, [&] {
-    TORCH_CHECK((self.scalar_type() == values.scalar_type()), "mpsgen::heaviside: ", "heaviside is not yet implemented for tensors with different dtypes.");  // ops.yaml:1631
+    TORCH_CHECK((self.scalar_type() == values.scalar_type()), "mpsgen::heaviside: ", "heaviside is not yet implemented for tensors with different dtypes.");  // ops.yaml:1632
   }, self, [&](at::TensorIteratorBase& iter, c10::ScalarType common) {
     heaviside_mps_kernel(iter, common);
   });

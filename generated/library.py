@@ -2009,9 +2009,9 @@ def where_Scalar_fake(condition, self, other):
 register_variants(lib, "where.Scalar", out="where.Scalar_out", inplace=None, exact_out=True)
 
 
-# ---- full_like: ops.yaml:1932 ----
+# ---- full_like: ops.yaml:1934 ----
 full_like_spec = Spec(
-    "mpsgen::full_like", "ops.yaml:1932", inputs=["self"], int_to_float=False, bool_output=False,
+    "mpsgen::full_like", "ops.yaml:1934", inputs=["self"], int_to_float=False, bool_output=False,
     registrations={
         torch.float32: torch.float32,
         torch.float16: torch.float16,
@@ -2032,7 +2032,7 @@ full_like_spec = Spec(
 )
 
 
-# ops.yaml:1932: full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor
+# ops.yaml:1934: full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor
 @torch.library.register_fake("mpsgen::full_like", lib=lib)
 def full_like_fake(self, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
     return fake_elementwise(full_like_spec, [self], kernel_scalar=fill_value, options={"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory, "memory_format": memory_format})

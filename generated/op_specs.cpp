@@ -1883,7 +1883,7 @@ extern const OpSpec where_spec{
     },
     };
 
-// ops.yaml:1628: the dtypes heaviside.metal registers (input -> output)
+// ops.yaml:1629: the dtypes heaviside.metal registers (input -> output)
 extern const OpSpec heaviside_spec{
     "mpsgen::heaviside",
     "ops.yaml:1625",
@@ -1909,10 +1909,10 @@ extern const OpSpec heaviside_spec{
     },
     };
 
-// ops.yaml:1642: the dtypes special_ndtri.metal registers (input -> output)
+// ops.yaml:1643: the dtypes special_ndtri.metal registers (input -> output)
 extern const OpSpec special_ndtri_spec{
     "mpsgen::special_ndtri",
-    "ops.yaml:1640",
+    "ops.yaml:1641",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1935,10 +1935,10 @@ extern const OpSpec special_ndtri_spec{
     },
     };
 
-// ops.yaml:1710: the dtypes special_log_ndtr.metal registers (input -> output)
+// ops.yaml:1711: the dtypes special_log_ndtr.metal registers (input -> output)
 extern const OpSpec special_log_ndtr_spec{
     "mpsgen::special_log_ndtr",
-    "ops.yaml:1708",
+    "ops.yaml:1709",
     {"self"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1961,10 +1961,10 @@ extern const OpSpec special_log_ndtr_spec{
     },
     };
 
-// ops.yaml:1738: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
+// ops.yaml:1740: the dtypes special_laguerre_polynomial_l.metal registers (input -> output)
 extern const OpSpec special_laguerre_polynomial_l_spec{
     "mpsgen::special_laguerre_polynomial_l",
-    "ops.yaml:1736",
+    "ops.yaml:1737",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -1987,10 +1987,10 @@ extern const OpSpec special_laguerre_polynomial_l_spec{
     },
     };
 
-// ops.yaml:1783: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
+// ops.yaml:1785: the dtypes special_legendre_polynomial_p.metal registers (input -> output)
 extern const OpSpec special_legendre_polynomial_p_spec{
     "mpsgen::special_legendre_polynomial_p",
-    "ops.yaml:1781",
+    "ops.yaml:1783",
     {"x", "n"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -2013,10 +2013,10 @@ extern const OpSpec special_legendre_polynomial_p_spec{
     },
     };
 
-// ops.yaml:1831: the dtypes special_airy_ai.metal registers (input -> output)
+// ops.yaml:1833: the dtypes special_airy_ai.metal registers (input -> output)
 extern const OpSpec special_airy_ai_spec{
     "mpsgen::special_airy_ai",
-    "ops.yaml:1829",
+    "ops.yaml:1831",
     {"x"},
     /*int_to_float=*/true,
     /*bool_output=*/false,
@@ -2039,10 +2039,10 @@ extern const OpSpec special_airy_ai_spec{
     },
     };
 
-// ops.yaml:1934: the dtypes full_like.metal registers (input -> output)
+// ops.yaml:1936: the dtypes full_like.metal registers (input -> output)
 extern const OpSpec full_like_spec{
     "mpsgen::full_like",
-    "ops.yaml:1932",
+    "ops.yaml:1934",
     {"self"},
     /*int_to_float=*/false,
     /*bool_output=*/false,

@@ -129,3 +129,41 @@ def test_the_docs_list_what_ops_yaml_fills():
     assert block, "docs/aten-ops.md has no aten-table block"
     assert block[1] == aten_table.markdown(loader.load(root / "ops.yaml")), \
         "docs/aten-ops.md's table is stale: paste the output of `python -m codegen.emit.aten_table`"
+
+
+def _installed_minor() -> str:
+    import torch
+
+    return ".".join(torch.__version__.split("+")[0].split(".")[:2])
+
+
+def test_torch_has_mps_is_checked_against_the_installed_torch(tmp_path):
+    """`torch_has_mps: "X.Y"`: the first torch with its own MPS kernel. aten's native_functions.yaml
+    of the installed torch is the oracle: silu has had an MPS kernel for years, special_ndtri none."""
+    later = "99.0"
+    e = only(errors(tmp_path, entry("silu(Tensor self) -> Tensor", f'    implements: aten\n    torch_has_mps: "{later}"\n')),
+             line_of(tmp_path, "torch_has_mps:"), "torch_has_mps")
+    assert "already runs this op on MPS" in e and f"before {later}" in e
+    e = only(errors(tmp_path, entry("special_ndtri(Tensor self) -> Tensor",
+                                    f'    implements: aten\n    torch_has_mps: "{_installed_minor()}"\n')),
+             line_of(tmp_path, "torch_has_mps:"), "torch_has_mps")
+    assert "has no MPS kernel for aten::special_ndtri" in e
+    e = only(errors(tmp_path, entry("silu(Tensor self) -> Tensor",
+                                    '    implements: aten\n    replaces: mps\n    torch_has_mps: "2.13"\n')),
+             line_of(tmp_path, "torch_has_mps:"), "torch_has_mps")
+    assert "give one of them" in e
+    e = only(errors(tmp_path, entry("special_ndtri(Tensor self) -> Tensor", "    implements: aten\n    torch_has_mps: 2.15\n")),
+             line_of(tmp_path, "torch_has_mps:"), "torch_has_mps")
+    assert "quoted string" in e
+
+
+def test_an_entry_steps_aside_on_a_torch_with_its_own_mps_kernel(tmp_path):
+    """silu runs on MPS in every torch mpsgen builds against: with `torch_has_mps` at or before
+    the installed release, the entry loads, its MPS stub registers nothing, its CPU stub stays."""
+    registry = load(tmp_path, entry("silu(Tensor self) -> Tensor", '    implements: aten\n    torch_has_mps: "2.13"\n'))
+    op = registry.aten_ops[0]
+    assert op.torch_runs_mps and op.torch_has_mps == "2.13"
+    files = render.render(registry)
+    mps = files["silu_mps.mm"]
+    assert "TORCH_LIBRARY_IMPL" not in mps and "torch runs aten::silu on MPS itself from 2.13" in mps
+    assert "void register_silu_aten_cpu(torch::Library& m)" in files["silu_cpu.cpp"]

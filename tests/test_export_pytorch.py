@@ -10,8 +10,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 
 from mpsgen.codegen.build import GENERATED, ROOT
+from mpsgen.codegen.emit import render as emit_render
+from mpsgen.codegen.torch_versions import FEATURES, gives
 from mpsgen.codegen.export import check, cli, patch, run, tree as trees
 from mpsgen.codegen.export.plan import ExportError
 from mpsgen.codegen.registry import loader
@@ -113,7 +116,8 @@ def test_a_torch_tree_is_changed_in_place(registry, tmp_path, capsys):
     ("elu", "torch already runs elu.out on MPS through `elu_out`"),
     ("div.Tensor_mode", "torch already runs div.out_mode on MPS through `div_out_mode`"),
     ("polygamma", "its kernels are chosen by the value of `n`"),
-    ("addcmul", "torch's exec_ternary_kernel takes no Scalar arguments"),
+    ("addcmul", "exec_ternary_kernel takes no Scalar arguments" if not gives("ternary_alpha", torch.__version__)
+     else "torch has no exec_ternary_kernel_with_params"),
 ])
 def test_what_cannot_be_exported_yet_is_refused_with_its_reason_and_nothing_is_written(name, reason, tmp_path, capsys):
     out = tmp_path / "x.patch"
@@ -152,8 +156,8 @@ def test_a_kernel_function_of_another_type_than_the_stub_is_caught_by_the_mac_co
 
 def test_a_kernel_name_torch_has_is_refused_and_caught_in_a_kernel_file(registry, bundled, tmp_path):
     # the export refuses an entry whose kernel torch's bundled Metal library has (xlogy's)
-    text = (ROOT / "ops.yaml").read_text().replace("    implements: aten\n    out_dtype: exact",
-                                                   "    implements: aten\n    kernel: xlogy\n    out_dtype: exact", 1)
+    text = (ROOT / "ops.yaml").read_text().replace("    out_dtype: exact  # its kernel refuses",
+                                                   "    kernel: xlogy\n    out_dtype: exact  # its kernel refuses", 1)
     (tmp_path / "ops.yaml").write_text(text)
     with pytest.raises(ExportError, match=r"kernel name `xlogy` is taken in-tree \(torch 2\.\d+\.\d+'s bundled"):
         run.export(loader.load(tmp_path / "ops.yaml"), ["heaviside"], trees.scratch(tmp_path / "base"))
@@ -344,3 +348,35 @@ def test_an_op_whose_opinfo_takes_gradients_but_that_has_no_derivative_joins_xfa
     assert check.common_mps(result, checked)[0].problems == ()
     # with torch's row it needs none (the shipped export)
     assert not [e for e in run.export(registry, ["special_ndtri"], trees.scratch(tmp_path / "torch")).list_edits if e.added]
+
+
+TERNARY_WITH_A_SCALAR = """namespace: testns
+ops:
+  - func: fma3(Tensor self, Tensor a, Tensor b, *, Scalar alpha=1) -> Tensor
+    args: {alpha: T}
+    dtypes: [float]
+    reference: torch.addcmul
+    opinfo: null
+    functor: |
+      template <typename T>
+      inline T operator()(const T x, const T a, const T b, const T alpha) { return x + alpha * a * b; }
+"""
+
+
+def test_a_ternary_kernel_with_a_scalar_exports_for_a_tree_whose_torch_has_the_ternary_alpha(tmp_path):
+    """FEATURES["ternary_alpha"] decides, from the tree's release: before it the entry is refused,
+    naming the release that has it; from it, the in-tree code is torch's macro and call."""
+    from mpsgen.codegen.export import render as export_render
+    from mpsgen.codegen.export.plan import _refusal
+
+    (tmp_path / "ops.yaml").write_text(TERNARY_WITH_A_SCALAR)
+    op = loader.load(tmp_path / "ops.yaml").ops[0]
+    assert op.transport == "alpha"
+    since = FEATURES["ternary_alpha"]
+    assert f"are torch {since}'s" in _refusal(op, "2.14.1")
+    assert _refusal(op, f"{since}.0") is None and _refusal(op, f"{since}.0a0") is None
+    assert export_render._exec_arguments(op, "fma3") == ", alpha"  # lib.exec_ternary_kernel(iter, "fma3", alpha)
+    lines = [line for r in op.table("fma3").registrations for line in emit_render.registrations(op, "fma3", r)]
+    assert lines[0] == "REGISTER_TERNARY_ALPHA_OP(fma3, float, float, float)"  # torch's macro, as in-tree
+    addcmul = next(o for o in loader.load(ROOT / "ops.yaml").ops if o.name == "addcmul")
+    assert "no exec_ternary_kernel_with_params" in _refusal(addcmul, f"{since}.0")

@@ -29,7 +29,7 @@ def actionlint(*paths: Path) -> subprocess.CompletedProcess:
 
 
 def test_the_workflows_pass_actionlint():
-    assert [w.name for w in WORKFLOWS] == ["linux.yml", "macos.yml"]
+    assert [w.name for w in WORKFLOWS] == ["linux.yml", "macos.yml", "newest-torch.yml"]
     r = actionlint(*WORKFLOWS)
     assert r.returncode == 0, r.stdout + r.stderr
 
@@ -42,7 +42,7 @@ def test_the_mac_compiles_the_metal_as_the_build_does():
 
 
 def test_the_workflows_run_the_readmes_commands():
-    linux, macos = (w.read_text() for w in WORKFLOWS)
+    linux, macos = ((ROOT / ".github" / "workflows" / name).read_text() for name in ("linux.yml", "macos.yml"))
     assert "run: bash .ci/run" in linux
     for command in ("bash run.sh --quick", "run: bash test.sh", "xcrun -sdk macosx metal", "xcrun -sdk macosx metallib",
                     "actions/upload-artifact"):
@@ -81,3 +81,15 @@ def test_actionlint_catches_a_planted_mistake(tmp_path, plant, says):
     broken.write_text(macos.replace(old, new, 1))
     r = actionlint(broken)
     assert r.returncode == 1 and says in r.stdout, r.stdout + r.stderr
+
+
+def test_the_newest_torch_job_reports_on_a_schedule_and_never_fails_the_main_ci():
+    import yaml
+
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "newest-torch.yml").read_text())
+    triggers = workflow[True]  # YAML 1.1 reads the key `on` as True
+    assert set(triggers) == {"schedule", "workflow_dispatch"}  # not on push: the main CI is linux.yml
+    job = workflow["jobs"]["newest-torch"]
+    assert job["continue-on-error"] is True
+    run = next(s for s in job["steps"] if "torch-version" in s.get("run", ""))
+    assert 'bash .ci/torch-version "$VERSION"' in run["run"] and run["env"]["MPSGEN_ALLOW_UNTESTED_TORCH"] == "1"

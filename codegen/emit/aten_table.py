@@ -22,8 +22,16 @@ def markdown(registry) -> str:
         dtypes = " ".join(str(DTYPES[r.input].torch) for r in op.registrations)
         variants = ", ".join(f"`{op.schema_names[v]}`" for v in op.variants)
         rows.append(f"| {variants} | `{op.reference}` | {dtypes} | "
-                    f"{'yes' if op.replaces else 'no (torch has none)'} |")
+                    f"{_torchs(op)} |")
     return "\n".join(rows) + "\n"
+
+
+def _torchs(op) -> str:
+    if op.replaces:
+        return "yes"
+    if op.torch_has_mps:  # from ops.yaml, not from the installed torch: the page is the same on each
+        return f"no: torch has none before {op.torch_has_mps}, and from {op.torch_has_mps} its own runs (`torch_has_mps`)"
+    return "no (torch has none)"
 
 
 if __name__ == "__main__":

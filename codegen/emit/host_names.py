@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import metal_syntax
+from ..registry.opinfo_names import torch_version
+from ..torch_versions import FEATURE_HEADERS, gives
 
 _INSTANTIATION = re.compile(
     r'template\s*\[\[\s*host_name\s*\(((?:\s*"[^"]*")+)\s*\)\s*\]\]\s*void\s*'
@@ -28,6 +30,7 @@ _INSTANTIATION = re.compile(
 class KernelInstantiation:
     host_name: str
     function: str  # e.g. ::c10::metal::unary_dense<float, exp_functor>
+    position: str = ""  # "uint3": its last parameter, the thread position, is a uint3 (else uint/uint2)
 
 
 def _template_args(text: str, start: int) -> tuple[str, int]:
@@ -40,6 +43,11 @@ def _template_args(text: str, start: int) -> tuple[str, int]:
     return text[start : i - 1], i
 
 
+# the parameter list of an instantiation whose last parameter is a uint3 (no nested parentheses
+# in these declarations: pointers, references and attributes-free names)
+_UINT3_LAST = re.compile(r"\s*\([^()]*\buint3\s+\w+\s*\)")
+
+
 def parse_instantiations(preprocessed: str) -> list[KernelInstantiation]:
     found = []
     for m in _INSTANTIATION.finditer(preprocessed):
@@ -47,8 +55,9 @@ def parse_instantiations(preprocessed: str) -> list[KernelInstantiation]:
         function = re.sub(r"\s+", "", m.group(2))
         if not function.startswith("::"):
             function = "::" + function
-        args, _ = _template_args(preprocessed, m.end())
-        found.append(KernelInstantiation(host_name, f"{function}<{' '.join(args.split())}>"))
+        args, end = _template_args(preprocessed, m.end())
+        found.append(KernelInstantiation(host_name, f"{function}<{' '.join(args.split())}>",
+                                         "uint3" if _UINT3_LAST.match(preprocessed, end) else ""))
     return found
 
 
@@ -82,9 +91,16 @@ def rewrite_preprocessed(raw: str, include_dirs: list[Path]) -> str:
     return metal_syntax.to_cpp(_flag_system_headers(raw, system))
 
 
+def feature_headers() -> list[str]:
+    """The headers the installed torch's features need first (torch_versions.FEATURE_HEADERS):
+    none before torch 2.15, so a unit's text, and its cached object, are what they were."""
+    return [header for feature, header in FEATURE_HEADERS.items() if gives(feature, torch_version())]
+
+
 def preprocess_raw(compiler: str | Sequence[str], metal: Path, include_dirs: list[Path],
                    first: Sequence[str] = ()) -> str:
     """The preprocessor's output as it is, before preprocess's rewrites."""
+    first = [*feature_headers(), *first]
     cmd = [*compiler_command(compiler), "-std=c++20", "-E", "-x", "c++", "-DMPSGEN_CONSTANT_MARKED",
            *(a for header in first for a in ("-include", header)),
            "-include", "metal_stdlib", "-include", "kernel_launch.h"]
@@ -217,7 +233,8 @@ def registration_lines(instantiations: list[KernelInstantiation], vector_math: b
         if template in ROW_OPERANDS:
             operands = ROW_OPERANDS[template](*_split_template_args(k.function[len(template) + 1 : -1]))
             form = f", 0, 0, ::mpsgen::cpu::detail::RowUnit<{', '.join(f'sizeof({t})' for t in operands)}>"
-        kernel = f"::mpsgen::cpu::detail::Kernel<&{k.function}, {isa}{form}>"
+        fn = f"::mpsgen::cpu::detail::uint3_position<&{k.function}>" if k.position == "uint3" else f"&{k.function}"
+        kernel = f"::mpsgen::cpu::detail::Kernel<{fn}, {isa}{form}>"
         lines.append(
             f"[[maybe_unused]] static const bool mpsgen_kernel_{i} = ::mpsgen::cpu::register_kernel(\n"
             f'    "{k.host_name}", {kernel}::run(), {kernel}::grid_dims);\n'

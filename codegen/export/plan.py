@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..registry.model import Op
+from ..torch_versions import FEATURES, gives
 from . import tree as trees
 
 
@@ -128,17 +129,21 @@ _SCALAR = {"const Scalar&", "const c10::Scalar&", "const at::Scalar&"}
 _STUB_TYPES = {"Scalar": _SCALAR, "int": {"int64_t"}, "float": {"double"}, "bool": {"bool"}}
 
 
-def _refusal(op: Op) -> str | None:
-    """Why the entry's kernels cannot be in-tree kernels (yet), or None."""
+def _refusal(op: Op, version: str) -> str | None:
+    """Why the entry's kernels cannot be in-tree kernels (yet) of a torch `version` tree, or None."""
     if op.given or (op.selector and op.selector.by_value):
         what = f"the value of `{op.selector.arg}`" if op.selector else "`Tensor?` combinations"
         return f"its kernels are chosen by {what}; export-pytorch does not write those yet"
     if op.shared_kernels:
         return (f"a choice runs another entry's kernel ({', '.join(op.shared_kernels.values())}); export-pytorch "
                 "does not write those yet")
-    if op.family == "ternary" and op.transport != "none":
-        return ("torch's exec_ternary_kernel takes no Scalar arguments: its kernels need mpsgen's "
-                "support/metal/mpsgen/ternary_alpha.h, which torch lacks")
+    if op.family == "ternary" and op.transport != "none" and not gives("ternary_alpha", version):
+        return (f"torch {version}'s exec_ternary_kernel takes no Scalar arguments (REGISTER_TERNARY_ALPHA_OP and "
+                f"exec_ternary_kernel's alpha are torch {FEATURES['ternary_alpha']}'s): its kernels need mpsgen's "
+                "support/metal/mpsgen/ternary_alpha.h, which this tree lacks")
+    if op.family == "ternary" and op.transport == "params":
+        return (f"its params struct reaches its ternary kernels through mpsgen's own binding: torch {version}'s "
+                "exec_ternary_kernel takes one Scalar alpha, and torch has no exec_ternary_kernel_with_params")
     if op.transport == "params":
         names = ", ".join(p.name for p in op.params)
         if any(p.optional for p in op.params):
@@ -156,7 +161,7 @@ def plan(op: Op, target: Target, t: trees.Tree, stub_name: str | None = None) ->
     """`stub_name`: the stub the `.out`'s shared kernel calls, where torch's naming does not lead to it
     (`--stub lerp.Tensor=lerp_kernel_tensor_weight`)."""
     where = f"ops.yaml:{op.loc.line} ({op.qualified_name})"
-    if reason := _refusal(op):
+    if reason := _refusal(op, t.version):
         raise ExportError(f"{where}: {reason}")
     group = target.groups.get(op.qualified_name)
     if group is None:

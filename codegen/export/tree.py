@@ -49,6 +49,16 @@ class Tree:
     headers: Path  # the folder of BinaryOps.h, UnaryOps.h, ...
     real: bool  # a checkout (its kernels/ and operations/ are there to read and change)
 
+    @property
+    def version(self) -> str:
+        """The tree's torch release: a checkout's version.txt (`2.15.0a0`), else the installed torch's."""
+        path = self.root / "version.txt"
+        if self.real and path.is_file():
+            return path.read_text().strip()
+        from ..registry.opinfo_names import torch_version
+
+        return torch_version().split("+", 1)[0]
+
     def read(self, rel: str) -> str:
         return (self.root / rel).read_text()
 

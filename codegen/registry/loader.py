@@ -36,7 +36,7 @@ TOP_KEYS = {"namespace", "ops"}
 
 
 OP_KEYS = {"func", "functor", "dtypes", "reference", "opinfo", "xfail", "derivatives", "args", "kernel",
-           "alpha_check", "checks", "tolerances", "implements", "replaces", "given", "mask", "gaps", "out_dtype",
+           "alpha_check", "checks", "tolerances", "implements", "replaces", "torch_has_mps", "given", "mask", "gaps", "out_dtype",
            "zero_divisor", "dtype_defaults", "result_dtype"}
 
 
@@ -236,7 +236,7 @@ def _load_entry(entry, errors: Errors) -> Op | Overload | None:
 
     derivatives = check_derivatives(entry["derivatives"], schema, args, label, line_of("derivatives"), errors) \
         if "derivatives" in entry and schema is not None else None
-    implements, replaces, aten_variants = check_implements(entry, schema, family, label, line_of, errors)
+    implements, replaces, aten_variants, torch_has_mps, torch_runs_mps = check_implements(entry, schema, family, label, line_of, errors)
     mask = check_mask(entry, args, family, bool(params or selector or given), label, line_of, errors) \
         if "mask" in entry and schema is not None and not is_overload else ""
     zero_divisor = check_zero_divisor(entry, args, label, line_of("zero_divisor"), errors) \
@@ -273,6 +273,7 @@ def _load_entry(entry, errors: Errors) -> Op | Overload | None:
             checks=checks, mask=mask, zero_divisor=zero_divisor, dtype_defaults=dtype_defaults,
             result_like="" if dtype_arg else result_like, dtype_arg=dtype_arg,
             tolerances=tolerances, gaps=gaps, implements=implements, replaces=replaces, aten_variants=aten_variants,
+            torch_has_mps=torch_has_mps, torch_runs_mps=torch_runs_mps,
             functor_line=functor_line(entry["functor"], line_of("functor")))
     if op.derivatives and not op.differentiable:
         errors.add(line_of("derivatives"), label, "derivatives", _NOT_DIFFERENTIABLE.format(op="this op's"))

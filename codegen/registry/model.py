@@ -243,6 +243,10 @@ class Op(Entry):
     gaps: tuple[Gap, ...] = ()  # dtypes torch's MPS kernel supports that the op leaves out (`gaps:`)
     implements: str = ""  # "aten": registers kernels for torch's own aten::<op> (no def, fake kernel, autograd)
     replaces: str = ""  # "mps": an aten entry that replaces torch's own MPS kernel for the op
+    # `torch_has_mps: "2.15"`: the first torch with its own MPS kernel for the op; `torch_runs_mps`:
+    # the installed torch is one, so the entry's MPS kernel is not registered (its CPU ones are)
+    torch_has_mps: str = ""
+    torch_runs_mps: bool = False
     aten_variants: tuple[str, ...] = ()  # of functional/out/inplace, those aten has (implements: aten)
 
     @cached_property

@@ -10,6 +10,8 @@ from torchgen.model import BaseTy, BaseType, FunctionSchema, SchemaKind
 from . import names
 from .aten_schemas import aten_ops
 from .errors import Errors
+from .opinfo_names import torch_version
+from ..torch_versions import minor_of
 from .model import variant_schemas
 
 
@@ -131,23 +133,24 @@ def _canonical(schema: str) -> str:
     return str(FunctionSchema.parse(schema))
 
 
-def check_implements(entry, schema, family, label, line_of, errors) -> tuple[str, str, tuple[str, ...]]:
+def check_implements(entry, schema, family, label, line_of, errors) -> tuple[str, str, tuple[str, ...], str, bool]:
     """`implements: aten` and `replaces: mps`: the entry's schema must be aten's, and its
     generated out= and in-place variants are registered where aten has them (with the
     schema the generator would write). Replacing a path torch already has on MPS must be
-    explicit. Returns (implements, replaces, the variants aten has)."""
+    explicit, and so is torch gaining its own (`torch_has_mps`). Returns (implements, replaces,
+    the variants aten has, torch_has_mps, whether the installed torch runs its own kernel)."""
     implements, replaces = entry.get("implements", ""), entry.get("replaces", "")
     if "implements" in entry and implements != "aten":
         errors.add(line_of("implements"), label, "implements",
                    f"expected 'aten' (the entry registers kernels for torch's own aten::<op>), got {implements!r}")
-        return "", "", ()
+        return "", "", (), "", False
     if "replaces" in entry and (not implements or replaces != "mps"):
         errors.add(line_of("replaces"), label, "replaces",
                    "'replaces: mps' says an 'implements: aten' entry replaces torch's own MPS kernel"
                    + ("" if implements else "; this entry does not implement an aten op"))
-        return "", "", ()
+        return "", "", (), "", False
     if not implements or schema is None or family is None:
-        return "", "", ()
+        return "", "", (), "", False
     if "derivatives" in entry:
         errors.add(line_of("derivatives"), label, "derivatives",
                    "an 'implements: aten' entry uses aten's own derivatives (derivatives.yaml); remove 'derivatives'")
@@ -162,21 +165,51 @@ def check_implements(entry, schema, family, label, line_of, errors) -> tuple[str
                 close = difflib.get_close_matches(name, list(table), n=3, cutoff=0.75)
                 errors.add(line, label, "func", f"aten has no operator '{name}' in the installed torch's "
                            "native_functions.yaml" + (f"; close matches: {', '.join(close)}" if close else ""))
-                return "", "", ()
+                return "", "", (), "", False
             continue  # e.g. special_airy_ai has an out= but no in-place variant
         if _canonical(aten["schema"]) != _canonical(text):
             what = "the schema" if kind == "functional" else f"the generated {kind} variant"
             errors.add(line, label, "func", f"{what} differs from aten's: ops.yaml gives '{_canonical(text)}', "
                        f"aten (native_functions.yaml) declares '{aten['schema']}'")
-            return "", "", ()
+            return "", "", (), "", False
         found.append(kind)
         if aten["mps"]:
             on_mps.append(aten["mps"])
-    if on_mps and replaces != "mps":
-        errors.add(line, label, "implements", f"torch already runs this op on MPS ({on_mps[0]}); registering "
-                   "it would replace torch's MPS kernel: add 'replaces: mps' and register every dtype torch's "
-                   "MPS kernel supports")
+    since = _torch_has_mps(entry, replaces, label, line_of, errors)
+    installed = torch_version().split("+", 1)[0]
+    if since and on_mps and minor_of(installed) < minor_of(since):
+        errors.add(line_of("torch_has_mps"), label, "torch_has_mps",
+                   f"torch {installed} already runs this op on MPS ({on_mps[0]}), before {since}: "
+                   "give the first release that does")
+    elif since and not on_mps and minor_of(installed) >= minor_of(since):
+        errors.add(line_of("torch_has_mps"), label, "torch_has_mps",
+                   f"torch {installed} has no MPS kernel for aten::{schema.name}, though 'torch_has_mps' says "
+                   f"{since} and later have one")
+    elif on_mps and replaces != "mps" and not since:
+        errors.add(line, label, "implements", f"torch already runs this op on MPS ({on_mps[0]}, torch {installed}); "
+                   "registering it would replace torch's MPS kernel: add 'replaces: mps' and register every "
+                   "dtype torch's MPS kernel supports, or, if torch gained the kernel in a release after the "
+                   "entry was written, 'torch_has_mps: <that release>' (mpsgen's kernel then steps aside there)")
     elif replaces and not on_mps:
         errors.add(line_of("replaces"), label, "replaces",
                    f"torch has no MPS kernel for aten::{schema.name} to replace; remove 'replaces'")
-    return implements, replaces, tuple(found)
+    return implements, replaces, tuple(found), since, bool(since and on_mps)
+
+
+def _torch_has_mps(entry, replaces, label, line_of, errors) -> str:
+    """`torch_has_mps: "2.15"`: the first torch release with its own MPS kernel for the op. On
+    that torch and later, the entry's MPS kernel is not registered (torch's runs); its CPU
+    kernels and tests stay. Before it, the entry fills the gap as any other."""
+    if "torch_has_mps" not in entry:
+        return ""
+    since = entry["torch_has_mps"]
+    if not isinstance(since, str) or not re.fullmatch(r"[0-9]+\.[0-9]+", since):
+        errors.add(line_of("torch_has_mps"), label, "torch_has_mps",
+                   f"expected a torch release as a quoted string, like \"2.15\", got {since!r}")
+        return ""
+    if replaces:
+        errors.add(line_of("torch_has_mps"), label, "torch_has_mps",
+                   "'replaces: mps' registers mpsgen's kernel over torch's; 'torch_has_mps' steps aside for "
+                   "it: give one of them")
+        return ""
+    return since
