@@ -42,8 +42,13 @@ FEATURES = {
 FEATURE_HEADERS = {"float8": "metal_branch.h", "ternary_alpha": "uint3_position.h"}
 
 
+def release(version: str) -> str:
+    """A torch version without its local part (2.13.0+cpu -> 2.13.0)."""
+    return version.split("+", 1)[0]
+
+
 def minor_of(version: str) -> tuple[int, int]:
-    major, minor = version.split("+", 1)[0].split(".")[:2]
+    major, minor = release(version).split(".")[:2]
     return int(major), int(minor)
 
 

@@ -56,8 +56,9 @@ class Tree:
         if self.real and path.is_file():
             return path.read_text().strip()
         from ..registry.opinfo_names import torch_version
+        from ..torch_versions import release
 
-        return torch_version().split("+", 1)[0]
+        return release(torch_version())
 
     def read(self, rel: str) -> str:
         return (self.root / rel).read_text()

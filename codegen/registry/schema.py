@@ -11,7 +11,7 @@ from . import names
 from .aten_schemas import aten_ops
 from .errors import Errors
 from .opinfo_names import torch_version
-from ..torch_versions import minor_of
+from ..torch_versions import minor_of, release
 from .model import variant_schemas
 
 
@@ -176,7 +176,7 @@ def check_implements(entry, schema, family, label, line_of, errors) -> tuple[str
         if aten["mps"]:
             on_mps.append(aten["mps"])
     since = _torch_has_mps(entry, replaces, label, line_of, errors)
-    installed = torch_version().split("+", 1)[0]
+    installed = release(torch_version())
     if since and on_mps and minor_of(installed) < minor_of(since):
         errors.add(line_of("torch_has_mps"), label, "torch_has_mps",
                    f"torch {installed} already runs this op on MPS ({on_mps[0]}), before {since}: "

@@ -32,6 +32,7 @@ import zipfile
 from pathlib import Path
 
 from ..build import torch_version
+from ..torch_versions import release  # noqa: F401  (the macOS wheel's version; callers name it here)
 
 TARGET = "aarch64-macos.14.0"  # torch's macOS wheels: macosx_14_0_arm64
 PLATFORM = "macosx_14_0_arm64"
@@ -47,9 +48,6 @@ def cache_root() -> Path:
     return Path(os.environ.get("MPSGEN_MACOS_CACHE_DIR") or Path(base) / "mpsgen" / "macos")
 
 
-def release(version: str) -> str:
-    """A torch version without its local part (2.13.0+cpu -> 2.13.0): the macOS wheel's."""
-    return version.split("+", 1)[0]
 
 
 def python_tag() -> str:
