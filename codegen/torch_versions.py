@@ -30,8 +30,10 @@ FEATURES = {
     # c10/metal/indexing.h's REGISTER_TERNARY_ALPHA_OP / REGISTER_OPMATH_TERNARY_ALPHA_OP (with
     # ternary_alpha_{dense,strided}[_cast] kernels) and MetalShaderLibrary::exec_ternary_kernel(
     # iter, name, alpha, scalar_arg_type). Before: support/metal/mpsgen/ternary_alpha.h.
-    # Its ternary_alpha_strided kernels take a `uint3` thread position: the CPU launcher gets them
-    # through support/cpu/uint3_position.h (included first in each kernel unit).
+    # Its ternary strided kernels (ternary_strided as well as ternary_alpha_strided, and their
+    # _cast) take a `uint3` thread position over a 3D grid: the CPU launcher gets them through
+    # support/cpu/uint3_position.h (included first in each kernel unit), the MPS host of a params
+    # struct dispatches that grid (support/mps/kernels_with_params.h, TernaryGrid::dims3).
     "ternary_alpha": "2.15",
     # c10/metal/float8.h (float8_e4m3fn), included by common.h's Metal branch (by __METAL__),
     # which utils.h's casts need: the kernel units include support/metal_shim/metal_branch.h first.

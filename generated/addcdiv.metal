@@ -10,24 +10,12 @@
 using namespace metal;
 using namespace c10::metal;
 
-// The arguments the kernels read (value), as the host
-// passes them through exec_*_kernel_with_params: one struct per computation dtype T.
-template <typename T>
-struct addcdiv_params {
-  opmath_t<T> value;
-};
-typedef addcdiv_params<float> addcdiv_params_float;
-typedef addcdiv_params<half> addcdiv_params_half;
-typedef addcdiv_params<bfloat> addcdiv_params_bfloat;
-typedef addcdiv_params<float2> addcdiv_params_float2;
-typedef addcdiv_params<half2> addcdiv_params_half2;
-
 // functor from ops.yaml:507
 #line 516 "ops.yaml"
 struct addcdiv_functor {
   template <typename T, typename P, enable_if_t<!is_complex_v<T>, bool> = true>
   inline T operator()(const T a, const T b, const T c, const P p) {
-    return static_cast<T>(a + static_cast<T>(p.value) * (b / c));
+    return static_cast<T>(a + static_cast<T>(p) * (b / c));
   }
   // complex division as torch's CPU does it (numpy's: Smith's, scaled by the divisor's larger
   // part), so NaN and infinity come out where torch's do
@@ -47,20 +35,20 @@ struct addcdiv_functor {
   // the order of torch's CPU kernel
   template <typename T, typename P, enable_if_t<is_complex_v<T>, bool> = true>
   inline T operator()(const T a, const T b, const T c, const P p) {
-    return T(float2(a) + div_c(c10::metal::mul(float2(p.value), float2(b)), float2(c)));
+    return T(float2(a) + div_c(c10::metal::mul(float2(p), float2(b)), float2(c)));
   }
 };
-#line 54 "addcdiv.metal"
+#line 42 "addcdiv.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).
 #line 509 "ops.yaml"
-REGISTER_OPMATH_TERNARY_ALPHA_OP(addcdiv, float, addcdiv_params_float, float);
+REGISTER_OPMATH_TERNARY_ALPHA_OP(addcdiv, float, float, float);
 #line 509 "ops.yaml"
-REGISTER_OPMATH_TERNARY_ALPHA_OP(addcdiv, half, addcdiv_params_half, half);
+REGISTER_OPMATH_TERNARY_ALPHA_OP(addcdiv, half, float, half);
 #line 509 "ops.yaml"
-REGISTER_OPMATH_TERNARY_ALPHA_OP(addcdiv, bfloat, addcdiv_params_bfloat, bfloat);
+REGISTER_OPMATH_TERNARY_ALPHA_OP(addcdiv, bfloat, float, bfloat);
 #line 509 "ops.yaml"
-REGISTER_TERNARY_ALPHA_OP(addcdiv, float2, addcdiv_params_float2, float2);
+REGISTER_TERNARY_ALPHA_OP(addcdiv, float2, float2, float2);
 #line 509 "ops.yaml"
-REGISTER_TERNARY_ALPHA_OP(addcdiv, half2, addcdiv_params_half2, half2);
+REGISTER_TERNARY_ALPHA_OP(addcdiv, half2, float2, half2);

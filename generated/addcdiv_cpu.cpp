@@ -15,20 +15,12 @@ namespace {
 
 using mpsgen::generated::addcdiv_spec;
 
-// ops.yaml:507: what the kernels read, laid out as `addcdiv_params<T>` in addcdiv.metal
-template <typename T>
-struct addcdiv_params {
-  mpsgen::opmath_t<T> value;
-};
-
 void addcdiv_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& value) {
   static const std::string kernel = "addcdiv";  // static: the CPU executor caches per name
   mpsgen::visit_dtype(addcdiv_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const addcdiv_params<T> params{
-        mpsgen::scalar_as_opmath<T>(addcdiv_spec, value),
-    };
-    mpsgen::cpu::exec_ternary_kernel_with_params(iter, kernel, params, "addcdiv_params_" + mpsgen::metal_type(common));
+    const mpsgen::opmath_t<T> params = mpsgen::scalar_as_opmath<T>(addcdiv_spec, value);
+    mpsgen::cpu::exec_ternary_kernel_with_params(iter, kernel, params, mpsgen::metal_type(mpsgen::opmath_type(common)));
   });
 }
 

@@ -17,21 +17,13 @@ namespace {
 
 using mpsgen::generated::addcdiv_spec;
 
-// ops.yaml:507: what the kernels read, laid out as `addcdiv_params<T>` in addcdiv.metal
-template <typename T>
-struct addcdiv_params {
-  mpsgen::opmath_t<T> value;
-};
-
 void addcdiv_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& value) {
   auto& library = mpsgen::mps::library("addcdiv");
   static const std::string kernel = "addcdiv";  // static: the CPU executor caches per name
   mpsgen::visit_dtype(addcdiv_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const addcdiv_params<T> params{
-        mpsgen::scalar_as_opmath<T>(addcdiv_spec, value),
-    };
-    mpsgen::mps::ternary_with_params(library)(iter, kernel, params, "addcdiv_params_" + mpsgen::metal_type(common));
+    const mpsgen::opmath_t<T> params = mpsgen::scalar_as_opmath<T>(addcdiv_spec, value);
+    mpsgen::mps::ternary_with_params(library)(iter, kernel, params, mpsgen::metal_type(mpsgen::opmath_type(common)));
   });
 }
 

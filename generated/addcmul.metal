@@ -10,68 +10,51 @@
 using namespace metal;
 using namespace c10::metal;
 
-// The arguments the kernels read (value), as the host
-// passes them through exec_*_kernel_with_params: one struct per computation dtype T.
-template <typename T>
-struct addcmul_params {
-  opmath_t<T> value;
-};
-typedef addcmul_params<float> addcmul_params_float;
-typedef addcmul_params<half> addcmul_params_half;
-typedef addcmul_params<bfloat> addcmul_params_bfloat;
-typedef addcmul_params<long> addcmul_params_long;
-typedef addcmul_params<int> addcmul_params_int;
-typedef addcmul_params<short> addcmul_params_short;
-typedef addcmul_params<uchar> addcmul_params_uchar;
-typedef addcmul_params<char> addcmul_params_char;
-typedef addcmul_params<float2> addcmul_params_float2;
-typedef addcmul_params<half2> addcmul_params_half2;
-
 // functor from ops.yaml:477
 #line 485 "ops.yaml"
 struct addcmul_functor {
   // as torch's CPU kernel: fma(value * tensor1, tensor2, self), so inf + FLT_MAX * -FLT_MAX is inf
   template <typename T, typename P, enable_if_t<is_scalar_floating_point_v<T>, bool> = true>
   inline T operator()(const T a, const T b, const T c, const P p) {
-    return static_cast<T>(::metal::fma(static_cast<T>(p.value) * b, c, a));
+    return static_cast<T>(::metal::fma(static_cast<T>(p) * b, c, a));
   }
   // integers: modulo 2**bits, computed unsigned (signed overflow is undefined in C++ and in
   // Metal), as torch's kernels wrap
   template <typename T, typename P, enable_if_t<is_scalar_integral_v<T>, bool> = true>
   inline T operator()(const T a, const T b, const T c, const P p) {
     using U = conditional_t<sizeof(T) == 8, ulong, uint>;
-    return static_cast<T>(U(a) + U(static_cast<T>(p.value)) * U(b) * U(c));
+    return static_cast<T>(U(a) + U(static_cast<T>(p)) * U(b) * U(c));
   }
   // complex: (value * tensor1) * tensor2 + self, each step rounded to T as torch's CPU kernel
   // computes complex32 (value too; for complex64 the roundings change nothing)
   template <typename T, typename P, enable_if_t<is_complex_v<T>, bool> = true>
   inline T operator()(const T a, const T b, const T c, const P p) {
-    const T scaled = T(c10::metal::mul(float2(T(p.value)), float2(b)));
+    const T scaled = T(c10::metal::mul(float2(T(p)), float2(b)));
     const T product = T(c10::metal::mul(float2(scaled), float2(c)));
     return T(float2(a) + float2(product));
   }
 };
-#line 55 "addcmul.metal"
+#line 38 "addcmul.metal"
 
 // One registration per kernel and dtype; `#line` attributes each to its ops.yaml `dtypes`
 // item, so a functor whose result type contradicts it fails there (the macros static_assert it).
 #line 479 "ops.yaml"
-REGISTER_OPMATH_TERNARY_ALPHA_OP(addcmul, float, addcmul_params_float, float);
+REGISTER_OPMATH_TERNARY_ALPHA_OP(addcmul, float, float, float);
 #line 479 "ops.yaml"
-REGISTER_OPMATH_TERNARY_ALPHA_OP(addcmul, half, addcmul_params_half, half);
+REGISTER_OPMATH_TERNARY_ALPHA_OP(addcmul, half, float, half);
 #line 479 "ops.yaml"
-REGISTER_OPMATH_TERNARY_ALPHA_OP(addcmul, bfloat, addcmul_params_bfloat, bfloat);
+REGISTER_OPMATH_TERNARY_ALPHA_OP(addcmul, bfloat, float, bfloat);
 #line 479 "ops.yaml"
-REGISTER_TERNARY_ALPHA_OP(addcmul, long, addcmul_params_long, long);
+REGISTER_TERNARY_ALPHA_OP(addcmul, long, long, long);
 #line 479 "ops.yaml"
-REGISTER_TERNARY_ALPHA_OP(addcmul, int, addcmul_params_int, int);
+REGISTER_TERNARY_ALPHA_OP(addcmul, int, int, int);
 #line 479 "ops.yaml"
-REGISTER_TERNARY_ALPHA_OP(addcmul, short, addcmul_params_short, short);
+REGISTER_TERNARY_ALPHA_OP(addcmul, short, int, short);
 #line 479 "ops.yaml"
-REGISTER_TERNARY_ALPHA_OP(addcmul, uchar, addcmul_params_uchar, uchar);
+REGISTER_TERNARY_ALPHA_OP(addcmul, uchar, int, uchar);
 #line 479 "ops.yaml"
-REGISTER_TERNARY_ALPHA_OP(addcmul, char, addcmul_params_char, char);
+REGISTER_TERNARY_ALPHA_OP(addcmul, char, int, char);
 #line 479 "ops.yaml"
-REGISTER_TERNARY_ALPHA_OP(addcmul, float2, addcmul_params_float2, float2);
+REGISTER_TERNARY_ALPHA_OP(addcmul, float2, float2, float2);
 #line 479 "ops.yaml"
-REGISTER_TERNARY_ALPHA_OP(addcmul, half2, addcmul_params_half2, half2);
+REGISTER_TERNARY_ALPHA_OP(addcmul, half2, float2, half2);

@@ -17,21 +17,13 @@ namespace {
 
 using mpsgen::generated::addcmul_spec;
 
-// ops.yaml:477: what the kernels read, laid out as `addcmul_params<T>` in addcmul.metal
-template <typename T>
-struct addcmul_params {
-  mpsgen::opmath_t<T> value;
-};
-
 void addcmul_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, const at::Scalar& value) {
   auto& library = mpsgen::mps::library("addcmul");
   static const std::string kernel = "addcmul";  // static: the CPU executor caches per name
   mpsgen::visit_dtype(addcmul_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const addcmul_params<T> params{
-        mpsgen::scalar_as_opmath<T>(addcmul_spec, value),
-    };
-    mpsgen::mps::ternary_with_params(library)(iter, kernel, params, "addcmul_params_" + mpsgen::metal_type(common));
+    const mpsgen::opmath_t<T> params = mpsgen::scalar_as_opmath<T>(addcmul_spec, value);
+    mpsgen::mps::ternary_with_params(library)(iter, kernel, params, mpsgen::metal_type(mpsgen::opmath_type(common)));
   });
 }
 

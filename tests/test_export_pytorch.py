@@ -378,5 +378,15 @@ def test_a_ternary_kernel_with_a_scalar_exports_for_a_tree_whose_torch_has_the_t
     assert export_render._exec_arguments(op, "fma3") == ", alpha"  # lib.exec_ternary_kernel(iter, "fma3", alpha)
     lines = [line for r in op.table("fma3").registrations for line in emit_render.registrations(op, "fma3", r)]
     assert lines[0] == "REGISTER_TERNARY_ALPHA_OP(fma3, float, float, float)"  # torch's macro, as in-tree
+    # an opmath alpha: torch's macro with the opmath type (torch 2.15's own addcmul_dense_half_half_float)
+    # and ATen's opmath type as exec_ternary_kernel's scalar_arg_type
+    (tmp_path / "ops.yaml").write_text(TERNARY_WITH_A_SCALAR.replace("{alpha: T}", "{alpha: opmath}")
+                                       .replace("dtypes: [float]", "dtypes: [opmath_float]"))
+    opmath = loader.load(tmp_path / "ops.yaml").ops[0]
+    assert _refusal(opmath, f"{since}.0") is None
+    assert export_render._exec_arguments(opmath, "fma3") == ", alpha, at::toOpMathType(iter.common_dtype())"
+    lines = [line for r in opmath.table("fma3").registrations for line in emit_render.registrations(opmath, "fma3", r)]
+    assert "REGISTER_OPMATH_TERNARY_ALPHA_OP(fma3, half, float, half)" in lines
+    # addcmul's int8 alpha is c10/metal's opmath_t, an int, where ATen's opmath type is int8 itself
     addcmul = next(o for o in loader.load(ROOT / "ops.yaml").ops if o.name == "addcmul")
-    assert "no exec_ternary_kernel_with_params" in _refusal(addcmul, f"{since}.0")
+    assert "an int for int8" in _refusal(addcmul, f"{since}.0")

@@ -532,10 +532,15 @@ VARIANTS = [
      ["lerp_scalar_dense_float_float_lerp_scalar_params_float"]),
     ("lerp.Scalar", lambda: (torch.rand(8).half(), torch.rand(8).half(), 0.5), {},
      ["lerp_scalar_dense_half_half_lerp_scalar_params_half"]),
-    # ternary with a Scalar: the project's ternary_alpha kernels; mixed dtypes are cast first
+    # ternary with a Scalar: REGISTER_*TERNARY_ALPHA_OP's kernels, the alpha in opmath as torch 2.15's own
+    # addcmul names them (its macOS libtorch_cpu.dylib has addcmul_dense_half_half_float); mixed dtypes
+    # are cast first
     ("addcmul", lambda: (torch.rand(8), torch.rand(8, 8).t(), torch.rand(8)), {"value": 2},
-     ["addcmul_strided_float_float_addcmul_params_float"]),
-    ("addcmul", lambda: (torch.rand(8), torch.arange(8), torch.rand(8)), {}, ["addcmul_dense_float_float_addcmul_params_float"]),
+     ["addcmul_strided_float_float_float"]),
+    ("addcmul", lambda: (torch.rand(8), torch.arange(8), torch.rand(8)), {}, ["addcmul_dense_float_float_float"]),
+    ("addcmul", lambda: (torch.rand(8).half(), torch.rand(8).half(), torch.rand(8).half()), {},
+     ["addcmul_dense_half_half_float"]),
+    ("addcmul", lambda: (torch.arange(8, dtype=torch.int8),) * 3, {}, ["addcmul_dense_char_char_int"]),
     # several Scalars: a params struct (exec_unary_kernel_with_params)
     ("elu", lambda: (torch.rand(8),), {"alpha": 0.5}, ["elu_dense_float_float_elu_params_float"]),
     ("elu", lambda: (torch.rand(8, 8)[:, ::2],), {}, ["elu_strided_float_float_elu_params_float"]),

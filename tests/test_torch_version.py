@@ -130,8 +130,10 @@ def test_the_kernel_units_include_a_features_header_only_where_the_torch_has_the
 def test_a_kernel_with_a_uint3_position_registers_through_the_1d_adapter():
     from mpsgen.codegen.emit.host_names import parse_instantiations, registration_lines
 
-    text = ('template [[host_name("f_strided_float_float_float")]] void ::c10::metal::ternary_alpha_strided'
-            '<float, float, f_functor, float>(device void* out, constant long* sizes, constant uint& ndim, uint3 tid);\n'
+    # as the preprocessor leaves it: a `constant` pointer is `const __attribute__((address_space(2)))`
+    text = ('template [[host_name("f_strided_float_float_float")]] void :: c10::metal::ternary_alpha_strided'
+            '<float, float, f_functor, float>( void* out, const __attribute__((address_space(2))) long* sizes,'
+            ' const uint& ndim, uint3 tid);\n'
             'template [[host_name("f_dense_float_float_float")]] void ::c10::metal::ternary_alpha_dense'
             '<float, float, f_functor, float>(device float* out, constant float* input, uint tid);\n')
     strided, dense = parse_instantiations(text)

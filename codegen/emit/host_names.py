@@ -33,19 +33,29 @@ class KernelInstantiation:
     position: str = ""  # "uint3": its last parameter, the thread position, is a uint3 (else uint/uint2)
 
 
-def _template_args(text: str, start: int) -> tuple[str, int]:
-    """Return the balanced `<...>` contents starting right after `<` at start."""
+def _balanced(text: str, start: int, open_: str = "<", close: str = ">") -> tuple[str, int]:
+    """Return the balanced contents starting right after the opening bracket at start, and the
+    index after the closing one."""
     depth, i = 1, start
     while depth:
         c = text[i]
-        depth += (c == "<") - (c == ">")
+        depth += (c == open_) - (c == close)
         i += 1
     return text[start : i - 1], i
 
 
-# the parameter list of an instantiation whose last parameter is a uint3 (no nested parentheses
-# in these declarations: pointers, references and attributes-free names)
-_UINT3_LAST = re.compile(r"\s*\([^()]*\buint3\s+\w+\s*\)")
+# the last parameter of an instantiation's parameter list, when it is a uint3 (the thread position;
+# the list itself holds parentheses: a `constant` pointer is `__attribute__((address_space(2)))`)
+_UINT3_PARAMETER = re.compile(r"\buint3\s+\w+\s*$")
+
+
+def _position(text: str, end: int) -> str:
+    """"uint3" when the parameter list that follows the template arguments ends in a uint3."""
+    m = re.compile(r"\s*\(").match(text, end)
+    if not m:
+        return ""
+    params, _ = _balanced(text, m.end(), "(", ")")
+    return "uint3" if _UINT3_PARAMETER.search(params.rsplit(",", 1)[-1]) else ""
 
 
 def parse_instantiations(preprocessed: str) -> list[KernelInstantiation]:
@@ -55,9 +65,9 @@ def parse_instantiations(preprocessed: str) -> list[KernelInstantiation]:
         function = re.sub(r"\s+", "", m.group(2))
         if not function.startswith("::"):
             function = "::" + function
-        args, end = _template_args(preprocessed, m.end())
+        args, end = _balanced(preprocessed, m.end())
         found.append(KernelInstantiation(host_name, f"{function}<{' '.join(args.split())}>",
-                                         "uint3" if _UINT3_LAST.match(preprocessed, end) else ""))
+                                         _position(preprocessed, end)))
     return found
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import jinja2
 
 from . import stamp
-from ..registry.dtypes import DTYPES
+from ..registry.dtypes import DTYPES, OPMATH
 from ..registry.model import Entry, Op, Overload, Registration, Registry
 from ..registry.opinfo_names import torch_version
 from ..torch_versions import FEATURES, gives
@@ -65,15 +65,26 @@ def _environment() -> jinja2.Environment:
                        grad_inputs=grad_inputs, saved_args=saved_args, saves_result=saves_result,
                        kept_type=kept_type, op_signature=op_signature, node_name=node_name, param_fields=param_fields,
                        parser_signature=parser_signature, binding_groups=binding_groups,
-                       param_values=param_values, params_type=params_type, cpp_args=cpp_args, kernel_args=kernel_args,
+                       param_values=param_values, params_type=params_type, alpha_as_params=alpha_as_params, cpp_args=cpp_args, kernel_args=kernel_args,
                        cpp_type=cpp_type, result_options=result_options)
     return env
+
+
+def alpha_as_params(op: Op, alpha: str) -> bool:
+    """The alpha reaches the kernels through the hosts' with_params binding: a ternary op's (torch's
+    exec_ternary_kernel took none before 2.15: mpsgen's ternary_alpha.h; the MPS host calls torch's
+    where it has one), and an opmath alpha of a unary or binary op (the CPU executor's
+    exec_*_kernel takes its alpha in the computation dtype)."""
+    return op.family == "ternary" or op.alpha_type(alpha) == "opmath"
 
 
 def params_type(op: Op, kernel: str, r: Registration) -> str:
     """The Metal type the kernel's Scalar argument has: the alpha's type, or the
     params struct typedef for the registration's computation dtype."""
-    return r.compute if op.kernel_transport(kernel) == "alpha" else f"{op.name}_params_{r.compute}"
+    if op.kernel_transport(kernel) == "alpha":
+        opmath = op.alpha_type(op.kernel_alpha_arg(kernel)) == "opmath"
+        return OPMATH.get(r.compute, r.compute) if opmath else r.compute
+    return f"{op.name}_params_{r.compute}"
 
 
 def registrations(op: Op, kernel: str, r: Registration) -> list[str]:

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..registry.dtypes import DTYPES, OPMATH
 from ..registry.model import Op
 from ..torch_versions import FEATURES, gives
 from . import tree as trees
@@ -141,6 +142,10 @@ def _refusal(op: Op, version: str) -> str | None:
         return (f"torch {version}'s exec_ternary_kernel takes no Scalar arguments (REGISTER_TERNARY_ALPHA_OP and "
                 f"exec_ternary_kernel's alpha are torch {FEATURES['ternary_alpha']}'s): its kernels need mpsgen's "
                 "support/metal/mpsgen/ternary_alpha.h, which this tree lacks")
+    if op.transport == "alpha" and op.alpha_type(op.alpha_arg) == "opmath" and any(
+            r.compute in OPMATH and DTYPES[r.compute].kind == "integer" for r in op.all_registrations):
+        return (f"its opmath alpha `{op.alpha_arg}` is an int for int8, int16 and uint8 in its kernels (c10/metal's "
+                "opmath_t), where ATen's opmath type, which exec_*_kernel's scalar_arg_type would be, is the dtype")
     if op.family == "ternary" and op.transport == "params":
         return (f"its params struct reaches its ternary kernels through mpsgen's own binding: torch {version}'s "
                 "exec_ternary_kernel takes one Scalar alpha, and torch has no exec_ternary_kernel_with_params")

@@ -40,7 +40,10 @@ def _exec_arguments(op: Op, kernel: str) -> str:
     comparison, the bool its kernels produce (`natural_output_dtype`, so an out= of another dtype
     is cast from it)."""
     if op.kernel_transport(kernel) == "alpha":
-        return f", {op.kernel_alpha_arg(kernel)}"
+        alpha = op.kernel_alpha_arg(kernel)
+        # an opmath alpha in the kernels' DTYPEA: ATen's opmath type (plan.py refuses the integers
+        # whose c10/metal opmath_t is wider, which ATen's is not)
+        return f", {alpha}, at::toOpMathType(iter.common_dtype())" if op.alpha_type(alpha) == "opmath" else f", {alpha}"
     if op.bool_output and op.family == "binary":
         return ", std::nullopt, std::nullopt, kBool"
     return ""
@@ -89,6 +92,7 @@ def files(plan: Plan) -> dict[str, str]:
         operation_path(op): env.get_template("operation.mm.j2").render(
             op=op, plan=plan, file=file_stem(op), params=p,
             extra={k: _exec_arguments(op, k) for k, _ in plan.stubs},
+            opmath_alpha=any("toOpMathType" in _exec_arguments(op, k) for k, _ in plan.stubs),
             struct={k: op.kernel_transport(k) == "params" for k, _ in plan.stubs}),
     }
     if p is not None:

@@ -40,11 +40,12 @@ def schema_args(schema: FunctionSchema) -> list[Arg]:
 
 
 def transport_of(params) -> str:
-    """How params reach a kernel (Op.transport): none, alpha (one Scalar in T) or a params struct."""
+    """How params reach a kernel (Op.transport): none, alpha (one Scalar, in T or in opmath_t<T>)
+    or a params struct."""
     if not params:
         return "none"
     p = params[0]
-    if len(params) == 1 and p.kind == "Scalar" and p.metal == "T" and not p.optional:
+    if len(params) == 1 and p.kind == "Scalar" and p.metal in ("T", "opmath") and not p.optional:
         return "alpha"
     return "params"
 

@@ -33,6 +33,9 @@ DTYPES = {
     )
 }
 
+# c10/metal/utils.h's opmath_t of each Metal type that has a wider one (the others are their own)
+OPMATH = {"half": "float", "bfloat": "float", "short": "int", "char": "int", "uchar": "int", "half2": "float2"}
+
 FLOATS = ("float", "half", "bfloat")
 INTEGRALS = ("long", "int", "short", "uchar", "char", "bool")
 COMPLEX = ("float2", "half2")

@@ -272,7 +272,8 @@ class Op(Entry):
     @cached_property
     def transport(self) -> str:
         """How the params reach the kernels: "none"; "alpha", one Scalar in the
-        computation dtype (REGISTER_*_ALPHA_OP, exec_*_kernel's alpha); or "params",
+        computation dtype or its opmath_t (REGISTER_*_ALPHA_OP, exec_*_kernel's alpha and
+        scalar_arg_type; `alpha_type`); or "params",
         a struct `<name>_params<T>` (exec_*_kernel_with_params). A choice's kernel
         that reads fewer of them has its own (`kernel_transport`)."""
         return transport_of(self.params)
@@ -294,6 +295,11 @@ class Op(Entry):
     def kernel_alpha_arg(self, kernel: str) -> str | None:
         """The Scalar `kernel` gets as its alpha (REGISTER_*_ALPHA_OP), if that is how it reads it."""
         return self.kernel_params(kernel)[0].name if self.kernel_transport(kernel) == "alpha" else None
+
+    def alpha_type(self, alpha: str) -> str:
+        """The Metal type of the alpha `alpha`: "T", the computation dtype, or "opmath", its
+        opmath_t (float for half, int for int8: REGISTER_*_ALPHA_OP's DTYPEA)."""
+        return next(p.metal for p in self.params if p.name == alpha)
 
     @cached_property
     def shared_kernels(self) -> dict[str, str]:
@@ -361,10 +367,12 @@ class Op(Entry):
     @cached_property
     def uniform_inputs(self) -> bool:
         """The kernels read operands of one dtype, so the host casts mixed inputs first:
-        REGISTER_BINARY_ALPHA_OP's cast kernels take no params struct, and the project's
-        ternary alpha kernels have no cast variants."""
-        return self.transport != "none" and (self.family == "ternary" or
-                                             (self.family == "binary" and self.transport == "params"))
+        REGISTER_BINARY_ALPHA_OP's cast kernels take no params struct (nor an opmath alpha,
+        which reaches them as params do), and the project's ternary alpha kernels have no cast
+        variants."""
+        return self.transport != "none" and (
+            self.family == "ternary" or
+            (self.family == "binary" and (self.transport == "params" or self.alpha_type(self.alpha_arg) == "opmath")))
 
     @cached_property
     def registrations(self) -> tuple[Registration, ...]:

@@ -434,7 +434,9 @@ void exec_ternary_kernel(at::TensorIteratorBase& iter, const std::string& name) 
     return name + (contiguous ? "_dense" : "_strided") +
            (cast ? "_cast_" + metal_type(out_t) : "_" + metal_type(out_t) + "_" + metal_type(in_t));
   });
-  std::array<uint32_t, 4> sizes{elem_size(in_t), elem_size(o1_t), elem_size(o2_t), 0};
+  // ternary_dense_cast's element sizes: the inputs' (a uint3 up to torch 2.14), and from 2.15 (a
+  // uint4, its stores cast to the output's dtype) the output's in .w
+  std::array<uint32_t, 4> sizes{elem_size(in_t), elem_size(o1_t), elem_size(o2_t), elem_size(out_t)};
   std::array<uint32_t, 4> types{type_code(in_t), type_code(o1_t), type_code(o2_t), type_code(out_t)};
   uint32_t ndim = static_cast<uint32_t>(iter.ndim());
   Launch l;

@@ -1,8 +1,18 @@
 // The CPU launcher runs kernels whose thread position is a uint (1D grid) or uint2 (2D). Torch
-// 2.15's ternary_alpha_strided kernels (codegen/torch_versions.py FEATURES["ternary_alpha"])
-// take `uint3 tid [[thread_position_in_grid]]` and are dispatched as 1D jobs, where Metal gives
-// tid = (x, 0, 0). uint3_position<&kernel> is that kernel with a uint position: what the
-// registrations (codegen/emit/host_names.py) hand the launcher for such a kernel.
+// 2.15's ternary strided kernels (ternary_strided, ternary_strided_cast, ternary_alpha_strided and
+// its _cast; codegen/torch_versions.py FEATURES["ternary_alpha"] marks the release) take
+// `uint3 thread_pos [[thread_position_in_grid]]` instead, and c10/metal/indexing.h's
+// ternary_offsets reads dimension 0 from .x, dimension 1 from .y and the others, flattened, from
+// .z: torch's host dispatches them over a grid of (sizes[0], sizes[1], the product of the rest).
+// Threads in that grid's order (x fastest) are the elements in the order of a 1D launch's index.
+// The launcher runs such a kernel row by row (kernel_launch.h, "1D-grid strided kernels"): each
+// row a launch with ndim 1, the operands moved to the row's start, where the kernel reads .x alone;
+// so (x, 0, 0) is the position that grid gives the row's thread x. Its fallback for a row of more
+// than 2^30 threads runs the kernel once per thread with the real ndim: with two dimensions or more
+// that is over INT32_MAX elements, which the host splits first (32-bit indexing, as torch's), so
+// that path only meets ndim 1 (and 0), where .x is all the kernel reads too.
+// uint3_position<&kernel> is that kernel with a uint position: what the registrations
+// (codegen/emit/host_names.py) hand the launcher for a kernel whose last parameter is a uint3.
 #pragma once
 #include <cstddef>
 #include <tuple>

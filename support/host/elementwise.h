@@ -206,4 +206,22 @@ inline void check_scalar_fits(const OpSpec& op, const c10::Scalar& s, c10::Scala
   visit_dtype(op, t, [&](auto tag) { (void)scalar_as<typename decltype(tag)::type>(op, s); });
 }
 
+// The same for an alpha in opmath_t of the computation dtype t (scalar_as_opmath's checks).
+inline void check_opmath_scalar_fits(const OpSpec& op, const c10::Scalar& s, c10::ScalarType t) {
+  visit_dtype(op, t, [&](auto tag) { (void)scalar_as_opmath<typename decltype(tag)::type>(op, s); });
+}
+
+// c10/metal's opmath_t as a dtype: the scalar_arg_type of an alpha in opmath (OpMath above).
+inline c10::ScalarType opmath_type(c10::ScalarType t) {
+  switch (t) {
+    case c10::kHalf:
+    case c10::kBFloat16: return c10::kFloat;
+    case c10::kShort:
+    case c10::kChar:
+    case c10::kByte: return c10::kInt;
+    case c10::kComplexHalf: return c10::kComplexFloat;
+    default: return t;
+  }
+}
+
 } // namespace mpsgen

@@ -11,6 +11,7 @@
 #include <ATen/TensorIterator.h>
 #include <ATen/native/mps/MetalShaderLibrary.h>
 
+#include <algorithm>
 #include <string>
 
 #ifdef __OBJC__
@@ -19,9 +20,16 @@
 
 namespace mpsgen::mps {
 
+// How a ternary strided kernel reads its thread position. linear: a uint, the element's index
+// in a 1D grid (mpsgen's ternary_alpha.h, for torch before 2.15). dims3: a uint3, as torch
+// 2.15's REGISTER_TERNARY_ALPHA_OP kernels do (c10/metal/indexing.h's ternary_offsets): dimension 0
+// in x, 1 in y, the others flattened in z, over a grid of (sizes[0], sizes[1], the product of the
+// rest). The dense kernels take a uint in both.
+enum class TernaryGrid { linear, dims3 };
+
 class TernaryWithParams {
  public:
-  explicit TernaryWithParams(at::native::mps::MetalShaderLibrary& library) : library_(library) {}
+  TernaryWithParams(at::native::mps::MetalShaderLibrary& library, TernaryGrid grid) : library_(library), grid_(grid) {}
 
   // Runs `<name>_<dense|strided>_<out>_<in>_<params_type_name>` with `params` at buffer 4.
   template <typename T>
@@ -30,10 +38,12 @@ class TernaryWithParams {
 
  private:
   at::native::mps::MetalShaderLibrary& library_;
+  TernaryGrid grid_;
 };
 
-inline TernaryWithParams ternary_with_params(at::native::mps::MetalShaderLibrary& library) {
-  return TernaryWithParams(library);
+inline TernaryWithParams ternary_with_params(at::native::mps::MetalShaderLibrary& library,
+                                             TernaryGrid grid = TernaryGrid::linear) {
+  return TernaryWithParams(library, grid);
 }
 
 #ifdef __OBJC__
@@ -63,7 +73,16 @@ void TernaryWithParams::operator()(at::TensorIteratorBase& iter, const std::stri
         mtl_setArgs<5>(encoder, iter.shape(), iter.strides(0), iter.strides(1), iter.strides(2), iter.strides(3),
                        static_cast<uint32_t>(iter.ndim()));
       }
-      mtl_dispatch1DJob(encoder, pso, iter.numel());
+      if (!contiguous && grid_ == TernaryGrid::dims3) {
+        const auto shape = iter.shape();
+        NSUInteger x = shape.size() > 0 ? shape[0] : 1, y = shape.size() > 1 ? shape[1] : 1, z = 1;
+        for (size_t i = 2; i < shape.size(); ++i) z *= shape[i];
+        const NSUInteger most = pso.maxTotalThreadsPerThreadgroup;
+        const NSUInteger width = std::min<NSUInteger>(x, most), height = std::min<NSUInteger>(y, most / width);
+        [encoder dispatchThreads:MTLSizeMake(x, y, z) threadsPerThreadgroup:MTLSizeMake(width, height, 1)];
+      } else {
+        mtl_dispatch1DJob(encoder, pso, iter.numel());
+      }
       getMPSProfiler().endProfileKernel(pso);
     }
   });
