@@ -15,7 +15,7 @@ and nothing else tests a version.
 """
 from __future__ import annotations
 
-TESTED = ("2.13.0", "2.14.1")  # the default (requirements.txt's CPU wheel) first
+TESTED = ("2.13.0", "2.14.1", "2.15.0")  # the default (requirements.txt's CPU wheel) first
 # pip's form; pyproject.toml's dependencies and build requirements say the same
 # (tests/test_torch_version.py), and so does the pyproject.toml of a project from `mpsgen init`
 # No upper bound for pip: with one, pip would replace a newer torch than TESTED's with an older

@@ -1007,7 +1007,13 @@ def test_non_tensor_first_argument_keeps_torch_variant_schemas(tmp_path):
     assert "at::Tensor& poly_inplace_cpu(at::Tensor& self, int64_t n)" in (out / "poly_cpu.cpp").read_text()
 
 
-def test_ternary_with_a_scalar_uses_the_projects_ternary_alpha_macro(tmp_path):
+def test_ternary_with_a_scalar_uses_the_projects_ternary_alpha_macro_before_torchs(tmp_path):
+    """The project's REGISTER_*TERNARY_ALPHA_OP where the installed torch has none (before 2.15),
+    torch's own from FEATURES["ternary_alpha"]: the same line either way."""
+    import torch
+
+    from mpsgen.codegen.torch_versions import gives
+
     body = ("      template <typename T, typename V>\n"
             "      inline T operator()(const T a, const T b, const T c, const V v) { return a; }\n")
     text = registry(params_op("fmav(Tensor self, Tensor b, Tensor c, *, Scalar value=1)", body=body,
@@ -1015,7 +1021,7 @@ def test_ternary_with_a_scalar_uses_the_projects_ternary_alpha_macro(tmp_path):
     out = tmp_path / "out"
     generate_ok(write_ops(tmp_path, text), out)
     metal = (out / "fmav.metal").read_text()
-    assert "#include <mpsgen/ternary_alpha.h>" in metal
+    assert ("#include <mpsgen/ternary_alpha.h>" in metal) != gives("ternary_alpha", torch.__version__)
     assert "REGISTER_OPMATH_TERNARY_ALPHA_OP(fmav, half, half, half);" in metal.splitlines()
 
 
