@@ -10,10 +10,13 @@ import re
 from pathlib import Path
 
 import pytest
+import torch
 
 import mpsgen._C as ext
 import mpsgen.ops  # noqa: F401  (loads the ops: torch.ops.mpsgen.*, the fake kernels)
+from mpsgen.codegen.build import torch_include
 from mpsgen.codegen.registry.loader import load
+from mpsgen.codegen.torch_versions import gives
 
 REGISTRY = load(Path(__file__).resolve().parent.parent / "ops.yaml")
 
@@ -26,19 +29,30 @@ BINARY = ["strided_{o}_{i}", "strided_cast_{o}_{i}", "dense_{o}_{i}", "dense_ilp
 UNARY_ALPHA = ["dense_{o}_{i}_{a}", "strided_{o}_{i}_{a}"]
 BINARY_ALPHA = [v + "_{a}" for v in BINARY if "ilp" not in v]
 TERNARY = ["strided_{o}_{i}", "strided_cast_{i}", "dense_{o}_{i}", "dense_cast_{i}"]
-# support/metal/mpsgen/ternary_alpha.h: operands of one dtype, so no _cast variants
-TERNARY_ALPHA = ["strided_{o}_{i}_{a}", "dense_{o}_{i}_{a}"]
+# support/metal/mpsgen/ternary_alpha.h: operands of one dtype, so no _cast variants; torch's own
+# macro (2.15) has them, named by the input and alpha types (2.15's addcmul_dense_cast_half_float)
+TERNARY_ALPHA = ["strided_{o}_{i}_{a}", "dense_{o}_{i}_{a}"] + (
+    ["strided_cast_{i}_{a}", "dense_cast_{i}_{a}"] if gives("ternary_alpha", torch.__version__) else [])
 COMPARISON = BINARY + ["strided_castout_{o}_{i}"]  # REGISTER_BINARY_CASTOUT_OP
 FAMILIES = {"unary": UNARY, "unary_alpha": UNARY_ALPHA, "binary": BINARY, "binary_alpha": BINARY_ALPHA,
             "ternary": TERNARY, "ternary_alpha": TERNARY_ALPHA}
 KERNELS = {k for op in REGISTRY.ops for k in op.kernels}
 
 
+# c10/metal/utils.h's opmath_t, read from the installed torch's header: `struct OpMathType<half> {
+# using type = float; };`
+OPMATH_T = dict(re.findall(r"struct OpMathType<(\w+)>\s*\{\s*using type = (\w+);",
+                           (torch_include() / "c10" / "metal" / "utils.h").read_text()))
+
+
 def alpha_type(op, kernel, r) -> str:
     """The Scalar's Metal type: the computation dtype (the output's, or the input's for bool
-    results), or the params struct typedef for it, `<op>_params_<T>`."""
+    results), its opmath_t for an `opmath` alpha, or the params struct typedef for it,
+    `<op>_params_<T>`."""
     compute = r.input if r.output == "bool" else r.output
-    return compute if op.kernel_transport(kernel) == "alpha" else f"{op.name}_params_{compute}"
+    if op.kernel_transport(kernel) != "alpha":
+        return f"{op.name}_params_{compute}"
+    return OPMATH_T.get(compute, compute) if op.alpha_type(op.kernel_alpha_arg(kernel)) == "opmath" else compute
 
 
 def _kernel_of(host_name: str) -> str | None:
