@@ -20,7 +20,7 @@ void addcdiv_cpu_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, co
   mpsgen::visit_dtype(addcdiv_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const mpsgen::opmath_t<T> params = mpsgen::scalar_as_opmath<T>(addcdiv_spec, value);
-    mpsgen::cpu::exec_ternary_kernel_with_params(iter, kernel, params, mpsgen::metal_type(mpsgen::opmath_type(common)));
+    mpsgen::cpu::exec_ternary_kernel_with_params(iter, kernel, params, mpsgen::metal_type(mpsgen::opmath_type(addcdiv_spec, common)));
   });
 }
 

@@ -23,7 +23,7 @@ void addcdiv_mps_kernel(at::TensorIteratorBase& iter, c10::ScalarType common, co
   mpsgen::visit_dtype(addcdiv_spec, common, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const mpsgen::opmath_t<T> params = mpsgen::scalar_as_opmath<T>(addcdiv_spec, value);
-    mpsgen::mps::ternary_with_params(library)(iter, kernel, params, mpsgen::metal_type(mpsgen::opmath_type(common)));
+    mpsgen::mps::ternary_with_params(library)(iter, kernel, params, mpsgen::metal_type(mpsgen::opmath_type(addcdiv_spec, common)));
   });
 }
 

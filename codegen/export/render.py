@@ -87,12 +87,12 @@ def files(plan: Plan) -> dict[str, str]:
              for line in registrations(op, kernel, r)]
     if p is not None:  # the params typedefs under torch's naming
         lines = [line.replace(f"{op.name}_params_", f"{p.struct}_") for line in lines]
+    extra = {k: _exec_arguments(op, k) for k, _ in plan.stubs}
     out = {
         kernel_path(op): env.get_template("kernel.metal.j2").render(op=op, lines=lines, params=p, file=file_stem(op)),
         operation_path(op): env.get_template("operation.mm.j2").render(
             op=op, plan=plan, file=file_stem(op), params=p,
-            extra={k: _exec_arguments(op, k) for k, _ in plan.stubs},
-            opmath_alpha=any("toOpMathType" in _exec_arguments(op, k) for k, _ in plan.stubs),
+            extra=extra, opmath_alpha=any("toOpMathType" in e for e in extra.values()),
             struct={k: op.kernel_transport(k) == "params" for k, _ in plan.stubs}),
     }
     if p is not None:

@@ -48,8 +48,6 @@ def cache_root() -> Path:
     return Path(os.environ.get("MPSGEN_MACOS_CACHE_DIR") or Path(base) / "mpsgen" / "macos")
 
 
-
-
 def python_tag() -> str:
     return f"{sys.version_info.major}.{sys.version_info.minor}"
 

@@ -211,17 +211,13 @@ inline void check_opmath_scalar_fits(const OpSpec& op, const c10::Scalar& s, c10
   visit_dtype(op, t, [&](auto tag) { (void)scalar_as_opmath<typename decltype(tag)::type>(op, s); });
 }
 
-// c10/metal's opmath_t as a dtype: the scalar_arg_type of an alpha in opmath (OpMath above).
-inline c10::ScalarType opmath_type(c10::ScalarType t) {
-  switch (t) {
-    case c10::kHalf:
-    case c10::kBFloat16: return c10::kFloat;
-    case c10::kShort:
-    case c10::kChar:
-    case c10::kByte: return c10::kInt;
-    case c10::kComplexHalf: return c10::kComplexFloat;
-    default: return t;
-  }
+// c10/metal's opmath_t as a dtype (OpMath above): the scalar_arg_type of an alpha in opmath.
+inline c10::ScalarType opmath_type(const OpSpec& op, c10::ScalarType t) {
+  c10::ScalarType result = t;
+  visit_dtype(op, t, [&](auto tag) {
+    result = c10::CppTypeToScalarType<opmath_t<typename decltype(tag)::type>>::value;
+  });
+  return result;
 }
 
 } // namespace mpsgen
