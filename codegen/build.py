@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from . import objcache
 from .clang import ClangMissing, clang_command
-from .emit import host_names, metal_syntax
+from .emit import compute_syntax, host_names, metal_syntax
 from .emit.host_names import (calls_vector_math, parse_instantiations, preprocess, preprocess_raw, registration_lines,
                          rewrite_preprocessed, strip_host_name_attributes)
 from .torch_versions import REQUIREMENT
@@ -101,6 +101,23 @@ def linker_flags() -> list[str]:
     31 MB) in 0.31 s where the default ld took 0.74 s (AMD EPYC family 26, medians of three),
     a link every edit pays. Linux only (macOS links with its own ld)."""
     return ["-fuse-ld=gold"] if sys.platform.startswith("linux") and shutil.which("ld.gold") else []
+
+
+@functools.cache
+def fiber_flags() -> tuple[list[str], list[str]]:
+    """(compile, link) flags of Boost.Context, which runs the threads of compute kernels with
+    barriers and SIMD-group functions on fibers (support/cpu/compute_group.cpp): linked where the
+    host compiler finds its header and its library (Debian's libboost-context-dev, Homebrew's
+    boost). Without it, that unit is compiled with MPSGEN_NO_FIBERS, and such a kernel's launch
+    fails with an error naming the package; every other kernel runs as before."""
+    header = subprocess.run(["c++", "-E", "-x", "c++", "-"], input="#include <boost/context/fiber.hpp>\n",
+                            capture_output=True, text=True)
+    lib = subprocess.run(["c++", "-print-file-name=libboost_context" + (".dylib" if sys.platform == "darwin" else ".so")],
+                         capture_output=True, text=True).stdout.strip()
+    if header.returncode == 0 and Path(lib).is_absolute() and Path(lib).is_file():
+        where = Path(lib).resolve().parent
+        return [], [f"-L{where}", f"-Wl,-rpath,{where}", "-lboost_context"]
+    return ["-DMPSGEN_NO_FIBERS"], []
 
 
 @functools.cache
@@ -246,15 +263,20 @@ def _write_if_changed(path: Path, text: str) -> None:
 
 def _unit_body(metal: Path, text: str, variants: CpuVariants) -> str:
     kernels = parse_instantiations(text)
-    if not kernels:
+    compute = compute_syntax.parse_compute_instantiations(text)
+    if not kernels and not compute:
         raise RuntimeError(f"{metal}: no `template [[host_name(...)]]` kernels instantiated")
+    registrations = registration_lines(kernels, calls_vector_math(text), *variants) if kernels else ""
+    if compute:
+        flat = not compute_syntax.synchronises(text, (str(SHIM_INCLUDE), str(CPU_SUPPORT)))
+        registrations += compute_syntax.registration_lines(compute, flat)
     return (
         f"// Kernels of {metal.name} compiled as C++ for the CPU backend (written by the build):\n"
         "// the preprocessed .metal (Metal host shim and launcher first), then one registration per\n"
-        "// host_name that torch's REGISTER_* macros instantiated.\n"
+        "// host_name that torch's REGISTER_* macros (or the kernel entry) instantiated.\n"
         + strip_host_name_attributes(text)
         + "\n"
-        + registration_lines(kernels, calls_vector_math(text), *variants)
+        + registrations
     )
 
 
@@ -300,7 +322,7 @@ def _toolchain_key(compiler: str | Sequence[str], target: KernelTarget) -> bytes
     here = Path(__file__).resolve().parent
     inputs = [p for d in (SHIM_INCLUDE, CPU_SUPPORT, METAL_INCLUDE) for p in d.rglob("*")
               if p.is_file() and p.suffix not in (".cpp", ".mm")]
-    for p in sorted(inputs) + [here / "build.py", *(Path(m.__file__) for m in (host_names, metal_syntax))]:
+    for p in sorted(inputs) + [here / "build.py", *(Path(m.__file__) for m in (host_names, metal_syntax, compute_syntax))]:
         h.update(f"{p.name}\n".encode() + p.read_bytes())
     return h.digest()
 
@@ -422,7 +444,7 @@ def host_sources(build_dir: Path, mps: bool, generated: Path = GENERATED) -> lis
     sources = [host_unity_source(build_dir, "_cpu.cpp", generated), generated / "op_specs.cpp",
                generated_unit(build_dir, "autograd.cpp", generated), generated_unit(build_dir, "bindings.cpp", generated),
                SUPPORT / "host" / "elementwise.cpp", SUPPORT / "host" / "module.cpp",
-               CPU_SUPPORT / "executor.cpp", CPU_SUPPORT / "kernel_registry.cpp"]
+               CPU_SUPPORT / "executor.cpp", CPU_SUPPORT / "kernel_registry.cpp", CPU_SUPPORT / "compute_group.cpp"]
     if mps:
         sources += [host_unity_source(build_dir, "_mps.mm", generated), MPS_INCLUDE / "metal_library.mm"]
     return sources

@@ -114,9 +114,11 @@ def extension(project: Project):
     sources = build.host_sources(build_dir, mps, project.generated)
     sources += build.cpu_kernel_sources(build_dir, build.kernel_compiler(), project.generated)
     # __FILE__ names files relative to the project and to mpsgen (build.file_prefix_maps)
+    fiber_compile, fiber_link = build.fiber_flags()
     flags = list(build.CXX_FLAGS) + (build.MPS_CXX_FLAGS if mps else build.GCC_CXX_FLAGS) \
-        + build.file_prefix_maps(project.root)
-    link = ["-framework", "Metal", "-framework", "Foundation"] if mps else [*build.GCC_LINK_FLAGS, *build.linker_flags()]
+        + build.file_prefix_maps(project.root) + fiber_compile
+    link = (["-framework", "Metal", "-framework", "Foundation"] if mps else [*build.GCC_LINK_FLAGS, *build.linker_flags()]) \
+        + fiber_link
     include_dirs = build.host_include_dirs(build_dir) + ([build.MPS_INCLUDE] if mps else [])
     return CppExtension(f"{project.package}._C", [_relative(p, project.root, build_dir) for p in sources],
                         include_dirs=[str(d) for d in include_dirs], extra_compile_args={"cxx": flags},

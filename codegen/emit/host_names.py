@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import metal_syntax
+from . import compute_syntax, metal_syntax
+from .metal_syntax import balanced as _balanced
 from ..registry.opinfo_names import torch_version
 from ..torch_versions import FEATURE_HEADERS, gives
 
@@ -31,17 +32,6 @@ class KernelInstantiation:
     host_name: str
     function: str  # e.g. ::c10::metal::unary_dense<float, exp_functor>
     position: str = ""  # "uint3": its last parameter, the thread position, is a uint3 (else uint/uint2)
-
-
-def _balanced(text: str, start: int, open_: str = "<", close: str = ">") -> tuple[str, int]:
-    """Return the balanced contents starting right after the opening bracket at start, and the
-    index after the closing one."""
-    depth, i = 1, start
-    while depth:
-        c = text[i]
-        depth += (c == open_) - (c == close)
-        i += 1
-    return text[start : i - 1], i
 
 
 # the last parameter of an instantiation's parameter list, when it is a uint3 (the thread position;
@@ -109,13 +99,25 @@ def feature_headers() -> list[str]:
 
 def preprocess_raw(compiler: str | Sequence[str], metal: Path, include_dirs: list[Path],
                    first: Sequence[str] = ()) -> str:
-    """The preprocessor's output as it is, before preprocess's rewrites."""
+    """The preprocessor's output as it is, before preprocess's rewrites. A compute kernel's
+    .metal (a kernel entry's) gets the shim's <metal_compute> and <metal_atomic> (Metal's
+    <metal_stdlib> has them) and the compute launcher too, and is read as
+    compute_syntax.to_host_source spells it."""
     first = [*feature_headers(), *first]
+    text = metal.read_text()
+    compute = compute_syntax.is_compute(text)
+    heads = ["metal_stdlib", "kernel_launch.h", *(("metal_compute", "metal_atomic", "compute_launch.h") if compute else ())]
     cmd = [*compiler_command(compiler), "-std=c++20", "-E", "-x", "c++", "-DMPSGEN_CONSTANT_MARKED",
-           *(a for header in first for a in ("-include", header)),
-           "-include", "metal_stdlib", "-include", "kernel_launch.h"]
-    cmd += [f"-I{d}" for d in include_dirs] + [str(metal)]
-    result = subprocess.run(cmd, capture_output=True, text=True)
+           *(a for header in [*first] for a in ("-include", header)),
+           *(a for header in heads for a in ("-include", header))]
+    cmd += [f"-I{d}" for d in include_dirs]
+    if compute:
+        # from standard input, named as the file (line markers, diagnostics) and its folder searched
+        source = f'# 1 "{metal}"\n' + compute_syntax.to_host_source(text)
+        cmd += ["-iquote", str(metal.parent), "-"]
+    else:
+        source, cmd = None, [*cmd, str(metal)]
+    result = subprocess.run(cmd, capture_output=True, text=True, input=source)
     if result.returncode:
         raise RuntimeError(f"preprocessing {metal} failed:\n{result.stderr}")
     return result.stdout

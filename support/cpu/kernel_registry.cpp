@@ -72,15 +72,27 @@ int compiled_variant_kernels(unsigned isa) { return isa == 1 || isa == 2 ? n_com
 
 bool register_kernel(const char* host_name, KernelRunFn run, int grid_dims) {
   // Metal rejects a library with two kernels of one host_name; so do we.
-  auto [it, added] = registry().emplace(host_name, KernelEntry{run, grid_dims, nullptr});
+  auto [it, added] = registry().emplace(host_name, KernelEntry{run, grid_dims, nullptr, {}});
   if (!added) throw std::logic_error(std::string("duplicate Metal host_name: ") + host_name);
   it->second.host_name = &it->first;  // a map's keys stay where they are
   return true;
 }
 
+bool register_compute_kernel(const compute::Kernel& kernel) {
+  auto [it, added] = registry().emplace(kernel.host_name, KernelEntry{nullptr, 0, nullptr, kernel});
+  if (!added) throw std::logic_error(std::string("duplicate Metal host_name: ") + kernel.host_name);
+  it->second.host_name = &it->first;
+  return true;
+}
+
+const KernelEntry* find_compute_kernel(const std::string& host_name) {
+  auto it = registry().find(host_name);
+  return it == registry().end() || it->second.run ? nullptr : &it->second;
+}
+
 const KernelEntry* find_kernel(const std::string& host_name) {
   auto it = registry().find(host_name);
-  return it == registry().end() ? nullptr : &it->second;
+  return it == registry().end() || !it->second.run ? nullptr : &it->second;
 }
 
 std::vector<std::string> kernel_names() {

@@ -33,5 +33,10 @@ int compiled_variant_kernels(unsigned isa);
 
 // Called from static initializers of the kernel translation units.
 bool register_kernel(const char* host_name, KernelRunFn run, int grid_dims);
+namespace compute {
+struct Kernel;
+}
+// A compute kernel of a kernel entry (support/cpu/compute_launch.h).
+bool register_compute_kernel(const compute::Kernel& kernel);
 
 } // namespace mpsgen::cpu

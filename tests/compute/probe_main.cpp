@@ -1,0 +1,75 @@
+// Launches the kernels of tests/compute/*.metal on the CPU backend and prints what they wrote
+// (tests/test_compute_model.py reads it).
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernel_lookup.h"
+
+using namespace mpsgen::cpu;
+
+namespace {
+// Runs every threadgroup of a launch; prints its error, if any.
+bool launch(const char* name, std::vector<void*> buffers, compute::Launch l, std::vector<uint32_t> tg = {}) {
+  const KernelEntry* k = find_compute_kernel(name);
+  if (!k) {
+    std::printf("%s: no such kernel\n", name);
+    return false;
+  }
+  l.buffers = buffers.data();
+  l.threadgroup_lengths = tg.data();
+  l.nthreadgroup = uint32_t(tg.size());
+  if (const char* e = compute::run_groups(k->compute, l, 0, compute::threadgroup_count(l))) {
+    std::printf("error %s\n", e);
+    return false;
+  }
+  return true;
+}
+compute::Launch grid(uint32_t gx, uint32_t gy, uint32_t tx, uint32_t ty) {
+  return compute::Launch{{gx, gy, 1}, {tx, ty, 1}, nullptr, nullptr, 0};
+}
+template <typename T>
+void print(const char* tag, const std::vector<T>& v) {
+  std::printf("%s", tag);
+  for (const T& x : v) std::printf(" %.9g", double(x));
+  std::printf("\n");
+}
+} // namespace
+
+int main(int argc, char** argv) {
+  const std::string what = argc > 1 ? argv[1] : "";
+  if (what == "row_sum") {
+    const uint32_t rows = 5, cols = 100;
+    std::vector<float> in(rows * cols), out(rows);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = float(i % 7) + 0.25f;
+    uint32_t ncols = cols;
+    if (launch("row_sum_float", {in.data(), out.data(), &ncols}, grid(rows * 64, 1, 64, 1), {64 * 4})) print("out", out);
+  } else if (what == "neighbour" || what == "neighbour_without_barrier") {
+    std::vector<float> in(256), out(256);
+    for (int i = 0; i < 256; ++i) in[i] = float(i);
+    if (launch(what.c_str(), {out.data(), in.data()}, grid(256, 1, 128, 1))) print("out", out);
+  } else if (what == "divergent_barrier") {
+    std::vector<float> out(64);
+    launch("divergent_barrier", {out.data()}, grid(64, 1, 64, 1));
+  } else if (what == "simd_functions") {
+    std::vector<int> out(40 * 10);
+    if (launch("simd_functions_int", {out.data()}, grid(40, 1, 40, 1))) print("out", out);
+  } else if (what == "positions") {
+    // 2D, with partial threadgroups at the right and bottom edges (dispatchThreads)
+    const uint32_t gx = 37, gy = 5;
+    std::vector<uint32_t> out(gx * gy * 16);
+    if (launch("positions", {out.data()}, grid(gx, gy, 16, 4))) print("out", out);
+  } else if (what == "histogram") {
+    const uint32_t n = 1000;
+    std::vector<uint32_t> bins(4), values(n);
+    float fsum = 0;
+    uint16_t hsum[2] = {0, 0};  // half bits
+    for (uint32_t i = 0; i < n; ++i) values[i] = i * 7 + i / 3;
+    if (launch("histogram_uint", {bins.data(), values.data(), &fsum, hsum}, grid(n, 1, 256, 1))) {
+      print("bins", bins);
+      std::printf("fsum %.9g\nhsum %u %u\n", double(fsum), hsum[0], hsum[1]);
+    }
+  }
+  return 0;
+}
