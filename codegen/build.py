@@ -64,7 +64,7 @@ GCC_CXX_FLAGS = ["-fvect-cost-model=dynamic", "-fpeel-loops", "--param=max-inlin
 # g++'s OpenMP passes made every host unit longer to compile (autograd.cpp 35 s -> 30 s without).
 GCC_OPENMP_FLAGS = ["-fopenmp"]
 GCC_LINK_FLAGS = ["-fopenmp"]
-OPENMP_SOURCES = ("executor.cpp",)
+OPENMP_SOURCES = ("executor.cpp", "compute_executor.cpp")
 # macOS: the .mm units are compiled without ARC, as torch compiles its own MPS sources: torch's
 # OperationUtils.h (which kernels_with_params.h includes for ops with params) retains and releases
 # by hand (MPSCachedKernel, MPSCachedGraph), which ARC forbids ("ARC forbids explicit message send
@@ -444,7 +444,8 @@ def host_sources(build_dir: Path, mps: bool, generated: Path = GENERATED) -> lis
     sources = [host_unity_source(build_dir, "_cpu.cpp", generated), generated / "op_specs.cpp",
                generated_unit(build_dir, "autograd.cpp", generated), generated_unit(build_dir, "bindings.cpp", generated),
                SUPPORT / "host" / "elementwise.cpp", SUPPORT / "host" / "module.cpp",
-               CPU_SUPPORT / "executor.cpp", CPU_SUPPORT / "kernel_registry.cpp", CPU_SUPPORT / "compute_group.cpp"]
+               CPU_SUPPORT / "executor.cpp", CPU_SUPPORT / "kernel_registry.cpp", CPU_SUPPORT / "compute_group.cpp",
+               SUPPORT / "host" / "compute_host.cpp", CPU_SUPPORT / "compute_executor.cpp"]
     if mps:
         sources += [host_unity_source(build_dir, "_mps.mm", generated), MPS_INCLUDE / "metal_library.mm"]
     return sources

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from . import compute_harness
 from .aten_overrides import row
 from .samples import (MATCH, MISMATCH, NO_REFERENCE, TORCH_DTYPES, compare, devices, entry_registrations,
                       kernel_input_type, reference, registered_outputs, tolerance)
@@ -47,6 +48,7 @@ def cases(registry, only: tuple[str, ...] = ()):
     """One pytest.param per (entry, registered dtype), with the entry's xfail as a strict xfail
     mark (without `samples`) or as the samples that must differ (with them). `only`: these
     ops' entries (base names or entry names) only."""
+    yield from compute_harness.cases(registry, only)
     for op in registry.ops:
         for entry in op.entries:
             if only and op.name not in only and entry.qualified_name not in only:
@@ -67,6 +69,8 @@ def _names(items, limit=None) -> str:
 
 def output_match(registry, op, entry, metal_dtype, xfail_samples, record_property) -> None:
     """Asserts that the entry's op matches its torch reference for one registered dtype."""
+    if entry is None:  # a kernel entry (compute_harness.cases)
+        return compute_harness.output_match(registry, op, metal_dtype)
     ref = reference(entry.reference)
     compared, failures, xfailed = 0, [], set()
     widened, no_reference, dropped, bound = [], [], [], 0

@@ -10,6 +10,7 @@ from pathlib import Path
 import jinja2
 
 from . import stamp
+from .render_compute import compute_files
 from ..registry.dtypes import DTYPES, OPMATH
 from ..registry.model import Entry, Op, Overload, Registration, Registry
 from ..registry.opinfo_names import torch_version
@@ -320,7 +321,7 @@ def _shared_files(env: jinja2.Environment, registry: Registry) -> dict[str, str]
     banner = BANNER.format(origin=yaml_name)
     return {
         "library.py": env.get_template("library.py.j2").render(
-            ops=registry.own_ops, ns=registry.namespace, yaml_name=yaml_name, banner=banner),
+            ops=registry.own_ops, compute_ops=registry.compute_ops, ns=registry.namespace, yaml_name=yaml_name, banner=banner),
         "op_specs.cpp": env.get_template("op_specs.cpp.j2").render(
             ops=registry.ops, ns=registry.namespace, yaml_name=yaml_name, banner=banner),
         "autograd.cpp": _resolve_line_marks(env.get_template("autograd.cpp.j2").render(
@@ -330,6 +331,7 @@ def _shared_files(env: jinja2.Environment, registry: Registry) -> dict[str, str]
             groups=binding_groups(registry.own_ops), ns=registry.namespace, yaml_name=yaml_name, banner=banner),
         "registration.cpp": env.get_template("registration.cpp.j2").render(
             entries=[e for op in registry.own_ops for e in op.entries], aten_ops=registry.aten_ops,
+            compute_ops=registry.compute_ops,
             ns=registry.namespace, yaml_name=yaml_name, banner=banner),
     }
 
@@ -370,14 +372,15 @@ def render(registry: Registry, sink: Sink | None = None) -> dict[str, str]:
     n = len(registry.ops)
     workers = min(os.cpu_count() or 1, n // OPS_PER_WORKER)
     if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
-        return _sink({**_op_files(env, registry, registry.ops), **_shared_files(env, registry)}, sink)
+        return _sink({**_op_files(env, registry, registry.ops), **compute_files(env, registry, BANNER),
+                      **_shared_files(env, registry)}, sink)
     _derive(registry)
     _forked = (env, registry, sink)
     bounds = [n * i // workers for i in range(workers + 1)]
     try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
             parts = pool.map_async(_render_chunk, list(zip(bounds, bounds[1:])))
-            shared = _sink(_shared_files(env, registry), sink)
+            shared = _sink({**compute_files(env, registry, BANNER), **_shared_files(env, registry)}, sink)
             files = {k: v for part in parts.get() for k, v in part.items()}
     finally:
         _forked = None

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from torchgen.model import FunctionSchema
 
-from . import names, yaml_source
+from . import compute, names, yaml_source
 from .argmodel import schema_args
 from .arguments import (check_args, check_checks, check_dtype_defaults, check_given, check_mask,
                         check_result_dtype, check_zero_divisor)
@@ -99,6 +99,7 @@ def load(path: str | Path, data: bytes | None = None) -> Registry:
     entry_lines = getattr(entries, "item_lines", [doc.key_lines.get("ops", doc.line)] * len(entries))
 
     ops: list[Op] = []
+    compute_ops: list = []  # kernel entries (codegen/registry/compute.py)
     overloads: list[_PendingOverload] = []
     first_seen: dict[str, int] = {}
     file_names: dict[str, tuple[str, int]] = {}  # lower-case op name -> (qualified name, line)
@@ -107,6 +108,20 @@ def load(path: str | Path, data: bytes | None = None) -> Registry:
         if not isinstance(entry, _Mapping):
             errors.add(entry_line, None, "ops", "each entry of 'ops' must be a mapping such as "
                        f"'- func: exp(Tensor self) -> Tensor', got {yaml_source.short(entry)}")
+            continue
+        if "compute" in entry:
+            loaded = compute.load_entry(entry, errors)
+            if loaded is None:
+                continue
+            problem = names.check_op_name(loaded.name)
+            other = first_seen.get(loaded.qualified_name) or file_names.get(loaded.name.lower(), (None, None))[1]
+            if problem or other:
+                errors.add(loaded.loc.line, loaded.qualified_name, "func",
+                           problem or f"the op at {display}:{other} already names the files {loaded.name}.metal, ...")
+                continue
+            first_seen[loaded.qualified_name] = loaded.loc.line
+            file_names[loaded.name.lower()] = (loaded.qualified_name, loaded.loc.line)
+            compute_ops.append(loaded)
             continue
         loaded = _load_entry(entry, errors)
         if loaded is None:
@@ -149,7 +164,7 @@ def load(path: str | Path, data: bytes | None = None) -> Registry:
     ops = _attach_overloads(ops, [ov for ov in overloads if str(ov.schema.name.name.base) not in rejected], errors)
     if errors.messages:
         raise RegistryError(errors.messages)
-    return Registry(namespace=namespace, ops=tuple(ops), path=str(path))
+    return Registry(namespace=namespace, ops=tuple(ops), path=str(path), compute_ops=tuple(compute_ops))
 
 
 def _load_entry(entry, errors: Errors) -> Op | Overload | None:

@@ -467,6 +467,7 @@ class Registry:
     namespace: str
     ops: tuple[Op, ...]
     path: str
+    compute_ops: tuple = ()  # the kernel entries (codegen/registry/compute_model.py's ComputeOp)
 
     @property
     def entries(self) -> list[Entry]:

@@ -17,9 +17,9 @@
 //    of one simdgroup, or threads of one group at different barriers, are refused with an
 //    error naming the kernel: Metal leaves both undefined.
 //  - Under a shuffled schedule (MPSGEN_CPU_SCHEDULE=shuffle[:SEED], which the tests use), the
-//    threads between two synchronisation points run in a seeded random order instead of by
-//    index, so a kernel that reads what another thread writes without a barrier between them
-//    gets another value than the kernel's author saw.
+//    threads between two synchronisation points run by index, by index from the last, or in a
+//    seeded random order, in turn from step to step, so a kernel that reads what another thread
+//    writes without a barrier between them gets another value in some step.
 #pragma once
 #include <cstddef>
 #include <cstdint>

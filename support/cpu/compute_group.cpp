@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -62,6 +63,22 @@ void shuffle(std::vector<uint32_t>& order, uint64_t& state) {
   for (size_t i = order.size(); i > 1; --i) {
     const size_t j = size_t(splitmix64(state) % i);
     std::swap(order[i - 1], order[j]);
+  }
+}
+
+// The order of a shuffled schedule's step: by index, by index from the last, or random, in turn
+// from step to step (starting where the group's seed says). A race shows in one order and not in
+// another: a thread that reads before the writers of a later index shows in the first, one that
+// reads after them in the second.
+void arrange(std::vector<uint32_t>& order, uint64_t& rng, uint32_t step) {
+  switch (step % 3) {
+    case 0:
+      break;
+    case 1:
+      std::reverse(order.begin(), order.end());
+      break;
+    default:
+      shuffle(order, rng);
   }
 }
 
@@ -226,13 +243,13 @@ void run_fibers(const Kernel& kernel, const Launch& launch, void* const* tg, con
   };
   std::vector<uint32_t> order;
   order.reserve(n);
-  uint32_t ended = 0;
+  uint32_t ended = 0, phase = uint32_t(rng);
   while (true) {
     order.clear();
     for (uint32_t t = 0; t < n; ++t) {
       if (lanes[t].state == State::ready) order.push_back(t);
     }
-    if (schedule().shuffle) shuffle(order, rng);
+    if (schedule().shuffle) arrange(order, rng, phase++);
     for (uint32_t t : order) {
       Lane& lane = lanes[t];
       current.lane = &lane;
@@ -346,7 +363,7 @@ const char* run_groups(const Kernel& kernel, const Launch& launch, uint64_t begi
     } else if (kernel.flat) {
       std::vector<uint32_t> order(n);
       for (uint32_t t = 0; t < n; ++t) order[t] = t;
-      shuffle(order, rng);
+      arrange(order, rng, uint32_t(rng));
       Position pos;
       current.pos = &pos;
       for (uint32_t t : order) {

@@ -1,0 +1,88 @@
+"""Render a kernel entry (codegen/registry/compute_model.py's ComputeOp) into its `.metal` and its
+two host stubs, from templates/compute.metal.j2, compute_cpu.cpp.j2 and compute_mps.mm.j2 (with
+_compute_host.j2, what both stubs share)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from ..registry import sizes
+from ..registry.compute_model import TEMPLATE, ComputeOp, GroupMemory, metal_sizeof
+from ..registry.dtypes import DTYPES
+
+
+@dataclass(frozen=True)
+class KernelParameter:
+    declaration: str  # its type and name, T standing for the template dtype
+    attribute: str  # `[[buffer(0)]]`
+
+    def for_dtype(self, t: str) -> str:
+        return re.sub(rf"\b{TEMPLATE}\b", t, self.declaration)
+
+
+def kernel_parameters(op: ComputeOp) -> list[KernelParameter]:
+    """The kernel's signature, made from the entry's arguments: its buffers, its threadgroup
+    memory, then the thread positions the body reads."""
+    found = [KernelParameter(f"{b.declaration} {b.name}", f"[[buffer({i})]]") for i, b in enumerate(op.buffers)]
+    found += [KernelParameter(f"threadgroup {m.type}* {m.name}", f"[[threadgroup({i})]]")
+              for i, m in enumerate(op.group_memory)]
+    found += [KernelParameter(f"{t} {a}", f"[[{a}]]") for a, t in op.positions]
+    return found
+
+
+def _names(op: ComputeOp, outputs: bool) -> tuple[set[str], set[str]]:
+    tensors = {t.name for t in op.tensors if outputs or not t.output}
+    return tensors, {s.name for s in op.scalars if s.schema_type == "int"}
+
+
+def shape_lines(op: ComputeOp, shape: str) -> list[str]:
+    return sizes.shape_to_cpp(shape, *_names(op, False))
+
+
+def launch_sizes(op: ComputeOp, exprs: tuple[str, ...]) -> str:
+    return ", ".join(sizes.size_to_cpp(e, *_names(op, True), launch=True) for e in exprs)
+
+
+def memory_bytes(op: ComputeOp) -> str:
+    """Each [[threadgroup(i)]]'s bytes, its element type's size in the dtype's instantiation."""
+    return ", ".join(f"{sizes.size_to_cpp(m.length, *_names(op, True), launch=True)} * int64_t(sizeof_{m.name})"
+                     for m in op.group_memory)
+
+
+def group_memory_sizes(op: ComputeOp, m: GroupMemory) -> str:
+    """sizeof the memory's element type, by the template dtype `T` (a C++ expression)."""
+    sizes_ = {t: metal_sizeof(m.type, t) for t in op.dtypes}
+    if len(set(sizes_.values())) == 1:
+        return str(next(iter(sizes_.values())))
+    return " : ".join(f"T == c10::k{DTYPES[t].scalar_type} ? {n}" for t, n in sizes_.items()) + " : 0"
+
+
+_CPP = {"int": "int64_t", "float": "double", "bool": "bool"}
+
+
+def cpp_params(op: ComputeOp) -> str:
+    """The host function's parameters, in schema order."""
+    scalars = {s.name: s for s in op.scalars}
+    return ", ".join(f"{_CPP[scalars[a.name].schema_type] if a.name in scalars else 'const at::Tensor&'} {a.name}"
+                     for a in op.schema.arguments.flat_all)
+
+
+def dtype_scalar_type(t: str) -> str:
+    return DTYPES[t].scalar_type
+
+
+def compute_files(env: jinja2.Environment, registry, banner: str) -> dict[str, str]:
+    yaml_name = Path(registry.path).name
+    files = {}
+    for op in registry.compute_ops:
+        common = dict(op=op, ns=registry.namespace, yaml_name=yaml_name, banner=banner.format(
+            origin=f"{op.loc} (op '{op.name}')"), params=kernel_parameters(op), shape_lines=shape_lines,
+            launch_sizes=launch_sizes, memory_bytes=memory_bytes, TEMPLATE=TEMPLATE,
+            group_memory_sizes=group_memory_sizes, dtype_scalar_type=dtype_scalar_type, cpp_params=cpp_params)
+        files[f"{op.name}.metal"] = env.get_template("compute.metal.j2").render(**common)
+        files[f"{op.name}_cpu.cpp"] = env.get_template("compute_cpu.cpp.j2").render(**common)
+        files[f"{op.name}_mps.mm"] = env.get_template("compute_mps.mm.j2").render(**common)
+    return files

@@ -1,0 +1,248 @@
+"""Load a kernel entry of ops.yaml (an op whose `compute:` gives a Metal compute kernel) into a
+ComputeOp. Every problem is an error naming its ops.yaml line, the op and the key.
+
+    - func: row_sum(Tensor self) -> Tensor
+      dtypes: [float]                      # the template dtype T: one kernel per dtype
+      reference: mpsgen.references.row_sum
+      samples: [{self: [5, 100]}, {self: [0, 3]}]
+      compute:
+        outputs: {out: {shape: "[*self.shape[:-1]]"}}
+        grid: [out.numel() * 256]          # threads (dispatchThreads)
+        threadgroup: [256]
+        threadgroup_memory: {partial: {type: float, length: 32}}
+        body: |
+          ...
+
+docs/registry.md ("Kernel entries") says what each key means.
+"""
+from __future__ import annotations
+
+from torchgen.model import BaseTy, BaseType, FunctionSchema
+
+from . import names, sizes, yaml_source
+from .compute_model import (BODY_POSITIONS, LAYOUT, TEMPLATE, ComputeOp, ComputeScalar, ComputeTensor, GroupMemory,
+                            metal_sizeof)
+from .dtypes import DTYPES, GROUPS
+from .errors import Errors
+from .kernels import functor_line
+from .model import Location
+from .opinfo_names import check_opinfo
+
+ENTRY_KEYS = {"func", "dtypes", "reference", "opinfo", "samples", "compute"}
+COMPUTE_KEYS = {"body", "outputs", "tensors", "grid", "threadgroup", "threadgroup_memory"}
+OUTPUT_KEYS = {"shape", "dtype", "init"}
+_SCALARS = {BaseTy.int: "int", BaseTy.float: "float", BaseTy.bool: "bool"}
+
+
+def load_entry(entry, errors: Errors) -> ComputeOp | None:
+    line = entry.line
+    n_before = len(errors.messages)
+
+    def line_of(key: str, within=entry) -> int:
+        return within.key_lines.get(key, within.line)
+
+    func = entry.get("func")
+    try:
+        schema = FunctionSchema.parse(func)
+    except Exception as e:  # torchgen raises AssertionError/RuntimeError
+        errors.add(line_of("func"), func, "func", f"not a valid schema: {func!r} ({e})")
+        return None
+    label = str(schema.name)
+    for key in sorted(set(entry) - ENTRY_KEYS, key=str):
+        errors.add(line_of(key), label, yaml_source.key_name(key),
+                   f"unknown key for a kernel entry; expected one of {sorted(ENTRY_KEYS)}")
+    for key in ("dtypes", "reference"):
+        if key not in entry:
+            errors.add(line, label, key, "missing; a kernel entry needs func, dtypes, reference and compute")
+    compute = entry["compute"]
+    if not isinstance(compute, yaml_source.Mapping):
+        errors.add(line_of("compute"), label, "compute", f"expected a mapping with keys {sorted(COMPUTE_KEYS)}")
+        return None
+    for key in sorted(set(compute) - COMPUTE_KEYS, key=str):
+        errors.add(line_of(key, compute), label, f"compute.{yaml_source.key_name(key)}",
+                   f"unknown key; expected one of {sorted(COMPUTE_KEYS)}")
+
+    inputs, scalars = _arguments(schema, label, line_of("func"), errors)
+    fixed = _input_dtypes(compute.get("tensors", {}), inputs, label, line_of("tensors", compute), errors)
+    outputs = _outputs(schema, compute.get("outputs"), inputs, scalars, label, compute, errors)
+    tensors = tuple(ComputeTensor(n, False, fixed.get(n, TEMPLATE)) for n in inputs) + outputs
+    dtypes = _dtypes(entry.get("dtypes"), label, line_of("dtypes"), errors)
+    every = {t.name for t in tensors}
+    ints = {s.name for s in scalars if s.schema_type == "int"}
+    grid = _launch(compute, "grid", [f"{outputs[0].name}.numel()"] if outputs else ["1"], every, ints, label, errors)
+    group = _launch(compute, "threadgroup", [f"min(max_threads, {grid[0]})"] if grid else ["1"], every, ints, label,
+                    errors)
+    memory = _group_memory(compute.get("threadgroup_memory", {}), every, ints, label,
+                           line_of("threadgroup_memory", compute), errors)
+    for m in memory:
+        unknown = [t for t in dtypes if metal_sizeof(m.type, t) is None]
+        if unknown:
+            errors.add(line_of("threadgroup_memory", compute), label, "compute.threadgroup_memory",
+                       f"'{m.name}': {m.type!r} is not a Metal scalar or vector type, or opmath_t<...> of one, for "
+                       f"T = {', '.join(unknown)}")
+    if not any(t.dtype == TEMPLATE for t in tensors if not t.output) and tensors:
+        errors.add(line_of("func"), label, "compute.tensors", "at least one input Tensor has the template dtype T, "
+                   "which chooses the kernel")
+    body = compute.get("body")
+    if not isinstance(body, str) or not body.strip():
+        errors.add(line_of("body", compute), label, "compute.body", "expected the kernel's body, Metal code")
+        body = ""
+    reference = entry.get("reference")
+    if not isinstance(reference, str) or "." not in reference:
+        errors.add(line_of("reference"), label, "reference", f"expected a dotted Python path, got {reference!r}")
+    opinfo = entry.get("opinfo") or ""
+    if opinfo and (reason := check_opinfo(opinfo)):
+        errors.add(line_of("opinfo"), label, "opinfo", reason)
+    samples = _samples(entry.get("samples", []), inputs, label, line_of("samples"), errors)
+    if not samples and not opinfo:
+        errors.add(line, label, "samples", "a kernel entry without 'opinfo' needs 'samples' to be tested on")
+    taken = {n: "argument" for n in [*inputs, *(s.name for s in scalars)]}
+    for t in outputs:
+        taken[t.name] = "output"
+    for m in memory:
+        if m.name in taken:
+            errors.add(line_of("threadgroup_memory", compute), label, "compute.threadgroup_memory",
+                       f"'{m.name}' is already the name of an {taken[m.name]}")
+    if len(errors.messages) > n_before:
+        return None
+    return ComputeOp(schema=schema, loc=Location(errors.file, line), reference=reference, opinfo=opinfo,
+                     dtypes=dtypes, tensors=tensors, scalars=scalars, group_memory=memory, grid=grid,
+                     threadgroup=group, body=body, body_line=functor_line(body, line_of("body", compute)) + 1,
+                     samples=samples)
+
+
+def _arguments(schema, label, line, errors):
+    inputs, scalars = [], []
+    if schema.arguments.out or schema.name.name.inplace:
+        errors.add(line, label, "func", "a kernel entry is a functional op for now (no out= or in-place schema)")
+    for a in schema.arguments.flat_all:
+        if a.type == BaseType(BaseTy.Tensor) and a.annotation is None:
+            inputs.append(a.name)
+        elif isinstance(a.type, BaseType) and a.type.name in _SCALARS:
+            scalars.append(ComputeScalar(a.name, _SCALARS[a.type.name]))
+        else:
+            errors.add(line, label, "func", f"argument '{a.name}' is {a.type}: a kernel entry takes Tensors, "
+                       "int, float and bool")
+    return inputs, tuple(scalars)
+
+
+def _input_dtypes(spec, inputs, label, line, errors) -> dict[str, str]:
+    if not isinstance(spec, dict):
+        errors.add(line, label, "compute.tensors", "expected a mapping of input Tensor to its Metal dtype")
+        return {}
+    found = {}
+    for name, dtype in spec.items():
+        if name not in inputs:
+            errors.add(line, label, "compute.tensors", f"'{name}' is no Tensor argument ({', '.join(inputs)})")
+        elif dtype not in DTYPES:
+            errors.add(line, label, "compute.tensors", f"'{name}': {dtype!r} is no Metal dtype ({', '.join(DTYPES)})")
+        else:
+            found[name] = dtype
+    return found
+
+
+def _outputs(schema, spec, inputs, scalars, label, compute, errors) -> tuple[ComputeTensor, ...]:
+    line = compute.key_lines.get("outputs", compute.line)
+    returns = schema.returns
+    names_ = [r.name or ("out" if len(returns) == 1 else "") for r in returns]
+    if not returns or any(r.type != BaseType(BaseTy.Tensor) for r in returns) or "" in names_:
+        errors.add(line, label, "func", "a kernel entry returns Tensors, named when there are several "
+                   "(`-> (Tensor mantissa, Tensor exponent)`)")
+        return ()
+    if not isinstance(spec, dict) or set(spec) != set(names_):
+        errors.add(line, label, "compute.outputs", f"expected a mapping of each output ({', '.join(names_)}) to its "
+                   "{shape, dtype, init}")
+        return ()
+    ints = {s.name for s in scalars if s.schema_type == "int"}
+    found = []
+    for name in names_:
+        out = spec[name]
+        if not isinstance(out, dict) or set(out) - OUTPUT_KEYS or "shape" not in out:
+            errors.add(line, label, f"compute.outputs.{name}", f"expected keys {sorted(OUTPUT_KEYS)}, shape required")
+            continue
+        try:
+            sizes.shape_to_cpp(out["shape"], set(inputs), ints)
+        except sizes.SizeError as e:
+            errors.add(line, label, f"compute.outputs.{name}.shape", str(e))
+            continue
+        dtype = out.get("dtype", TEMPLATE)
+        if dtype != TEMPLATE and dtype not in DTYPES:
+            errors.add(line, label, f"compute.outputs.{name}.dtype", f"expected T or a Metal dtype, got {dtype!r}")
+            continue
+        init = out.get("init")
+        if init is not None and (isinstance(init, bool) or not isinstance(init, (int, float))):
+            errors.add(line, label, f"compute.outputs.{name}.init", f"expected a number, got {init!r}")
+            continue
+        found.append(ComputeTensor(name, True, dtype, out["shape"], init))
+    return tuple(found)
+
+
+def _dtypes(spec, label, line, errors) -> tuple[str, ...]:
+    items = spec if isinstance(spec, list) else []
+    found = []
+    for item in items:
+        if isinstance(item, str) and item in GROUPS and not GROUPS[item].opmath:
+            found += [i for i, o in GROUPS[item].pairs if i == o]
+        elif isinstance(item, str) and item in DTYPES:
+            found.append(item)
+        else:
+            errors.add(line, label, "dtypes", f"{yaml_source.short(item)} is no Metal dtype ({', '.join(DTYPES)}) "
+                       "or group of them (float, integer, complex, unsigned)")
+    if not items:
+        errors.add(line, label, "dtypes", "expected a list of Metal dtypes or groups: the template dtypes T")
+    return tuple(dict.fromkeys(found))
+
+
+def _launch(compute, key, default, tensors, ints, label, errors) -> tuple[str, ...]:
+    spec = compute.get(key, default)
+    line = compute.key_lines.get(key, compute.line)
+    if not isinstance(spec, list) or not 1 <= len(spec) <= 3:
+        errors.add(line, label, f"compute.{key}", "expected a list of one to three sizes (x, y, z)")
+        return ()
+    for item in spec:
+        try:
+            sizes.size_to_cpp(item, tensors, ints, launch=True)
+        except sizes.SizeError as e:
+            errors.add(line, label, f"compute.{key}", str(e))
+            return ()
+    return tuple(str(s) for s in spec)
+
+
+def _group_memory(spec, tensors, ints, label, line, errors) -> tuple[GroupMemory, ...]:
+    if not isinstance(spec, dict):
+        errors.add(line, label, "compute.threadgroup_memory", "expected a mapping of name to {type, length}")
+        return ()
+    found = []
+    for name, m in spec.items():
+        if not (isinstance(m, dict) and set(m) == {"type", "length"} and isinstance(m["type"], str)):
+            errors.add(line, label, "compute.threadgroup_memory", f"'{name}': expected {{type: a Metal type, length: "
+                       "a size}}")
+            continue
+        if problem := names.check_cpp_name(name):
+            errors.add(line, label, "compute.threadgroup_memory", f"'{name}': {problem}")
+            continue
+        try:
+            sizes.size_to_cpp(m["length"], tensors, ints, launch=True)
+        except sizes.SizeError as e:
+            errors.add(line, label, "compute.threadgroup_memory", f"'{name}'.length: {e}")
+            continue
+        found.append(GroupMemory(name, m["type"], str(m["length"])))
+    return tuple(found)
+
+
+def _samples(spec, inputs, label, line, errors):
+    if not isinstance(spec, list):
+        errors.add(line, label, "samples", "expected a list of {tensor: shape} mappings")
+        return ()
+    found = []
+    for item in spec:
+        if not (isinstance(item, dict) and set(item) == set(inputs)
+                and all(isinstance(s, list) and all(type(d) is int and d >= 0 for d in s) for s in item.values())):
+            errors.add(line, label, "samples", f"each sample maps every Tensor argument ({', '.join(inputs)}) to a "
+                       f"shape such as [5, 100], got {yaml_source.short(item)}")
+            continue
+        found.append(tuple((n, tuple(item[n])) for n in inputs))
+    return tuple(found)
+
+
+__all__ = ["load_entry", "BODY_POSITIONS", "LAYOUT"]

@@ -1,0 +1,154 @@
+"""The model of a kernel entry (`compute:` in ops.yaml): a Metal compute kernel as a torch op.
+
+What differs from kernel entry to kernel entry is data here; the templates
+(templates/compute*.j2) and the support code (support/host/compute_host.h, the CPU and MPS
+launchers) are the same for all of them.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+from torchgen.model import FunctionSchema
+
+from .dtypes import DTYPES, OPMATH
+from .model import Location
+
+TEMPLATE = "T"  # a tensor of the template dtype: one kernel per registered dtype
+
+# Metal's type of a Scalar argument, by its schema type
+SCALAR_TYPES = {"int": "long", "float": "float", "bool": "bool"}
+
+# What a body may read besides its arguments, each a parameter with that attribute when used
+BODY_POSITIONS = {
+    "thread_position_in_grid": "uint3", "thread_position_in_threadgroup": "uint3",
+    "threadgroup_position_in_grid": "uint3", "threads_per_threadgroup": "uint3", "threads_per_grid": "uint3",
+    "threadgroups_per_grid": "uint3", "thread_index_in_threadgroup": "uint",
+    "thread_index_in_simdgroup": "uint", "simdgroup_index_in_threadgroup": "uint",
+    "simdgroups_per_threadgroup": "uint", "threads_per_simdgroup": "uint",
+}
+# and each Tensor's layout, bound when the body uses it (`self_sizes`, ...)
+LAYOUT = {"sizes": "constant long*", "strides": "constant long*", "ndim": "constant uint&", "numel": "constant long&"}
+
+
+_SIZES = {"float": 4, "half": 2, "bfloat": 2, "int": 4, "uint": 4, "long": 8, "ulong": 8, "short": 2, "ushort": 2,
+          "char": 1, "uchar": 1, "bool": 1}
+
+
+def metal_sizeof(type_: str, t: str) -> int | None:
+    """sizeof a Metal scalar or vector type (`float`, `half4`, `T`, `opmath_t<T>`) where T is `t`;
+    None for a type this does not know."""
+    s = re.sub(rf"\b{TEMPLATE}\b", t, type_).replace(" ", "")
+    m = re.fullmatch(r"(?:c10::metal::)?opmath_t<(\w+)>", s)
+    if m:
+        s = OPMATH.get(m.group(1), m.group(1))
+    m = re.fullmatch(r"([a-z]+?)([234]?)", s)
+    if not m or m.group(1) not in _SIZES:
+        return None
+    n = int(m.group(2) or 1)
+    return _SIZES[m.group(1)] * (4 if n == 3 else n)
+
+
+@dataclass(frozen=True)
+class ComputeTensor:
+    name: str
+    output: bool
+    dtype: str  # TEMPLATE or a Metal dtype (DTYPES)
+    shape: str = ""  # an output's shape (codegen/registry/sizes.py)
+    init: float | int | None = None  # an output's value before the launch (kernels accumulating into it)
+
+    def metal_type(self, t: str) -> str:
+        return t if self.dtype == TEMPLATE else self.dtype
+
+    @property
+    def scalar_type(self) -> str:
+        """The c10::ScalarType of a fixed dtype ('' for the template's)."""
+        return "" if self.dtype == TEMPLATE else DTYPES[self.dtype].scalar_type
+
+
+@dataclass(frozen=True)
+class ComputeScalar:
+    name: str
+    schema_type: str  # int, float, bool
+
+    @property
+    def metal(self) -> str:
+        return SCALAR_TYPES[self.schema_type]
+
+
+@dataclass(frozen=True)
+class GroupMemory:
+    name: str
+    type: str  # a Metal type, may name T (`opmath_t<T>`)
+    length: str  # elements, a launch size
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """One [[buffer(i)]] of the kernel, in order: what the host binds there."""
+    name: str  # the parameter's name in the kernel
+    declaration: str  # its type, T standing for the template dtype
+    tensor: str = ""  # the tensor whose data, or layout, it is
+    layout: str = ""  # "", or sizes / strides / ndim / numel
+    scalar: str = ""  # the Scalar argument it is
+
+
+@dataclass(frozen=True)
+class ComputeOp:
+    schema: FunctionSchema
+    loc: Location
+    reference: str
+    opinfo: str
+    dtypes: tuple[str, ...]  # the template dtypes, Metal names
+    tensors: tuple[ComputeTensor, ...]  # inputs in schema order, then outputs
+    scalars: tuple[ComputeScalar, ...]
+    group_memory: tuple[GroupMemory, ...]
+    grid: tuple[str, ...]  # threads per dimension (1 to 3)
+    threadgroup: tuple[str, ...]
+    body: str
+    body_line: int  # ops.yaml line of the body's first line
+    samples: tuple[tuple[tuple[str, tuple[int, ...]], ...], ...]  # per sample: (tensor, shape) pairs
+    implements: str = ""
+
+    @property
+    def name(self) -> str:
+        """The kernel's and the generated files' name."""
+        overload = self.schema.name.overload_name
+        return str(self.schema.name.name) + (f"_{overload}" if overload else "")
+
+    @property
+    def qualified_name(self) -> str:
+        return str(self.schema.name)
+
+    @property
+    def inputs(self) -> tuple[ComputeTensor, ...]:
+        return tuple(t for t in self.tensors if not t.output)
+
+    @property
+    def outputs(self) -> tuple[ComputeTensor, ...]:
+        return tuple(t for t in self.tensors if t.output)
+
+    @cached_property
+    def buffers(self) -> tuple[Buffer, ...]:
+        """The kernel's [[buffer(i)]] parameters: the inputs, the outputs, the Scalars, then the
+        layout of each tensor the body uses."""
+        found = [Buffer(t.name, f"{'device' if t.output else 'constant'} {t.dtype}*", tensor=t.name)
+                 for t in self.tensors]
+        found += [Buffer(s.name, f"constant {s.metal}&", scalar=s.name) for s in self.scalars]
+        for t in self.tensors:
+            for layout, declaration in LAYOUT.items():
+                if self.uses(f"{t.name}_{layout}"):
+                    found.append(Buffer(f"{t.name}_{layout}", declaration, tensor=t.name, layout=layout))
+        return tuple(found)
+
+    @cached_property
+    def positions(self) -> tuple[tuple[str, str], ...]:
+        """The thread-position parameters the body reads: (attribute, type)."""
+        return tuple((a, t) for a, t in BODY_POSITIONS.items() if self.uses(a))
+
+    def uses(self, name: str) -> bool:
+        return re.search(rf"\b{re.escape(name)}\b", self.body) is not None
+
+    def host_name(self, t: str) -> str:
+        return f"{self.name}_{t}"

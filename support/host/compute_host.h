@@ -1,0 +1,66 @@
+// What the host stubs of every kernel entry share (generated/<op>_cpu.cpp and <op>_mps.mm):
+// the op as data, its dtype and device checks, the sizes of ops.yaml's shape and launch
+// expressions (codegen/registry/sizes.py translates them to these helpers), and the check of a
+// launch against Metal's limits. Each error names the op and its ops.yaml line.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/ScalarType.h>
+#include <c10/util/SmallVector.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mpsgen::compute {
+
+struct ComputeSpec {
+  const char* name;    // "<namespace>::<op>"
+  const char* origin;  // "ops.yaml:LINE"
+  std::vector<c10::ScalarType> dtypes;  // the template dtypes its kernels are registered for
+};
+
+// Python's // and % (the expressions are Python's), and a ceiling division.
+int64_t floordiv(int64_t a, int64_t b);
+int64_t pymod(int64_t a, int64_t b);
+int64_t ceil_div(int64_t a, int64_t b);
+// Appends sizes[start:stop], as Python slices it.
+void append_slice(c10::DimVector& shape, c10::IntArrayRef sizes, std::optional<int64_t> start,
+                  std::optional<int64_t> stop);
+
+// The dtype of the tensors of the template dtype (named, for errors): all the same, and
+// registered; else a NotImplementedError naming the op, its line and the registered dtypes.
+c10::ScalarType template_dtype(const ComputeSpec& spec,
+                               std::initializer_list<std::pair<const char*, const at::Tensor*>> tensors);
+// A tensor of a fixed dtype (`compute: tensors:`).
+void check_dtype(const ComputeSpec& spec, const char* name, const at::Tensor& t, c10::ScalarType expected);
+// Every tensor on `device`, defined.
+void check_devices(const ComputeSpec& spec, c10::DeviceType device,
+                   std::initializer_list<std::pair<const char*, const at::Tensor*>> tensors);
+
+// What the pipeline allows (MTLComputePipelineState's maxTotalThreadsPerThreadgroup and
+// threadExecutionWidth).
+struct Limits {
+  int64_t max_threads;
+  int64_t execution_width;
+};
+
+struct LaunchSize {
+  uint32_t grid[3];   // threads
+  uint32_t group[3];  // threads per threadgroup
+  std::vector<uint32_t> group_memory;  // bytes of each [[threadgroup(i)]]
+  bool empty() const { return grid[0] == 0 || grid[1] == 0 || grid[2] == 0; }
+};
+
+// A launch of `kernel` checked against Metal's limits and the pipeline's: sizes above 0 (a grid
+// may be empty: nothing runs) and below 2^32, at most `limits.max_threads` threads per
+// threadgroup, at most 32 KiB of threadgroup memory, at most 31 buffers; else an error naming the
+// op, its line, the kernel and the limit.
+LaunchSize check_launch(const ComputeSpec& spec, const std::string& kernel, std::initializer_list<int64_t> grid,
+                    std::initializer_list<int64_t> group, const Limits& limits,
+                    std::initializer_list<int64_t> group_memory_bytes, size_t nbuffers);
+
+} // namespace mpsgen::compute

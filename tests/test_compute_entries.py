@@ -1,0 +1,159 @@
+"""Kernel entries (ops.yaml `compute:`): a Metal compute kernel as a torch op, from the registry to
+a built project.
+
+A project made with `mpsgen init` gets kernel entries written the way docs/registry.md says: a
+row-wise sum through torch's threadgroup_sum (threadgroup memory, barriers, simd_sum), the same
+with the barrier before the partial sums are read left out (planted), and a launch wider than a
+threadgroup may be. It is built with `mpsgen build`; the ops run in a subprocess against torch's
+own sum, in index order and under the shuffled schedule (support/cpu/compute.h).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from mpsgen.codegen.registry.errors import RegistryError
+from mpsgen.codegen.registry.loader import load
+from mpsgen.scaffold import init
+
+ROOT = Path(__file__).resolve().parents[1]
+
+ROW_SUM = """
+  # one threadgroup per row: torch's threadgroup_sum over threadgroup memory
+  - func: row_sum(Tensor self) -> Tensor
+    dtypes: [float]
+    reference: {ns}.references.row_sum
+    samples: [{{self: [5, 100]}}, {{self: [3, 1]}}, {{self: [0, 7]}}, {{self: [4, 0]}}, {{self: [2, 3000]}}, {{self: [7]}}]
+    compute:
+      outputs:
+        out: {{shape: "[*self.shape[:-1]]"}}
+      grid: [out.numel() * 256]
+      threadgroup: [256]
+      threadgroup_memory:
+        partial: {{type: "opmath_t<T>", length: 8}}
+      body: |
+        const uint row = threadgroup_position_in_grid.x;
+        const uint lane = thread_position_in_threadgroup.x;
+        const long n = self_sizes[self_ndim - 1];
+        opmath_t<T> acc = 0;
+        for (long c = lane; c < n; c += threads_per_threadgroup.x) {{
+          acc += static_cast<opmath_t<T>>(self[row * n + c]);
+        }}
+        {reduce}
+        if (lane == 0) {{
+          out[row] = static_cast<T>(total);
+        }}
+"""
+THREADGROUP_SUM = "const auto total = c10::metal::threadgroup_sum(partial, acc, lane, threads_per_threadgroup.x);"
+# the simdgroups' sums stored, then read by lane 0 with no barrier between
+NO_BARRIER = ("partial[lane / 32] = simd_sum(acc);\n        opmath_t<T> total = 0;\n"
+              "        if (lane == 0) for (uint i = 0; i < 8; ++i) total += partial[i];")
+TOO_WIDE = """
+  - func: too_wide(Tensor self) -> Tensor
+    dtypes: [float]
+    reference: torch.clone
+    samples: [{self: [5]}]
+    compute:
+      outputs:
+        out: {shape: self.shape}
+      threadgroup: [2048]
+      body: |
+        if (thread_position_in_grid.x < self_numel) out[thread_position_in_grid.x] = self[thread_position_in_grid.x];
+"""
+
+
+def _run(args, cwd, env=None, check=True):
+    r = subprocess.run([str(a) for a in args], cwd=cwd, capture_output=True, text=True, env=env, timeout=1200)
+    if check:
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return r
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("kernels") / "kops"
+    init(folder, "kops")
+    ops = folder / "ops.yaml"
+    ops.write_text(ops.read_text() + ROW_SUM.format(ns="kops", reduce=THREADGROUP_SUM)
+                   + ROW_SUM.format(ns="kops", reduce=NO_BARRIER).replace("row_sum(", "row_sum_planted(")
+                   + TOO_WIDE)
+    (folder / "kops" / "references.py").write_text("def row_sum(self):\n    return self.sum(dim=-1)\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), MAX_JOBS="2")
+    _run([sys.executable, "-m", "mpsgen", "build"], folder, env)
+    return folder
+
+
+def run_ops(project: Path, schedule: str = "") -> str:
+    script = textwrap.dedent("""
+        import torch, kops
+        for shape in [(5, 100), (64, 1000), (3, 1), (7,)]:
+            x = torch.randn(shape)
+            for op in ("row_sum", "row_sum_planted"):
+                ok = torch.allclose(getattr(torch.ops.kops, op)(x), x.sum(-1), rtol=1e-5, atol=1e-4)
+                print(op, shape, "match" if ok else "differ")
+        try:
+            torch.ops.kops.too_wide(torch.ones(5))
+        except RuntimeError as e:
+            print("too_wide:", str(e).splitlines()[0])
+    """)
+    env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{project}", MPSGEN_CPU_SCHEDULE=schedule)
+    return _run([sys.executable, "-c", script], project, env).stdout
+
+
+@pytest.mark.parametrize("schedule", ["", "shuffle:1", "shuffle:2"])
+def test_a_row_sum_through_threadgroup_memory_matches_torch_and_a_missing_barrier_does_not(project, schedule):
+    out = run_ops(project, schedule).splitlines()
+    assert [line for line in out if line.startswith("row_sum ")] == [
+        f"row_sum {s} match" for s in ("(5, 100)", "(64, 1000)", "(3, 1)", "(7,)")]
+    # every multi-simdgroup row reads partial sums not yet written, in some order of the schedule
+    planted = [line for line in out if line.startswith("row_sum_planted ")]
+    assert "row_sum_planted (64, 1000) differ" in planted
+
+
+def test_a_launch_wider_than_a_threadgroup_is_refused_naming_the_op(project):
+    line = next(s for s in run_ops(project).splitlines() if s.startswith("too_wide:"))
+    assert line.startswith("too_wide: kops::too_wide (ops.yaml:")
+    assert "kernel too_wide_float: a threadgroup of 2048 threads is more than the pipeline's " \
+           "maxTotalThreadsPerThreadgroup, 1024" in line
+
+
+def test_mpsgen_test_passes_the_kernel_entry(project):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    r = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_ops.py", "-k",
+              "row_sum and not planted"], project, env, check=False)
+    assert r.returncode == 0, r.stdout[-3000:]
+    assert "3 passed" in r.stdout
+
+
+def test_the_kernel_signature_binds_what_the_body_uses(project):
+    metal = (project / "kops" / "generated" / "row_sum.metal").read_text()
+    assert "template <typename T>\nkernel void row_sum(\n    constant T* self [[buffer(0)]],\n" \
+           "    device T* out [[buffer(1)]],\n    constant long* self_sizes [[buffer(2)]],\n" \
+           "    constant uint& self_ndim [[buffer(3)]],\n    threadgroup opmath_t<T>* partial [[threadgroup(0)]],\n" \
+           "    uint3 thread_position_in_threadgroup [[thread_position_in_threadgroup]]," in metal
+    assert "self_strides" not in metal  # not read by the body: not bound
+    for t in ("float", "half", "bfloat"):
+        assert f'template [[host_name("row_sum_{t}")]] kernel void row_sum<{t}>(' in metal
+
+
+@pytest.mark.parametrize("edit, says", [
+    (("compute:", "compute:\n      colour: red"), "key 'compute.colour': unknown key"),
+    (('{shape: "[*self.shape[:-1]]"}', '{shape: "[self.size(k)]"}'), "key 'compute.outputs.out.shape': 'self.size(...)'"),
+    (("out: {shape", "result: {shape"), "key 'compute.outputs': expected a mapping of each output (out)"),
+    (("{type: \"opmath_t<T>\", length: 8}", "{type: widget, length: 8}"), "'widget' is not a Metal scalar or vector type"),
+    (("    samples: [{self: [5, 100]}, {self: [3, 1]}, {self: [0, 7]}, {self: [4, 0]}, {self: [2, 3000]}, {self: [7]}]\n",
+      ""), "key 'samples': a kernel entry without 'opinfo' needs 'samples'"),
+    (("grid: [out.numel() * 256]", "grid: [out.numel() * warp]"), "'warp' is no int argument or launch limit"),
+])
+def test_a_bad_kernel_entry_names_its_line_and_key(tmp_path, edit, says):
+    text = "namespace: kops\nops:\n" + ROW_SUM.format(ns="kops", reduce=THREADGROUP_SUM).replace(*edit)
+    (tmp_path / "ops.yaml").write_text(text)
+    with pytest.raises(RegistryError) as e:
+        load(tmp_path / "ops.yaml")
+    assert says in str(e.value)
+    assert str(e.value).startswith("ops.yaml:")
