@@ -21,16 +21,20 @@ def cases(registry, only: tuple[str, ...] = ()):
 
 def samples(op, metal_dtype: str, device: str) -> list[Sample]:
     """One sample per `samples:` item: each Tensor of the template dtype random in that dtype
-    (torch.testing.make_tensor, seeded by the sample's index), a fixed-dtype Tensor in its own."""
+    (torch.testing.make_tensor, seeded by the sample's index), a fixed-dtype Tensor in its own,
+    each Scalar as given; in schema order."""
+    inputs = {t.name: t for t in op.inputs}
     found = []
-    for i, shapes in enumerate(op.samples):
+    for i, values in enumerate(op.samples):
         torch.manual_seed(i)
-        args = []
-        for name, shape in shapes:
-            tensor = next(t for t in op.inputs if t.name == name)
-            dtype = TORCH_DTYPES[metal_dtype if tensor.dtype == "T" else tensor.dtype]
-            args.append(torch.testing.make_tensor(shape, dtype=dtype, device=device))
-        found.append(Sample(f"samples[{i}] {'x'.join(map(str, shapes[0][1])) or '0-dim'}", tuple(args)))
+        given = {}
+        for name, value in values:
+            if name in inputs:
+                dtype = TORCH_DTYPES[metal_dtype if inputs[name].dtype == "T" else inputs[name].dtype]
+                value = torch.testing.make_tensor(value, dtype=dtype, device=device)
+            given[name] = value
+        shape = "x".join(map(str, values[0][1])) or "0-dim"
+        found.append(Sample(f"samples[{i}] {shape}", tuple(given[a.name] for a in op.schema.arguments.flat_all)))
     return found
 
 

@@ -53,6 +53,27 @@ THREADGROUP_SUM = "const auto total = c10::metal::threadgroup_sum(partial, acc, 
 # the simdgroups' sums stored, then read by lane 0 with no barrier between
 NO_BARRIER = ("partial[lane / 32] = simd_sum(acc);\n        opmath_t<T> total = 0;\n"
               "        if (lane == 0) for (uint i = 0; i < 8; ++i) total += partial[i];")
+# the whole-function form: the kernel as written, its buffers bound by their names
+AXPY = """
+  - func: axpy(Tensor self, Tensor other, float alpha) -> Tensor
+    dtypes: [float, int]
+    reference: {ns}.references.axpy
+    samples: [{{self: [5], other: [5], alpha: 0.5}}, {{self: [1000], other: [1000], alpha: -3}}, {{self: [0], other: [0], alpha: 1.0}}]
+    compute:
+      outputs:
+        out: {{shape: self.shape}}
+      function: |
+        template <typename T>
+        kernel void axpy(constant T* self [[buffer(0)]], constant T* other [[buffer(1)]],
+                         device T* out [[buffer(2)]], constant float& alpha [[buffer(3)]],
+                         constant long& out_numel [[buffer(4)]], uint i [[thread_position_in_grid]]) {{
+          if (i < out_numel) {{
+            out[i] = static_cast<T>(static_cast<float>(self[i]) + alpha * static_cast<float>(other[i]));
+          }}
+        }}
+"""
+# the same with an output pointer in no address space, which Metal refuses
+NO_SPACE = AXPY.replace("axpy", "no_space").replace("device T* out", "T* out")
 TOO_WIDE = """
   - func: too_wide(Tensor self) -> Tensor
     dtypes: [float]
@@ -81,8 +102,10 @@ def project(tmp_path_factory) -> Path:
     ops = folder / "ops.yaml"
     ops.write_text(ops.read_text() + ROW_SUM.format(ns="kops", reduce=THREADGROUP_SUM)
                    + ROW_SUM.format(ns="kops", reduce=NO_BARRIER).replace("row_sum(", "row_sum_planted(")
-                   + TOO_WIDE)
-    (folder / "kops" / "references.py").write_text("def row_sum(self):\n    return self.sum(dim=-1)\n")
+                   + TOO_WIDE + AXPY.format(ns="kops"))
+    (folder / "kops" / "references.py").write_text(
+        "import torch\n\n\ndef row_sum(self):\n    return self.sum(dim=-1)\n\n\n"
+        "def axpy(self, other, alpha):\n    return (self.float() + alpha * other.float()).to(self.dtype)\n")
     env = dict(os.environ, PYTHONPATH=str(ROOT), MAX_JOBS="2")
     _run([sys.executable, "-m", "mpsgen", "build"], folder, env)
     return folder
@@ -122,12 +145,42 @@ def test_a_launch_wider_than_a_threadgroup_is_refused_naming_the_op(project):
            "maxTotalThreadsPerThreadgroup, 1024" in line
 
 
-def test_mpsgen_test_passes_the_kernel_entry(project):
+def test_mpsgen_test_passes_the_kernel_entries(project):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     r = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_ops.py", "-k",
-              "row_sum and not planted"], project, env, check=False)
+              "(row_sum and not planted) or axpy"], project, env, check=False)
     assert r.returncode == 0, r.stdout[-3000:]
-    assert "3 passed" in r.stdout
+    assert "7 passed" in r.stdout  # row_sum: float32, float16, bfloat16; axpy: those and int32
+
+
+def test_a_kernel_that_never_synchronises_runs_its_threads_in_a_loop(project):
+    unit = (project / "build" / "kops" / "axpy_kernels.cpp").read_text()
+    assert "ComputeKernel<&::axpy<float>, true, role(Bind::buffer, 0)" in unit
+    assert "ComputeKernel<&::row_sum<float>, false," in (project / "build" / "kops" / "row_sum_kernels.cpp").read_text()
+
+
+def test_check_metal_refuses_a_kernel_parameter_without_an_address_space(project, tmp_path):
+    text = (project / "ops.yaml").read_text()
+    (project / "ops.yaml").write_text(text + NO_SPACE.format(ns="kops"))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    try:
+        _run([sys.executable, "-m", "mpsgen", "generate"], project, env)
+        r = _run([sys.executable, "-m", "mpsgen", "check-metal", "no_space", "axpy"], project, env, check=False)
+    finally:
+        (project / "ops.yaml").write_text(text)
+        _run([sys.executable, "-m", "mpsgen", "generate"], project, env)
+    assert r.returncode == 1, r.stdout[-3000:]
+    line = text.count("\n") + NO_SPACE.format(ns="kops")[:NO_SPACE.format(ns="kops").index("T* out")].count("\n") + 1
+    assert f"ops.yaml:{line}:" in r.stdout and "address space" in r.stdout, r.stdout[-2000:]
+    assert "ok   axpy" in r.stdout
+
+
+def test_the_mac_build_of_the_kernel_entries_compiles_and_links(project):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    r = _run([sys.executable, "-m", "mpsgen", "check-macos"], project, env, check=False)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "ok   row_sum_kernels.cpp" in r.stdout and "ok   mpsgen_host_mps.mm as Objective-C++" in r.stdout
+    assert " 0 rejected, 0 unresolved symbol(s)" in r.stdout
 
 
 def test_the_kernel_signature_binds_what_the_body_uses(project):

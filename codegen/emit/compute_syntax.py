@@ -17,7 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .metal_syntax import balanced as _balanced
+from ..registry.kernel_signature import POSITION_ATTRIBUTES, Parameter, parse_parameter, split_top
+from ..registry.kernel_signature import balanced as _balanced
 
 # A kernel function or instantiation in the .metal as written (the generated elementwise
 # .metal files have none: torch's REGISTER_* macros write theirs).
@@ -37,38 +38,13 @@ def to_host_source(metal_text: str) -> str:
     return _TG_VARIABLE.sub(r"\1MPSGEN_THREADGROUP_VARIABLE", text)
 
 
-# The thread-position attributes the launcher binds (compute_launch.h's Bind), by Metal's names.
-POSITION_ATTRIBUTES = {
-    "thread_position_in_grid": "thread_position_in_grid",
-    "thread_position_in_threadgroup": "thread_position_in_threadgroup",
-    "threadgroup_position_in_grid": "threadgroup_position_in_grid",
-    "threads_per_threadgroup": "threads_per_threadgroup",
-    "threads_per_grid": "threads_per_grid",
-    "threadgroups_per_grid": "threadgroups_per_grid",
-    "thread_index_in_threadgroup": "thread_index_in_threadgroup",
-    "thread_index_in_simdgroup": "thread_index_in_simdgroup",
-    "simdgroup_index_in_threadgroup": "simdgroup_index_in_threadgroup",
-    "simdgroups_per_threadgroup": "simdgroups_per_threadgroup",
-    "threads_per_simdgroup": "threads_per_simdgroup",
-    "thread_execution_width": "threads_per_simdgroup",
-    "dispatch_threads_per_threadgroup": "dispatch_threads_per_threadgroup",
-}
-
-
-@dataclass(frozen=True)
-class Parameter:
-    declaration: str  # `device float* out`
-    attribute: str  # `buffer`, `threadgroup`, or a position attribute
-    index: int = 0  # buffer(i) / threadgroup(i)
-
-    @property
-    def role(self) -> str:
-        """The C++ role expression of compute_launch.h."""
-        if self.attribute == "buffer":
-            return f"role(Bind::buffer, {self.index})"
-        if self.attribute == "threadgroup":
-            return f"role(Bind::group_memory, {self.index})"
-        return f"role(Bind::{POSITION_ATTRIBUTES[self.attribute]})"
+def role(p: Parameter) -> str:
+    """A parameter's role expression of compute_launch.h."""
+    if p.attribute == "buffer":
+        return f"role(Bind::buffer, {p.index})"
+    if p.attribute == "threadgroup":
+        return f"role(Bind::group_memory, {p.index})"
+    return f"role(Bind::{POSITION_ATTRIBUTES[p.attribute]})"
 
 
 @dataclass(frozen=True)
@@ -80,41 +56,6 @@ class ComputeInstantiation:
 
 _INSTANTIATION = re.compile(
     r'template\s*\[\[\s*host_name\s*\(((?:\s*"[^"]*")+)\s*\)\s*\]\]\s*void\s+((?:::)?[A-Za-z_][\w:]*)\s*<')
-_ATTRIBUTE = re.compile(r"\[\[\s*(\w+)\s*(?:\(\s*(\d+)\s*\))?\s*\]\]")
-
-
-def _split_top(text: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for i, c in enumerate(text):
-        depth += (c in "(<[") - (c in ")>]")
-        if c == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p.strip() for p in parts if p.strip()]
-
-
-class ParameterError(ValueError):
-    pass
-
-
-def parse_parameter(text: str) -> Parameter:
-    """One kernel parameter: its declaration and its one Metal attribute."""
-    attributes = _ATTRIBUTE.findall(text)
-    declaration = " ".join(_ATTRIBUTE.sub("", text).split())
-    if len(attributes) != 1:
-        raise ParameterError(f"kernel parameter `{declaration}` needs one attribute ([[buffer(i)]], "
-                             f"[[threadgroup(i)]] or a thread-position attribute), has {len(attributes)}")
-    name, index = attributes[0]
-    name = "threadgroup" if name == "mpsgen_threadgroup" else name
-    if name in ("buffer", "threadgroup"):
-        if not index:
-            raise ParameterError(f"kernel parameter `{declaration}`: [[{name}(i)]] needs its index")
-        return Parameter(declaration, name, int(index))
-    if name not in POSITION_ATTRIBUTES:
-        raise ParameterError(f"kernel parameter `{declaration}`: [[{name}]] is not an attribute the CPU backend "
-                             f"binds (buffer, threadgroup, {', '.join(POSITION_ATTRIBUTES)})")
-    return Parameter(declaration, name)
 
 
 def parse_compute_instantiations(preprocessed: str) -> list[ComputeInstantiation]:
@@ -129,7 +70,7 @@ def parse_compute_instantiations(preprocessed: str) -> list[ComputeInstantiation
         paren = preprocessed.index("(", end)
         params, _ = _balanced(preprocessed, paren + 1, "(", ")")
         found.append(ComputeInstantiation(host_name, f"{function}<{' '.join(args.split())}>",
-                                          tuple(parse_parameter(p) for p in _split_top(params))))
+                                          tuple(parse_parameter(p) for p in split_top(params))))
     return found
 
 
@@ -154,7 +95,7 @@ def registration_lines(kernels: list[ComputeInstantiation], flat: bool) -> str:
     lines = ["namespace mpsgen_compute_registrations {", "using ::mpsgen::cpu::compute::Bind;",
              "using ::mpsgen::cpu::compute::role;"]
     for i, k in enumerate(kernels):
-        roles = ", ".join(p.role for p in k.parameters)
+        roles = ", ".join(role(p) for p in k.parameters)
         lines.append(f"static const bool registered_{i} = ::mpsgen::cpu::register_compute_kernel(\n"
                      f"    ::mpsgen::cpu::compute::ComputeKernel<&::{k.function}, {'true' if flat else 'false'}, "
                      f'{roles}>::make("{k.host_name}"));')

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import compute_syntax, metal_syntax
-from .metal_syntax import balanced as _balanced
+from ..registry.kernel_signature import balanced as _balanced
 from ..registry.opinfo_names import torch_version
 from ..torch_versions import FEATURE_HEADERS, gives
 

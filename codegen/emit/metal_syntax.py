@@ -140,17 +140,6 @@ def _replace(m: re.Match, declared: dict[str, set[str]]) -> str:
     return f".template {method}<{indices}>()"
 
 
-def balanced(text: str, start: int, open_: str = "<", close: str = ">") -> tuple[str, int]:
-    """The balanced contents starting right after the opening bracket at `start`, and the index
-    after the closing one (a kernel's template arguments, its parameter list)."""
-    depth, i = 1, start
-    while depth:
-        c = text[i]
-        depth += (c == open_) - (c == close)
-        i += 1
-    return text[start : i - 1], i
-
-
 def to_cpp(text: str) -> str:
     """The preprocessed Metal text with its swizzles, `not` and `constant` rewritten for the shim."""
     declared: dict[str, set[str]] = {}

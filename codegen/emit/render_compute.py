@@ -26,6 +26,9 @@ class KernelParameter:
 def kernel_parameters(op: ComputeOp) -> list[KernelParameter]:
     """The kernel's signature, made from the entry's arguments: its buffers, its threadgroup
     memory, then the thread positions the body reads."""
+    if op.function:  # as the function declares them
+        return [KernelParameter(p.declaration, f"[[{p.attribute}({p.index})]]" if p.attribute in ("buffer", "threadgroup")
+                                else f"[[{p.attribute}]]") for p in op.signature]
     found = [KernelParameter(f"{b.declaration} {b.name}", f"[[buffer({i})]]") for i, b in enumerate(op.buffers)]
     found += [KernelParameter(f"threadgroup {m.type}* {m.name}", f"[[threadgroup({i})]]")
               for i, m in enumerate(op.group_memory)]
@@ -61,6 +64,15 @@ def group_memory_sizes(op: ComputeOp, m: GroupMemory) -> str:
 
 
 _CPP = {"int": "int64_t", "float": "double", "bool": "bool"}
+# a `constant X&` Scalar parameter's X, as the host holds the value it binds
+HOST_SCALARS = {"long": "int64_t", "int": "int32_t", "uint": "uint32_t", "ulong": "uint64_t", "short": "int16_t",
+                "ushort": "uint16_t", "char": "int8_t", "uchar": "uint8_t", "float": "float", "bool": "bool"}
+
+
+def host_scalar_type(declaration: str) -> str:
+    """The host's type of the value bound to a `constant long&` (or `constant float&`, ...) parameter."""
+    words = [w for w in re.findall(r"\w+", declaration) if w not in ("constant", "const", "device")]
+    return HOST_SCALARS[words[0]]
 
 
 def cpp_params(op: ComputeOp) -> str:
@@ -74,6 +86,22 @@ def dtype_scalar_type(t: str) -> str:
     return DTYPES[t].scalar_type
 
 
+# c10/metal headers a kernel's code may call into, included where it does: reduction_utils.h
+# calls SIMD-group functions, and a unit that includes it runs its threads on fibers
+# (compute_syntax.synchronises).
+_C10_HEADERS = {
+    "c10/metal/reduction_utils.h": re.compile(r"\b(?:threadgroup_(?:sum2?|prod|max|min|argmax|argmin|welford\w*)|"
+                                              r"simd_arg(?:max|min)|c10::metal::simd_\w+)\b"),
+    "c10/metal/atomic.h": re.compile(r"\bAtomicType\b"),
+    "c10/metal/random.h": re.compile(r"\b(?:philox4|rand|randn|randint)\w*\s*\("),
+}
+
+
+def c10_includes(op: ComputeOp) -> list[str]:
+    code = op.function or op.body
+    return [h for h, used in _C10_HEADERS.items() if used.search(code)]
+
+
 def compute_files(env: jinja2.Environment, registry, banner: str) -> dict[str, str]:
     yaml_name = Path(registry.path).name
     files = {}
@@ -81,7 +109,8 @@ def compute_files(env: jinja2.Environment, registry, banner: str) -> dict[str, s
         common = dict(op=op, ns=registry.namespace, yaml_name=yaml_name, banner=banner.format(
             origin=f"{op.loc} (op '{op.name}')"), params=kernel_parameters(op), shape_lines=shape_lines,
             launch_sizes=launch_sizes, memory_bytes=memory_bytes, TEMPLATE=TEMPLATE,
-            group_memory_sizes=group_memory_sizes, dtype_scalar_type=dtype_scalar_type, cpp_params=cpp_params)
+            group_memory_sizes=group_memory_sizes, dtype_scalar_type=dtype_scalar_type, cpp_params=cpp_params,
+            host_scalar_type=host_scalar_type, c10_includes=c10_includes(op))
         files[f"{op.name}.metal"] = env.get_template("compute.metal.j2").render(**common)
         files[f"{op.name}_cpu.cpp"] = env.get_template("compute_cpu.cpp.j2").render(**common)
         files[f"{op.name}_mps.mm"] = env.get_template("compute_mps.mm.j2").render(**common)

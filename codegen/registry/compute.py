@@ -17,11 +17,14 @@ docs/registry.md ("Kernel entries") says what each key means.
 """
 from __future__ import annotations
 
+import re
+
 from torchgen.model import BaseTy, BaseType, FunctionSchema
 
 from . import names, sizes, yaml_source
+from .kernel_signature import ParameterError, balanced, parse_parameter, split_top
 from .compute_model import (BODY_POSITIONS, LAYOUT, TEMPLATE, ComputeOp, ComputeScalar, ComputeTensor, GroupMemory,
-                            metal_sizeof)
+                            buffer_name, metal_sizeof)
 from .dtypes import DTYPES, GROUPS
 from .errors import Errors
 from .kernels import functor_line
@@ -29,7 +32,7 @@ from .model import Location
 from .opinfo_names import check_opinfo
 
 ENTRY_KEYS = {"func", "dtypes", "reference", "opinfo", "samples", "compute"}
-COMPUTE_KEYS = {"body", "outputs", "tensors", "grid", "threadgroup", "threadgroup_memory"}
+COMPUTE_KEYS = {"body", "function", "outputs", "tensors", "grid", "threadgroup", "threadgroup_memory"}
 OUTPUT_KEYS = {"shape", "dtype", "init"}
 _SCALARS = {BaseTy.int: "int", BaseTy.float: "float", BaseTy.bool: "bool"}
 
@@ -70,7 +73,7 @@ def load_entry(entry, errors: Errors) -> ComputeOp | None:
     every = {t.name for t in tensors}
     ints = {s.name for s in scalars if s.schema_type == "int"}
     grid = _launch(compute, "grid", [f"{outputs[0].name}.numel()"] if outputs else ["1"], every, ints, label, errors)
-    group = _launch(compute, "threadgroup", [f"min(max_threads, {grid[0]})"] if grid else ["1"], every, ints, label,
+    group = _launch(compute, "threadgroup", [f"max(1, min(max_threads, {grid[0]}))"] if grid else ["1"], every, ints, label,
                     errors)
     memory = _group_memory(compute.get("threadgroup_memory", {}), every, ints, label,
                            line_of("threadgroup_memory", compute), errors)
@@ -83,17 +86,23 @@ def load_entry(entry, errors: Errors) -> ComputeOp | None:
     if not any(t.dtype == TEMPLATE for t in tensors if not t.output) and tensors:
         errors.add(line_of("func"), label, "compute.tensors", "at least one input Tensor has the template dtype T, "
                    "which chooses the kernel")
-    body = compute.get("body")
-    if not isinstance(body, str) or not body.strip():
-        errors.add(line_of("body", compute), label, "compute.body", "expected the kernel's body, Metal code")
-        body = ""
+    body, function, signature = compute.get("body", ""), compute.get("function", ""), ()
+    if ("body" in compute) == ("function" in compute):
+        errors.add(line_of("compute"), label, "compute", "expected the kernel as either 'body' (its body; the "
+                   "signature is made from the arguments) or 'function' (a whole templated kernel function)")
+    elif not isinstance(body or function, str) or not (body or function).strip():
+        key = "body" if "body" in compute else "function"
+        errors.add(line_of(key, compute), label, f"compute.{key}", "expected Metal code")
+    elif function:
+        signature = _signature(function, functor_line(function, line_of("function", compute)) + 1, str(schema.name.name),
+                               tensors, scalars, memory, label, errors)
     reference = entry.get("reference")
     if not isinstance(reference, str) or "." not in reference:
         errors.add(line_of("reference"), label, "reference", f"expected a dotted Python path, got {reference!r}")
     opinfo = entry.get("opinfo") or ""
     if opinfo and (reason := check_opinfo(opinfo)):
         errors.add(line_of("opinfo"), label, "opinfo", reason)
-    samples = _samples(entry.get("samples", []), inputs, label, line_of("samples"), errors)
+    samples = _samples(entry.get("samples", []), inputs, scalars, label, line_of("samples"), errors)
     if not samples and not opinfo:
         errors.add(line, label, "samples", "a kernel entry without 'opinfo' needs 'samples' to be tested on")
     taken = {n: "argument" for n in [*inputs, *(s.name for s in scalars)]}
@@ -108,7 +117,47 @@ def load_entry(entry, errors: Errors) -> ComputeOp | None:
     return ComputeOp(schema=schema, loc=Location(errors.file, line), reference=reference, opinfo=opinfo,
                      dtypes=dtypes, tensors=tensors, scalars=scalars, group_memory=memory, grid=grid,
                      threadgroup=group, body=body, body_line=functor_line(body, line_of("body", compute)) + 1,
-                     samples=samples)
+                     samples=samples, function=function,
+                     function_line=functor_line(function, line_of("function", compute)) + 1 if function else 0,
+                     signature=signature)
+
+
+def _signature(function, first_line, name, tensors, scalars, memory, label, errors):
+    """The parameters of the function's `kernel void <op>(...)`, each bound by its name: a
+    [[buffer(i)]] to a tensor, a Scalar or a tensor's layout (`self_sizes`), a [[threadgroup(i)]]
+    to the i-th of `threadgroup_memory`."""
+    found = list(re.finditer(r"\bkernel\s+void\s+(\w+)\s*\(", function))
+    line = first_line + (function[:found[0].start()].count("\n") if found else 0)
+    if len(found) != 1 or found[0].group(1) != name or not re.search(r"template\s*<\s*typename\s+T\s*>\s*$",
+                                                                         function[:found[0].start()] if found else ""):
+        errors.add(line, label, "compute.function", f"expected one `template <typename T> kernel void {name}(...)`: "
+                   "the kernel, named as the op, templated on the dtype T (one instantiation per dtype)")
+        return ()
+    params, _ = balanced(function, found[0].end(), "(", ")")
+    try:
+        signature = tuple(parse_parameter(p) for p in split_top(params))
+    except ParameterError as e:
+        errors.add(line, label, "compute.function", str(e))
+        return ()
+    tensor_names, scalar_names = {t.name for t in tensors}, {s.name for s in scalars}
+    buffers = sorted(p.index for p in signature if p.attribute == "buffer")
+    if buffers != list(range(len(buffers))):
+        errors.add(line, label, "compute.function", f"the [[buffer(i)]] indices are {buffers}: expected 0 to "
+                   f"{len(buffers) - 1}, each once")
+    for p in signature:
+        if p.attribute == "buffer" and buffer_name(p.name, tensor_names, scalar_names) is None:
+            errors.add(line, label, "compute.function", f"[[buffer({p.index})]] `{p.declaration}`: a buffer is named as "
+                       f"a Tensor or Scalar argument or output ({', '.join(sorted(tensor_names | scalar_names))}) or a "
+                       "tensor's <name>_sizes, _strides, _ndim or _numel, which the host binds there")
+        if p.attribute == "buffer" and p.name in scalar_names and not re.fullmatch(
+                r"(?:const\s+)?constant\s+(?:const\s+)?(long|int|uint|ulong|short|ushort|char|uchar|float|bool)\s*&\s*\w+",
+                p.declaration):
+            errors.add(line, label, "compute.function", f"`{p.declaration}`: a Scalar is a `constant X&` of a Metal "
+                       "scalar type")
+        if p.attribute == "threadgroup" and (p.index >= len(memory) or memory[p.index].name != p.name):
+            errors.add(line, label, "compute.function", f"[[threadgroup({p.index})]] `{p.declaration}`: expected the "
+                       f"{p.index}th entry of threadgroup_memory ({', '.join(m.name for m in memory) or 'none'})")
+    return signature
 
 
 def _arguments(schema, label, line, errors):
@@ -230,18 +279,24 @@ def _group_memory(spec, tensors, ints, label, line, errors) -> tuple[GroupMemory
     return tuple(found)
 
 
-def _samples(spec, inputs, label, line, errors):
+def _samples(spec, inputs, scalars, label, line, errors):
+    """Each sample: every Tensor argument's shape, and every Scalar's value."""
     if not isinstance(spec, list):
-        errors.add(line, label, "samples", "expected a list of {tensor: shape} mappings")
+        errors.add(line, label, "samples", "expected a list of {tensor: shape, scalar: value} mappings")
         return ()
+    kinds = {s.name: s.schema_type for s in scalars}
     found = []
     for item in spec:
-        if not (isinstance(item, dict) and set(item) == set(inputs)
-                and all(isinstance(s, list) and all(type(d) is int and d >= 0 for d in s) for s in item.values())):
+        ok = isinstance(item, dict) and set(item) == set(inputs) | set(kinds) and all(
+            isinstance(item[n], list) and all(type(d) is int and d >= 0 for d in item[n]) for n in inputs) and all(
+            (type(item[n]) is bool) if k == "bool" else (type(item[n]) is int) if k == "int"
+            else type(item[n]) in (int, float) for n, k in kinds.items())
+        if not ok:
             errors.add(line, label, "samples", f"each sample maps every Tensor argument ({', '.join(inputs)}) to a "
-                       f"shape such as [5, 100], got {yaml_source.short(item)}")
+                       f"shape such as [5, 100]{' and every Scalar (' + ', '.join(kinds) + ') to a value' if kinds else ''}"
+                       f", got {yaml_source.short(item)}")
             continue
-        found.append(tuple((n, tuple(item[n])) for n in inputs))
+        found.append(tuple((n, tuple(item[n]) if n in inputs else item[n]) for n in [*inputs, *kinds]))
     return tuple(found)
 
 

@@ -13,6 +13,7 @@ from functools import cached_property
 from torchgen.model import FunctionSchema
 
 from .dtypes import DTYPES, OPMATH
+from .kernel_signature import Parameter
 from .model import Location
 
 TEMPLATE = "T"  # a tensor of the template dtype: one kernel per registered dtype
@@ -92,6 +93,26 @@ class Buffer:
     tensor: str = ""  # the tensor whose data, or layout, it is
     layout: str = ""  # "", or sizes / strides / ndim / numel
     scalar: str = ""  # the Scalar argument it is
+    index: int = 0
+
+
+def buffer_name(name: str, tensors: set[str], scalars: set[str]) -> Buffer | None:
+    """What a [[buffer(i)]] parameter of this name binds: a tensor, a Scalar, or a tensor's layout
+    (`self_sizes`); None for a name that is none of them."""
+    if name in tensors:
+        return Buffer(name, "", tensor=name)
+    if name in scalars:
+        return Buffer(name, "", scalar=name)
+    for layout in LAYOUT:
+        if name.endswith(f"_{layout}") and name[: -len(layout) - 1] in tensors:
+            return Buffer(name, "", tensor=name[: -len(layout) - 1], layout=layout)
+    return None
+
+
+def buffer_of(op, p: Parameter) -> Buffer:
+    b = buffer_name(p.name, {t.name for t in op.tensors}, {s.name for s in op.scalars})
+    return Buffer(b.name, p.declaration.rsplit(None, 1)[0] if " " in p.declaration else p.declaration, b.tensor,
+                  b.layout, b.scalar, p.index)
 
 
 @dataclass(frozen=True)
@@ -108,8 +129,12 @@ class ComputeOp:
     threadgroup: tuple[str, ...]
     body: str
     body_line: int  # ops.yaml line of the body's first line
-    samples: tuple[tuple[tuple[str, tuple[int, ...]], ...], ...]  # per sample: (tensor, shape) pairs
+    samples: tuple  # per sample: (name, shape) of each Tensor, then (name, value) of each Scalar
     implements: str = ""
+    # the whole-function form (`function:`): its text, first line and the kernel's parameters
+    function: str = ""
+    function_line: int = 0
+    signature: tuple[Parameter, ...] = ()
 
     @property
     def name(self) -> str:
@@ -131,8 +156,11 @@ class ComputeOp:
 
     @cached_property
     def buffers(self) -> tuple[Buffer, ...]:
-        """The kernel's [[buffer(i)]] parameters: the inputs, the outputs, the Scalars, then the
-        layout of each tensor the body uses."""
+        """The kernel's [[buffer(i)]] parameters: the function's, by index; or for a body, the
+        inputs, the outputs, the Scalars, then the layout of each tensor the body uses."""
+        if self.function:
+            return tuple(sorted((buffer_of(self, p) for p in self.signature if p.attribute == "buffer"),
+                                key=lambda b: b.index))
         found = [Buffer(t.name, f"{'device' if t.output else 'constant'} {t.dtype}*", tensor=t.name)
                  for t in self.tensors]
         found += [Buffer(s.name, f"constant {s.metal}&", scalar=s.name) for s in self.scalars]
@@ -145,6 +173,8 @@ class ComputeOp:
     @cached_property
     def positions(self) -> tuple[tuple[str, str], ...]:
         """The thread-position parameters the body reads: (attribute, type)."""
+        if self.function:
+            return ()  # the function's own (signature)
         return tuple((a, t) for a, t in BODY_POSITIONS.items() if self.uses(a))
 
     def uses(self, name: str) -> bool:

@@ -89,6 +89,7 @@ LaunchSize check_launch(const ComputeSpec& spec, const std::string& kernel, std:
                 " is not between 0 and 2^32 - 1");
     l.grid[i++] = uint32_t(g);
   }
+  if (l.empty()) return l;  // nothing runs: the threadgroup's size does not matter
   int64_t threads = 1;
   i = 0;
   for (int64_t g : group) {

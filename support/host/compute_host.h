@@ -56,7 +56,7 @@ struct LaunchSize {
 };
 
 // A launch of `kernel` checked against Metal's limits and the pipeline's: sizes above 0 (a grid
-// may be empty: nothing runs) and below 2^32, at most `limits.max_threads` threads per
+// may be empty: nothing runs, and nothing else is checked) and below 2^32, at most `limits.max_threads` threads per
 // threadgroup, at most 32 KiB of threadgroup memory, at most 31 buffers; else an error naming the
 // op, its line, the kernel and the limit.
 LaunchSize check_launch(const ComputeSpec& spec, const std::string& kernel, std::initializer_list<int64_t> grid,
