@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
-from . import objcache
+from . import compute_build, objcache
 from .clang import ClangMissing, clang_command
 from .emit import compute_syntax, host_names, metal_syntax
 from .emit.host_names import (calls_vector_math, parse_instantiations, preprocess, preprocess_raw, registration_lines,
@@ -94,30 +94,11 @@ MPS_CXX_FLAGS = ["-fno-objc-arc", "-DFMT_HEADER_ONLY"]
 # The launcher asks for a vector width on the loop of ILP kernels (support/cpu/kernel_launch.h);
 # where a kernel's loop cannot be vectorised (a libm call in it), clang says so: -Wno-pass-failed.
 CLANG_KERNEL_FLAGS = ["-mllvm", "-inline-threshold=1000", "-Wno-pass-failed"]
-
-
 def linker_flags() -> list[str]:
     """gold where binutils has it: it links the extension of the shipped registry (80 objects,
     31 MB) in 0.31 s where the default ld took 0.74 s (AMD EPYC family 26, medians of three),
     a link every edit pays. Linux only (macOS links with its own ld)."""
     return ["-fuse-ld=gold"] if sys.platform.startswith("linux") and shutil.which("ld.gold") else []
-
-
-@functools.cache
-def fiber_flags() -> tuple[list[str], list[str]]:
-    """(compile, link) flags of Boost.Context, which runs the threads of compute kernels with
-    barriers and SIMD-group functions on fibers (support/cpu/compute_group.cpp): linked where the
-    host compiler finds its header and its library (Debian's libboost-context-dev, Homebrew's
-    boost). Without it, that unit is compiled with MPSGEN_NO_FIBERS, and such a kernel's launch
-    fails with an error naming the package; every other kernel runs as before."""
-    header = subprocess.run(["c++", "-E", "-x", "c++", "-"], input="#include <boost/context/fiber.hpp>\n",
-                            capture_output=True, text=True)
-    lib = subprocess.run(["c++", "-print-file-name=libboost_context" + (".dylib" if sys.platform == "darwin" else ".so")],
-                         capture_output=True, text=True).stdout.strip()
-    if header.returncode == 0 and Path(lib).is_absolute() and Path(lib).is_file():
-        where = Path(lib).resolve().parent
-        return [], [f"-L{where}", f"-Wl,-rpath,{where}", "-lboost_context"]
-    return ["-DMPSGEN_NO_FIBERS"], []
 
 
 @functools.cache
@@ -384,6 +365,10 @@ def cpu_kernel_sources(build_dir: Path, compiler: str | Sequence[str] = "c++", g
         texts = pool.map(lambda job: _keyed_kernel_unit(compiler, job[0], job[2], build_dir, target), todo)
         for (_, unit, _), text in zip(todo, texts):
             _write_if_changed(unit, text)
+    if compute_build.checked_variants(compiler, target.torch_headers == torch_include()):
+        for metal, unit in zip(sorted(generated.glob("*.metal")), list(sources)):
+            if compute_syntax.is_compute(metal.read_text()):
+                sources.append(compute_build.checked_kernel_source(unit))
     return sources
 
 
@@ -445,7 +430,8 @@ def host_sources(build_dir: Path, mps: bool, generated: Path = GENERATED) -> lis
                generated_unit(build_dir, "autograd.cpp", generated), generated_unit(build_dir, "bindings.cpp", generated),
                SUPPORT / "host" / "elementwise.cpp", SUPPORT / "host" / "module.cpp",
                CPU_SUPPORT / "executor.cpp", CPU_SUPPORT / "kernel_registry.cpp", CPU_SUPPORT / "compute_group.cpp",
-               SUPPORT / "host" / "compute_host.cpp", CPU_SUPPORT / "compute_executor.cpp"]
+               SUPPORT / "host" / "compute_host.cpp", CPU_SUPPORT / "compute_executor.cpp",
+               CPU_SUPPORT / "compute_check.cpp"]
     if mps:
         sources += [host_unity_source(build_dir, "_mps.mm", generated), MPS_INCLUDE / "metal_library.mm"]
     return sources

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .build import (CLANG_KERNEL_FLAGS, CXX_FLAGS, GCC_CXX_FLAGS, GCC_OPENMP_FLAGS, OPENMP_SOURCES, ROOT,
                     _write_if_changed, kernel_compiler)
+from .compute_build import CHECKED_KERNEL_FLAGS, localize_command
 
 _NINJA_STEP = re.compile(r"\[(\d+)/(\d+)\] (.*)")
 
@@ -47,6 +48,7 @@ def _cost_estimate(source: Path) -> float:
 
 
 _KERNEL_RULE, _HOST_RULE, _OPENMP_RULE = "compile_kernels", "compile_host", "compile_openmp"
+_CHECKED_RULE = "compile_checked_kernels"
 
 
 def _rule(name: str, command: str) -> tuple[str, str]:
@@ -76,11 +78,16 @@ def assign_compilers(build_ninja: Path, clang: Sequence[str], openmp_flags: Sequ
         compiler = " ".join(clang)
         flags = " ".join(["-std=c++20", *CXX_FLAGS, *CLANG_KERNEL_FLAGS])
         rules.append(_rule(_KERNEL_RULE, f"{compiler} -MMD -MF $out.d $cflags -c $in -o $out {flags}"))
+        # a compute kernel's checked variant (build.checked_kernel_source), its symbols made its own
+        localize = " ".join(localize_command(Path("$out"))).replace("*", "'*'")
+        rules.append(_rule(_CHECKED_RULE, f"{compiler} -MMD -MF $out.d $cflags -c $in -o $out {flags} "
+                                          f"{' '.join(CHECKED_KERNEL_FLAGS)} && {localize}"))
         rules.append(_rule(_HOST_RULE, f"{compiler} -MMD -MF $out.d $cflags -c $in -o $out $clang_post_cflags"))
         post = re.search(r"(?m)^post_cflags = ([^\n]*)$", text)
         clang_post = [f for f in (post[1].split() if post else []) if f not in GCC_CXX_FLAGS]
         if "\nclang_post_cflags = " not in text and post:
             text = text.replace(post[0], f"{post[0]}\nclang_post_cflags = {' '.join(clang_post)}", 1)
+        text = re.sub(r"(?m)^(build [^:\n]+_checked_kernels\.o): compile ", rf"\1: {_CHECKED_RULE} ", text)
         text = re.sub(r"(?m)^(build [^:\n]+_kernels\.o): compile ", rf"\1: {_KERNEL_RULE} ", text)
         text = re.sub(r"(?m)^(build [^:\n]+\.o): compile ([^\n]+\.cpp)$", rf"\1: {_HOST_RULE} \2", text)
     missing = "".join(head + body for head, body in rules if head not in text)  # a second pass adds none

@@ -102,7 +102,7 @@ def extension(project: Project):
     from torch.utils import cpp_extension
     from torch.utils.cpp_extension import CppExtension
 
-    from . import build, ninja_build
+    from . import build, compute_build, ninja_build
 
     # one short line per compiled unit, and the compiler's own messages (ninja_build.run_ninja)
     cpp_extension._run_ninja_build = ninja_build.run_ninja
@@ -114,7 +114,7 @@ def extension(project: Project):
     sources = build.host_sources(build_dir, mps, project.generated)
     sources += build.cpu_kernel_sources(build_dir, build.kernel_compiler(), project.generated)
     # __FILE__ names files relative to the project and to mpsgen (build.file_prefix_maps)
-    fiber_compile, fiber_link = build.fiber_flags()
+    fiber_compile, fiber_link = compute_build.fiber_flags()
     flags = list(build.CXX_FLAGS) + (build.MPS_CXX_FLAGS if mps else build.GCC_CXX_FLAGS) \
         + build.file_prefix_maps(project.root) + fiber_compile
     link = (["-framework", "Metal", "-framework", "Foundation"] if mps else [*build.GCC_LINK_FLAGS, *build.linker_flags()]) \

@@ -138,6 +138,7 @@ def test_units_compile_with_their_own_rules(tmp_path):
     text = ("cflags = -Ifoo\npost_cflags = -O2 -fpeel-loops -DTORCH_EXTENSION_NAME=_C\n\n"
             "rule compile\n  command = c++ $cflags -c $in -o $out $post_cflags\n\n"
             f"build {tmp_path}/add_kernels.o: compile {tmp_path}/add_kernels.cpp\n"
+            f"build {tmp_path}/row_sum_checked_kernels.o: compile {tmp_path}/row_sum_checked_kernels.cpp\n"
             f"build {tmp_path}/module.o: compile {tmp_path}/module.cpp\n"
             f"build {tmp_path}/executor.o: compile {tmp_path}/executor.cpp\n"
             f"build {tmp_path}/stubs.o: compile {tmp_path}/stubs.mm\n")
@@ -146,7 +147,7 @@ def test_units_compile_with_their_own_rules(tmp_path):
     ninja_build.assign_compilers(ninja, ["zig", "clang"], ["-fopenmp"])  # a second pass changes nothing
     out = ninja.read_text()
     rules = dict(re.findall(r"rule (\w+)\n  command = ([^\n]*)\n", out))
-    assert sorted(rules) == ["compile", "compile_host", "compile_kernels", "compile_openmp"]
+    assert sorted(rules) == ["compile", "compile_checked_kernels", "compile_host", "compile_kernels", "compile_openmp"]
     assert rules["compile_kernels"].startswith("zig clang ") and "$cflags" in rules["compile_kernels"]
     assert "-O2" in rules["compile_kernels"] and "post_cflags" not in rules["compile_kernels"]
     assert rules["compile_host"].startswith("zig clang ") and rules["compile_host"].endswith(" $clang_post_cflags")
@@ -154,6 +155,10 @@ def test_units_compile_with_their_own_rules(tmp_path):
     assert rules["compile_openmp"] == "c++ $cflags -c $in -o $out $post_cflags -fopenmp"
     assert f"build {tmp_path}/add_kernels.o: compile_kernels {tmp_path}/add_kernels.cpp\n" in out
     assert f"build {tmp_path}/module.o: compile_host {tmp_path}/module.cpp\n" in out
+    # a compute kernel's checked variant: instrumented, then its symbols made its own
+    assert f"build {tmp_path}/row_sum_checked_kernels.o: compile_checked_kernels {tmp_path}/row_sum_checked_kernels.cpp\n" in out
+    assert rules["compile_checked_kernels"].startswith(rules["compile_kernels"] + " -fsanitize=thread ")
+    assert rules["compile_checked_kernels"].endswith(" && objcopy --wildcard --localize-symbol='*' --remove-section=.group $out")
     assert f"build {tmp_path}/executor.o: compile_openmp {tmp_path}/executor.cpp\n" in out
     assert f"build {tmp_path}/stubs.o: compile {tmp_path}/stubs.mm\n" in out  # Objective-C++: torch's
     ninja.write_text(text)

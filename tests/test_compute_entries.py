@@ -111,20 +111,24 @@ def project(tmp_path_factory) -> Path:
     return folder
 
 
-def run_ops(project: Path, schedule: str = "") -> str:
+def run_ops(project: Path, schedule: str = "", check: bool = False) -> str:
     script = textwrap.dedent("""
         import torch, kops
         for shape in [(5, 100), (64, 1000), (3, 1), (7,)]:
             x = torch.randn(shape)
             for op in ("row_sum", "row_sum_planted"):
-                ok = torch.allclose(getattr(torch.ops.kops, op)(x), x.sum(-1), rtol=1e-5, atol=1e-4)
-                print(op, shape, "match" if ok else "differ")
+                try:
+                    ok = torch.allclose(getattr(torch.ops.kops, op)(x), x.sum(-1), rtol=1e-5, atol=1e-4)
+                    print(op, shape, "match" if ok else "differ")
+                except RuntimeError as e:
+                    print(op, shape, "raises", str(e).splitlines()[0])
         try:
             torch.ops.kops.too_wide(torch.ones(5))
         except RuntimeError as e:
             print("too_wide:", str(e).splitlines()[0])
     """)
-    env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{project}", MPSGEN_CPU_SCHEDULE=schedule)
+    env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{project}", MPSGEN_CPU_SCHEDULE=schedule,
+               MPSGEN_CPU_CHECK="1" if check else "0")
     return _run([sys.executable, "-c", script], project, env).stdout
 
 
@@ -136,6 +140,16 @@ def test_a_row_sum_through_threadgroup_memory_matches_torch_and_a_missing_barrie
     # every multi-simdgroup row reads partial sums not yet written, in some order of the schedule
     planted = [line for line in out if line.startswith("row_sum_planted ")]
     assert "row_sum_planted (64, 1000) differ" in planted
+
+
+def test_the_checked_variant_names_the_race_of_the_missing_barrier(project):
+    out = run_ops(project, check=True).splitlines()
+    assert [line for line in out if line.startswith("row_sum ")] == [
+        f"row_sum {s} match" for s in ("(5, 100)", "(64, 1000)", "(3, 1)", "(7,)")]
+    # lane 0 reads the partial sums the other simdgroups write, with no barrier between
+    planted = next(line for line in out if line.startswith("row_sum_planted (64, 1000)"))
+    assert planted.startswith("row_sum_planted (64, 1000) raises kops::row_sum_planted (ops.yaml:"), planted
+    assert "row_sum_planted_float!checked: race: thread " in planted and "'partial' at element " in planted, planted
 
 
 def test_a_launch_wider_than_a_threadgroup_is_refused_naming_the_op(project):

@@ -19,10 +19,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mpsgen.codegen import build
+from mpsgen.codegen import build, compute_build
 from mpsgen.codegen.clang import clang_command
 
 HERE = Path(__file__).parent / "compute"
+
+
+def _compile(args):
+    r = subprocess.run([str(a) for a in args], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-4000:]
 
 
 @pytest.fixture(scope="module")
@@ -33,24 +38,27 @@ def probe(tmp_path_factory) -> Path:
         unit = out / f"{metal.stem}_kernels.cpp"
         unit.write_text(build.cpu_kernel_unit(metal, clang_command()))
         obj = out / f"{metal.stem}.o"
-        subprocess.run([*clang_command(), "-std=c++20", *build.CXX_FLAGS, "-c", str(unit), "-o", str(obj)],
-                       check=True, capture_output=True, text=True)
-        objects.append(obj)
+        _compile([*clang_command(), "-std=c++20", *build.CXX_FLAGS, "-c", unit, "-o", obj])
+        # the checked variant, as the build makes it (codegen/build.py CHECKED_KERNEL_FLAGS)
+        checked = out / f"{metal.stem}_checked.o"
+        _compile([*clang_command(), "-std=c++20", *build.CXX_FLAGS, *compute_build.CHECKED_KERNEL_FLAGS, "-DMPSGEN_CHECKED",
+                  "-c", unit, "-o", checked])
+        _compile(compute_build.localize_command(checked))
+        objects += [obj, checked]
     for source in (build.CPU_SUPPORT / "compute_group.cpp", build.CPU_SUPPORT / "kernel_registry.cpp",
-                   HERE / "probe_main.cpp"):
+                   build.CPU_SUPPORT / "compute_check.cpp", HERE / "probe_main.cpp"):
         obj = out / f"{source.stem}.o"
-        subprocess.run(["c++", "-std=c++17", "-O2", f"-I{build.CPU_SUPPORT}", "-c", str(source), "-o", str(obj)],
-                       check=True, capture_output=True, text=True)
+        _compile(["c++", "-std=c++17", "-O2", f"-I{build.CPU_SUPPORT}", "-c", source, "-o", obj])
         objects.append(obj)
     exe = out / "probe"
-    subprocess.run(["c++", *map(str, objects), *build.fiber_flags()[1], "-o", str(exe)], check=True,
-                   capture_output=True, text=True)
+    _compile(["c++", *objects, *compute_build.fiber_flags()[1], "-o", exe])
     return exe
 
 
-def run(probe: Path, what: str, schedule: str = "") -> dict[str, list[float]]:
+def run(probe: Path, what: str, schedule: str = "", checked: bool = False) -> dict[str, list[float]]:
     env = dict(os.environ, MPSGEN_CPU_SCHEDULE=schedule) if schedule else os.environ
-    text = subprocess.run([str(probe), what], capture_output=True, text=True, check=True, timeout=60, env=env).stdout
+    text = subprocess.run([str(probe), what, *(["checked"] if checked else [])], capture_output=True, text=True,
+                          check=True, timeout=60, env=env).stdout
     found = {}
     for line in text.splitlines():
         tag, _, rest = line.partition(" ")
@@ -162,3 +170,32 @@ def test_atomics_across_threadgroups(probe):
     assert got["fsum"] == [500.0]
     half_500 = int(np.array([500], dtype=np.float16).view(np.uint16)[0])
     assert got["hsum"] == [half_500, half_500]
+
+
+# ---- the checked variant: races and out-of-bounds accesses (support/cpu/compute_check.cpp) ----
+
+@pytest.mark.parametrize("what", ["row_sum", "neighbour", "simd_functions", "positions", "histogram"])
+def test_checked_kernels_without_races_give_the_same_values(probe, what):
+    assert run(probe, what, checked=True) == run(probe, what)
+
+
+def test_a_missing_barrier_is_a_race_on_threadgroup_memory(probe):
+    error = run(probe, "neighbour_without_barrier", checked=True)["error"]
+    # thread 0 read its neighbour's value before thread 1 wrote it (index order)
+    assert error.startswith("neighbour_without_barrier!checked: race: thread 1 of threadgroup (0, 0, 0) writes memory "
+                            "shared by the group (a threadgroup variable) at ")
+    assert ", which thread 0 read with nothing between them" in error
+    assert "with nothing between them to order the two (a threadgroup_barrier, or an atomic for both)" in error
+
+
+def test_a_non_atomic_accumulation_is_a_race(probe):
+    error = run(probe, "histogram_racy", checked=True)["error"]
+    assert error.startswith("histogram_racy!checked: race: thread ")
+    assert "writes 'bins' at element" in error
+
+
+def test_an_out_of_bounds_write_names_the_buffer_and_the_element(probe):
+    assert run(probe, "shifted_copy")["ok"] == []  # unchecked: the write past the end goes unseen
+    error = run(probe, "shifted_copy", checked=True)["error"]
+    assert error == ("shifted_copy!checked: out of bounds: thread 35 of threadgroup (1, 0, 0) writes 'out' at "
+                     "element 100, which has 100 elements")

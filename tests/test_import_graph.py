@@ -14,7 +14,7 @@ pytestmark = pytest.mark.quick  # bash test.sh --quick (tests/conftest.py)
 CODEGEN = Path(__file__).resolve().parent.parent / "codegen"
 # the stages in pipeline order; a top-level module belongs to the stage named here
 STAGES = ("registry", "emit", "build", "verify", "export", "entry")
-TOP_LEVEL = {"torch_versions": "registry", "build": "build", "objcache": "build", "clang": "build", "ninja_build": "build", "uptodate": "build", "__main__": "entry", "package": "entry",
+TOP_LEVEL = {"torch_versions": "registry", "build": "build", "compute_build": "build", "objcache": "build", "clang": "build", "ninja_build": "build", "uptodate": "build", "__main__": "entry", "package": "entry",
              "__init__": "entry"}
 
 

@@ -91,12 +91,17 @@ def synchronises(preprocessed: str, ours: tuple[str, ...]) -> bool:
 
 def registration_lines(kernels: list[ComputeInstantiation], flat: bool) -> str:
     """One registration per kernel, appended to the preprocessed unit (so written out: the
-    preprocessor is done with it)."""
+    preprocessor is done with it but for the unit's own MPSGEN_CHECKED, which the build defines
+    where it compiles the unit again as the kernels' checked variant, support/cpu/compute_check.cpp)."""
     lines = ["namespace mpsgen_compute_registrations {", "using ::mpsgen::cpu::compute::Bind;",
              "using ::mpsgen::cpu::compute::role;"]
     for i, k in enumerate(kernels):
         roles = ", ".join(role(p) for p in k.parameters)
-        lines.append(f"static const bool registered_{i} = ::mpsgen::cpu::register_compute_kernel(\n"
-                     f"    ::mpsgen::cpu::compute::ComputeKernel<&::{k.function}, {'true' if flat else 'false'}, "
-                     f'{roles}>::make("{k.host_name}"));')
-    return "\n".join(lines + ["} // namespace mpsgen_compute_registrations"]) + "\n"
+        kernel = (f"::mpsgen::cpu::compute::ComputeKernel<&::{k.function}, {'true' if flat else 'false'}, {roles}>"
+                  f'::make("{k.host_name}" MPSGEN_CHECKED_SUFFIX)')
+        lines.append(f"static const bool registered_{i} = ::mpsgen::cpu::register_compute_kernel(MPSGEN_CHECKED_KERNEL(\n"
+                     f"    {kernel}));")
+    return ("#if defined(MPSGEN_CHECKED)\n#define MPSGEN_CHECKED_SUFFIX \"!checked\"\n"
+            "#define MPSGEN_CHECKED_KERNEL(...) ::mpsgen::cpu::compute::checked(__VA_ARGS__)\n#else\n"
+            "#define MPSGEN_CHECKED_SUFFIX \"\"\n#define MPSGEN_CHECKED_KERNEL(...) __VA_ARGS__\n#endif\n"
+            + "\n".join(lines + ["} // namespace mpsgen_compute_registrations"]) + "\n")

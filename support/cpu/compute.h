@@ -57,6 +57,13 @@ struct Launch {
   void* const* buffers;
   const uint32_t* threadgroup_lengths;
   uint32_t nthreadgroup;
+  // For a checked kernel (below): each buffer's name, bytes and element size, nbuffers of them
+  // (a Scalar or a layout array is a buffer too), and each [[threadgroup(i)]]'s name.
+  const char* const* buffer_names = nullptr;
+  const uint64_t* buffer_bytes = nullptr;
+  const uint32_t* buffer_element_sizes = nullptr;
+  uint32_t nbuffers = 0;
+  const char* const* threadgroup_names = nullptr;
 };
 
 // What the launcher makes of one kernel (support/cpu/compute_launch.h).
@@ -68,7 +75,18 @@ struct Kernel {
   // kernel the generator found synchronising.
   void (*flat)(void* const* buffers, void* const* group_memory, const Position& first, uint32_t begin,
                uint32_t end);
+  // Its checked variant (MPSGEN_CPU_CHECK=1; support/cpu/compute_check.cpp): the same kernel
+  // compiled with every memory access reported, registered as `<host_name>!checked`. Its
+  // threads run one at a time, on fibers, on one CPU thread.
+  bool checked = false;
 };
+
+// The kernel as its checked variant registers it.
+constexpr Kernel checked(Kernel k) {
+  k.flat = nullptr;
+  k.checked = true;
+  return k;
+}
 
 // Runs threadgroups [begin, end) (numbered x fastest) of a launch on the calling thread.
 // Returns null, or the message of what stopped it (the group's remaining threads do not run).
@@ -94,6 +112,19 @@ struct Lanes {
 };
 using Combine = void (*)(const Lanes& lanes);
 void simdgroup_call(const char* function, Combine combine, const void* in, void* out, uint32_t arg);
+
+// The checked variant's bookkeeping (support/cpu/compute_check.cpp), called by the scheduler.
+namespace check {
+void begin_launch(const Kernel& kernel, const Launch& launch);
+void begin_group(const Launch& launch, void* const* memory, const uint32_t* group_pos);
+// Memory the launcher reads to call the kernel (the scheduler's: positions, the memory table).
+void launcher_reads(const void* lo, size_t bytes);
+// Thread `who` (group * 1024 + thread) runs now, after `epoch` barriers of its group and
+// `simd_epoch` SIMD-group functions of its simdgroup, on the stack [stack_lo, stack_hi).
+void enter(uint64_t who, uint32_t epoch, uint32_t simd_epoch, const void* stack_lo, const void* stack_hi);
+void leave();
+void end_launch();
+} // namespace check
 
 // Fails the launch with `message` (run_groups returns the first). On a fiber the thread stops
 // there; in a flat loop it goes on, and the launch still fails.

@@ -121,6 +121,7 @@ struct Stacks {
     for (uint32_t i = 0; i < max_threads_per_threadgroup; ++i) mprotect(base + i * (stack_size + page), page, PROT_NONE);
   }
   ~Stacks() { munmap(base, max_threads_per_threadgroup * (stack_size + page)); }
+  const char* low(uint32_t i) const { return base + i * (stack_size + page) + page; }
   ctx::stack_context stack(uint32_t i) const {
     ctx::stack_context sc;
     sc.size = stack_size;
@@ -148,6 +149,7 @@ struct Lane {
   void* out = nullptr;
   uint32_t arg = 0;
   const void* site = nullptr;  // where in the kernel it called the function
+  uint32_t epoch = 0, simd_epoch = 0;  // the barriers and SIMD-group functions it went through
   bool started = false;
   ctx::fiber fiber;  // the thread, while it waits
   ctx::fiber back;   // the scheduler, while the thread runs
@@ -224,7 +226,7 @@ thread_local std::unique_ptr<Stacks> stacks;
 
 // Runs the fibers of one group until every thread has ended or the group cannot go on.
 void run_fibers(const Kernel& kernel, const Launch& launch, void* const* tg, const uint32_t* group_pos,
-                const uint32_t* size, uint64_t& rng) {
+                const uint32_t* size, uint64_t& rng, uint64_t group_index) {
   const uint32_t n = size[0] * size[1] * size[2];
   if (!stacks) stacks = std::make_unique<Stacks>();
   // Lanes live in storage without destructors: a fiber abandoned by a failed group is dropped.
@@ -234,6 +236,10 @@ void run_fibers(const Kernel& kernel, const Launch& launch, void* const* tg, con
   for (uint32_t t = 0; t < n; ++t) {
     Lane* lane = new (&lanes[t]) Lane();
     fill_position(lane->pos, launch, group_pos, size, t);
+  }
+  if (kernel.checked) {
+    check::launcher_reads(lanes, n * sizeof(Lane));
+    check::launcher_reads(tg, max_threadgroup_buffers * sizeof(void*));
   }
   auto destroy = [&](bool all_done) {
     // Ended fibers hold nothing; a failed group's are abandoned (LaneStack).
@@ -263,7 +269,12 @@ void run_fibers(const Kernel& kernel, const Launch& launch, void* const* tg, con
           return std::move(lane.back);
         });
       }
+      if (kernel.checked) {
+        check::enter(group_index * max_threads_per_threadgroup + t, lane.epoch, lane.simd_epoch, stacks->low(t),
+                     stacks->low(t) + stack_size);
+      }
       lane.fiber = std::move(lane.fiber).resume();
+      if (kernel.checked) check::leave();
       current.lane = nullptr;
       if (lane.state == State::done) ++ended;
       if (lane.state == State::failed || !current.error.empty()) {
@@ -300,7 +311,10 @@ void run_fibers(const Kernel& kernel, const Launch& launch, void* const* tg, con
         }
         if (at.combine) at.combine(call);
         for (uint32_t l = 0; l < width; ++l) {
-          if (call.mask >> l & 1u) lanes[first + l].state = State::ready;
+          if (call.mask >> l & 1u) {
+            lanes[first + l].state = State::ready;
+            ++lanes[first + l].simd_epoch;
+          }
         }
         waiting &= ~call.mask;
         progress = true;
@@ -310,7 +324,10 @@ void run_fibers(const Kernel& kernel, const Launch& launch, void* const* tg, con
     uint32_t waiting = 0;
     for (uint32_t t = 0; t < n; ++t) waiting += lanes[t].state == State::barrier;
     if (waiting == n) {
-      for (uint32_t t = 0; t < n; ++t) lanes[t].state = State::ready;
+      for (uint32_t t = 0; t < n; ++t) {
+        lanes[t].state = State::ready;
+        ++lanes[t].epoch;
+      }
       continue;
     }
     // Threads that cannot go on: name two that disagree.
@@ -341,6 +358,7 @@ uint64_t threadgroup_count(const Launch& launch) {
 const char* run_groups(const Kernel& kernel, const Launch& launch, uint64_t begin, uint64_t end) {
   current = Current{};
   current.kernel = kernel.host_name;
+  if (kernel.checked) check::begin_launch(kernel, launch);
   const uint32_t ngroups[3] = {(launch.grid[0] + launch.group[0] - 1) / launch.group[0],
                                (launch.grid[1] + launch.group[1] - 1) / launch.group[1],
                                (launch.grid[2] + launch.group[2] - 1) / launch.group[2]};
@@ -354,6 +372,7 @@ const char* run_groups(const Kernel& kernel, const Launch& launch, uint64_t begi
     }
     const uint32_t n = size[0] * size[1] * size[2];
     void* const* tg = arena.bind(launch);
+    if (kernel.checked) check::begin_group(launch, tg, group_pos);
     uint64_t rng = schedule().seed ^ (g * 0xd1b54a32d192ed03ull);
     if (kernel.flat && !schedule().shuffle) {
       Position first;
@@ -372,7 +391,7 @@ const char* run_groups(const Kernel& kernel, const Launch& launch, uint64_t begi
       }
     } else {
 #if MPSGEN_HAVE_FIBERS
-      run_fibers(kernel, launch, tg, group_pos, size, rng);
+      run_fibers(kernel, launch, tg, group_pos, size, rng, g);
 #else
       record(std::string(kernel.host_name) +
              ": this build of the CPU backend has no Boost.Context, which runs kernels with barriers and simdgroup "
@@ -381,6 +400,7 @@ const char* run_groups(const Kernel& kernel, const Launch& launch, uint64_t begi
     }
     current.pos = nullptr;
   }
+  if (kernel.checked) check::end_launch();
   return current.error.empty() ? nullptr : current.error.c_str();
 }
 

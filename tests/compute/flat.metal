@@ -17,3 +17,20 @@ kernel void histogram(device atomic_uint* bins [[buffer(0)]], constant T* values
 template [[host_name("histogram_uint")]] kernel void histogram<uint>(
     device atomic_uint* bins [[buffer(0)]], constant uint* values [[buffer(1)]], device float* fsum [[buffer(2)]],
     device half* hsum [[buffer(3)]], uint i [[thread_position_in_grid]]);
+
+// The same counts without the atomic: a race between threads (planted).
+template <typename T>
+kernel void histogram_racy(device uint* bins [[buffer(0)]], constant T* values [[buffer(1)]],
+                           uint i [[thread_position_in_grid]]) {
+  bins[values[i] % 4] += 1;
+}
+template [[host_name("histogram_racy")]] kernel void histogram_racy<uint>(
+    device uint* bins [[buffer(0)]], constant uint* values [[buffer(1)]], uint i [[thread_position_in_grid]]);
+
+// Writes one element past its output's end (planted).
+template <typename T>
+kernel void shifted_copy(device T* out [[buffer(0)]], constant T* in [[buffer(1)]], uint i [[thread_position_in_grid]]) {
+  out[i + 1] = in[i];
+}
+template [[host_name("shifted_copy")]] kernel void shifted_copy<float>(
+    device float* out [[buffer(0)]], constant float* in [[buffer(1)]], uint i [[thread_position_in_grid]]);
