@@ -79,12 +79,16 @@ struct Kernel {
   // compiled with every memory access reported, registered as `<host_name>!checked`. Its
   // threads run one at a time, on fibers, on one CPU thread.
   bool checked = false;
+  // A flat kernel that reads no position but its place in the grid: `flat` may run the threads
+  // of several threadgroups of a 1D grid in one call.
+  bool grid_only = false;
 };
 
 // The kernel as its checked variant registers it.
 constexpr Kernel checked(Kernel k) {
   k.flat = nullptr;
   k.checked = true;
+  k.grid_only = false;
   return k;
 }
 

@@ -362,6 +362,20 @@ const char* run_groups(const Kernel& kernel, const Launch& launch, uint64_t begi
   const uint32_t ngroups[3] = {(launch.grid[0] + launch.group[0] - 1) / launch.group[0],
                                (launch.grid[1] + launch.group[1] - 1) / launch.group[1],
                                (launch.grid[2] + launch.group[2] - 1) / launch.group[2]};
+  if (kernel.flat && kernel.grid_only && !schedule().shuffle && launch.grid[1] == 1 && launch.grid[2] == 1 &&
+      launch.nthreadgroup == 0) {
+    // threads [begin, end) of the grid's groups, in one loop (the kernel reads no group's position)
+    const uint64_t first_thread = begin * launch.group[0];
+    const uint64_t last = std::min<uint64_t>(end * uint64_t(launch.group[0]), launch.grid[0]);
+    const uint32_t group_pos[3] = {uint32_t(begin), 0, 0};
+    const uint32_t size[3] = {launch.group[0], 1, 1};
+    Position first;
+    fill_position(first, launch, group_pos, size, 0);
+    current.pos = &first;
+    if (last > first_thread) kernel.flat(launch.buffers, nullptr, first, 0, uint32_t(last - first_thread));
+    current.pos = nullptr;
+    return current.error.empty() ? nullptr : current.error.c_str();
+  }
   for (uint64_t g = begin; g < end && current.error.empty(); ++g) {
     const uint32_t group_pos[3] = {uint32_t(g % ngroups[0]), uint32_t(g / ngroups[0] % ngroups[1]),
                                    uint32_t(g / (uint64_t(ngroups[0]) * ngroups[1]))};

@@ -147,7 +147,8 @@ struct ComputeKernel<Fn, Flat, Roles...> {
   // The loop of a kernel that never synchronises: threads one after the other, the kernel
   // inlined, so a kernel without loops of its own vectorises across threads as an elementwise
   // one does (Metal runs them in no order, as the pragma tells the vectoriser).
-  static void flat(void* const* buffers, void* const* tg, const Position& first, uint32_t begin, uint32_t end) {
+  __attribute__((always_inline)) static inline void flat_impl(void* const* buffers, void* const* tg,
+                                                             const Position& first, uint32_t begin, uint32_t end) {
     if (first.threads_per_threadgroup[1] == 1 && first.threads_per_threadgroup[2] == 1) {
 #if defined(__clang__)
 #pragma clang loop vectorize(assume_safety)
@@ -157,8 +158,29 @@ struct ComputeKernel<Fn, Flat, Roles...> {
       for (uint32_t t = begin; t < end; ++t) call(buffers, tg, launch_detail::in_group(first, t));
     }
   }
-  static constexpr Kernel make(const char* host_name) {
-    return Kernel{host_name, &one, Flat ? &flat : nullptr};
+  static void flat(void* const* buffers, void* const* tg, const Position& first, uint32_t begin, uint32_t end) {
+    flat_impl(buffers, tg, first, begin, end);
+  }
+#if MPSGEN_CPU_X86_AVX2
+  // The same for CPUs with AVX2, F16C and FMA (chosen at run time, as the elementwise kernels'
+  // variants are: kernel_launch.h); -ffp-contract=off still keeps every product and sum rounded.
+  __attribute__((flatten, target(MPSGEN_CPU_AVX2_TARGET))) static void flat_avx2(void* const* buffers,
+                                                                             void* const* tg,
+                                                                             const Position& first,
+                                                                             uint32_t begin, uint32_t end) {
+    flat_impl(buffers, tg, first, begin, end);
+  }
+#endif
+  // Whether the kernel reads no position but its place in the grid (and the grid's size): its
+  // threads then run in one loop across threadgroups.
+  static constexpr bool grid_only = ((Bind(Roles >> 8) == Bind::buffer || Bind(Roles >> 8) == Bind::thread_position_in_grid ||
+                                      Bind(Roles >> 8) == Bind::threads_per_grid) && ...);
+  static Kernel make(const char* host_name) {
+    auto flat_variant = &flat;
+#if MPSGEN_CPU_X86_AVX2
+    if (cpu_use_avx2()) flat_variant = &flat_avx2;
+#endif
+    return Kernel{host_name, &one, Flat ? flat_variant : nullptr, false, Flat && grid_only};
   }
 };
 
