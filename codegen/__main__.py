@@ -143,8 +143,9 @@ def _render_and_write(args: argparse.Namespace, registry, stamp_key: str, staged
     except writer.WriteError as e:
         stamp.forget(args.out)
         return _cannot_write(args.out, e.errors)
-    stamp.record(args.out, stamp_key, files, len(registry.ops))
-    print(f"{len(registry.ops)} ops: wrote {len(p.write)} file(s), removed {len(p.delete)}, "
+    n_ops = len(registry.ops) + len(registry.compute_ops)  # functor entries and kernel entries
+    stamp.record(args.out, stamp_key, files, n_ops)
+    print(f"{n_ops} ops: wrote {len(p.write)} file(s), removed {len(p.delete)}, "
           f"{len(files) - len(p.write)} unchanged")
     return 0
 

@@ -343,6 +343,10 @@ void register_special_log_ndtr_aten_cpu(torch::Library& m);  // generated/specia
 void register_special_laguerre_polynomial_l_aten_cpu(torch::Library& m);  // generated/special_laguerre_polynomial_l_cpu.cpp, from ops.yaml:1737
 void register_special_legendre_polynomial_p_aten_cpu(torch::Library& m);  // generated/special_legendre_polynomial_p_cpu.cpp, from ops.yaml:1783
 void register_special_airy_ai_aten_cpu(torch::Library& m);  // generated/special_airy_ai_cpu.cpp, from ops.yaml:1831
+void register_frexp_Tensor_aten_cpu(torch::Library& m);  // generated/frexp_Tensor_cpu.cpp, from ops.yaml:1953
+void register_take_aten_cpu(torch::Library& m);  // generated/take_cpu.cpp, from ops.yaml:1978
+void register_put_aten_cpu(torch::Library& m);  // generated/put_cpu.cpp, from ops.yaml:2005
+void register__pdist_forward_aten_cpu(torch::Library& m);  // generated/_pdist_forward_cpu.cpp, from ops.yaml:2038
 
 // mpsgen._C.register_aten_cpu_overrides(): the CPU kernels of every `implements: aten` entry
 // registered for torch's own aten ops, once per process (false when already done). Called by
@@ -359,6 +363,10 @@ bool register_aten_cpu_overrides() {
   register_special_laguerre_polynomial_l_aten_cpu(*m);
   register_special_legendre_polynomial_p_aten_cpu(*m);
   register_special_airy_ai_aten_cpu(*m);
+  register_frexp_Tensor_aten_cpu(*m);
+  register_take_aten_cpu(*m);
+  register_put_aten_cpu(*m);
+  register__pdist_forward_aten_cpu(*m);
   lib = std::move(m);
   return true;
 }

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from . import runtime
+from . import compute_harness, runtime
 from .samples import TORCH_DTYPES, LaunchLog, Sample, entry_params, op_overload, registered_dtypes, samples
 
 ENV = "MPSGEN_ATEN_CPU_OVERRIDES"
@@ -90,7 +90,23 @@ def plan(registry, large: bool = False) -> dict[tuple[str, str], Case]:
             found = samples(op.opinfo, entry_params(op), "cpu", TORCH_DTYPES[r.input], registered_dtypes(op),
                             large=large, dropped=dropped)
             cases[(op.qualified_name, r.input)] = Case(found, dropped)
+    for op in registry.compute_ops:
+        for t in op.dtypes if op.implements else ():
+            dropped = []
+            cases[(op.qualified_name, t)] = Case(compute_harness.samples(op, t, "cpu", dropped), dropped)
     return cases
+
+
+def variant_names(registry) -> dict[str, dict]:
+    """{entry: {variant: aten's operator name}} (`heaviside`, `heaviside.out`, `heaviside_`); a
+    kernel entry's functional op is called even where it is aten's composite over the variants
+    registered, and its out= names its outputs (`out_names`)."""
+    found = {op.qualified_name: {v: op.schema_names[v] for v in op.variants} for op in registry.aten_ops}
+    for op in registry.compute_ops:
+        if op.implements:
+            found[op.qualified_name] = {"functional": op.qualified_name, **{k: n for k, n in op.aten_variants},
+                                        "out_names": [t.name for t in op.outputs]}
+    return found
 
 
 def run(registry, large: bool = False, opcheck: bool = True) -> dict[tuple[str, str], Case]:
@@ -98,8 +114,7 @@ def run(registry, large: bool = False, opcheck: bool = True) -> dict[tuple[str, 
     package that loaded the registry's namespace here, from this process's sys.path."""
     package = runtime.package_of(registry.namespace)
     cases = plan(registry, large)
-    # {entry: {variant: aten's operator name}}: `heaviside`, `heaviside.out`, `heaviside_`
-    variants = {op.qualified_name: {v: op.schema_names[v] for v in op.variants} for op in registry.aten_ops}
+    variants = variant_names(registry)
     with tempfile.TemporaryDirectory(prefix="mpsgen-aten-") as tmp:
         inputs, outputs = Path(tmp) / "inputs.pt", Path(tmp) / "outputs.pt"
         torch.save({"variants": variants, "opcheck": opcheck,
@@ -181,32 +196,35 @@ def _call(C, fn, args, kwargs) -> tuple:
     return result, error, list(C.cpu_take_launches())
 
 
-def _variant(C, fn, args, kwargs, expected: torch.Tensor) -> tuple:
+def _variant(C, fn, args, kwargs, expected, written) -> tuple:
     """An out= or in-place call as an Outcome tuple: no result (the functional one stands for
-    it), an error if it raised or differs from the functional result in any bit or dtype."""
+    it), an error if it raised or what it wrote (`written`: the out= tensors or self) differs
+    from the functional result in any bit or dtype."""
     _, error, launches = _call(C, fn, args, kwargs)
-    result = kwargs["out"] if "out" in kwargs else args[0]
     if error is None:
         try:
-            torch.testing.assert_close(result, expected, rtol=0, atol=0, equal_nan=True)
+            torch.testing.assert_close(written, expected, rtol=0, atol=0, equal_nan=True)
         except AssertionError as e:
             error = ("AssertionError", f"differs from the functional result: {str(e).splitlines()[0]}")
     return None, error, launches
 
 
 def _variants(C, names, args, kwargs, functional) -> dict:
-    """out= into an empty tensor of the result's dtype, and in-place on a copy of self
-    where the result has self's dtype and shape."""
+    """out= into empty tensors of the result's dtypes (named as `out_names`, for an op of several
+    results), and in-place on a copy of self where the result has self's dtype and shape."""
     done, result = {}, functional[0]
-    if not isinstance(result, torch.Tensor):
+    results = result if isinstance(result, tuple) else (result,)
+    if not results or not all(isinstance(r, torch.Tensor) for r in results):
         return done
     if "out" in names:
-        done["out"] = _variant(C, op_overload("aten", names["out"]), args,
-                               {**kwargs, "out": torch.empty(0, dtype=result.dtype)}, result)
+        outs = {n: torch.empty(0, dtype=r.dtype) for n, r in zip(names.get("out_names", ["out"]), results)}
+        written = tuple(outs.values()) if isinstance(result, tuple) else outs.get("out")
+        done["out"] = _variant(C, op_overload("aten", names["out"]), args, {**kwargs, **outs}, result, written)
     self_ = args[0] if args and isinstance(args[0], torch.Tensor) else None
-    if "inplace" in names and self_ is not None and self_.dtype == result.dtype and self_.shape == result.shape:
-        done["inplace"] = _variant(C, op_overload("aten", names["inplace"]), (self_.clone(), *args[1:]), kwargs,
-                                   result)
+    if "inplace" in names and self_ is not None and not isinstance(result, tuple) and self_.dtype == result.dtype \
+            and self_.shape == result.shape:
+        copy = self_.clone()
+        done["inplace"] = _variant(C, op_overload("aten", names["inplace"]), (copy, *args[1:]), kwargs, result, copy)
     return done
 
 

@@ -1,6 +1,10 @@
 """op-output-match for kernel entries (ops.yaml `compute:`): every registered dtype, on the
-entry's `samples:` shapes (random values, seeded), on every device, against its torch reference
-(mpsgen/harness.py runs these cases beside the elementwise ones)."""
+entry's `samples:` (random values, seeded) and, with `opinfo:`, OpInfo's samples, on every
+device, against its torch reference (mpsgen/harness.py runs these cases beside the elementwise
+ones). An `implements: aten` entry's CPU samples run in the aten-override subprocess
+(mpsgen/aten_overrides.py), whose outcomes the caller passes as `aten_case`: there each out= and
+in-place variant the entry registers must give the functional result bit for bit, and opcheck
+must pass. Wherever torch raises for a sample, the op must raise too."""
 from __future__ import annotations
 
 import pytest
@@ -8,7 +12,7 @@ import torch
 
 from . import runtime
 from .samples import MATCH, MISMATCH, NO_REFERENCE, TORCH_DTYPES, LaunchLog, Sample, compare, devices, \
-    kernel_input_type, op_overload, reference
+    entry_params, kernel_input_type, op_overload, opinfo_samples, reference
 
 
 def cases(registry, only: tuple[str, ...] = ()):
@@ -19,10 +23,10 @@ def cases(registry, only: tuple[str, ...] = ()):
             yield pytest.param(op, None, t, (), id=f"{op.qualified_name}-{str(TORCH_DTYPES[t]).removeprefix('torch.')}")
 
 
-def samples(op, metal_dtype: str, device: str) -> list[Sample]:
+def declared_samples(op, metal_dtype: str, device: str) -> list[Sample]:
     """One sample per `samples:` item: each Tensor of the template dtype random in that dtype
-    (torch.testing.make_tensor, seeded by the sample's index), a fixed-dtype Tensor in its own,
-    each Scalar as given; in schema order."""
+    (torch.testing.make_tensor over the item's low/high, non-contiguous where it says, seeded by
+    the sample's index), a fixed-dtype Tensor in its own, each Scalar as given; in schema order."""
     inputs = {t.name: t for t in op.inputs}
     found = []
     for i, values in enumerate(op.samples):
@@ -31,22 +35,45 @@ def samples(op, metal_dtype: str, device: str) -> list[Sample]:
         for name, value in values:
             if name in inputs:
                 dtype = TORCH_DTYPES[metal_dtype if inputs[name].dtype == "T" else inputs[name].dtype]
-                value = torch.testing.make_tensor(value, dtype=dtype, device=device)
+                value = torch.testing.make_tensor(value.shape, dtype=dtype, device=device, low=value.low,
+                                                  high=value.high, noncontiguous=value.noncontiguous)
             given[name] = value
-        shape = "x".join(map(str, values[0][1])) or "0-dim"
+        shape = "x".join(map(str, values[0][1].shape)) or "0-dim"
         found.append(Sample(f"samples[{i}] {shape}", tuple(given[a.name] for a in op.schema.arguments.flat_all)))
     return found
 
 
-def output_match(registry, op, metal_dtype: str) -> None:
+def samples(op, metal_dtype: str, device: str, dropped: list | None = None) -> list[Sample]:
+    """OpInfo's samples that bind to the entry's schema (with `opinfo:`), then its own."""
+    found = opinfo_samples(op.opinfo, entry_params(op), device, TORCH_DTYPES[metal_dtype],
+                           dropped=dropped) if op.opinfo else []
+    return found + declared_samples(op, metal_dtype, device)
+
+
+def _raises(fn, sample: Sample) -> bool:
+    try:
+        fn(*sample.args, **sample.kwargs)
+    except Exception:
+        return True
+    return False
+
+
+def output_match(registry, op, metal_dtype: str, aten_case=None) -> None:
     ref = reference(op.reference)
-    fn = LaunchLog(op_overload(registry.namespace, op.qualified_name), runtime.extension(registry.namespace))
     compared, failures, own_kernel, no_reference = 0, [], [], []
     for device in devices():
-        for sample in samples(op, metal_dtype, device):
+        if aten_case is not None and device == "cpu":  # torch's op with our CPU kernels, in the subprocess
+            found, fn = aten_case.samples, aten_case.replay()
+        else:
+            found = samples(op, metal_dtype, device)
+            fn = LaunchLog(op_overload(op.impl_namespace or registry.namespace, op.qualified_name),
+                           runtime.extension(registry.namespace))
+        for sample in found:
             c = compare(fn, ref, sample, {str(TORCH_DTYPES[t])[6:] for t in op.dtypes})
             if c.status == NO_REFERENCE:
                 no_reference.append(f"{device} {sample.name}: {c.message}")
+                if not _raises(fn, sample):
+                    failures.append(f"{device} {sample.name}: torch raises ({c.message}), the op computes")
             if c.status not in (MATCH, MISMATCH):
                 continue
             compared += 1
@@ -54,6 +81,24 @@ def output_match(registry, op, metal_dtype: str) -> None:
                 own_kernel.append(sample.name)
             if c.status == MISMATCH:
                 failures.append(f"{device} {sample.name}: max error {c.error:.3g}\n{c.message}")
-    assert not failures, f"{len(failures)} of {compared} samples differ:\n" + "\n".join(failures[:5])
-    assert compared >= len(op.samples), f"only {compared} samples had a torch result: {no_reference[:5]}"
+    if aten_case is not None:
+        failures += _variant_failures(op, aten_case)
+    assert not failures, f"{len(failures)} failures in {compared} compared samples:\n" + "\n".join(failures[:5])
+    assert compared >= len(op.samples) // 2 + 1, f"only {compared} samples had a torch result: {no_reference[:5]}"
     assert own_kernel, f"no compared sample launched {op.host_name(metal_dtype)}"
+
+
+def _variant_failures(op, case) -> list[str]:
+    """The registered out= and in-place variants against the functional result (the subprocess
+    compared them bit for bit), and opcheck."""
+    failures = []
+    for (variant, name), outcome in case.outcomes.items():
+        if variant != "functional" and outcome.error is not None:
+            failures.append(f"cpu {name}, the {variant} variant: {outcome.error[0]}: {outcome.error[1]}")
+    failures += [f"cpu {name}: opcheck: {why}" for name, why in case.opcheck.items() if why is not None]
+    ran = {v for v, _ in case.outcomes}
+    for kind, _ in op.aten_variants:
+        if kind != "functional" and kind not in ran and any(o.result is not None or o.error is None
+                                                              for o in case.outcomes.values()):
+            failures.append(f"no sample ran the registered {kind} variant")
+    return failures

@@ -765,7 +765,9 @@ def _bitwise_equal(actual, expected) -> bool:
     """Same dtype, shape and values, none NaN (torch.equal: -0.0 equals 0.0, as within any
     tolerance): assert_close passes and _errors gives (0, 0). Most samples are (93 % of
     op-output-match's), and the two took half of a comparison's time. torch's CPU has no
-    equal for complex32: those take the long way."""
+    equal for complex32: those take the long way. Several results (frexp's): each."""
+    if isinstance(actual, tuple) and isinstance(expected, tuple):
+        return len(actual) == len(expected) and all(_bitwise_equal(a, e) for a, e in zip(actual, expected))
     return (isinstance(actual, torch.Tensor) and isinstance(expected, torch.Tensor)
             and actual.dtype == expected.dtype != torch.complex32 and actual.shape == expected.shape
             and actual.layout == expected.layout == torch.strided and torch.equal(actual, expected))
@@ -775,7 +777,13 @@ def _errors(actual: torch.Tensor, expected: torch.Tensor, tol: dict | None) -> t
     """The largest absolute error, and the largest as a fraction of assert_close's allowance,
     atol + rtol * |expected| (torch's default tolerances for the dtype unless `tol`): equal
     values, equal infinities and two nans are no error; an error where nothing is allowed (an
-    integer or bool result) is infinitely many times it. (inf, inf) when shape or dtype differ."""
+    integer or bool result) is infinitely many times it. (inf, inf) when shape or dtype differ.
+    Several results (frexp's): the largest over them."""
+    if isinstance(actual, tuple) or isinstance(expected, tuple):
+        if not (isinstance(actual, tuple) and isinstance(expected, tuple) and len(actual) == len(expected)):
+            return float("inf"), float("inf")
+        errors = [_errors(a, e, tol) for a, e in zip(actual, expected)]
+        return max((e[0] for e in errors), default=0.0), max((e[1] for e in errors), default=0.0)
     if actual.shape != expected.shape or actual.dtype != expected.dtype:
         return float("inf"), float("inf")
     if not actual.numel():

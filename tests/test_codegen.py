@@ -675,8 +675,8 @@ def test_line_directive_maps_functor_to_its_yaml_lines(tmp_path, form):
 
 def test_shipped_registry_loads(tmp_path):
     shipped = ROOT / "ops.yaml"
-    # an op is an entry with a functor; the others are its Scalar overloads
-    n_ops = sum(1 for l in shipped.read_text().splitlines() if re.match(r"\s*functor:", l))
+    # an op is an entry with a functor or a kernel (compute:); the others are Scalar overloads
+    n_ops = sum(1 for l in shipped.read_text().splitlines() if re.match(r"\s*(functor|compute):", l))
     out = tmp_path / "out"
     r = generate_ok(shipped, out)
     assert r.stdout.startswith(f"{n_ops} ops:")

@@ -25,7 +25,10 @@ REGISTRY = harness.load_project(__file__)
 
 def _kind(op, entry) -> tuple:
     """What makes an entry a kind of its own for the generated code: family, params, choices,
-    Tensor? combinations, mask, Scalar overload, result options, a bool result."""
+    Tensor? combinations, mask, Scalar overload, result options, a bool result; a kernel entry is
+    one kind."""
+    if entry is None:
+        return ("compute",)
     selector = op.selector and ("value" if op.selector.by_value else "str")
     return (op.family, op.transport, selector, bool(op.given), bool(op.mask), entry is not op,
             bool(op.result_options), bool(op.result_like), op.bool_output)

@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
+from torchgen.model import BaseTy, BaseType, FunctionSchema
 
 from ..registry import sizes
+from ..registry.argmodel import CHECK_ERRORS
 from ..registry.compute_model import TEMPLATE, ComputeOp, GroupMemory, metal_sizeof
 from ..registry.dtypes import DTYPES
 
@@ -82,6 +84,45 @@ def cpp_params(op: ComputeOp) -> str:
                      for a in op.schema.arguments.flat_all)
 
 
+@dataclass(frozen=True)
+class HostVariant:
+    """One registered variant of a kernel entry: its host function and how it gets its outputs."""
+    kind: str  # functional, out, inplace
+    schema_name: str  # the operator it is registered for: `take.out`
+    function: str  # the host function's name, without the backend
+    params: str  # its C++ parameters, in its schema's order
+    returns: str  # its C++ return type
+
+
+def host_variants(op: ComputeOp) -> list[HostVariant]:
+    """The functional op of an entry of its own namespace; for an `implements: aten` entry,
+    each variant aten dispatches to a backend kernel, with aten's schema of it."""
+    if not op.implements:
+        return [HostVariant("functional", op.qualified_name, op.name, cpp_params(op), _returns(op, False))]
+    from ..registry.aten_schemas import aten_ops
+
+    found = []
+    for kind, name in op.aten_variants:
+        schema = FunctionSchema.parse(aten_ops()[name]["schema"])
+        params = ", ".join(f"{_cpp_type(a)} {a.name}" for a in schema.arguments.flat_all)
+        function = {"functional": op.name, "out": f"{op.name}_out", "inplace": f"{op.name}_inplace"}[kind]
+        found.append(HostVariant(kind, name, function, params,
+                                 _returns(op, True) if kind == "out" else "at::Tensor&" if kind == "inplace"
+                                 else _returns(op, False)))
+    return found
+
+
+def _cpp_type(a) -> str:
+    if a.type == BaseType(BaseTy.Tensor):
+        return "at::Tensor&" if a.annotation is not None and a.annotation.is_write else "const at::Tensor&"
+    return _CPP[{BaseTy.int: "int", BaseTy.float: "float", BaseTy.bool: "bool"}[a.type.name]]
+
+
+def _returns(op: ComputeOp, references: bool) -> str:
+    t = "at::Tensor&" if references else "at::Tensor"
+    return t if len(op.outputs) == 1 else f"std::tuple<{', '.join([t] * len(op.outputs))}>"
+
+
 def dtype_scalar_type(t: str) -> str:
     return DTYPES[t].scalar_type
 
@@ -110,7 +151,8 @@ def compute_files(env: jinja2.Environment, registry, banner: str) -> dict[str, s
             origin=f"{op.loc} (op '{op.name}')"), params=kernel_parameters(op), shape_lines=shape_lines,
             launch_sizes=launch_sizes, memory_bytes=memory_bytes, TEMPLATE=TEMPLATE,
             group_memory_sizes=group_memory_sizes, dtype_scalar_type=dtype_scalar_type, cpp_params=cpp_params,
-            host_scalar_type=host_scalar_type, c10_includes=c10_includes(op))
+            host_scalar_type=host_scalar_type, c10_includes=c10_includes(op), op_variants=host_variants(op),
+            check_macro=CHECK_ERRORS.__getitem__)
         files[f"{op.name}.metal"] = env.get_template("compute.metal.j2").render(**common)
         files[f"{op.name}_cpu.cpp"] = env.get_template("compute_cpu.cpp.j2").render(**common)
         files[f"{op.name}_mps.mm"] = env.get_template("compute_mps.mm.j2").render(**common)

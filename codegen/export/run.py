@@ -61,6 +61,11 @@ def find(registry: Registry, name: str) -> Op:
     for op in registry.ops:
         if name in (op.qualified_name, op.name):
             return op
+    for op in registry.compute_ops:
+        if name in (op.qualified_name, op.name):
+            raise ExportError(f"{op.loc}: {op.qualified_name} is a kernel entry (compute:); export-pytorch writes "
+                              "functor entries only, and cannot yet write a kernel entry as an in-tree patch (its "
+                              "generated/" + op.name + ".metal and _mps.mm are the kernel and host stub to start from)")
     raise ExportError(f"{registry.path}: no entry {name!r}; its entries: "
                       + ", ".join(op.qualified_name for op in registry.ops))
 

@@ -17,13 +17,15 @@ docs/registry.md ("Kernel entries") says what each key means.
 """
 from __future__ import annotations
 
+import json
 import re
 
 from torchgen.model import BaseTy, BaseType, FunctionSchema
 
 from . import names, sizes, yaml_source
 from .kernel_signature import ParameterError, balanced, parse_parameter, split_top
-from .compute_model import (BODY_POSITIONS, LAYOUT, TEMPLATE, ComputeOp, ComputeScalar, ComputeTensor, GroupMemory,
+from .compute_aten import aten_variants
+from .compute_model import (TEMPLATE, ComputeCheck, ComputeOp, ComputeScalar, ComputeTensor, GroupMemory, SampleTensor,
                             buffer_name, metal_sizeof)
 from .dtypes import DTYPES, GROUPS
 from .errors import Errors
@@ -31,9 +33,12 @@ from .kernels import functor_line
 from .model import Location
 from .opinfo_names import check_opinfo
 
-ENTRY_KEYS = {"func", "dtypes", "reference", "opinfo", "samples", "compute"}
-COMPUTE_KEYS = {"body", "function", "outputs", "tensors", "grid", "threadgroup", "threadgroup_memory"}
+ENTRY_KEYS = {"func", "dtypes", "reference", "opinfo", "samples", "compute", "implements", "checks", "torch_has_mps"}
+COMPUTE_KEYS = {"body", "function", "outputs", "tensors", "grid", "threadgroup", "threadgroup_memory", "indices"}
 OUTPUT_KEYS = {"shape", "dtype", "init"}
+CHECK_KEYS = {"require", "message", "error"}
+CHECK_ERRORS = ("RuntimeError", "IndexError", "ValueError", "TypeError", "NotImplementedError")
+SAMPLE_TENSOR_KEYS = {"shape", "low", "high", "noncontiguous"}
 _SCALARS = {BaseTy.int: "int", BaseTy.float: "float", BaseTy.bool: "bool"}
 
 
@@ -103,6 +108,19 @@ def load_entry(entry, errors: Errors) -> ComputeOp | None:
     if opinfo and (reason := check_opinfo(opinfo)):
         errors.add(line_of("opinfo"), label, "opinfo", reason)
     samples = _samples(entry.get("samples", []), inputs, scalars, label, line_of("samples"), errors)
+    checks = _checks(entry.get("checks", []), inputs, scalars, label, line_of("checks"), errors)
+    indices = _indices(compute.get("indices", {}), inputs, fixed, ints, label, line_of("indices", compute), errors)
+    implements, variants, torch_runs_mps = entry.get("implements", ""), (), False
+    since = entry.get("torch_has_mps", "")
+    if since and (not implements or not isinstance(since, str) or not re.fullmatch(r"[0-9]+\.[0-9]+", since)):
+        errors.add(line_of("torch_has_mps"), label, "torch_has_mps", "expected the first torch release with its own "
+                   f"MPS kernel for an `implements: aten` entry's op, as a quoted string like \"2.15\", got {since!r}")
+    if implements != "" and implements != "aten":
+        errors.add(line_of("implements"), label, "implements", f"expected 'aten' (the entry registers kernels for "
+                   f"torch's own aten::<op>), got {implements!r}")
+    elif implements:
+        variants, torch_runs_mps = aten_variants(schema, outputs, inputs[0] if inputs else "", since, label,
+                                                 line_of("func"), errors)
     if not samples and not opinfo:
         errors.add(line, label, "samples", "a kernel entry without 'opinfo' needs 'samples' to be tested on")
     taken = {n: "argument" for n in [*inputs, *(s.name for s in scalars)]}
@@ -117,7 +135,9 @@ def load_entry(entry, errors: Errors) -> ComputeOp | None:
     return ComputeOp(schema=schema, loc=Location(errors.file, line), reference=reference, opinfo=opinfo,
                      dtypes=dtypes, tensors=tensors, scalars=scalars, group_memory=memory, grid=grid,
                      threadgroup=group, body=body, body_line=functor_line(body, line_of("body", compute)) + 1,
-                     samples=samples, function=function,
+                     samples=samples, function=function, implements=implements, aten_variants=variants,
+                     torch_has_mps=since, torch_runs_mps=torch_runs_mps,
+                     checks=checks, indices=indices,
                      function_line=functor_line(function, line_of("function", compute)) + 1 if function else 0,
                      signature=signature)
 
@@ -206,9 +226,19 @@ def _outputs(schema, spec, inputs, scalars, label, compute, errors) -> tuple[Com
     found = []
     for name in names_:
         out = spec[name]
-        if not isinstance(out, dict) or set(out) - OUTPUT_KEYS or "shape" not in out:
-            errors.add(line, label, f"compute.outputs.{name}", f"expected keys {sorted(OUTPUT_KEYS)}, shape required")
+        init = out.get("init") if isinstance(out, dict) else None
+        copies = isinstance(init, str)
+        if not isinstance(out, dict) or set(out) - OUTPUT_KEYS or ("shape" not in out and not copies):
+            errors.add(line, label, f"compute.outputs.{name}", f"expected keys {sorted(OUTPUT_KEYS)}, shape required "
+                       "(unless the output starts as a copy of an input, `init: <input>`)")
             continue
+        if copies and (init not in inputs or out.get("shape", f"{init}.shape") != f"{init}.shape"
+                       or out.get("dtype", TEMPLATE) != TEMPLATE):
+            errors.add(line, label, f"compute.outputs.{name}.init", f"an output starting as a copy of an input names "
+                       f"an input Tensor ({', '.join(inputs)}) of the template dtype, and has its shape; got "
+                       f"init: {init!r}")
+            continue
+        out = {"shape": f"{init}.shape", **out} if copies else out
         try:
             sizes.shape_to_cpp(out["shape"], set(inputs), ints)
         except sizes.SizeError as e:
@@ -218,9 +248,8 @@ def _outputs(schema, spec, inputs, scalars, label, compute, errors) -> tuple[Com
         if dtype != TEMPLATE and dtype not in DTYPES:
             errors.add(line, label, f"compute.outputs.{name}.dtype", f"expected T or a Metal dtype, got {dtype!r}")
             continue
-        init = out.get("init")
-        if init is not None and (isinstance(init, bool) or not isinstance(init, (int, float))):
-            errors.add(line, label, f"compute.outputs.{name}.init", f"expected a number, got {init!r}")
+        if init is not None and not copies and (isinstance(init, bool) or not isinstance(init, (int, float))):
+            errors.add(line, label, f"compute.outputs.{name}.init", f"expected a number or an input's name, got {init!r}")
             continue
         found.append(ComputeTensor(name, True, dtype, out["shape"], init))
     return tuple(found)
@@ -234,9 +263,11 @@ def _dtypes(spec, label, line, errors) -> tuple[str, ...]:
             found += [i for i, o in GROUPS[item].pairs if i == o]
         elif isinstance(item, str) and item in DTYPES:
             found.append(item)
+        elif isinstance(item, dict) and set(item) == {"in", "out"} and item["in"] == item["out"] in DTYPES:
+            found.append(item["in"])  # one dtype where a group has its name: {in: float, out: float}
         else:
             errors.add(line, label, "dtypes", f"{yaml_source.short(item)} is no Metal dtype ({', '.join(DTYPES)}) "
-                       "or group of them (float, integer, complex, unsigned)")
+                       "or group of them (float, integer, complex, unsigned), or {in: X, out: X} for the dtype X alone")
     if not items:
         errors.add(line, label, "dtypes", "expected a list of Metal dtypes or groups: the template dtypes T")
     return tuple(dict.fromkeys(found))
@@ -288,16 +319,72 @@ def _samples(spec, inputs, scalars, label, line, errors):
     found = []
     for item in spec:
         ok = isinstance(item, dict) and set(item) == set(inputs) | set(kinds) and all(
-            isinstance(item[n], list) and all(type(d) is int and d >= 0 for d in item[n]) for n in inputs) and all(
+            _sample_tensor(item[n]) is not None for n in inputs) and all(
             (type(item[n]) is bool) if k == "bool" else (type(item[n]) is int) if k == "int"
             else type(item[n]) in (int, float) for n, k in kinds.items())
         if not ok:
             errors.add(line, label, "samples", f"each sample maps every Tensor argument ({', '.join(inputs)}) to a "
-                       f"shape such as [5, 100]{' and every Scalar (' + ', '.join(kinds) + ') to a value' if kinds else ''}"
+                       "shape such as [5, 100] or {shape, low, high, noncontiguous}"
+                       f"{' and every Scalar (' + ', '.join(kinds) + ') to a value' if kinds else ''}"
                        f", got {yaml_source.short(item)}")
             continue
-        found.append(tuple((n, tuple(item[n]) if n in inputs else item[n]) for n in [*inputs, *kinds]))
+        found.append(tuple((n, _sample_tensor(item[n]) if n in inputs else item[n]) for n in [*inputs, *kinds]))
     return tuple(found)
 
 
-__all__ = ["load_entry", "BODY_POSITIONS", "LAYOUT"]
+def _sample_tensor(value) -> SampleTensor | None:
+    """A sample's Tensor: its shape, or {shape, low, high, noncontiguous}; None if it is neither."""
+    spec = dict(value) if isinstance(value, dict) else {"shape": value}
+    shape, low, high = spec.get("shape"), spec.get("low"), spec.get("high")
+    number = lambda v: v is None or (type(v) in (int, float))  # noqa: E731
+    if set(spec) - SAMPLE_TENSOR_KEYS or not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape) \
+            or not number(low) or not number(high) or type(spec.get("noncontiguous", False)) is not bool:
+        return None
+    return SampleTensor(tuple(shape), low, high, spec.get("noncontiguous", False))
+
+
+def _checks(spec, inputs, scalars, label, line, errors) -> tuple[ComputeCheck, ...]:
+    """`checks:` [{require: a condition of sizes, message: text with {size} holes, error: IndexError}]."""
+    ints = {s.name for s in scalars if s.schema_type == "int"}
+    floats = {s.name for s in scalars if s.schema_type == "float"}
+    if not isinstance(spec, list):
+        errors.add(line, label, "checks", "expected a list of {require, message, error}")
+        return ()
+    found = []
+    for item in spec:
+        if not isinstance(item, dict) or set(item) - CHECK_KEYS or not {"require", "message"} <= set(item) \
+                or not isinstance(item["message"], str) or item.get("error", "RuntimeError") not in CHECK_ERRORS:
+            errors.add(getattr(item, "line", line), label, "checks", "expected {require: a condition, message: its "
+                       f"error's text, error: one of {', '.join(CHECK_ERRORS)} (RuntimeError if left out)}}, got "
+                       f"{yaml_source.short(item)}")
+            continue
+        try:
+            cpp = sizes.condition_to_cpp(item["require"], set(inputs), ints, floats)
+            message = []
+            for i, part in enumerate(re.split(r"\{([^{}]*)\}", item["message"])):
+                message.append(sizes.size_to_cpp(part, set(inputs), ints) if i % 2 else json.dumps(part))
+        except sizes.SizeError as e:
+            errors.add(getattr(item, "line", line), label, "checks", str(e))
+            continue
+        found.append(ComputeCheck(str(item["require"]), cpp, tuple(m for m in message if m != '""'), item.get("error", "RuntimeError"),
+                                  getattr(item, "line", line)))
+    return tuple(found)
+
+
+def _indices(spec, inputs, fixed, ints, label, line, errors) -> tuple[tuple[str, str], ...]:
+    """`indices: {index: self.numel()}`: the Tensor's values index that many elements."""
+    if not isinstance(spec, dict):
+        errors.add(line, label, "compute.indices", "expected a mapping of an index Tensor to the size it indexes")
+        return ()
+    found = []
+    for name, size in spec.items():
+        if fixed.get(name) != "long":
+            errors.add(line, label, "compute.indices", f"'{name}' is no input Tensor of dtype long (`tensors: "
+                       f"{{{name}: long}}`)")
+            continue
+        try:
+            found.append((name, sizes.size_to_cpp(size, set(inputs), ints)))
+        except sizes.SizeError as e:
+            errors.add(line, label, "compute.indices", f"'{name}': {e}")
+    return tuple(found)
+

@@ -12,6 +12,7 @@ from functools import cached_property
 
 from torchgen.model import FunctionSchema
 
+from .argmodel import schema_args
 from .dtypes import DTYPES, OPMATH
 from .kernel_signature import Parameter
 from .model import Location
@@ -57,7 +58,15 @@ class ComputeTensor:
     output: bool
     dtype: str  # TEMPLATE or a Metal dtype (DTYPES)
     shape: str = ""  # an output's shape (codegen/registry/sizes.py)
-    init: float | int | None = None  # an output's value before the launch (kernels accumulating into it)
+    # an output's value before the launch: a number (kernels accumulating into it) or the name of
+    # an input Tensor it starts as a copy of (kernels scattering into it; its in-place variant
+    # writes into that input)
+    init: float | int | str | None = None
+
+    @property
+    def init_from(self) -> str:
+        """The input an output starts as a copy of, or ''."""
+        return self.init if isinstance(self.init, str) else ""
 
     def metal_type(self, t: str) -> str:
         return t if self.dtype == TEMPLATE else self.dtype
@@ -76,6 +85,26 @@ class ComputeScalar:
     @property
     def metal(self) -> str:
         return SCALAR_TYPES[self.schema_type]
+
+
+@dataclass(frozen=True)
+class ComputeCheck:
+    """A condition the host checks before the launch (`checks:`), with its error."""
+    require: str  # the condition as ops.yaml gives it (Python)
+    cpp: str  # the condition in C++ (sizes.condition_to_cpp)
+    message: tuple[str, ...]  # TORCH_CHECK's message arguments: C++ string literals and sizes
+    error: str  # the Python exception: RuntimeError, IndexError, ValueError, ...
+    line: int
+
+
+@dataclass(frozen=True)
+class SampleTensor:
+    """A Tensor of a `samples:` item: its shape, the range of its random values (make_tensor's
+    low and high) and whether it is made non-contiguous."""
+    shape: tuple[int, ...]
+    low: float | None = None
+    high: float | None = None
+    noncontiguous: bool = False
 
 
 @dataclass(frozen=True)
@@ -130,7 +159,17 @@ class ComputeOp:
     body: str
     body_line: int  # ops.yaml line of the body's first line
     samples: tuple  # per sample: (name, shape) of each Tensor, then (name, value) of each Scalar
-    implements: str = ""
+    implements: str = ""  # "aten": its kernels are registered for torch's own aten::<op>
+    # for an aten entry: (variant, aten's operator name) of each variant registered: those of
+    # functional / out / inplace that aten dispatches to a backend kernel (compute_aten.py)
+    aten_variants: tuple[tuple[str, str], ...] = ()
+    # `torch_has_mps: "2.15"`: the first torch with its own MPS kernels for the op; the installed
+    # torch is one (`torch_runs_mps`): the entry's MPS stub registers nothing, its CPU kernels stay
+    torch_has_mps: str = ""
+    torch_runs_mps: bool = False
+    checks: tuple[ComputeCheck, ...] = ()
+    # (Tensor, size): its values index a dimension of that size, negative ones from the end
+    indices: tuple[tuple[str, str], ...] = ()
     # the whole-function form (`function:`): its text, first line and the kernel's parameters
     function: str = ""
     function_line: int = 0
@@ -145,6 +184,15 @@ class ComputeOp:
     @property
     def qualified_name(self) -> str:
         return str(self.schema.name)
+
+    @property
+    def args(self):
+        """The schema's arguments (argmodel.Arg), as sample binding reads them."""
+        return schema_args(self.schema)
+
+    @property
+    def impl_namespace(self) -> str | None:
+        return "aten" if self.implements else None
 
     @property
     def inputs(self) -> tuple[ComputeTensor, ...]:

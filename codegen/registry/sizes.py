@@ -125,3 +125,37 @@ def shape_to_cpp(text: str, tensors: set[str], ints: set[str]) -> list[str]:
 def names_in(text: str | int) -> set[str]:
     """The names an expression uses (to tell whether a launch size reads the outputs)."""
     return {n.id for n in ast.walk(_parse(text)) if isinstance(n, ast.Name)}
+
+
+_COMPARE = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+
+
+def condition_to_cpp(text: str, tensors: set[str], ints: set[str], floats: set[str] = frozenset()) -> str:
+    """C++ (a bool) for a check's condition: comparisons of sizes (or of float arguments and
+    number literals), joined by `and`, `or`, `not`."""
+    return _condition(_parse(text), tensors, ints, floats)
+
+
+def _operand(node: ast.AST, tensors, ints, floats) -> str:
+    if isinstance(node, ast.Name) and node.id in floats:
+        return f"double({node.id})"
+    if isinstance(node, ast.Constant) and type(node.value) is float:
+        return repr(node.value)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "float" \
+            and len(node.args) == 1 and isinstance(node.args[0], ast.Constant) and node.args[0].value in ("inf", "-inf"):
+        return ("-" if node.args[0].value == "-inf" else "") + "std::numeric_limits<double>::infinity()"
+    return _size(node, tensors, ints, False)
+
+
+def _condition(node: ast.AST, tensors, ints, floats) -> str:
+    if isinstance(node, ast.BoolOp):
+        joined = " && " if isinstance(node.op, ast.And) else " || "
+        return "(" + joined.join(_condition(v, tensors, ints, floats) for v in node.values) + ")"
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return f"!{_condition(node.operand, tensors, ints, floats)}"
+    if isinstance(node, ast.Compare) and all(type(o) in _COMPARE for o in node.ops):
+        items = [_operand(x, tensors, ints, floats) for x in (node.left, *node.comparators)]
+        return "(" + " && ".join(f"{a} {_COMPARE[type(o)]} {b}"
+                                 for a, o, b in zip(items, node.ops, items[1:])) + ")"
+    raise SizeError(f"'{ast.unparse(node)}' is not a condition: compare sizes (or float arguments) with "
+                    "== != < <= > >=, joined by and, or, not")

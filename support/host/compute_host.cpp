@@ -1,6 +1,9 @@
 #include "compute_host.h"
 
+#include <ATen/ATen.h>
 #include <c10/util/Exception.h>
+
+#include <algorithm>
 
 #include "elementwise.h"  // metal_type
 
@@ -75,6 +78,37 @@ void check_devices(const ComputeSpec& spec, c10::DeviceType device,
     TORCH_CHECK_TYPE(t->defined(), spec.name, "(): argument '", name, "' must be Tensor, not None");
     TORCH_CHECK(t->device().type() == device, spec.name, ": expected '", name, "' on ", device, ", got ",
                 t->device());
+  }
+}
+
+void check_out(const ComputeSpec& spec, const char* name, const at::Tensor& out, const c10::TensorOptions& expected) {
+  TORCH_CHECK(out.device() == expected.device(), spec.name, ": expected the out= tensor '", name, "' on ",
+              expected.device(), ", got ", out.device());
+  TORCH_CHECK(out.scalar_type() == c10::typeMetaToScalarType(expected.dtype()), spec.name, ": expected the out= tensor '",
+              name, "' to be ", c10::typeMetaToScalarType(expected.dtype()), ", got ", out.scalar_type());
+}
+
+void check_indices(const ComputeSpec& spec, const char* name, const at::Tensor& index, int64_t size) {
+  if (index.numel() == 0) {
+    return;
+  }
+  int64_t lo = 0, hi = 0;
+  if (index.device().is_cpu()) {  // the values themselves: the CPU backend runs no torch kernel
+    const at::Tensor c = index.contiguous();
+    const int64_t* p = c.const_data_ptr<int64_t>();
+    lo = hi = p[0];
+    for (int64_t i = 1; i < c.numel(); ++i) {
+      lo = std::min(lo, p[i]);
+      hi = std::max(hi, p[i]);
+    }
+  } else {  // on the GPU, torch's own reduction; reading its result waits for the stream
+    const auto [min, max] = at::aminmax(index);
+    lo = min.item<int64_t>();
+    hi = max.item<int64_t>();
+  }
+  for (int64_t i : {lo, hi}) {
+    TORCH_CHECK_INDEX(i >= -size && i < size, spec.name, ": out of range: tried to access index ", i,
+                      " on a tensor of ", size, " elements (argument '", name, "')");
   }
 }
 

@@ -41,6 +41,13 @@ void check_dtype(const ComputeSpec& spec, const char* name, const at::Tensor& t,
 void check_devices(const ComputeSpec& spec, c10::DeviceType device,
                    std::initializer_list<std::pair<const char*, const at::Tensor*>> tensors);
 
+// An out= tensor: on the inputs' device, of the dtype the entry gives it (as torch's out= ops
+// refuse another dtype); its shape is then resized (at::native::resize_output).
+void check_out(const ComputeSpec& spec, const char* name, const at::Tensor& out, const c10::TensorOptions& expected);
+// `indices:` every value of the long tensor `index` indexes `size` elements: -size <= i < size
+// (negative ones count from the end, as torch's); else an IndexError as torch's take and put_ give.
+void check_indices(const ComputeSpec& spec, const char* name, const at::Tensor& index, int64_t size);
+
 // What the pipeline allows (MTLComputePipelineState's maxTotalThreadsPerThreadgroup and
 // threadExecutionWidth).
 struct Limits {
