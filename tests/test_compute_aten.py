@@ -1,0 +1,88 @@
+"""Kernel entries that implement aten ops (`implements: aten` with `compute:`): the variants
+they register, read from the installed torch's native_functions.yaml, and the errors a bad
+entry gets at its line. Their op-output-match against torch's CPU kernels is tests/test_ops.py's."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from mpsgen.codegen.registry import sizes
+from mpsgen.codegen.registry.errors import RegistryError
+from mpsgen.codegen.registry.loader import load
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = (ROOT / "ops.yaml").read_text()
+
+
+def shipped_entry(func_start: str) -> str:
+    """The shipped entry whose func starts so, without its comments, as its own text."""
+    start = SHIPPED.index(f"  - func: {func_start}")
+    end = SHIPPED.find("\n\n", start)
+    return SHIPPED[start:end + 1 if end >= 0 else len(SHIPPED)]
+
+
+def registry_of(*entries: str, tmp_path: Path):
+    (tmp_path / "ops.yaml").write_text("namespace: kops\nops:\n" + "".join(entries))
+    return load(tmp_path / "ops.yaml")
+
+
+def test_the_shipped_kernel_entries_register_the_variants_aten_dispatches_to_a_kernel():
+    found = {op.qualified_name: op.aten_variants for op in load(ROOT / "ops.yaml").compute_ops}
+    assert found == {
+        "frexp.Tensor": (("out", "frexp.Tensor_out"),),  # frexp.Tensor is aten's composite over it
+        "take": (("functional", "take"), ("out", "take.out")),
+        "put": (("inplace", "put_"),),  # put clones and calls put_
+        "_pdist_forward": (("functional", "_pdist_forward"),),
+    }
+
+
+def test_an_out_variant_resizes_its_outputs_and_the_in_place_one_writes_into_self():
+    take = (ROOT / "generated" / "take_cpu.cpp").read_text()
+    assert "at::Tensor& take_out_cpu(const at::Tensor& self, const at::Tensor& index, at::Tensor& out)" in take
+    assert "at::native::resize_output(out, out_shape);" in take
+    assert 'm.impl("take.out", TORCH_FN(take_out_cpu));' in take
+    put = (ROOT / "generated" / "put_cpu.cpp").read_text()
+    assert "at::Tensor out_w = self.is_contiguous() ? self : self.contiguous();  // out is self" in put
+    assert "self.copy_(out_w);" in put
+    frexp = (ROOT / "generated" / "frexp_Tensor_cpu.cpp").read_text()
+    assert "std::tuple<at::Tensor&, at::Tensor&> frexp_Tensor_out_cpu(const at::Tensor& self, at::Tensor& mantissa, " \
+           "at::Tensor& exponent)" in frexp
+
+
+@pytest.mark.parametrize("entry, edit, says", [
+    ("take(", ("take(Tensor self, Tensor index)", "take(Tensor self, Tensor idx)"),
+     "key 'func': the schema differs from aten's"),
+    ("put(", ("out: {init: self}", "out: {shape: self.shape}"),
+     "key 'compute.outputs': aten::put_ writes into 'self'"),
+    ("frexp.Tensor(", ("(Tensor mantissa, Tensor exponent)", "(Tensor m, Tensor exponent)"),
+     "key 'compute.outputs': expected a mapping of each output (m, exponent)"),
+    ("take(", ("tensors: {index: long}", "tensors: {index: int}"), "'index' is no input Tensor of dtype long"),
+    ("put(", ("require: index.numel() == source.numel()", "require: index.numel() == accumulate"),
+     "'accumulate' is no int argument"),
+    ("_pdist_forward(", ("    implements: aten\n", "    implements: aten\n    torch_has_mps: \"2.12\"\n"),
+     "though 'torch_has_mps' says 2.12 and later have one"),
+    ("_pdist_forward(", ("{self: [6, 5], p: 2.0}", "{self: {shape: [6, 5], high: x}, p: 2.0}"),
+     "key 'samples': each sample maps every Tensor argument"),
+    ("_pdist_forward(", ("    implements: aten\n", "    implements: atem\n"), "key 'implements': expected 'aten'"),
+])
+def test_a_bad_aten_kernel_entry_names_its_line_and_key(tmp_path, entry, edit, says):
+    import torch
+
+    if "torch_has_mps" in edit[1] and not torch.__version__.startswith("2.13"):
+        pytest.skip("the release named is judged against torch 2.13's native_functions.yaml")
+    text = shipped_entry(entry)
+    assert edit[0] in text
+    with pytest.raises(RegistryError) as e:
+        registry_of(text.replace(*edit), tmp_path=tmp_path)
+    assert says in str(e.value), str(e.value)
+    assert re.match(r"ops\.yaml:\d+: ", str(e.value))
+
+
+def test_a_check_translates_comparisons_of_sizes_and_floats():
+    assert sizes.condition_to_cpp("index.numel() == source.numel() and not p < 0", {"index", "source"}, set(),
+                                  {"p"}) == "((int64_t(index.numel()) == int64_t(source.numel())) && " \
+                                            "!(double(p) < int64_t(0)))"
+    with pytest.raises(sizes.SizeError, match="is not a condition"):
+        sizes.condition_to_cpp("self.numel()", {"self"}, set())
