@@ -55,6 +55,9 @@ class Case:
     dropped: list
     outcomes: dict = field(default_factory=dict)  # (variant, sample name) -> Outcome
     opcheck: dict = field(default_factory=dict)  # sample name -> None (passed) or the failure
+    # a kernel entry's: sample name -> None (torch.compile(fullgraph=True) ran our kernel and gave
+    # the eager result bit for bit) or the failure
+    compiled: dict = field(default_factory=dict)
 
     def replay(self, variant: str = "functional") -> "Replay":
         return Replay(self, variant)
@@ -105,7 +108,7 @@ def variant_names(registry) -> dict[str, dict]:
     for op in registry.compute_ops:
         if op.implements:
             found[op.qualified_name] = {"functional": op.qualified_name, **{k: n for k, n in op.aten_variants},
-                                        "out_names": [t.name for t in op.outputs]}
+                                        "out_names": [t.name for t in op.outputs], "compile": True}
     return found
 
 
@@ -128,6 +131,7 @@ def run(registry, large: bool = False, opcheck: bool = True) -> dict[tuple[str, 
     for key, case in cases.items():
         case.outcomes = {k: Outcome(*v) for k, v in done["outcomes"][key].items()}
         case.opcheck = done["opcheck"].get(key, {})
+        case.compiled = done["compiled"].get(key, {})
     return cases
 
 
@@ -187,6 +191,24 @@ def opcheck_failure(fn, sample: Sample) -> str | None:
     return None
 
 
+def compile_failure(C, fn, args, kwargs, eager: tuple) -> str | None:
+    """None if torch.compile(fullgraph=True) of the op (aot_eager: torch's meta kernel traces it,
+    the graph calls the op, so our kernel) gives the eager result bit for bit and launched our
+    kernel; else what went wrong."""
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda *a, **k: fn(*a, **k), fullgraph=True, backend="aot_eager")
+    result, error, launches = _call(C, compiled, args, kwargs)
+    if error is not None:
+        return f"{error[0]}: {error[1]}"
+    if not launches:
+        return "the compiled graph launched no kernel of ours"
+    try:
+        torch.testing.assert_close(result, eager[0], rtol=0, atol=0, equal_nan=True)
+    except AssertionError as e:
+        return f"differs from the eager result: {str(e).splitlines()[0]}"
+    return None
+
+
 def _call(C, fn, args, kwargs) -> tuple:
     C.cpu_take_launches()
     try:
@@ -237,7 +259,7 @@ def _child(inputs: str, outputs: str, package: str) -> int:
     C = runtime.extension(library.NAMESPACE)
     assert C.register_aten_cpu_overrides() is False  # loading the package registered them
     data = torch.load(inputs, weights_only=False)
-    outcomes, opchecks = {}, {}
+    outcomes, opchecks, compiled = {}, {}, {}
     for (entry, dtype), found in data["cases"].items():
         names = data["variants"][entry]
         fn = op_overload("aten", names["functional"])
@@ -251,7 +273,9 @@ def _child(inputs: str, outputs: str, package: str) -> int:
             if data["opcheck"] and name.startswith("opinfo[") and opinfo_seen < OPCHECK_SAMPLES:
                 opinfo_seen += 1
                 opchecks.setdefault((entry, dtype), {})[name] = opcheck_failure(fn, Sample(name, args, kwargs))
-    torch.save({"outcomes": outcomes, "opcheck": opchecks}, outputs)
+                if names.get("compile"):
+                    compiled.setdefault((entry, dtype), {})[name] = compile_failure(C, fn, args, kwargs, functional)
+    torch.save({"outcomes": outcomes, "opcheck": opchecks, "compiled": compiled}, outputs)
     return 0
 
 

@@ -4,7 +4,7 @@ device, against its torch reference (mpsgen/harness.py runs these cases beside t
 ones). An `implements: aten` entry's CPU samples run in the aten-override subprocess
 (mpsgen/aten_overrides.py), whose outcomes the caller passes as `aten_case`: there each out= and
 in-place variant the entry registers must give the functional result bit for bit, and opcheck
-must pass. Wherever torch raises for a sample, the op must raise too."""
+and torch.compile(fullgraph=True) (aot_eager) must pass. Wherever torch raises for a sample, the op must raise too."""
 from __future__ import annotations
 
 import pytest
@@ -90,12 +90,16 @@ def output_match(registry, op, metal_dtype: str, aten_case=None) -> None:
 
 def _variant_failures(op, case) -> list[str]:
     """The registered out= and in-place variants against the functional result (the subprocess
-    compared them bit for bit), and opcheck."""
+    compared them bit for bit), opcheck and torch.compile(fullgraph=True) on the first OpInfo sample."""
     failures = []
     for (variant, name), outcome in case.outcomes.items():
         if variant != "functional" and outcome.error is not None:
             failures.append(f"cpu {name}, the {variant} variant: {outcome.error[0]}: {outcome.error[1]}")
     failures += [f"cpu {name}: opcheck: {why}" for name, why in case.opcheck.items() if why is not None]
+    failures += [f"cpu {name}: torch.compile(fullgraph=True): {why}" for name, why in case.compiled.items()
+                 if why is not None]
+    if not case.compiled:
+        failures.append("no OpInfo sample ran under torch.compile(fullgraph=True)")
     ran = {v for v, _ in case.outcomes}
     for kind, _ in op.aten_variants:
         if kind != "functional" and kind not in ran and any(o.result is not None or o.error is None
