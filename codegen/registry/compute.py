@@ -25,6 +25,7 @@ from torchgen.model import BaseTy, BaseType, FunctionSchema
 from . import names, sizes, yaml_source
 from .kernel_signature import ParameterError, balanced, parse_parameter, split_top
 from .compute_aten import aten_variants
+from .schema import read_torch_has_mps
 from .compute_model import (TEMPLATE, ComputeCheck, ComputeOp, ComputeScalar, ComputeTensor, GroupMemory, SampleTensor,
                             buffer_name, metal_sizeof)
 from .dtypes import DTYPES, GROUPS
@@ -111,10 +112,10 @@ def load_entry(entry, errors: Errors) -> ComputeOp | None:
     checks = _checks(entry.get("checks", []), inputs, scalars, label, line_of("checks"), errors)
     indices = _indices(compute.get("indices", {}), inputs, fixed, ints, label, line_of("indices", compute), errors)
     implements, variants, torch_runs_mps = entry.get("implements", ""), (), False
-    since = entry.get("torch_has_mps", "")
-    if since and (not implements or not isinstance(since, str) or not re.fullmatch(r"[0-9]+\.[0-9]+", since)):
-        errors.add(line_of("torch_has_mps"), label, "torch_has_mps", "expected the first torch release with its own "
-                   f"MPS kernel for an `implements: aten` entry's op, as a quoted string like \"2.15\", got {since!r}")
+    since = read_torch_has_mps(entry, "", label, line_of, errors)
+    if since and not implements:
+        errors.add(line_of("torch_has_mps"), label, "torch_has_mps", "'torch_has_mps' steps an `implements: aten` "
+                   "entry aside for torch's own MPS kernel; this entry does not implement an aten op")
     if implements != "" and implements != "aten":
         errors.add(line_of("implements"), label, "implements", f"expected 'aten' (the entry registers kernels for "
                    f"torch's own aten::<op>), got {implements!r}")

@@ -12,7 +12,8 @@ from torchgen.model import FunctionSchema
 
 from .aten_schemas import aten_ops, variant_names
 from .opinfo_names import torch_version
-from ..torch_versions import minor_of, release
+from .schema import misdated
+from ..torch_versions import release
 
 
 def aten_variants(schema: FunctionSchema, outputs, first_tensor: str, since: str, label: str, line: int, errors) \
@@ -30,21 +31,17 @@ def aten_variants(schema: FunctionSchema, outputs, first_tensor: str, since: str
         return (), False
     found, on_mps = [], []
     for kind, aten in {"functional": name, **variant_names(str(schema))}.items():
-        how = table[aten]["mps"]
+        how = table[aten]["mps"]  # None, or how torch runs it on MPS: its own kernel or a composite
         if how is None or "Composite" not in how:
             found.append((kind, aten))
-        if how is not None and "Composite" not in how:
-            on_mps.append(f"aten::{aten}: {how}")
+            if how:
+                on_mps.append(f"aten::{aten}: {how}")
     if on_mps and not since:
         errors.add(line, label, "implements", f"torch {installed} already runs this op on MPS ({on_mps[0]}); a "
                    "kernel entry does not replace torch's MPS kernels: if torch gained it in a release after the "
                    "entry was written, say `torch_has_mps: <that release>` (mpsgen's MPS kernel then steps aside)")
-    elif on_mps and minor_of(installed) < minor_of(since):
-        errors.add(line, label, "torch_has_mps", f"torch {installed} already runs this op on MPS ({on_mps[0]}), "
-                   f"before {since}: give the first release that does")
-    elif since and not on_mps and minor_of(installed) >= minor_of(since):
-        errors.add(line, label, "torch_has_mps", f"torch {installed} has no MPS kernel for aten::{name}, though "
-                   f"'torch_has_mps' says {since} and later have one")
+    elif wrong := misdated(since, on_mps, name):
+        errors.add(line, label, "torch_has_mps", wrong)
     if not found:
         errors.add(line, label, "implements", f"every variant of aten::{name} is composite in torch (it runs "
                    "through other ops): there is no kernel of it to register")

@@ -175,16 +175,10 @@ def check_implements(entry, schema, family, label, line_of, errors) -> tuple[str
         found.append(kind)
         if aten["mps"]:
             on_mps.append(aten["mps"])
-    since = _torch_has_mps(entry, replaces, label, line_of, errors)
+    since = read_torch_has_mps(entry, replaces, label, line_of, errors)
     installed = release(torch_version())
-    if since and on_mps and minor_of(installed) < minor_of(since):
-        errors.add(line_of("torch_has_mps"), label, "torch_has_mps",
-                   f"torch {installed} already runs this op on MPS ({on_mps[0]}), before {since}: "
-                   "give the first release that does")
-    elif since and not on_mps and minor_of(installed) >= minor_of(since):
-        errors.add(line_of("torch_has_mps"), label, "torch_has_mps",
-                   f"torch {installed} has no MPS kernel for aten::{schema.name}, though 'torch_has_mps' says "
-                   f"{since} and later have one")
+    if wrong := misdated(since, on_mps, str(schema.name)):
+        errors.add(line_of("torch_has_mps"), label, "torch_has_mps", wrong)
     elif on_mps and replaces != "mps" and not since:
         errors.add(line, label, "implements", f"torch already runs this op on MPS ({on_mps[0]}, torch {installed}); "
                    "registering it would replace torch's MPS kernel: add 'replaces: mps' and register every "
@@ -196,7 +190,20 @@ def check_implements(entry, schema, family, label, line_of, errors) -> tuple[str
     return implements, replaces, tuple(found), since, bool(since and on_mps)
 
 
-def _torch_has_mps(entry, replaces, label, line_of, errors) -> str:
+def misdated(since: str, on_mps: list[str], name: str) -> str | None:
+    """What is wrong with `torch_has_mps: since` for aten::<name>, which the installed torch runs
+    on MPS as `on_mps` says (empty: it does not); None if the release agrees with it."""
+    installed = release(torch_version())
+    if since and on_mps and minor_of(installed) < minor_of(since):
+        return f"torch {installed} already runs this op on MPS ({on_mps[0]}), before {since}: give the first " \
+               "release that does"
+    if since and not on_mps and minor_of(installed) >= minor_of(since):
+        return f"torch {installed} has no MPS kernel for aten::{name}, though 'torch_has_mps' says {since} and " \
+               "later have one"
+    return None
+
+
+def read_torch_has_mps(entry, replaces, label, line_of, errors) -> str:
     """`torch_has_mps: "2.15"`: the first torch release with its own MPS kernel for the op. On
     that torch and later, the entry's MPS kernel is not registered (torch's runs); its CPU
     kernels and tests stay. Before it, the entry fills the gap as any other."""
