@@ -7,7 +7,7 @@ in mpsgen/torch_library.py; the autograd kernels are C++ (generated/autograd.cpp
 """
 import torch
 
-from mpsgen.compute_library import ComputeSpec, fake_compute  # noqa: F401
+from mpsgen.compute_library import ComputeSpec, fake_compute, register_compute_variants  # noqa: F401
 from mpsgen.torch_library import (Spec, check_defined, check_value_choice, dtype_max, dtype_of,  # noqa: F401
                                   fake_elementwise, is_integral, register_variants)
 

@@ -4,13 +4,15 @@ device, against its torch reference (mpsgen/harness.py runs these cases beside t
 ones). An `implements: aten` entry's CPU samples run in the aten-override subprocess
 (mpsgen/aten_overrides.py), whose outcomes the caller passes as `aten_case`: there each out= and
 in-place variant the entry registers must give the functional result bit for bit, and opcheck
-and torch.compile(fullgraph=True) (aot_eager) must pass. Wherever torch raises for a sample, the op must raise too."""
+and torch.compile(fullgraph=True) (aot_eager) must pass; an entry of its own namespace is held to
+the same in this process, and with `derivatives:` its gradients to its reference's (autograd). Wherever torch raises for a sample, the op must raise too."""
 from __future__ import annotations
 
 import pytest
 import torch
 
 from . import runtime
+from .variant_checks import call, compile_failure, opcheck_failure, variants
 from .samples import MATCH, MISMATCH, NO_REFERENCE, TORCH_DTYPES, LaunchLog, Sample, compare, devices, \
     entry_params, kernel_input_type, op_overload, opinfo_samples, reference
 
@@ -83,6 +85,8 @@ def output_match(registry, op, metal_dtype: str, aten_case=None) -> None:
                 failures.append(f"{device} {sample.name}: max error {c.error:.3g}\n{c.message}")
     if aten_case is not None:
         failures += _variant_failures(op, aten_case)
+    else:
+        failures += own_variant_failures(registry, op, metal_dtype)
     assert not failures, f"{len(failures)} failures in {compared} compared samples:\n" + "\n".join(failures[:5])
     assert compared >= len(op.samples) // 2 + 1, f"only {compared} samples had a torch result: {no_reference[:5]}"
     assert own_kernel, f"no compared sample launched {op.host_name(metal_dtype)}"
@@ -105,4 +109,65 @@ def _variant_failures(op, case) -> list[str]:
         if kind != "functional" and kind not in ran and any(o.result is not None or o.error is None
                                                               for o in case.outcomes.values()):
             failures.append(f"no sample ran the registered {kind} variant")
+    return failures
+
+
+def own_variant_failures(registry, op, metal_dtype: str) -> list[str]:
+    """An entry of its own namespace on CPU: its out= and in-place variants bit for bit with the
+    functional result on every sample; opcheck and torch.compile(fullgraph=True) on the first;
+    with `derivatives:`, the gradients of a floating dtype against the reference's."""
+    ns, names = registry.namespace, {**dict(op.variants), "out_names": list(op.out_names), "compile": True}
+    C, fn = runtime.extension(ns), op_overload(ns, op.qualified_name)
+    failures, found, ran = [], samples(op, metal_dtype, "cpu"), set()
+    for sample in found:
+        functional = call(C, fn, sample.args, sample.kwargs)
+        for variant, (_, error, _) in variants(C, names, sample.args, sample.kwargs, functional, ns).items():
+            ran.add(variant)
+            if error is not None and functional[1] is None:
+                failures.append(f"cpu {sample.name}, the {variant} variant {names[variant]}: {error[0]}: {error[1]}")
+    first = next((s for s in found if call(C, fn, s.args, s.kwargs)[1] is None), None)
+    if first is None:
+        return failures + ["no sample ran without an error"]
+    if why := opcheck_failure(fn, first):
+        failures.append(f"cpu {first.name}: opcheck: {why}")
+    if why := compile_failure(C, fn, first.args, first.kwargs, call(C, fn, first.args, first.kwargs)):
+        failures.append(f"cpu {first.name}: torch.compile(fullgraph=True): {why}")
+    failures += [f"no sample ran the registered {kind} variant" for kind in names
+                 if kind in ("out", "inplace") and kind not in ran]
+    if op.derivatives and TORCH_DTYPES[metal_dtype].is_floating_point:
+        failures += _gradient_failures(op, fn, found, metal_dtype)
+    return failures
+
+
+def _gradient_failures(op, fn, found: list[Sample], metal_dtype: str) -> list[str]:
+    """The gradient of each input with a formula, through the op's backward node, against autograd
+    through the reference, for a random incoming gradient, on every sample (torch's tolerances of
+    the dtype; the gradient of the reference computed in float64 and cast, as the oracle)."""
+    ref, failures = reference(op.reference), []
+    wrt = [i for i, a in enumerate(op.schema.arguments.flat_all) if op.derivative(a.name)]
+    for sample in found:
+        ours = [a.detach().clone().requires_grad_(i in wrt) if isinstance(a, torch.Tensor) else a
+                for i, a in enumerate(sample.args)]
+        theirs = [a.detach().double().requires_grad_(i in wrt) if isinstance(a, torch.Tensor) and
+                  a.is_floating_point() else a for i, a in enumerate(sample.args)]
+        result = fn(*ours, **sample.kwargs)
+        torch.manual_seed(0)
+        grad = torch.randn(result.shape, dtype=result.dtype)
+        expected = torch.autograd.grad(ref(*theirs, **sample.kwargs), [theirs[i] for i in wrt], grad.double(),
+                                       allow_unused=True)
+        try:
+            got = torch.autograd.grad(result, [ours[i] for i in wrt], grad, allow_unused=True)
+        except RuntimeError as err:
+            failures.append(f"cpu {sample.name}: backward raised: {str(err).splitlines()[0]}")
+            continue
+        for i, e, g in zip(wrt, expected, got):
+            name = op.schema.arguments.flat_all[i].name
+            if g is None:
+                failures.append(f"cpu {sample.name}: no gradient reached '{name}'")
+                continue
+            try:
+                torch.testing.assert_close(g, e.to(g.dtype) if e is not None else torch.zeros_like(ours[i]))
+            except AssertionError as err:
+                failures.append(f"cpu {sample.name}: the gradient of '{name}' differs from the reference's: "
+                                f"{str(err).splitlines()[0]}")
     return failures

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .samples import op_overload
+
 
 @dataclass(frozen=True)
 class ComputeSpec:
@@ -50,3 +52,32 @@ def fake_compute(spec: ComputeSpec, tensors: dict, scalars: dict):
     shapes = output_shapes(spec, tensors, scalars)
     outs = [torch.empty(shapes[name], dtype=fixed or dtype, device=device) for name, _, fixed in spec.outputs]
     return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def register_compute_variants(lib: torch.library.Library, spec: ComputeSpec, functional: str, out: str,
+                              inplace: str | None = None, self_index: int = 0) -> None:
+    """Decompositions of a kernel entry's out= and in-place variants into its functional op, with
+    the checks of its C++ host (support/host/compute_host.cpp's check_out): what meta and fake
+    tensors run (generated/autograd.cpp's kernels send CPU and MPS calls to the C++ variants)."""
+    fn = op_overload(lib.ns, functional)
+    names = [name for name, _, _ in spec.outputs]
+
+    def out_decomposition(*args, **kwargs):
+        outs = [kwargs.pop(name) for name in names]
+        results = fn(*args, **kwargs)
+        for name, o, r in zip(names, outs, results if isinstance(results, tuple) else (results,)):
+            if o.device != r.device:
+                raise RuntimeError(f"{spec.name}: expected the out= tensor '{name}' on {r.device}, got {o.device}")
+            if o.dtype != r.dtype:
+                raise RuntimeError(f"{spec.name}: expected the out= tensor '{name}' to be {r.dtype}, got {o.dtype}")
+            if o.shape != r.shape:
+                o.resize_([int(s) for s in r.shape])
+            o.copy_(r)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def inplace_decomposition(self, *args, **kwargs):
+        return self.copy_(fn(*args[:self_index], self, *args[self_index:], **kwargs))
+
+    lib.impl(out, out_decomposition, "CompositeImplicitAutograd")
+    if inplace is not None:
+        lib.impl(inplace, inplace_decomposition, "CompositeImplicitAutograd")

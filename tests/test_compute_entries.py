@@ -28,6 +28,8 @@ ROW_SUM = """
   - func: row_sum(Tensor self) -> Tensor
     dtypes: [float]
     reference: {ns}.references.row_sum
+    derivatives:
+      self: {ns}::row_sum_backward(grad, self)
     samples: [{{self: [5, 100]}}, {{self: [3, 1]}}, {{self: [0, 7]}}, {{self: [4, 0]}}, {{self: [2, 3000]}}, {{self: [7]}}]
     compute:
       outputs:
@@ -47,6 +49,36 @@ ROW_SUM = """
         {reduce}
         if (lane == 0) {{
           out[row] = static_cast<T>(total);
+        }}
+"""
+# row_sum's backward, a kernel entry itself: each element's gradient is its row's
+ROW_SUM_BACKWARD = """
+  - func: row_sum_backward(Tensor grad, Tensor self) -> Tensor
+    dtypes: [float]
+    reference: {ns}.references.row_sum_backward
+    samples: [{{grad: [5], self: [5, 100]}}, {{grad: [], self: [7]}}, {{grad: [3], self: [3, 1]}}, {{grad: [4], self: [4, 0]}}]
+    compute:
+      outputs:
+        out: {{shape: self.shape}}
+      body: |
+        const uint i = thread_position_in_grid.x;
+        if (i < out_numel) {{
+          out[i] = grad[i / self_sizes[self_ndim - 1]];
+        }}
+"""
+# a kernel that updates its output in place, which starts as a copy of self: an in-place variant
+INCREMENT = """
+  - func: increment(Tensor self, float by) -> Tensor
+    dtypes: [float, int]
+    reference: {ns}.references.increment
+    samples: [{{self: [5, 3], by: 0.5}}, {{self: {{shape: [4, 6], noncontiguous: true}}, by: -2.0}}, {{self: [0], by: 1.0}}]
+    compute:
+      outputs:
+        out: {{init: self}}
+      body: |
+        const uint i = thread_position_in_grid.x;
+        if (i < out_numel) {{
+          out[i] = static_cast<T>(static_cast<float>(out[i]) + by);
         }}
 """
 THREADGROUP_SUM = "const auto total = c10::metal::threadgroup_sum(partial, acc, lane, threads_per_threadgroup.x);"
@@ -102,9 +134,11 @@ def project(tmp_path_factory) -> Path:
     ops = folder / "ops.yaml"
     ops.write_text(ops.read_text() + ROW_SUM.format(ns="kops", reduce=THREADGROUP_SUM)
                    + ROW_SUM.format(ns="kops", reduce=NO_BARRIER).replace("row_sum(", "row_sum_planted(")
-                   + TOO_WIDE + AXPY.format(ns="kops"))
+                   + TOO_WIDE + AXPY.format(ns="kops") + ROW_SUM_BACKWARD.format(ns="kops") + INCREMENT.format(ns="kops"))
     (folder / "kops" / "references.py").write_text(
         "import torch\n\n\ndef row_sum(self):\n    return self.sum(dim=-1)\n\n\n"
+        "def row_sum_backward(grad, self):\n    return grad.unsqueeze(-1).expand(self.shape).clone()\n\n\n"
+        "def increment(self, by):\n    return (self.float() + by).to(self.dtype)\n\n\n"
         "def axpy(self, other, alpha):\n    return (self.float() + alpha * other.float()).to(self.dtype)\n")
     env = dict(os.environ, PYTHONPATH=str(ROOT), MAX_JOBS="2")
     _run([sys.executable, "-m", "mpsgen", "build"], folder, env)
@@ -162,9 +196,53 @@ def test_a_launch_wider_than_a_threadgroup_is_refused_naming_the_op(project):
 def test_mpsgen_test_passes_the_kernel_entries(project):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     r = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_ops.py", "-k",
-              "(row_sum and not planted) or axpy"], project, env, check=False)
+              "(row_sum and not planted) or axpy or increment"], project, env, check=False)
     assert r.returncode == 0, r.stdout[-3000:]
-    assert "7 passed" in r.stdout  # row_sum: float32, float16, bfloat16; axpy: those and int32
+    # row_sum, row_sum_backward: float32, float16, bfloat16; axpy, increment: those and int32; each
+    # with its out= (and increment_) bit for bit, opcheck, torch.compile, row_sum's gradient
+    assert "14 passed" in r.stdout, r.stdout[-3000:]
+
+
+def test_a_backward_that_is_a_kernel_entry_runs_and_the_variants_register(project):
+    script = textwrap.dedent("""
+        import torch, kops
+        from mpsgen import runtime
+        C = runtime.extension("kops")
+        x = torch.randn(5, 100, requires_grad=True)
+        g = torch.randn(5)
+        y = torch.ops.kops.row_sum(x)
+        print("grad_fn", y.grad_fn.name())
+        C.cpu_take_launches()
+        y.backward(g)
+        print("backward launched", sorted(set(C.cpu_take_launches())))
+        print("grad", torch.equal(x.grad, g[:, None].expand(5, 100)))
+        out = torch.empty(0)
+        torch.ops.kops.row_sum.out(x.detach(), out=out)
+        print("out", out.shape, torch.equal(out, torch.ops.kops.row_sum(x.detach())))
+        try:
+            torch.ops.kops.row_sum.out(x, out=torch.empty(5))
+        except RuntimeError as e:
+            print("out with grad:", str(e).splitlines()[0])
+        t = torch.arange(6.).reshape(2, 3).t()
+        r = torch.ops.kops.increment_(t, 0.5)
+        print("inplace", r is t, t.tolist())
+        z = torch.ones(3, requires_grad=True)
+        try:
+            torch.ops.kops.increment(z, 1.0).sum().backward()
+        except RuntimeError as e:
+            print("no formula:", str(e).splitlines()[0])
+    """)
+    env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{project}")
+    out = _run([sys.executable, "-c", script], project, env).stdout.splitlines()
+    assert "grad_fn RowSumBackward" in out
+    assert "backward launched ['row_sum_backward_float']" in out, out
+    assert "grad True" in out and "out torch.Size([5]) True" in out
+    assert any(line.startswith("out with grad: kops::row_sum.out: functions with out=... arguments don't support "
+                               "automatic differentiation") for line in out), out
+    # a non-contiguous self: launched into its contiguous copy, copied back (hand-computed values)
+    assert "inplace True [[0.5, 3.5], [1.5, 4.5], [2.5, 5.5]]" in out, out
+    assert any(line.startswith("no formula: kops::increment: no derivative formula for input 'self' (ops.yaml entry at "
+                               "ops.yaml:") for line in out), out
 
 
 def test_a_kernel_that_never_synchronises_runs_its_threads_in_a_loop(project):
@@ -216,6 +294,10 @@ def test_the_kernel_signature_binds_what_the_body_uses(project):
     (("    samples: [{self: [5, 100]}, {self: [3, 1]}, {self: [0, 7]}, {self: [4, 0]}, {self: [2, 3000]}, {self: [7]}]\n",
       ""), "key 'samples': a kernel entry without 'opinfo' needs 'samples'"),
     (("grid: [out.numel() * 256]", "grid: [out.numel() * warp]"), "'warp' is no int argument or launch limit"),
+    (("row_sum_backward(grad, self)", "row_sum_backward(grad, slef)"), "key 'derivatives': the formula for 'self' "),
+    (("dtypes: [float]", "dtypes: [int]"), "key 'derivatives': its kernels are for int: integer and bool results"),
+    (("dtypes: [float]", "dtypes: [float]\n    implements: aten"), "key 'derivatives': an `implements: aten` entry "
+     "differentiates as torch's aten op does"),
 ])
 def test_a_bad_kernel_entry_names_its_line_and_key(tmp_path, edit, says):
     text = "namespace: kops\nops:\n" + ROW_SUM.format(ns="kops", reduce=THREADGROUP_SUM).replace(*edit)
@@ -224,3 +306,13 @@ def test_a_bad_kernel_entry_names_its_line_and_key(tmp_path, edit, says):
         load(tmp_path / "ops.yaml")
     assert says in str(e.value)
     assert str(e.value).startswith("ops.yaml:")
+
+
+def test_the_variants_of_an_entry_of_its_own_namespace(tmp_path):
+    (tmp_path / "ops.yaml").write_text("namespace: kops\nops:\n" + ROW_SUM.format(ns="kops", reduce=THREADGROUP_SUM)
+                                       + INCREMENT.format(ns="kops"))
+    row_sum, increment = load(tmp_path / "ops.yaml").compute_ops
+    assert row_sum.own_schemas == (("functional", "row_sum(Tensor self) -> Tensor"),
+                                   ("out", "row_sum.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"))
+    assert dict(increment.own_schemas)["inplace"] == "increment_(Tensor(a!) self, float by) -> Tensor(a!)"
+    assert [(d.arg, d.formula) for d in row_sum.derivatives] == [("self", "kops::row_sum_backward(grad, self)")]

@@ -64,7 +64,7 @@ def _environment() -> jinja2.Environment:
     env.globals["torch_features"] = FEATURES
     env.globals.update(cpp_params=cpp_params, kernel_inputs=kernel_inputs, py_params=py_params,
                        grad_inputs=grad_inputs, saved_args=saved_args, saves_result=saves_result,
-                       kept_type=kept_type, op_signature=op_signature, node_name=node_name, param_fields=param_fields,
+                       kept_type=kept_type, op_signature=op_signature, result_type=result_type, node_name=node_name, param_fields=param_fields,
                        parser_signature=parser_signature, binding_groups=binding_groups,
                        param_values=param_values, params_type=params_type, alpha_as_params=alpha_as_params, cpp_args=cpp_args, kernel_args=kernel_args,
                        cpp_type=cpp_type, result_options=result_options)
@@ -237,13 +237,22 @@ def kept_type(a) -> str:
     return f"std::optional<{t}>" if a.optional else t
 
 
+def result_type(entry, out: bool = False) -> str:
+    """The C++ result of an entry's functional variant, or (`out`) of its out= variant: one Tensor
+    or, for a kernel entry with several outputs, a tuple."""
+    t = "at::Tensor&" if out else "at::Tensor"
+    n = len(entry.out_names)
+    return t if n == 1 else f"std::tuple<{', '.join([t] * n)}>"
+
+
 def op_signature(entry: Entry, kind: str) -> str:
     """The C++ function type of a variant's kernel, as c10::TypedOperatorHandle spells it."""
     if kind == "inplace":
         return f"at::Tensor&({cpp_params(entry, inplace=True, names=False)})"
     if kind == "out":
-        return f"at::Tensor&({cpp_params(entry, names=False)}, at::Tensor&)"
-    return f"at::Tensor({cpp_params(entry, names=False)})"
+        outs = ", ".join(["at::Tensor&"] * len(entry.out_names))
+        return f"{result_type(entry, out=True)}({cpp_params(entry, names=False)}, {outs})"
+    return f"{result_type(entry)}({cpp_params(entry, names=False)})"
 
 
 _PARSER_TYPE = {"Tensor": "Tensor", "Scalar": "Scalar", "int": "int64_t", "float": "double", "bool": "bool",
@@ -325,8 +334,8 @@ def _shared_files(env: jinja2.Environment, registry: Registry) -> dict[str, str]
         "op_specs.cpp": env.get_template("op_specs.cpp.j2").render(
             ops=registry.ops, ns=registry.namespace, yaml_name=yaml_name, banner=banner),
         "autograd.cpp": _resolve_line_marks(env.get_template("autograd.cpp.j2").render(
-            ops=registry.own_ops, ns=registry.namespace, yaml_name=yaml_name, banner=banner,
-            line_mark=LINE_MARK)),
+            ops=registry.own_ops, compute_ops=registry.compute_ops, ns=registry.namespace, yaml_name=yaml_name,
+            banner=banner, line_mark=LINE_MARK)),
         "bindings.cpp": env.get_template("bindings.cpp.j2").render(
             groups=binding_groups(registry.own_ops), ns=registry.namespace, yaml_name=yaml_name, banner=banner),
         "registration.cpp": env.get_template("registration.cpp.j2").render(

@@ -95,15 +95,16 @@ class HostVariant:
 
 
 def host_variants(op: ComputeOp) -> list[HostVariant]:
-    """The functional op of an entry of its own namespace; for an `implements: aten` entry,
-    each variant aten dispatches to a backend kernel, with aten's schema of it."""
-    if not op.implements:
-        return [HostVariant("functional", op.qualified_name, op.name, cpp_params(op), _returns(op, False))]
+    """Each variant the entry's kernels register, with its schema: for an `implements: aten`
+    entry aten's (those aten dispatches to a backend kernel), else its own (functional, out=,
+    in-place where it has one: compute_variants.py)."""
     from ..registry.aten_schemas import aten_ops
 
+    schemas = {name: aten_ops()[name]["schema"] for _, name in op.aten_variants} if op.implements else \
+        {s.split("(", 1)[0]: s for _, s in op.own_schemas}
     found = []
-    for kind, name in op.aten_variants:
-        schema = FunctionSchema.parse(aten_ops()[name]["schema"])
+    for kind, name in op.variants:
+        schema = FunctionSchema.parse(schemas[name])
         params = ", ".join(f"{_cpp_type(a)} {a.name}" for a in schema.arguments.flat_all)
         function = {"functional": op.name, "out": f"{op.name}_out", "inplace": f"{op.name}_inplace"}[kind]
         found.append(HostVariant(kind, name, function, params,

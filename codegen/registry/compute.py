@@ -25,6 +25,7 @@ from torchgen.model import BaseTy, BaseType, FunctionSchema
 from . import names, sizes, yaml_source
 from .kernel_signature import ParameterError, balanced, parse_parameter, split_top
 from .compute_aten import aten_variants
+from .compute_variants import derivatives as read_derivatives, own_schemas
 from .schema import read_torch_has_mps
 from .compute_model import (TEMPLATE, ComputeCheck, ComputeOp, ComputeScalar, ComputeTensor, GroupMemory, SampleTensor,
                             buffer_name, metal_sizeof)
@@ -34,7 +35,8 @@ from .kernels import functor_line
 from .model import Location
 from .opinfo_names import check_opinfo
 
-ENTRY_KEYS = {"func", "dtypes", "reference", "opinfo", "samples", "compute", "implements", "checks", "torch_has_mps"}
+ENTRY_KEYS = {"func", "dtypes", "reference", "opinfo", "samples", "compute", "implements", "checks", "torch_has_mps",
+              "derivatives"}
 COMPUTE_KEYS = {"body", "function", "outputs", "tensors", "grid", "threadgroup", "threadgroup_memory", "indices"}
 OUTPUT_KEYS = {"shape", "dtype", "init"}
 CHECK_KEYS = {"require", "message", "error"}
@@ -122,6 +124,8 @@ def load_entry(entry, errors: Errors) -> ComputeOp | None:
     elif implements:
         variants, torch_runs_mps = aten_variants(schema, outputs, inputs[0] if inputs else "", since, label,
                                                  line_of("func"), errors)
+    own = () if implements else own_schemas(schema, outputs, inputs[0] if inputs else "")
+    formulas = read_derivatives(entry, schema, outputs, dtypes, implements, label, line_of("derivatives"), errors)
     if not samples and not opinfo:
         errors.add(line, label, "samples", "a kernel entry without 'opinfo' needs 'samples' to be tested on")
     taken = {n: "argument" for n in [*inputs, *(s.name for s in scalars)]}
@@ -137,7 +141,7 @@ def load_entry(entry, errors: Errors) -> ComputeOp | None:
                      dtypes=dtypes, tensors=tensors, scalars=scalars, group_memory=memory, grid=grid,
                      threadgroup=group, body=body, body_line=functor_line(body, line_of("body", compute)) + 1,
                      samples=samples, function=function, implements=implements, aten_variants=variants,
-                     torch_has_mps=since, torch_runs_mps=torch_runs_mps,
+                     torch_has_mps=since, torch_runs_mps=torch_runs_mps, own_schemas=own, derivatives=formulas,
                      checks=checks, indices=indices,
                      function_line=functor_line(function, line_of("function", compute)) + 1 if function else 0,
                      signature=signature)

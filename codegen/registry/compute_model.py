@@ -15,7 +15,7 @@ from torchgen.model import FunctionSchema
 from .argmodel import schema_args
 from .dtypes import DTYPES, OPMATH
 from .kernel_signature import Parameter
-from .model import Location
+from .model import Derivative, Location
 
 TEMPLATE = "T"  # a tensor of the template dtype: one kernel per registered dtype
 
@@ -163,6 +163,9 @@ class ComputeOp:
     # for an aten entry: (variant, aten's operator name) of each variant registered: those of
     # functional / out / inplace that aten dispatches to a backend kernel (compute_aten.py)
     aten_variants: tuple[tuple[str, str], ...] = ()
+    # of its own namespace: (variant, schema) of functional, out= and in-place (compute_variants.py)
+    own_schemas: tuple[tuple[str, str], ...] = ()
+    derivatives: tuple[Derivative, ...] = ()  # `derivatives:`, for an entry of its own namespace
     # `torch_has_mps: "2.15"`: the first torch with its own MPS kernels for the op; the installed
     # torch is one (`torch_runs_mps`): the entry's MPS stub registers nothing, its CPU kernels stay
     torch_has_mps: str = ""
@@ -189,6 +192,45 @@ class ComputeOp:
     def args(self):
         """The schema's arguments (argmodel.Arg), as sample binding reads them."""
         return schema_args(self.schema)
+
+    @property
+    def variants(self) -> tuple[tuple[str, str], ...]:
+        """(variant, operator name) of each variant its kernels register: aten's or its own."""
+        return self.aten_variants or tuple((kind, s.split("(", 1)[0]) for kind, s in self.own_schemas)
+
+    # What generated/autograd.cpp reads of an entry (as of model.Entry's): a kernel entry has no mask
+    mask = ""
+
+    @property
+    def schemas(self) -> dict[str, str]:
+        return dict(self.own_schemas)
+
+    @property
+    def schema_names(self) -> dict[str, str]:
+        return dict(self.variants)
+
+    @property
+    def cname(self) -> str:
+        return self.name
+
+    @property
+    def out_names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.outputs)
+
+    @property
+    def inplace_args(self):
+        args = self.args
+        first = next(a for a in args if a.kind == "Tensor")
+        return [first, *(a for a in args if a.name != first.name)]
+
+    def derivative(self, arg: str) -> Derivative | None:
+        return next((d for d in self.derivatives if d.arg == arg), None)
+
+    @property
+    def differentiable(self) -> bool:
+        """Whether it has a backward node: one output, of the template dtype, some dtype floating."""
+        return len(self.outputs) == 1 and self.outputs[0].dtype == TEMPLATE and \
+            any(DTYPES[t].kind in ("float", "complex") for t in self.dtypes)
 
     @property
     def impl_namespace(self) -> str | None:

@@ -200,6 +200,8 @@ class Entry:
     def derivative(self, arg: str) -> Derivative | None:
         return next((d for d in self.derivatives if d.arg == arg), None)
 
+    out_names = ("out",)  # its out= variant's outputs
+
     @cached_property
     def schema_names(self) -> dict[str, str]:
         """The operator names (with overload) that m.impl() registers."""
