@@ -3,6 +3,8 @@ pyproject.toml whose [tool.mpsgen] table names the package (or below it).
 
     mpsgen init DIR --namespace NAME   start a project: ops.yaml, setup.py, package, tests
     mpsgen new OP [--aten]             add aten's operator OP to ops.yaml (functor left to write)
+    mpsgen new OP --kernel [--aten]    add OP as a kernel entry (body left to write); OP is aten's
+                                       operator or a schema of the project's own, in quotes
     mpsgen generate | check            write generated/ / fail if it is stale
     mpsgen check-metal [OP ...]        reject what Metal does not allow; clang over the C++ units
     mpsgen check-macos                 compile the Mac build for aarch64-macos on any machine, link it,
@@ -43,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--namespace", help="init: the project's namespace, which names its package too")
     parser.add_argument("--aten", action="store_true", help="new: implement torch's own aten operator "
                         "(`implements: aten`) instead of defining <namespace>::OP")
+    parser.add_argument("--kernel", action="store_true", help="new: a kernel entry (`compute:`, a Metal compute "
+                        "kernel) instead of a functor entry; OP may be a schema of the project's own op")
     parser.add_argument("--quick", action="store_true", help="test: skip the large samples")
     parser.add_argument("--no-cache", action="store_true", help="build: compile every unit that changed, without "
                         "reading or writing the object cache (codegen/objcache.py)")
@@ -84,6 +88,13 @@ def _run(parser, args) -> int:
         return 0
 
     project = find_project(args.project)
+    if args.command == "new" and args.kernel:
+        from . import scaffold_kernel
+
+        print(scaffold_kernel.new_kernel(project, _one(parser, args, "aten operator or schema"), aten=args.aten),
+              end="")
+        print(f"added to {project.ops}: write its body, then `mpsgen build` and `mpsgen test`")
+        return 0
     if args.command == "new":
         print(scaffold.new(project, _one(parser, args, "aten operator"), aten=args.aten), end="")
         print(f"added to {project.ops}: write its functor, then `mpsgen build` and `mpsgen test`")

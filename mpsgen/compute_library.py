@@ -4,6 +4,7 @@
 dtype checks (support/host/compute_host.cpp)."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import torch
@@ -19,16 +20,31 @@ class ComputeSpec:
     template_inputs: list[str]
     fixed: dict = field(default_factory=dict)  # input -> its fixed dtype
     outputs: list = field(default_factory=list)  # (name, shape expression, dtype or None: the template's)
+    checks: list = field(default_factory=list)  # `checks:`: (condition, message with {size} holes, exception)
 
 
 def ceil_div(a, b):
     return -(-a // b)
 
 
+def _names(tensors: dict, scalars: dict) -> dict:
+    return {"min": min, "max": max, "ceil_div": ceil_div, "float": float, **tensors, **scalars}
+
+
 def output_shapes(spec: ComputeSpec, tensors: dict, scalars: dict) -> dict[str, list]:
-    names = {"min": min, "max": max, "ceil_div": ceil_div, **tensors, **scalars}
+    names = _names(tensors, scalars)
     # the expressions are ops.yaml's, accepted by codegen/registry/sizes.py: sizes and shapes only
     return {name: list(eval(shape, {"__builtins__": {}}, names)) for name, shape, _ in spec.outputs}  # noqa: S307
+
+
+def check(spec: ComputeSpec, tensors: dict, scalars: dict) -> None:
+    """The entry's `checks:`, as the C++ host makes them before its launch: the error it raises,
+    its message's {size} holes filled in."""
+    names = _names(tensors, scalars)
+    for condition, message, error in spec.checks:
+        if not eval(condition, {"__builtins__": {}}, names):  # noqa: S307  (sizes.py accepted it)
+            text = re.sub(r"\{([^{}]*)\}", lambda m: str(eval(m.group(1), {"__builtins__": {}}, names)), message)  # noqa: S307
+            raise error(f"{spec.name}: {text}")
 
 
 def template_dtype(spec: ComputeSpec, tensors: dict) -> torch.dtype:
@@ -48,6 +64,7 @@ def template_dtype(spec: ComputeSpec, tensors: dict) -> torch.dtype:
 
 def fake_compute(spec: ComputeSpec, tensors: dict, scalars: dict):
     dtype = template_dtype(spec, tensors)
+    check(spec, tensors, scalars)
     device = tensors[spec.template_inputs[0]].device
     shapes = output_shapes(spec, tensors, scalars)
     outs = [torch.empty(shapes[name], dtype=fixed or dtype, device=device) for name, _, fixed in spec.outputs]

@@ -30,6 +30,8 @@ ROW_SUM = """
     reference: {ns}.references.row_sum
     derivatives:
       self: {ns}::row_sum_backward(grad, self)
+    checks:
+      - {{require: "self.dim() >= 1", message: "expected a tensor of at least one dimension, got {{self.dim()}}", error: IndexError}}
     samples: [{{self: [5, 100]}}, {{self: [3, 1]}}, {{self: [0, 7]}}, {{self: [4, 0]}}, {{self: [2, 3000]}}, {{self: [7]}}]
     compute:
       outputs:
@@ -226,6 +228,11 @@ def test_a_backward_that_is_a_kernel_entry_runs_and_the_variants_register(projec
         t = torch.arange(6.).reshape(2, 3).t()
         r = torch.ops.kops.increment_(t, 0.5)
         print("inplace", r is t, t.tolist())
+        for device in ("cpu", "meta"):  # the C++ host's check, and the fake kernel's
+            try:
+                torch.ops.kops.row_sum(torch.ones((), device=device))
+            except IndexError as e:
+                print(device, "check:", str(e).splitlines()[0])
         z = torch.ones(3, requires_grad=True)
         try:
             torch.ops.kops.increment(z, 1.0).sum().backward()
@@ -241,6 +248,8 @@ def test_a_backward_that_is_a_kernel_entry_runs_and_the_variants_register(projec
                                "automatic differentiation") for line in out), out
     # a non-contiguous self: launched into its contiguous copy, copied back (hand-computed values)
     assert "inplace True [[0.5, 3.5], [1.5, 4.5], [2.5, 5.5]]" in out, out
+    for device in ("cpu", "meta"):
+        assert f"{device} check: kops::row_sum: expected a tensor of at least one dimension, got 0" in out, out
     assert any(line.startswith("no formula: kops::increment: no derivative formula for input 'self' (ops.yaml entry at "
                                "ops.yaml:") for line in out), out
 
@@ -316,3 +325,46 @@ def test_the_variants_of_an_entry_of_its_own_namespace(tmp_path):
                                    ("out", "row_sum.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"))
     assert dict(increment.own_schemas)["inplace"] == "increment_(Tensor(a!) self, float by) -> Tensor(a!)"
     assert [(d.arg, d.formula) for d in row_sum.derivatives] == [("self", "kops::row_sum_backward(grad, self)")]
+
+
+@pytest.mark.parametrize("declaration, says", [
+    ("float i [[thread_position_in_grid]]", "`float i`: Metal gives [[thread_position_in_grid]] as ushort, ushort2, "
+     "ushort3, uint, uint2 or uint3, by value"),
+    ("uint3 i [[thread_index_in_simdgroup]]", "`uint3 i`: Metal gives [[thread_index_in_simdgroup]] as ushort or uint"),
+    ("thread uint& i [[thread_position_in_grid]]", "`thread uint& i`: Metal gives [[thread_position_in_grid]]"),
+])
+def test_a_thread_position_parameter_of_a_type_metal_refuses_is_named_at_its_line(tmp_path, declaration, says):
+    entry = AXPY.format(ns="kops").replace("uint i [[thread_position_in_grid]]", declaration)
+    (tmp_path / "ops.yaml").write_text("namespace: kops\nops:\n" + entry)
+    with pytest.raises(RegistryError) as e:
+        load(tmp_path / "ops.yaml")
+    line = ("namespace: kops\nops:\n" + entry)[:("namespace: kops\nops:\n" + entry).index(declaration)].count("\n") + 1
+    assert f"ops.yaml:{line}: " in str(e.value) and says in str(e.value), str(e.value)
+
+
+def test_mpsgen_new_kernel_scaffolds_an_entry_that_generates_once_its_body_is_written(tmp_path):
+    folder = tmp_path / "nk"
+    init(folder, "nk")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    mpsgen = [sys.executable, "-m", "mpsgen"]
+    own = _run([*mpsgen, "new", "row_max(Tensor self) -> Tensor", "--kernel"], folder, env).stdout
+    assert "  - func: row_max(Tensor self) -> Tensor\n    dtypes: [float]\n    reference: nk.references.row_max\n" \
+           "    samples: [{self: [5, 7]}, {self: [0]}]\n    compute:\n      outputs:\n        out: {shape: self.shape}\n" \
+           '      body: ""\n' in own
+    assert "def row_max(self):\n    raise NotImplementedError" in (folder / "nk" / "references.py").read_text()
+    # aten's take: its OpInfo's sample gives index's dtype and the output's shape
+    take = _run([*mpsgen, "new", "take", "--kernel", "--aten"], folder, env).stdout
+    assert "    implements: aten\n" in take and "    opinfo: take\n" in take and "      tensors: {index: long}\n" in take
+    assert "        out: {shape: index.shape}\n" in take
+    refused = _run([*mpsgen, "generate"], folder, env, check=False)
+    text = (folder / "ops.yaml").read_text()
+    bodies = [i + 1 for i, line in enumerate(text.splitlines()) if line == '      body: ""']
+    assert refused.returncode == 1 and [f"ops.yaml:{n}:" in refused.stderr for n in bodies] == [True, True]
+    assert "key 'compute.body': expected Metal code" in refused.stderr
+    (folder / "ops.yaml").write_text(text.replace('      body: ""', "      body: |\n"
+                                                  "        const uint i = thread_position_in_grid.x;\n"
+                                                  "        if (i < out_numel) out[i] = self[i];"))
+    _run([*mpsgen, "generate"], folder, env)
+    assert (folder / "nk" / "generated" / "row_max.metal").is_file() and (folder / "nk" / "generated" / "take_mps.mm").is_file()
+    again = _run([*mpsgen, "new", "take", "--kernel"], folder, env, check=False)
+    assert again.returncode == 1 and "already has take; nothing was changed" in again.stdout + again.stderr

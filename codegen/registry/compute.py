@@ -23,7 +23,8 @@ import re
 from torchgen.model import BaseTy, BaseType, FunctionSchema
 
 from . import names, sizes, yaml_source
-from .kernel_signature import ParameterError, balanced, parse_parameter, split_top
+from .kernel_signature import (POSITION_ATTRIBUTES, ParameterError, balanced, parse_parameter,
+                               position_type_error, split_top)
 from .compute_aten import aten_variants
 from .compute_variants import derivatives as read_derivatives, own_schemas
 from .schema import read_torch_has_mps
@@ -170,6 +171,9 @@ def _signature(function, first_line, name, tensors, scalars, memory, label, erro
         errors.add(line, label, "compute.function", f"the [[buffer(i)]] indices are {buffers}: expected 0 to "
                    f"{len(buffers) - 1}, each once")
     for p in signature:
+        if p.attribute in POSITION_ATTRIBUTES and (wrong := position_type_error(p)):
+            at = re.search(rf"\b{re.escape(p.name)}\s*\[\[\s*{p.attribute}\b", function)
+            errors.add(first_line + function[:at.start()].count("\n") if at else line, label, "compute.function", wrong)
         if p.attribute == "buffer" and buffer_name(p.name, tensor_names, scalar_names) is None:
             errors.add(line, label, "compute.function", f"[[buffer({p.index})]] `{p.declaration}`: a buffer is named as "
                        f"a Tensor or Scalar argument or output ({', '.join(sorted(tensor_names | scalar_names))}) or a "
@@ -371,8 +375,8 @@ def _checks(spec, inputs, scalars, label, line, errors) -> tuple[ComputeCheck, .
         except sizes.SizeError as e:
             errors.add(getattr(item, "line", line), label, "checks", str(e))
             continue
-        found.append(ComputeCheck(str(item["require"]), cpp, tuple(m for m in message if m != '""'), item.get("error", "RuntimeError"),
-                                  getattr(item, "line", line)))
+        found.append(ComputeCheck(str(item["require"]), cpp, tuple(m for m in message if m != '""'),
+                                  item.get("error", "RuntimeError"), getattr(item, "line", line), item["message"]))
     return tuple(found)
 
 

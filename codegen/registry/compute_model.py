@@ -95,6 +95,7 @@ class ComputeCheck:
     message: tuple[str, ...]  # TORCH_CHECK's message arguments: C++ string literals and sizes
     error: str  # the Python exception: RuntimeError, IndexError, ValueError, ...
     line: int
+    text: str = ""  # the message as ops.yaml gives it, {size} holes and all (the fake kernel's)
 
 
 @dataclass(frozen=True)

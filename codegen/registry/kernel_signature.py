@@ -24,6 +24,25 @@ POSITION_ATTRIBUTES = {
 }
 
 
+# The types Metal allows a thread-position parameter (the Metal Shading Language Specification's
+# attributes for kernel function input arguments): an index or a count of lanes and simdgroups is
+# a ushort or uint; a position or a size in the grid or a threadgroup also their 2- and 3-vectors.
+SCALAR_POSITIONS = {"thread_index_in_threadgroup", "thread_index_in_simdgroup", "simdgroup_index_in_threadgroup",
+                    "simdgroups_per_threadgroup", "threads_per_simdgroup", "thread_execution_width"}
+SCALAR_POSITION_TYPES = ("ushort", "uint")
+VECTOR_POSITION_TYPES = ("ushort", "ushort2", "ushort3", "uint", "uint2", "uint3")
+
+
+def position_type_error(p: "Parameter") -> str | None:
+    """Why Metal refuses the type of a thread-position parameter, or None."""
+    words = [w for w in re.findall(r"\w+", p.declaration)[:-1] if w != "const"]
+    allowed = SCALAR_POSITION_TYPES if p.attribute in SCALAR_POSITIONS else VECTOR_POSITION_TYPES
+    if len(words) == 1 and words[0] in allowed and "*" not in p.declaration and "&" not in p.declaration:
+        return None
+    return (f"kernel parameter `{p.declaration}`: Metal gives [[{p.attribute}]] as {', '.join(allowed[:-1])} or "
+            f"{allowed[-1]}, by value")
+
+
 @dataclass(frozen=True)
 class Parameter:
     declaration: str  # `device float* out`
