@@ -118,28 +118,30 @@ def own_variant_failures(registry, op, metal_dtype: str) -> list[str]:
     with `derivatives:`, the gradients of a floating dtype against the reference's."""
     ns, names = registry.namespace, {**dict(op.variants), "out_names": list(op.out_names), "compile": True}
     C, fn = runtime.extension(ns), op_overload(ns, op.qualified_name)
-    failures, found, ran = [], samples(op, metal_dtype, "cpu"), set()
+    failures, found, ran, first = [], samples(op, metal_dtype, "cpu"), set(), None
     for sample in found:
         functional = call(C, fn, sample.args, sample.kwargs)
+        if first is None and functional[1] is None:
+            first = (sample, functional)  # opcheck and torch.compile run on it below
         for variant, (_, error, _) in variants(C, names, sample.args, sample.kwargs, functional, ns).items():
             ran.add(variant)
             if error is not None and functional[1] is None:
                 failures.append(f"cpu {sample.name}, the {variant} variant {names[variant]}: {error[0]}: {error[1]}")
-    first = next((s for s in found if call(C, fn, s.args, s.kwargs)[1] is None), None)
     if first is None:
         return failures + ["no sample ran without an error"]
-    if why := opcheck_failure(fn, first):
-        failures.append(f"cpu {first.name}: opcheck: {why}")
-    if why := compile_failure(C, fn, first.args, first.kwargs, call(C, fn, first.args, first.kwargs)):
-        failures.append(f"cpu {first.name}: torch.compile(fullgraph=True): {why}")
+    sample, eager = first
+    if why := opcheck_failure(fn, sample):
+        failures.append(f"cpu {sample.name}: opcheck: {why}")
+    if why := compile_failure(C, fn, sample.args, sample.kwargs, eager):
+        failures.append(f"cpu {sample.name}: torch.compile(fullgraph=True): {why}")
     failures += [f"no sample ran the registered {kind} variant" for kind in names
                  if kind in ("out", "inplace") and kind not in ran]
     if op.derivatives and TORCH_DTYPES[metal_dtype].is_floating_point:
-        failures += _gradient_failures(op, fn, found, metal_dtype)
+        failures += _gradient_failures(op, fn, found)
     return failures
 
 
-def _gradient_failures(op, fn, found: list[Sample], metal_dtype: str) -> list[str]:
+def _gradient_failures(op, fn, found: list[Sample]) -> list[str]:
     """The gradient of each input with a formula, through the op's backward node, against autograd
     through the reference, for a random incoming gradient, on every sample (torch's tolerances of
     the dtype; the gradient of the reference computed in float64 and cast, as the oracle)."""

@@ -15,7 +15,7 @@ from torchgen.model import FunctionSchema
 from .argmodel import schema_args
 from .dtypes import DTYPES, OPMATH
 from .kernel_signature import Parameter
-from .model import Derivative, Location
+from .model import Derivative, Location, inplace_order
 
 TEMPLATE = "T"  # a tensor of the template dtype: one kernel per registered dtype
 
@@ -220,9 +220,7 @@ class ComputeOp:
 
     @property
     def inplace_args(self):
-        args = self.args
-        first = next(a for a in args if a.kind == "Tensor")
-        return [first, *(a for a in args if a.name != first.name)]
+        return inplace_order(self.args)
 
     def derivative(self, arg: str) -> Derivative | None:
         return next((d for d in self.derivatives if d.arg == arg), None)

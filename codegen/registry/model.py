@@ -138,6 +138,12 @@ def variant_schemas(schema: FunctionSchema, args: list[Arg] | None = None, inpla
     return schemas
 
 
+def inplace_order(args: list[Arg]) -> list[Arg]:
+    """An in-place variant's arguments: the Tensor written to first (`self`), then the rest."""
+    first = next(a for a in args if a.kind == "Tensor")
+    return [first, *(a for a in args if a.name != first.name)]
+
+
 @dataclass(frozen=True)
 class Entry:
     """A callable entry of ops.yaml: an op with its functor, or a Scalar overload of one."""
@@ -192,10 +198,7 @@ class Entry:
 
     @cached_property
     def inplace_args(self) -> list[Arg]:
-        """The in-place variant's arguments: the Tensor written to first (`self`), then the rest."""
-        args = self.args
-        first = next(a for a in args if a.kind == "Tensor")
-        return [first, *(a for a in args if a.name != first.name)]
+        return inplace_order(self.args)
 
     def derivative(self, arg: str) -> Derivative | None:
         return next((d for d in self.derivatives if d.arg == arg), None)
