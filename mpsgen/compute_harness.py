@@ -60,16 +60,22 @@ def _raises(fn, sample: Sample) -> bool:
     return False
 
 
+def row(registry, op, metal_dtype: str, device: str, aten_case=None, dropped: list | None = None):
+    """(samples, op) of one (entry, dtype, device): the entry's op in this process with its launch
+    log, or for an aten entry on CPU (`aten_case`), the override subprocess's samples and replay."""
+    if aten_case is not None and device == "cpu":  # torch's op with our CPU kernels, in the subprocess
+        if dropped is not None:
+            dropped.extend(aten_case.dropped)
+        return aten_case.samples, aten_case.replay()
+    return samples(op, metal_dtype, device, dropped), LaunchLog(
+        op_overload(op.impl_namespace or registry.namespace, op.qualified_name), runtime.extension(registry.namespace))
+
+
 def output_match(registry, op, metal_dtype: str, aten_case=None) -> None:
     ref = reference(op.reference)
     compared, failures, own_kernel, no_reference = 0, [], [], []
     for device in devices():
-        if aten_case is not None and device == "cpu":  # torch's op with our CPU kernels, in the subprocess
-            found, fn = aten_case.samples, aten_case.replay()
-        else:
-            found = samples(op, metal_dtype, device)
-            fn = LaunchLog(op_overload(op.impl_namespace or registry.namespace, op.qualified_name),
-                           runtime.extension(registry.namespace))
+        found, fn = row(registry, op, metal_dtype, device, aten_case)
         for sample in found:
             c = compare(fn, ref, sample, {str(TORCH_DTYPES[t])[6:] for t in op.dtypes})
             if c.status == NO_REFERENCE:

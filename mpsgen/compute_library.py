@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .samples import op_overload
+from .samples import op_overload, reference
+
+REFERENCE = "reference"  # an output shaped as the reference's result (codegen/registry/compute_model.py)
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,7 @@ class ComputeSpec:
     fixed: dict = field(default_factory=dict)  # input -> its fixed dtype
     outputs: list = field(default_factory=list)  # (name, shape expression, dtype or None: the template's)
     checks: list = field(default_factory=list)  # `checks:`: (condition, message with {size} holes, exception)
+    reference: str = ""  # the entry's reference, where an output's shape is "reference"
 
 
 def ceil_div(a, b):
@@ -31,10 +34,31 @@ def _names(tensors: dict, scalars: dict) -> dict:
     return {"min": min, "max": max, "ceil_div": ceil_div, "float": float, **tensors, **scalars}
 
 
-def output_shapes(spec: ComputeSpec, tensors: dict, scalars: dict) -> dict[str, list]:
+def output_shapes(spec: ComputeSpec, tensors: dict, scalars: dict, dtype: torch.dtype, args: tuple = ()) -> dict[str, list]:
+    """Each output's shape: its expression evaluated, or, for "reference", the shape of the
+    reference's result for it on these (meta or fake) tensors, whose dtype must be the output's."""
     names = _names(tensors, scalars)
-    # the expressions are ops.yaml's, accepted by codegen/registry/sizes.py: sizes and shapes only
-    return {name: list(eval(shape, {"__builtins__": {}}, names)) for name, shape, _ in spec.outputs}  # noqa: S307
+    like = _reference_results(spec, args) if any(shape == REFERENCE for _, shape, _ in spec.outputs) else ()
+    shapes = {}
+    for i, (name, shape, fixed) in enumerate(spec.outputs):
+        if shape == REFERENCE:
+            if like[i].dtype != (fixed or dtype):
+                raise RuntimeError(f"{spec.name} ({spec.origin}): its reference gives output '{name}' as {like[i].dtype}, "
+                                   f"and its kernel writes {fixed or dtype}; ops.yaml's compute.outputs.{name}.dtype "
+                                   "says which")
+            shapes[name] = list(like[i].shape)
+        else:  # ops.yaml's expression, accepted by codegen/registry/sizes.py: sizes and shapes only
+            shapes[name] = list(eval(shape, {"__builtins__": {}}, names))  # noqa: S307
+    return shapes
+
+
+def _reference_results(spec: ComputeSpec, args: tuple) -> list:
+    results = reference(spec.reference)(*args)
+    results = list(results) if isinstance(results, (tuple, list)) else [results]
+    if len(results) != len(spec.outputs) or not all(isinstance(r, torch.Tensor) for r in results):
+        raise RuntimeError(f"{spec.name} ({spec.origin}): its reference {spec.reference} gives {len(results)} "
+                           f"result(s), and the entry has {len(spec.outputs)} output Tensor(s)")
+    return results
 
 
 def check(spec: ComputeSpec, tensors: dict, scalars: dict) -> None:
@@ -62,11 +86,13 @@ def template_dtype(spec: ComputeSpec, tensors: dict) -> torch.dtype:
     return dtype
 
 
-def fake_compute(spec: ComputeSpec, tensors: dict, scalars: dict):
+def fake_compute(spec: ComputeSpec, tensors: dict, scalars: dict, args: tuple = ()):
+    """The outputs a kernel entry makes, on the inputs' device, after its checks; `args`, every
+    argument in schema order, are what its reference is called with where it shapes an output."""
     dtype = template_dtype(spec, tensors)
     check(spec, tensors, scalars)
     device = tensors[spec.template_inputs[0]].device
-    shapes = output_shapes(spec, tensors, scalars)
+    shapes = output_shapes(spec, tensors, scalars, dtype, args)
     outs = [torch.empty(shapes[name], dtype=fixed or dtype, device=device) for name, _, fixed in spec.outputs]
     return outs[0] if len(outs) == 1 else tuple(outs)
 

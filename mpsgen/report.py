@@ -15,6 +15,10 @@ widened oracle, and the warnings raised while the rows ran, each once. Exits 1 i
 in ops.yaml names), if no sample ran a registered dtype's own kernel, or if a
 row could not be run at all.
 
+Kernel entries (ops.yaml `compute:`) have rows too, on their `samples:` and OpInfo's
+(mpsgen/compute_harness.py); their variants, opcheck, torch.compile and gradients are checked
+by tests/test_ops.py.
+
 Entries that implement aten ops (`implements: aten`) run their CPU rows in one
 subprocess that registers their kernels for torch's own aten ops
 (MPSGEN_ATEN_CPU_OVERRIDES=1, mpsgen/aten_overrides.py), on the samples without the
@@ -36,7 +40,8 @@ from pathlib import Path
 import importlib
 
 from mpsgen.codegen.registry.loader import load
-from mpsgen.aten_overrides import ENV as ATEN_ENV, row
+from mpsgen import compute_harness
+from mpsgen.aten_overrides import ENV as ATEN_ENV, row, run_cached
 from mpsgen.samples import (MATCH, MISMATCH, NO_REFERENCE, TORCH_DTYPES, UNSUPPORTED, compare, devices,
                             entry_registrations, kernel_input_type, reference, registered_outputs, tolerance)
 
@@ -67,12 +72,41 @@ def _first_line(text: str, limit: int = 160) -> str:
     return line if len(line) <= limit else line[:limit - 3] + "..."
 
 
-def run_row(registry, ref, op, entry, r, device, large, xfail, t: Totals) -> tuple[str, str]:
-    """One (entry, dtype, device) row: updates t; returns (counts text, where it differs).
-    An aten entry's CPU row runs in the override subprocess (mpsgen/aten_overrides.py)."""
-    dtype = TORCH_DTYPES[r.input]
+@dataclass
+class Row:
+    """One (entry, dtype, device): its samples, the op that runs them (its launch log, or the
+    override subprocess's replay), and how they are compared."""
+    name: str  # the op's kernel name (host_name <name>_<dtype>)
+    qualified_name: str
+    found: list
+    traced: object
+    dropped: list
+    registered: set  # the result dtypes it registers (torch's names)
+    tol: dict | None = None
+    dtype_defaults: tuple = ()
+
+
+def entry_row(registry, op, entry, r, device, large) -> Row:
+    """A functor entry's row; an aten entry's CPU row runs in the override subprocess
+    (mpsgen/aten_overrides.py)."""
     dropped: list = []
     found, traced = row(registry, op, entry, r.input, device, large=large, dropped=dropped)
+    return Row(op.name, entry.qualified_name, found, traced, dropped, registered_outputs(op), tolerance(op, r.input),
+               op.dtype_defaults)
+
+
+def compute_row(registry, op, metal_dtype, device) -> Row:
+    """A kernel entry's row (mpsgen/compute_harness.py): its `samples:` and OpInfo's."""
+    case = run_cached(str(Path(registry.path).resolve()))[(op.qualified_name, metal_dtype)] if op.implements else None
+    dropped: list = []
+    found, traced = compute_harness.row(registry, op, metal_dtype, device, case, dropped)
+    return Row(op.name, op.qualified_name, found, traced, dropped, {str(TORCH_DTYPES[t])[6:] for t in op.dtypes})
+
+
+def run_row(ref, row_: Row, metal_dtype, device, xfail, t: Totals) -> tuple[str, str]:
+    """One (entry, dtype, device) row: updates t; returns (counts text, where it differs)."""
+    dtype = TORCH_DTYPES[metal_dtype]
+    found, traced, dropped = row_.found, row_.traced, row_.dropped
     bound = sum(s.name.startswith(("opinfo[", "reference[")) for s in found)
     t.bound += bound
     t.dropped += len(dropped)
@@ -80,7 +114,7 @@ def run_row(registry, ref, op, entry, r, device, large, xfail, t: Totals) -> tup
     matched = compared = no_ref = xfailed = 0
     worst, where, widened, ran_own, refusals = 0.0, [], [], False, Counter()
     for sample in found:
-        c = compare(traced, ref, sample, registered_outputs(op), tolerance(op, r.input), op.dtype_defaults)
+        c = compare(traced, ref, sample, row_.registered, row_.tol, row_.dtype_defaults)
         t.unsupported += c.status == UNSUPPORTED
         if c.status == NO_REFERENCE:
             no_ref += 1
@@ -91,7 +125,7 @@ def run_row(registry, ref, op, entry, r, device, large, xfail, t: Totals) -> tup
             continue
         if c.oracle:
             widened.append((sample.name, c.oracle))
-        ran_own |= any(kernel_input_type(k, op.name) == r.input for k in traced.last)
+        ran_own |= any(kernel_input_type(k, row_.name) == metal_dtype for k in traced.last)
         if c.status == MISMATCH and xfail and (not xfail.samples or sample.name in xfail.samples):
             t.xfailed += 1  # expected to differ: ops.yaml says why
             xfailed += 1
@@ -108,13 +142,13 @@ def run_row(registry, ref, op, entry, r, device, large, xfail, t: Totals) -> tup
         if found and no_ref == len(found):  # torch refuses every sample: nothing to compare with
             reason = _first_line(refusals.most_common(1)[0][0], 100)
             where.insert(0, f"torch refuses every {str(dtype)[6:]} input")
-            t.problems.append(f"{entry.qualified_name} {str(dtype)[6:]}: torch refuses every {str(dtype)[6:]} "
+            t.problems.append(f"{row_.qualified_name} {str(dtype)[6:]}: torch refuses every {str(dtype)[6:]} "
                               f"input (\"{reason}\"), so no sample could check the kernel this entry registers for "
                               f"it: register the dtypes torch computes")
         else:
-            where.insert(0, f"no sample ran a {r.input} kernel")
-            t.problems.append(f"{entry.qualified_name} {str(dtype)[6:]}: no compared sample ran a kernel "
-                              f"instantiated for {r.input}")
+            where.insert(0, f"no sample ran a {metal_dtype} kernel")
+            t.problems.append(f"{row_.qualified_name} {str(dtype)[6:]}: no compared sample ran a kernel "
+                              f"instantiated for {metal_dtype}")
     t.matched += matched
     t.compared += compared
     t.no_reference += no_ref
@@ -124,6 +158,23 @@ def run_row(registry, ref, op, entry, r, device, large, xfail, t: Totals) -> tup
     counts = (f"{f'{matched}/{compared}':>10}{xfailed:>8}{worst:>12.2g}{len(widened):>9}{no_ref:>8}"
               f"{f'{bound}/{bound + len(dropped)}':>9}")
     return counts, ", ".join(where[:4]) + (f" (+{len(where) - 4})" if len(where) > 4 else "")
+
+
+def _print_row(name, metal_dtype, device, w, dtypes, t: Totals, ref, xfail, make_row) -> None:
+    """Runs and prints one row, or the error that kept it from running."""
+    dtype = str(TORCH_DTYPES[metal_dtype])[6:]
+    if dtypes and dtype not in dtypes:
+        return
+    label = f"{name:<{w}}{dtype:<11}{device:<8}"
+    try:
+        counts, where = run_row(ref, make_row(), metal_dtype, device, xfail, t)
+    except Exception as e:  # report the row and go on
+        t.errors += 1
+        where = traceback.format_exception_only(type(e), e)[-1].strip()
+        t.problems.append(f"{name} {dtype} {device}: {_first_line(where)}")
+        print(f"{label}  error: {_first_line(where)}")
+        return
+    print(f"{label}{counts}  {where}", flush=True)
 
 
 def main(argv=None) -> int:
@@ -142,7 +193,8 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 2
     registry = load(args.ops)
-    known = {op.name for op in registry.ops} | {e.qualified_name for op in registry.ops for e in op.entries}
+    known = {op.name for op in registry.ops} | {e.qualified_name for op in registry.ops for e in op.entries} \
+        | {n for op in registry.compute_ops for n in (op.qualified_name, op.qualified_name.split(".")[0])}
     unknown = [name for name in args.only if name not in known]
     if unknown:
         import difflib
@@ -155,7 +207,10 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     selected = [(op, entry) for op in registry.ops for entry in op.entries
                 if not args.only or op.name in args.only or entry.qualified_name in args.only]
-    w = max([18, *(len(entry.qualified_name) + 2 for _, entry in selected)])  # the op column fits every name
+    kernels = [op for op in registry.compute_ops
+               if not args.only or {op.qualified_name, op.qualified_name.split(".")[0]} & set(args.only)]
+    w = max([18, *(len(entry.qualified_name) + 2 for _, entry in selected),
+             *(len(op.qualified_name) + 2 for op in kernels)])  # the op column fits every name
     header = (f"{'op':<{w}}{'dtype':<11}{'device':<8}{'matched':>10}{'xfailed':>8}{'error/tol':>12}{'widened':>9}"
               f"{'no-ref':>8}{'opinfo':>9}  where it differs")
     print(header)
@@ -174,21 +229,16 @@ def main(argv=None) -> int:
                 continue
             xfails = {x.dtype: x for x in entry.xfails}
             for r in entry_registrations(op, entry):
-                dtype = TORCH_DTYPES[r.input]
-                if args.dtypes and str(dtype).removeprefix("torch.") not in args.dtypes:
-                    continue
                 for device in devices():
-                    label = f"{entry.qualified_name:<{w}}{str(dtype)[6:]:<11}{device:<8}"
-                    try:
-                        counts, where = run_row(registry, ref, op, entry, r, device, not args.quick, xfails.get(r.input),
-                                                t)
-                    except Exception as e:  # report the row and go on
-                        t.errors += 1
-                        where = traceback.format_exception_only(type(e), e)[-1].strip()
-                        t.problems.append(f"{entry.qualified_name} {str(dtype)[6:]} {device}: {_first_line(where)}")
-                        print(f"{label}  error: {_first_line(where)}")
-                        continue
-                    print(f"{label}{counts}  {where}", flush=True)
+                    _print_row(entry.qualified_name, r.input, device, w, args.dtypes, t, ref, xfails.get(r.input),
+                               lambda: entry_row(registry, op, entry, r, device, not args.quick))
+        for op in kernels:  # kernel entries (ops.yaml `compute:`)
+            t = per_op.setdefault(op.qualified_name, Totals())
+            ref = reference(op.reference)
+            for metal_dtype in op.dtypes:
+                for device in devices():
+                    _print_row(op.qualified_name, metal_dtype, device, w, args.dtypes, t, ref, None,
+                               lambda: compute_row(registry, op, metal_dtype, device))
 
     print(f"\n{'op':<{w}}{'matched':>14}{'xfailed':>9}{'unsupported':>13}{'widened':>9}{'no-ref':>8}"
           f"{'opinfo bound':>14}{'dropped':>9}   (op, dtype, sample) cases")
@@ -216,14 +266,15 @@ def main(argv=None) -> int:
                     by_oracle.setdefault(oracle, []).append(sample)
                 for oracle, names in by_oracle.items():
                     print(f"  {name} {dtype} {device} ({oracle}): {len(names)}: {', '.join(names)}")
-    ran_aten = [o for o in registry.aten_ops if o.qualified_name in per_op]  # the ops this run selected
+    ran_aten = [o for o in [*registry.aten_ops, *(k for k in registry.compute_ops if k.implements)]
+                if o.qualified_name in per_op]  # the ops this run selected
     if ran_aten:
         names = ", ".join(o.qualified_name for o in ran_aten)
         print(f"\n{len(ran_aten)} entries implement aten ops ({names}): "
               "their CPU rows ran torch's own aten op with our kernels registered for it, in a subprocess "
               f"({ATEN_ENV}=1, mpsgen/aten_overrides.py), on the samples without the large ones, against "
               "torch's CPU op in this process; their out=, in-place, refusals and opcheck are checked by "
-              "tests/test_aten_overrides.py")
+              "tests/test_aten_overrides.py (functor entries) and tests/test_ops.py (kernel entries)")
     distinct = dict.fromkeys(f"{warning.filename.rpartition('site-packages/')[2]}:{warning.lineno}: "
                              f"{warning.category.__name__}: {_first_line(str(warning.message), 300)}"
                              for warning in caught)
@@ -240,7 +291,7 @@ def main(argv=None) -> int:
     total = sum(t.compared for t in per_op.values())
     bad = total - sum(t.matched for t in per_op.values())
     errors = sum(t.errors for t in per_op.values())
-    n_ops = len({name.split(".")[0] for name in per_op}) if args.only else len(registry.ops)
+    n_ops = len({name.split(".")[0] for name in per_op}) if args.only else len(registry.ops) + len(registry.compute_ops)
     print(f"\n{n_ops} ops ({len(per_op)} entries with overloads), {total} (op, dtype, sample) cases: "
           f"{total - bad} matched, {bad} differ, {sum(t.xfailed for t in per_op.values())} xfailed as ops.yaml says, "
           f"{sum(t.widened for t in per_op.values())} against a widened oracle, "

@@ -9,6 +9,7 @@ own sum, in index order and under the shuffled schedule (support/cpu/compute.h).
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -16,9 +17,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 
 from mpsgen.codegen.registry.errors import RegistryError
 from mpsgen.codegen.registry.loader import load
+from mpsgen.compute_library import ComputeSpec, fake_compute
 from mpsgen.scaffold import init
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,7 +56,8 @@ ROW_SUM = """
           out[row] = static_cast<T>(total);
         }}
 """
-# row_sum's backward, a kernel entry itself: each element's gradient is its row's
+# row_sum's backward, a kernel entry itself: each element's gradient is its row's; its output
+# shaped as its reference shapes its result, on meta tensors
 ROW_SUM_BACKWARD = """
   - func: row_sum_backward(Tensor grad, Tensor self) -> Tensor
     dtypes: [float]
@@ -61,7 +65,7 @@ ROW_SUM_BACKWARD = """
     samples: [{{grad: [5], self: [5, 100]}}, {{grad: [], self: [7]}}, {{grad: [3], self: [3, 1]}}, {{grad: [4], self: [4, 0]}}]
     compute:
       outputs:
-        out: {{shape: self.shape}}
+        out: {{shape: reference}}
       body: |
         const uint i = thread_position_in_grid.x;
         if (i < out_numel) {{
@@ -228,6 +232,9 @@ def test_a_backward_that_is_a_kernel_entry_runs_and_the_variants_register(projec
         t = torch.arange(6.).reshape(2, 3).t()
         r = torch.ops.kops.increment_(t, 0.5)
         print("inplace", r is t, t.tolist())
+        # shaped by its reference: on meta (the fake kernel), and from the CPU host through it
+        print("reference shape", tuple(torch.ops.kops.row_sum_backward(torch.ones(5, device="meta"), x.to("meta")).shape),
+              tuple(torch.ops.kops.row_sum_backward(g, x.detach()).shape))
         for device in ("cpu", "meta"):  # the C++ host's check, and the fake kernel's
             try:
                 torch.ops.kops.row_sum(torch.ones((), device=device))
@@ -244,6 +251,7 @@ def test_a_backward_that_is_a_kernel_entry_runs_and_the_variants_register(projec
     assert "grad_fn RowSumBackward" in out
     assert "backward launched ['row_sum_backward_float']" in out, out
     assert "grad True" in out and "out torch.Size([5]) True" in out
+    assert "reference shape (5, 100) (5, 100)" in out, out
     assert any(line.startswith("out with grad: kops::row_sum.out: functions with out=... arguments don't support "
                                "automatic differentiation") for line in out), out
     # a non-contiguous self: launched into its contiguous copy, copied back (hand-computed values)
@@ -315,6 +323,22 @@ def test_a_bad_kernel_entry_names_its_line_and_key(tmp_path, edit, says):
         load(tmp_path / "ops.yaml")
     assert says in str(e.value)
     assert str(e.value).startswith("ops.yaml:")
+
+
+def test_an_output_shaped_by_the_reference_takes_the_shape_of_its_result_and_must_have_its_dtype():
+    # what the fake kernel does, and so the C++ host, which calls the op on meta tensors
+    spec = ComputeSpec("kops::outer", "ops.yaml:9", dtypes=[torch.float32], template_inputs=["self", "other"],
+                       outputs=[("out", "reference", None)], reference="torch.outer")
+    x, y = torch.empty(3, device="meta"), torch.empty(4, device="meta")
+    out = fake_compute(spec, {"self": x, "other": y}, {}, (x, y))
+    assert (out.shape, out.dtype, out.device.type) == ((3, 4), torch.float32, "meta")
+    with pytest.raises(RuntimeError, match=r"^kops::outer \(ops.yaml:9\): its reference gives output 'out' as "
+                       r"torch.float32, and its kernel writes torch.int32"):
+        fake_compute(dataclasses.replace(spec, outputs=[("out", "reference", torch.int32)]),
+                     {"self": x, "other": y}, {}, (x, y))
+    with pytest.raises(RuntimeError, match=r"its reference torch.outer gives 1 result\(s\), and the entry has 2 "):
+        fake_compute(dataclasses.replace(spec, outputs=[("a", "reference", None), ("b", "reference", None)]),
+                     {"self": x, "other": y}, {}, (x, y))
 
 
 def test_the_variants_of_an_entry_of_its_own_namespace(tmp_path):

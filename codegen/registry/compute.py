@@ -28,7 +28,7 @@ from .kernel_signature import (POSITION_ATTRIBUTES, ParameterError, balanced, pa
 from .compute_aten import aten_variants
 from .compute_variants import derivatives as read_derivatives, own_schemas
 from .schema import read_torch_has_mps
-from .compute_model import (TEMPLATE, ComputeCheck, ComputeOp, ComputeScalar, ComputeTensor, GroupMemory, SampleTensor,
+from .compute_model import (REFERENCE, TEMPLATE, ComputeCheck, ComputeOp, ComputeScalar, ComputeTensor, GroupMemory, SampleTensor,
                             buffer_name, metal_sizeof)
 from .dtypes import DTYPES, GROUPS
 from .errors import Errors
@@ -248,8 +248,8 @@ def _outputs(schema, spec, inputs, scalars, label, compute, errors) -> tuple[Com
                        f"init: {init!r}")
             continue
         out = {"shape": f"{init}.shape", **out} if copies else out
-        try:
-            sizes.shape_to_cpp(out["shape"], set(inputs), ints)
+        try:  # `reference`: as the entry's reference shapes its result (every kernel entry has one)
+            out["shape"] == REFERENCE or sizes.shape_to_cpp(out["shape"], set(inputs), ints)
         except sizes.SizeError as e:
             errors.add(line, label, f"compute.outputs.{name}.shape", str(e))
             continue

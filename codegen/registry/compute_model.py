@@ -18,6 +18,9 @@ from .kernel_signature import Parameter
 from .model import Derivative, Location, inplace_order
 
 TEMPLATE = "T"  # a tensor of the template dtype: one kernel per registered dtype
+# an output's shape that is its reference's: the op run on meta tensors, whose fake kernel runs the
+# entry's reference on them (coreai's torch_defn: one definition for the shape and the oracle)
+REFERENCE = "reference"
 
 # Metal's type of a Scalar argument, by its schema type
 SCALAR_TYPES = {"int": "long", "float": "float", "bool": "bool"}
@@ -57,11 +60,16 @@ class ComputeTensor:
     name: str
     output: bool
     dtype: str  # TEMPLATE or a Metal dtype (DTYPES)
-    shape: str = ""  # an output's shape (codegen/registry/sizes.py)
+    shape: str = ""  # an output's shape (codegen/registry/sizes.py), or REFERENCE
     # an output's value before the launch: a number (kernels accumulating into it) or the name of
     # an input Tensor it starts as a copy of (kernels scattering into it; its in-place variant
     # writes into that input)
     init: float | int | str | None = None
+
+    @property
+    def from_reference(self) -> bool:
+        """Shaped as the entry's reference shapes its result, on meta tensors."""
+        return self.shape == REFERENCE
 
     @property
     def init_from(self) -> str:

@@ -1,6 +1,7 @@
 #include "compute_host.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -110,6 +111,29 @@ void check_indices(const ComputeSpec& spec, const char* name, const at::Tensor& 
     TORCH_CHECK_INDEX(i >= -size && i < size, spec.name, ": out of range: tried to access index ", i,
                       " on a tensor of ", size, " elements (argument '", name, "')");
   }
+}
+
+std::vector<at::Tensor> reference_outputs(const ComputeSpec& spec, std::vector<c10::IValue> args) {
+  const std::string qualified = spec.name;  // <namespace>::<op>[.<overload>]
+  const size_t dot = qualified.find('.', qualified.find("::"));
+  const auto op = c10::Dispatcher::singleton().findSchema(
+      {qualified.substr(0, dot), dot == std::string::npos ? "" : qualified.substr(dot + 1)});
+  TORCH_CHECK(op.has_value() && op->hasKernelForDispatchKey(c10::DispatchKey::Meta), spec.name, " (", spec.origin,
+              "): its outputs are shaped by its reference, on meta tensors, and the op has no Meta kernel; the "
+              "package's generated/library.py registers it (import the package, not only its extension)");
+  for (c10::IValue& arg : args) {
+    if (arg.isTensor()) {
+      const at::Tensor& t = arg.toTensor();
+      arg = at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::kMeta));
+    }
+  }
+  torch::jit::Stack stack(std::move(args));
+  op->callBoxed(&stack);
+  std::vector<at::Tensor> outputs;  // the boxed convention: each returned Tensor on the stack, in order
+  for (const c10::IValue& v : stack) {
+    outputs.push_back(v.toTensor());
+  }
+  return outputs;
 }
 
 LaunchSize check_launch(const ComputeSpec& spec, const std::string& kernel, std::initializer_list<int64_t> grid,

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
 #include <c10/core/ScalarType.h>
 #include <c10/util/SmallVector.h>
 
@@ -47,6 +48,12 @@ void check_out(const ComputeSpec& spec, const char* name, const at::Tensor& out,
 // `indices:` every value of the long tensor `index` indexes `size` elements: -size <= i < size
 // (negative ones count from the end, as torch's); else an IndexError as torch's take and put_ give.
 void check_indices(const ComputeSpec& spec, const char* name, const at::Tensor& index, int64_t size);
+
+// The outputs of the op `spec.name` called with `args`, each Tensor as a meta tensor of its sizes,
+// strides and dtype: what an entry's `shape: reference` outputs take their sizes from. The op's Meta
+// kernel is the fake kernel of generated/library.py, which runs the entry's reference on them and
+// checks its dtypes; without that library loaded, an error naming the op says so.
+std::vector<at::Tensor> reference_outputs(const ComputeSpec& spec, std::vector<c10::IValue> args);
 
 // What the pipeline allows (MTLComputePipelineState's maxTotalThreadsPerThreadgroup and
 // threadExecutionWidth).
