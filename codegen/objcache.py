@@ -166,9 +166,15 @@ def _code_flags(rest: list[str]) -> list[str]:
 
 def _records_locations(flags: list[str]) -> bool:
     """Whether the object records the source's file:line: a sanitizer's reports name them (UBSan,
-    ASan), as does debug information (-g but -g0). Such an object is keyed with its line markers,
-    so the same code moved to other lines (an ops.yaml edit above it) compiles again."""
-    return any(f.startswith("-fsanitize") or (f.startswith("-g") and f != "-g0") for f in flags)
+    ASan; not ThreadSanitizer's hooks, which the checked variant's own runtime implements and
+    which are passed addresses only), as does debug information: the last -g flag, unless it is
+    -g0 (Python's CFLAGS, which torch's extensions inherit, say -g; the build's -g0 after them
+    turns it off, and keyed with the markers every unit in another folder missed the cache).
+    Such an object is keyed with its line markers, so the same code moved to other lines (an
+    ops.yaml edit above it) compiles again."""
+    debug = [f for f in flags if f.startswith("-g")]
+    return bool(debug) and debug[-1] != "-g0" or any(
+        f.startswith("-fsanitize") and f != "-fsanitize=thread" for f in flags)
 
 
 def key(command: Command, text: bytes) -> str:

@@ -310,7 +310,11 @@ def test_a_unit_past_its_budget_is_compiled_again_at_the_lower_inline_threshold(
 
 
 @pytest.mark.parametrize("flags, compiles", [(("-O2",), 1), (("-O2", "-fsanitize=signed-integer-overflow"), 2),
-                                             (("-O2", "-g"), 2)])
+                                             (("-O2", "-g"), 2), (("-O2", "-g0", "-g"), 2),
+                                             # Python's CFLAGS, then the build's -g0: no debug information
+                                             (("-g", "-O2", "-g0"), 1),
+                                             # the checked variant's hooks take addresses, not lines
+                                             (("-O2", "-fsanitize=thread"), 1)])
 def test_a_unit_whose_objects_name_lines_is_keyed_with_its_line_markers(tmp_path, toolchain, flags, compiles):
     """Without debug information or a sanitizer an object names no line: the same code moved down
     (an ops.yaml edit above a functor) is a hit. With them it names its file:line (a UBSan report
