@@ -86,3 +86,73 @@ def test_a_check_translates_comparisons_of_sizes_and_floats():
                                             "!(double(p) < int64_t(0)))"
     with pytest.raises(sizes.SizeError, match="is not a condition"):
         sizes.condition_to_cpp("self.numel()", {"self"}, set())
+
+
+# torch's own forward calls of the shipped kernel entries, each with its float32 inputs; the backward
+# is aten's (derivatives.yaml), which calls our kernels again where its formula does (put's: take
+# and put_) or reads our outputs (frexp's exponent, pdist's distances)
+FORWARDS = '''
+import torch
+def forwards():
+    torch.manual_seed(0)
+    x, rows, src = torch.randn(4, 5), torch.randn(6, 3), torch.randn(5)
+    index = torch.tensor([0, 7, -1, 12, 3])
+    return {
+        "take": (lambda a: torch.take(a, index), [x]),
+        "frexp": (lambda a: torch.frexp(a).mantissa, [x]),
+        "put": (lambda a, s: a.put(index, s), [x, src]),
+        "put accumulate": (lambda a, s: a.put(torch.tensor([1, 1, 2, 0, 1]), s, accumulate=True), [x, src]),
+        "pdist p=2": (lambda a: torch.pdist(a), [rows]),
+        "pdist p=1.5": (lambda a: torch.pdist(a, p=1.5), [rows]),
+    }
+'''
+GRADIENTS = FORWARDS + '''
+import sys
+import mpsgen.ops
+from mpsgen import runtime
+C = runtime.extension("mpsgen")
+found = {}
+for name, (fn, inputs) in forwards().items():
+    inputs = [t.clone().requires_grad_() for t in inputs]
+    C.cpu_take_launches()
+    result = fn(*inputs)
+    forward = sorted(set(C.cpu_take_launches()))
+    torch.manual_seed(1)
+    grads = torch.autograd.grad(result, inputs, torch.randn_like(result))
+    found[name] = (grads, forward, sorted(set(C.cpu_take_launches())))
+torch.save(found, sys.argv[1])
+'''
+
+
+def test_aten_differentiates_the_shipped_kernel_entries_through_our_kernels(tmp_path):
+    """Under MPSGEN_ATEN_CPU_OVERRIDES torch's own aten ops run our CPU kernels, and autograd
+    through them uses aten's formulas: each input's gradient must be torch's own (its CPU kernels
+    in float64, cast), and the forward, and put's backward, must have launched ours."""
+    import os
+    import subprocess
+    import sys
+
+    import torch
+
+    env = dict(os.environ, MPSGEN_ATEN_CPU_OVERRIDES="1", PYTHONPATH=str(ROOT))
+    r = subprocess.run([sys.executable, "-c", GRADIENTS, str(tmp_path / "grads.pt")], env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    ours = torch.load(tmp_path / "grads.pt")
+    scope: dict = {}
+    exec(FORWARDS, scope)  # noqa: S102  (the cases above, run here by torch's own CPU kernels)
+    kernels = {"take": "take_float", "frexp": "frexp_Tensor_float", "put": "put_float",
+               "put accumulate": "put_float", "pdist p=2": "_pdist_forward_float", "pdist p=1.5": "_pdist_forward_float"}
+    for name, (fn, inputs) in scope["forwards"]().items():
+        inputs = [t.double().requires_grad_() for t in inputs]
+        result = fn(*inputs)
+        torch.manual_seed(1)
+        expected = torch.autograd.grad(result, inputs, torch.randn_like(result, dtype=torch.float32).double())
+        grads, forward, backward = ours[name]
+        assert kernels[name] in forward, (name, forward)
+        for g, e in zip(grads, expected):
+            torch.testing.assert_close(g, e.float(), msg=lambda m: f"{name}: {m}")
+    # take's backward puts the gradient into zeros with accumulate (put_); put's is grad.put(index,
+    # zeros) for self and grad.take(index) for the source: ours
+    assert "put_float" in ours["take"][2], ours["take"][2]
+    assert {"put_float", "take_float"} <= set(ours["put"][2]), ours["put"][2]
