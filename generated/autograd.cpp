@@ -69,7 +69,7 @@ at::Tensor exp_autograd(c10::DispatchKeySet ks, const at::Tensor& self) {
   if (torch::autograd::compute_requires_grad(self)) {
     grad_fn = c10::make_intrusive<ExpBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
-}
+  }
   at::Tensor result = below_autograd(exp_functional_op(), ks, self);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -85,7 +85,7 @@ at::Tensor& exp_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self) {
   if (requires_grad) {
     grad_fn = c10::make_intrusive<ExpBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
-}
+  }
   below_autograd(exp_inplace_op(), ks, self);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -159,7 +159,7 @@ at::Tensor sin_autograd(c10::DispatchKeySet ks, const at::Tensor& self) {
     grad_fn = c10::make_intrusive<SinBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self, false);
-}
+  }
   at::Tensor result = below_autograd(sin_functional_op(), ks, self);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -175,7 +175,7 @@ at::Tensor& sin_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self) {
     grad_fn = c10::make_intrusive<SinBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self.clone(), false);
-}
+  }
   below_autograd(sin_inplace_op(), ks, self);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -247,7 +247,7 @@ at::Tensor sqrt_autograd(c10::DispatchKeySet ks, const at::Tensor& self) {
   if (torch::autograd::compute_requires_grad(self)) {
     grad_fn = c10::make_intrusive<SqrtBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
-}
+  }
   at::Tensor result = below_autograd(sqrt_functional_op(), ks, self);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -263,7 +263,7 @@ at::Tensor& sqrt_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self) {
   if (requires_grad) {
     grad_fn = c10::make_intrusive<SqrtBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
-}
+  }
   below_autograd(sqrt_inplace_op(), ks, self);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -336,7 +336,7 @@ at::Tensor sigmoid_autograd(c10::DispatchKeySet ks, const at::Tensor& self) {
   if (torch::autograd::compute_requires_grad(self)) {
     grad_fn = c10::make_intrusive<SigmoidBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
-}
+  }
   at::Tensor result = below_autograd(sigmoid_functional_op(), ks, self);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -352,7 +352,7 @@ at::Tensor& sigmoid_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self) {
   if (requires_grad) {
     grad_fn = c10::make_intrusive<SigmoidBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
-}
+  }
   below_autograd(sigmoid_inplace_op(), ks, self);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -426,7 +426,7 @@ at::Tensor erf_autograd(c10::DispatchKeySet ks, const at::Tensor& self) {
     grad_fn = c10::make_intrusive<ErfBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self, false);
-}
+  }
   at::Tensor result = below_autograd(erf_functional_op(), ks, self);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -442,7 +442,7 @@ at::Tensor& erf_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self) {
     grad_fn = c10::make_intrusive<ErfBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self.clone(), false);
-}
+  }
   below_autograd(erf_inplace_op(), ks, self);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -575,7 +575,7 @@ at::Tensor hypot_autograd(c10::DispatchKeySet ks, const at::Tensor& self, const 
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self, other));
     grad_fn->self_ = SavedVariable(self, false);
     grad_fn->other_ = SavedVariable(other, false);
-}
+  }
   at::Tensor result = below_autograd(hypot_functional_op(), ks, self, other);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -593,7 +593,7 @@ at::Tensor& hypot_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self, con
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self, other));
     grad_fn->self_ = SavedVariable(self.clone(), false);
     grad_fn->other_ = SavedVariable(other, false);
-}
+  }
   below_autograd(hypot_inplace_op(), ks, self, other);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -676,7 +676,7 @@ at::Tensor logaddexp_autograd(c10::DispatchKeySet ks, const at::Tensor& self, co
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self, other));
     grad_fn->self_ = SavedVariable(self, false);
     grad_fn->other_ = SavedVariable(other, false);
-}
+  }
   at::Tensor result = below_autograd(logaddexp_functional_op(), ks, self, other);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -693,7 +693,7 @@ at::Tensor& logaddexp_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self,
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self, other));
     grad_fn->self_ = SavedVariable(self.clone(), false);
     grad_fn->other_ = SavedVariable(other, false);
-}
+  }
   below_autograd(logaddexp_inplace_op(), ks, self, other);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -775,7 +775,7 @@ at::Tensor atan2_autograd(c10::DispatchKeySet ks, const at::Tensor& self, const 
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self, other));
     grad_fn->self_ = SavedVariable(self, false);
     grad_fn->other_ = SavedVariable(other, false);
-}
+  }
   at::Tensor result = below_autograd(atan2_functional_op(), ks, self, other);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -792,7 +792,7 @@ at::Tensor& atan2_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self, con
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self, other));
     grad_fn->self_ = SavedVariable(self.clone(), false);
     grad_fn->other_ = SavedVariable(other, false);
-}
+  }
   below_autograd(atan2_inplace_op(), ks, self, other);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -877,7 +877,7 @@ at::Tensor copysign_autograd(c10::DispatchKeySet ks, const at::Tensor& self, con
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self, other));
     grad_fn->self_ = SavedVariable(self, false);
     grad_fn->other_ = SavedVariable(other, false);
-}
+  }
   at::Tensor result = below_autograd(copysign_functional_op(), ks, self, other);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -895,7 +895,7 @@ at::Tensor& copysign_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self, 
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self, other));
     grad_fn->self_ = SavedVariable(self.clone(), false);
     grad_fn->other_ = SavedVariable(other, false);
-}
+  }
   below_autograd(copysign_inplace_op(), ks, self, other);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -978,7 +978,7 @@ at::Tensor maximum_autograd(c10::DispatchKeySet ks, const at::Tensor& self, cons
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self, other));
     grad_fn->self_ = SavedVariable(self, false);
     grad_fn->other_ = SavedVariable(other, false);
-}
+  }
   at::Tensor result = below_autograd(maximum_functional_op(), ks, self, other);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -995,7 +995,7 @@ at::Tensor& maximum_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self, c
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self, other));
     grad_fn->self_ = SavedVariable(self.clone(), false);
     grad_fn->other_ = SavedVariable(other, false);
-}
+  }
   below_autograd(maximum_inplace_op(), ks, self, other);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -1077,7 +1077,7 @@ at::Tensor mul_Tensor_autograd(c10::DispatchKeySet ks, const at::Tensor& self, c
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self, other));
     grad_fn->self_ = SavedVariable(self, false);
     grad_fn->other_ = SavedVariable(other, false);
-}
+  }
   at::Tensor result = below_autograd(mul_Tensor_functional_op(), ks, self, other);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -1094,7 +1094,7 @@ at::Tensor& mul_Tensor_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self, other));
     grad_fn->self_ = SavedVariable(self.clone(), false);
     grad_fn->other_ = SavedVariable(other, false);
-}
+  }
   below_autograd(mul_Tensor_inplace_op(), ks, self, other);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -1169,7 +1169,7 @@ at::Tensor mul_Scalar_autograd(c10::DispatchKeySet ks, const at::Tensor& self, c
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self, false);
     grad_fn->other = keep(other);
-}
+  }
   at::Tensor result = below_autograd(mul_Scalar_functional_op(), ks, self, other);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -1186,7 +1186,7 @@ at::Tensor& mul_Scalar_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self.clone(), false);
     grad_fn->other = keep(other);
-}
+  }
   below_autograd(mul_Scalar_inplace_op(), ks, self, other);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -1309,7 +1309,7 @@ at::Tensor hardshrink_autograd(c10::DispatchKeySet ks, const at::Tensor& self, c
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self, false);
     grad_fn->lambd = keep(lambd);
-}
+  }
   at::Tensor result = below_autograd(hardshrink_functional_op(), ks, self, lambd);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -1326,7 +1326,7 @@ at::Tensor& hardshrink_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self.clone(), false);
     grad_fn->lambd = keep(lambd);
-}
+  }
   below_autograd(hardshrink_inplace_op(), ks, self, lambd);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -1401,7 +1401,7 @@ at::Tensor softshrink_autograd(c10::DispatchKeySet ks, const at::Tensor& self, c
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self, false);
     grad_fn->lambd = keep(lambd);
-}
+  }
   at::Tensor result = below_autograd(softshrink_functional_op(), ks, self, lambd);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -1418,7 +1418,7 @@ at::Tensor& softshrink_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self.clone(), false);
     grad_fn->lambd = keep(lambd);
-}
+  }
   below_autograd(softshrink_inplace_op(), ks, self, lambd);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -1493,7 +1493,7 @@ at::Tensor leaky_relu_autograd(c10::DispatchKeySet ks, const at::Tensor& self, c
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self, false);
     grad_fn->negative_slope = keep(negative_slope);
-}
+  }
   at::Tensor result = below_autograd(leaky_relu_functional_op(), ks, self, negative_slope);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -1510,7 +1510,7 @@ at::Tensor& leaky_relu_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self.clone(), false);
     grad_fn->negative_slope = keep(negative_slope);
-}
+  }
   below_autograd(leaky_relu_inplace_op(), ks, self, negative_slope);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -1594,7 +1594,7 @@ at::Tensor add_Tensor_autograd(c10::DispatchKeySet ks, const at::Tensor& self, c
     grad_fn->self_ = SavedVariable(self, false);
     grad_fn->other_ = SavedVariable(other, false);
     grad_fn->alpha = keep(alpha);
-}
+  }
   at::Tensor result = below_autograd(add_Tensor_functional_op(), ks, self, other, alpha);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -1612,7 +1612,7 @@ at::Tensor& add_Tensor_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self
     grad_fn->self_ = SavedVariable(self.clone(), false);
     grad_fn->other_ = SavedVariable(other, false);
     grad_fn->alpha = keep(alpha);
-}
+  }
   below_autograd(add_Tensor_inplace_op(), ks, self, other, alpha);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -1685,7 +1685,7 @@ at::Tensor add_Scalar_autograd(c10::DispatchKeySet ks, const at::Tensor& self, c
     grad_fn = c10::make_intrusive<AddScalarBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self, false);
-}
+  }
   at::Tensor result = below_autograd(add_Scalar_functional_op(), ks, self, other, alpha);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -1701,7 +1701,7 @@ at::Tensor& add_Scalar_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self
     grad_fn = c10::make_intrusive<AddScalarBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self.clone(), false);
-}
+  }
   below_autograd(add_Scalar_inplace_op(), ks, self, other, alpha);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -1785,7 +1785,7 @@ at::Tensor sub_Tensor_autograd(c10::DispatchKeySet ks, const at::Tensor& self, c
     grad_fn->self_ = SavedVariable(self, false);
     grad_fn->other_ = SavedVariable(other, false);
     grad_fn->alpha = keep(alpha);
-}
+  }
   at::Tensor result = below_autograd(sub_Tensor_functional_op(), ks, self, other, alpha);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -1803,7 +1803,7 @@ at::Tensor& sub_Tensor_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self
     grad_fn->self_ = SavedVariable(self.clone(), false);
     grad_fn->other_ = SavedVariable(other, false);
     grad_fn->alpha = keep(alpha);
-}
+  }
   below_autograd(sub_Tensor_inplace_op(), ks, self, other, alpha);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -1876,7 +1876,7 @@ at::Tensor sub_Scalar_autograd(c10::DispatchKeySet ks, const at::Tensor& self, c
     grad_fn = c10::make_intrusive<SubScalarBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self, false);
-}
+  }
   at::Tensor result = below_autograd(sub_Scalar_functional_op(), ks, self, other, alpha);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -1892,7 +1892,7 @@ at::Tensor& sub_Scalar_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self
     grad_fn = c10::make_intrusive<SubScalarBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self.clone(), false);
-}
+  }
   below_autograd(sub_Scalar_inplace_op(), ks, self, other, alpha);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -1983,7 +1983,7 @@ at::Tensor lerp_Tensor_autograd(c10::DispatchKeySet ks, const at::Tensor& self, 
     grad_fn->self_ = SavedVariable(self, false);
     grad_fn->end_ = SavedVariable(end, false);
     grad_fn->weight_ = SavedVariable(weight, false);
-}
+  }
   at::Tensor result = below_autograd(lerp_Tensor_functional_op(), ks, self, end, weight);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -2001,7 +2001,7 @@ at::Tensor& lerp_Tensor_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& sel
     grad_fn->self_ = SavedVariable(self.clone(), false);
     grad_fn->end_ = SavedVariable(end, false);
     grad_fn->weight_ = SavedVariable(weight, false);
-}
+  }
   below_autograd(lerp_Tensor_inplace_op(), ks, self, end, weight);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -2077,7 +2077,7 @@ at::Tensor lerp_Scalar_autograd(c10::DispatchKeySet ks, const at::Tensor& self, 
     grad_fn = c10::make_intrusive<LerpScalarBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self, end));
     grad_fn->weight = keep(weight);
-}
+  }
   at::Tensor result = below_autograd(lerp_Scalar_functional_op(), ks, self, end, weight);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -2093,7 +2093,7 @@ at::Tensor& lerp_Scalar_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& sel
     grad_fn = c10::make_intrusive<LerpScalarBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self, end));
     grad_fn->weight = keep(weight);
-}
+  }
   below_autograd(lerp_Scalar_inplace_op(), ks, self, end, weight);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -2186,7 +2186,7 @@ at::Tensor addcmul_autograd(c10::DispatchKeySet ks, const at::Tensor& self, cons
     grad_fn->tensor1_ = SavedVariable(tensor1, false);
     grad_fn->tensor2_ = SavedVariable(tensor2, false);
     grad_fn->value = keep(value);
-}
+  }
   at::Tensor result = below_autograd(addcmul_functional_op(), ks, self, tensor1, tensor2, value);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -2205,7 +2205,7 @@ at::Tensor& addcmul_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self, c
     grad_fn->tensor1_ = SavedVariable(tensor1, false);
     grad_fn->tensor2_ = SavedVariable(tensor2, false);
     grad_fn->value = keep(value);
-}
+  }
   below_autograd(addcmul_inplace_op(), ks, self, tensor1, tensor2, value);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -2298,7 +2298,7 @@ at::Tensor addcdiv_autograd(c10::DispatchKeySet ks, const at::Tensor& self, cons
     grad_fn->tensor1_ = SavedVariable(tensor1, false);
     grad_fn->tensor2_ = SavedVariable(tensor2, false);
     grad_fn->value = keep(value);
-}
+  }
   at::Tensor result = below_autograd(addcdiv_functional_op(), ks, self, tensor1, tensor2, value);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -2317,7 +2317,7 @@ at::Tensor& addcdiv_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self, c
     grad_fn->tensor1_ = SavedVariable(tensor1, false);
     grad_fn->tensor2_ = SavedVariable(tensor2, false);
     grad_fn->value = keep(value);
-}
+  }
   below_autograd(addcdiv_inplace_op(), ks, self, tensor1, tensor2, value);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -2396,7 +2396,7 @@ at::Tensor elu_autograd(c10::DispatchKeySet ks, const at::Tensor& self, const at
     grad_fn->alpha = keep(alpha);
     grad_fn->scale = keep(scale);
     grad_fn->input_scale = keep(input_scale);
-}
+  }
   at::Tensor result = below_autograd(elu_functional_op(), ks, self, alpha, scale, input_scale);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -2415,7 +2415,7 @@ at::Tensor& elu_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self, const
     grad_fn->alpha = keep(alpha);
     grad_fn->scale = keep(scale);
     grad_fn->input_scale = keep(input_scale);
-}
+  }
   below_autograd(elu_inplace_op(), ks, self, alpha, scale, input_scale);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -2492,7 +2492,7 @@ at::Tensor clamp_autograd(c10::DispatchKeySet ks, const at::Tensor& self, const 
     grad_fn->self_ = SavedVariable(self, false);
     grad_fn->min = keep(min);
     grad_fn->max = keep(max);
-}
+  }
   at::Tensor result = below_autograd(clamp_functional_op(), ks, self, min, max);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -2510,7 +2510,7 @@ at::Tensor& clamp_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self, con
     grad_fn->self_ = SavedVariable(self.clone(), false);
     grad_fn->min = keep(min);
     grad_fn->max = keep(max);
-}
+  }
   below_autograd(clamp_inplace_op(), ks, self, min, max);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -2601,7 +2601,7 @@ at::Tensor clamp_Tensor_autograd(c10::DispatchKeySet ks, const at::Tensor& self,
     grad_fn->self_ = SavedVariable(self, false);
     grad_fn->min_ = save_optional(min);
     grad_fn->max_ = save_optional(max);
-}
+  }
   at::Tensor result = below_autograd(clamp_Tensor_functional_op(), ks, self, min, max);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -2619,7 +2619,7 @@ at::Tensor& clamp_Tensor_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& se
     grad_fn->self_ = SavedVariable(self.clone(), false);
     grad_fn->min_ = save_optional(min);
     grad_fn->max_ = save_optional(max);
-}
+  }
   below_autograd(clamp_Tensor_inplace_op(), ks, self, min, max);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -2692,7 +2692,7 @@ at::Tensor nan_to_num_autograd(c10::DispatchKeySet ks, const at::Tensor& self, s
     grad_fn = c10::make_intrusive<NanToNumBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self, false);
-}
+  }
   at::Tensor result = below_autograd(nan_to_num_functional_op(), ks, self, nan, posinf, neginf);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -2708,7 +2708,7 @@ at::Tensor& nan_to_num_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self
     grad_fn = c10::make_intrusive<NanToNumBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self.clone(), false);
-}
+  }
   below_autograd(nan_to_num_inplace_op(), ks, self, nan, posinf, neginf);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -2783,7 +2783,7 @@ at::Tensor threshold_autograd(c10::DispatchKeySet ks, const at::Tensor& self, co
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self, false);
     grad_fn->threshold = keep(threshold);
-}
+  }
   at::Tensor result = below_autograd(threshold_functional_op(), ks, self, threshold, value);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -2800,7 +2800,7 @@ at::Tensor& threshold_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self,
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self.clone(), false);
     grad_fn->threshold = keep(threshold);
-}
+  }
   below_autograd(threshold_inplace_op(), ks, self, threshold, value);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -2877,7 +2877,7 @@ at::Tensor softplus_autograd(c10::DispatchKeySet ks, const at::Tensor& self, con
     grad_fn->self_ = SavedVariable(self, false);
     grad_fn->beta = keep(beta);
     grad_fn->threshold = keep(threshold);
-}
+  }
   at::Tensor result = below_autograd(softplus_functional_op(), ks, self, beta, threshold);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -2895,7 +2895,7 @@ at::Tensor& softplus_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self, 
     grad_fn->self_ = SavedVariable(self.clone(), false);
     grad_fn->beta = keep(beta);
     grad_fn->threshold = keep(threshold);
-}
+  }
   below_autograd(softplus_inplace_op(), ks, self, beta, threshold);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -2972,7 +2972,7 @@ at::Tensor hardtanh_autograd(c10::DispatchKeySet ks, const at::Tensor& self, con
     grad_fn->self_ = SavedVariable(self, false);
     grad_fn->min_val = keep(min_val);
     grad_fn->max_val = keep(max_val);
-}
+  }
   at::Tensor result = below_autograd(hardtanh_functional_op(), ks, self, min_val, max_val);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -2990,7 +2990,7 @@ at::Tensor& hardtanh_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self, 
     grad_fn->self_ = SavedVariable(self.clone(), false);
     grad_fn->min_val = keep(min_val);
     grad_fn->max_val = keep(max_val);
-}
+  }
   below_autograd(hardtanh_inplace_op(), ks, self, min_val, max_val);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -3059,7 +3059,7 @@ at::Tensor round_decimals_autograd(c10::DispatchKeySet ks, const at::Tensor& sel
   if (torch::autograd::compute_requires_grad(self)) {
     grad_fn = c10::make_intrusive<RoundDecimalsBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
-}
+  }
   at::Tensor result = below_autograd(round_decimals_functional_op(), ks, self, decimals);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -3074,7 +3074,7 @@ at::Tensor& round_decimals_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& 
   if (requires_grad) {
     grad_fn = c10::make_intrusive<RoundDecimalsBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
-}
+  }
   below_autograd(round_decimals_inplace_op(), ks, self, decimals);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -3149,7 +3149,7 @@ at::Tensor gelu_autograd(c10::DispatchKeySet ks, const at::Tensor& self, c10::st
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self, false);
     grad_fn->approximate = keep(approximate);
-}
+  }
   at::Tensor result = below_autograd(gelu_functional_op(), ks, self, approximate);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -3166,7 +3166,7 @@ at::Tensor& gelu_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self, c10:
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self.clone(), false);
     grad_fn->approximate = keep(approximate);
-}
+  }
   below_autograd(gelu_inplace_op(), ks, self, approximate);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -3246,7 +3246,7 @@ at::Tensor leaky_relu_backward_autograd(c10::DispatchKeySet ks, const at::Tensor
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(grad_output, self));
     grad_fn->self_ = SavedVariable(self, false);
     grad_fn->negative_slope = keep(negative_slope);
-}
+  }
   at::Tensor result = below_autograd(leaky_relu_backward_functional_op(), ks, grad_output, self, negative_slope, self_is_result);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -3263,7 +3263,7 @@ at::Tensor& leaky_relu_backward_inplace_autograd(c10::DispatchKeySet ks, at::Ten
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(grad_output, self));
     grad_fn->self_ = SavedVariable(self, false);
     grad_fn->negative_slope = keep(negative_slope);
-}
+  }
   below_autograd(leaky_relu_backward_inplace_op(), ks, grad_output, self, negative_slope, self_is_result);
   torch::autograd::increment_version(grad_output);
   if (grad_fn && torch::autograd::isDifferentiableType(grad_output.scalar_type())) {
@@ -3345,7 +3345,7 @@ at::Tensor sigmoid_backward_autograd(c10::DispatchKeySet ks, const at::Tensor& g
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(grad_output, output));
     grad_fn->grad_output_ = SavedVariable(grad_output, false);
     grad_fn->output_ = SavedVariable(output, false);
-}
+  }
   at::Tensor result = below_autograd(sigmoid_backward_functional_op(), ks, grad_output, output);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -3362,7 +3362,7 @@ at::Tensor& sigmoid_backward_inplace_autograd(c10::DispatchKeySet ks, at::Tensor
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(grad_output, output));
     grad_fn->grad_output_ = SavedVariable(grad_output.clone(), false);
     grad_fn->output_ = SavedVariable(output, false);
-}
+  }
   below_autograd(sigmoid_backward_inplace_op(), ks, grad_output, output);
   torch::autograd::increment_version(grad_output);
   if (grad_fn && torch::autograd::isDifferentiableType(grad_output.scalar_type())) {
@@ -3432,7 +3432,7 @@ at::Tensor mish_backward_autograd(c10::DispatchKeySet ks, const at::Tensor& grad
   if (torch::autograd::compute_requires_grad(grad_output, self)) {
     grad_fn = c10::make_intrusive<MishBackwardBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(grad_output, self));
-}
+  }
   at::Tensor result = below_autograd(mish_backward_functional_op(), ks, grad_output, self);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -3447,7 +3447,7 @@ at::Tensor& mish_backward_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& g
   if (requires_grad) {
     grad_fn = c10::make_intrusive<MishBackwardBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(grad_output, self));
-}
+  }
   below_autograd(mish_backward_inplace_op(), ks, grad_output, self);
   torch::autograd::increment_version(grad_output);
   if (grad_fn && torch::autograd::isDifferentiableType(grad_output.scalar_type())) {
@@ -3529,7 +3529,7 @@ at::Tensor tanh_backward_autograd(c10::DispatchKeySet ks, const at::Tensor& grad
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(grad_output, output));
     grad_fn->grad_output_ = SavedVariable(grad_output, false);
     grad_fn->output_ = SavedVariable(output, false);
-}
+  }
   at::Tensor result = below_autograd(tanh_backward_functional_op(), ks, grad_output, output);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -3546,7 +3546,7 @@ at::Tensor& tanh_backward_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& g
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(grad_output, output));
     grad_fn->grad_output_ = SavedVariable(grad_output.clone(), false);
     grad_fn->output_ = SavedVariable(output, false);
-}
+  }
   below_autograd(tanh_backward_inplace_op(), ks, grad_output, output);
   torch::autograd::increment_version(grad_output);
   if (grad_fn && torch::autograd::isDifferentiableType(grad_output.scalar_type())) {
@@ -3951,7 +3951,7 @@ at::Tensor neg_autograd(c10::DispatchKeySet ks, const at::Tensor& self) {
   if (torch::autograd::compute_requires_grad(self)) {
     grad_fn = c10::make_intrusive<NegBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
-}
+  }
   at::Tensor result = below_autograd(neg_functional_op(), ks, self);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -3966,7 +3966,7 @@ at::Tensor& neg_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self) {
   if (requires_grad) {
     grad_fn = c10::make_intrusive<NegBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
-}
+  }
   below_autograd(neg_inplace_op(), ks, self);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -4039,7 +4039,7 @@ at::Tensor abs_autograd(c10::DispatchKeySet ks, const at::Tensor& self) {
     grad_fn = c10::make_intrusive<AbsBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self, false);
-}
+  }
   at::Tensor result = below_autograd(abs_functional_op(), ks, self);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -4055,7 +4055,7 @@ at::Tensor& abs_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self) {
     grad_fn = c10::make_intrusive<AbsBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self.clone(), false);
-}
+  }
   below_autograd(abs_inplace_op(), ks, self);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -4128,7 +4128,7 @@ at::Tensor digamma_autograd(c10::DispatchKeySet ks, const at::Tensor& self) {
     grad_fn = c10::make_intrusive<DigammaBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self, false);
-}
+  }
   at::Tensor result = below_autograd(digamma_functional_op(), ks, self);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -4144,7 +4144,7 @@ at::Tensor& digamma_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self) {
     grad_fn = c10::make_intrusive<DigammaBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self.clone(), false);
-}
+  }
   below_autograd(digamma_inplace_op(), ks, self);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -4219,7 +4219,7 @@ at::Tensor polygamma_autograd(c10::DispatchKeySet ks, int64_t n, const at::Tenso
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->n = keep(n);
     grad_fn->self_ = SavedVariable(self, false);
-}
+  }
   at::Tensor result = below_autograd(polygamma_functional_op(), ks, n, self);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -4236,7 +4236,7 @@ at::Tensor& polygamma_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self,
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->n = keep(n);
     grad_fn->self_ = SavedVariable(self.clone(), false);
-}
+  }
   below_autograd(polygamma_inplace_op(), ks, self, n);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -4320,7 +4320,7 @@ at::Tensor div_Tensor_mode_autograd(c10::DispatchKeySet ks, const at::Tensor& se
     grad_fn->self_ = SavedVariable(self, false);
     grad_fn->other_ = SavedVariable(other, false);
     grad_fn->rounding_mode = keep(rounding_mode);
-}
+  }
   at::Tensor result = below_autograd(div_Tensor_mode_functional_op(), ks, self, other, rounding_mode);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -4338,7 +4338,7 @@ at::Tensor& div_Tensor_mode_inplace_autograd(c10::DispatchKeySet ks, at::Tensor&
     grad_fn->self_ = SavedVariable(self.clone(), false);
     grad_fn->other_ = SavedVariable(other, false);
     grad_fn->rounding_mode = keep(rounding_mode);
-}
+  }
   below_autograd(div_Tensor_mode_inplace_op(), ks, self, other, rounding_mode);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -4415,7 +4415,7 @@ at::Tensor polar_autograd(c10::DispatchKeySet ks, const at::Tensor& abs, const a
   if (torch::autograd::compute_requires_grad(abs, angle)) {
     grad_fn = c10::make_intrusive<PolarBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(abs, angle));
-}
+  }
   at::Tensor result = below_autograd(polar_functional_op(), ks, abs, angle);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -4431,7 +4431,7 @@ at::Tensor& polar_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& abs, cons
   if (requires_grad) {
     grad_fn = c10::make_intrusive<PolarBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(abs, angle));
-}
+  }
   below_autograd(polar_inplace_op(), ks, abs, angle);
   torch::autograd::increment_version(abs);
   if (grad_fn && torch::autograd::isDifferentiableType(abs.scalar_type())) {
@@ -4506,7 +4506,7 @@ at::Tensor complex_autograd(c10::DispatchKeySet ks, const at::Tensor& real, cons
   if (torch::autograd::compute_requires_grad(real, imag)) {
     grad_fn = c10::make_intrusive<ComplexBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(real, imag));
-}
+  }
   at::Tensor result = below_autograd(complex_functional_op(), ks, real, imag);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -4521,7 +4521,7 @@ at::Tensor& complex_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& real, c
   if (requires_grad) {
     grad_fn = c10::make_intrusive<ComplexBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(real, imag));
-}
+  }
   below_autograd(complex_inplace_op(), ks, real, imag);
   torch::autograd::increment_version(real);
   if (grad_fn && torch::autograd::isDifferentiableType(real.scalar_type())) {
@@ -4594,7 +4594,7 @@ at::Tensor angle_autograd(c10::DispatchKeySet ks, const at::Tensor& self) {
     grad_fn = c10::make_intrusive<AngleBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self, false);
-}
+  }
   at::Tensor result = below_autograd(angle_functional_op(), ks, self);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -4610,7 +4610,7 @@ at::Tensor& angle_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self) {
     grad_fn = c10::make_intrusive<AngleBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self.clone(), false);
-}
+  }
   below_autograd(angle_inplace_op(), ks, self);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -4683,7 +4683,7 @@ at::Tensor cos_autograd(c10::DispatchKeySet ks, const at::Tensor& self) {
     grad_fn = c10::make_intrusive<CosBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self, false);
-}
+  }
   at::Tensor result = below_autograd(cos_functional_op(), ks, self);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -4699,7 +4699,7 @@ at::Tensor& cos_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self) {
     grad_fn = c10::make_intrusive<CosBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self.clone(), false);
-}
+  }
   below_autograd(cos_inplace_op(), ks, self);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -4771,7 +4771,7 @@ at::Tensor tan_autograd(c10::DispatchKeySet ks, const at::Tensor& self) {
   if (torch::autograd::compute_requires_grad(self)) {
     grad_fn = c10::make_intrusive<TanBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
-}
+  }
   at::Tensor result = below_autograd(tan_functional_op(), ks, self);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -4787,7 +4787,7 @@ at::Tensor& tan_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self) {
   if (requires_grad) {
     grad_fn = c10::make_intrusive<TanBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
-}
+  }
   below_autograd(tan_inplace_op(), ks, self);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -4860,7 +4860,7 @@ at::Tensor tanh_autograd(c10::DispatchKeySet ks, const at::Tensor& self) {
   if (torch::autograd::compute_requires_grad(self)) {
     grad_fn = c10::make_intrusive<TanhBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
-}
+  }
   at::Tensor result = below_autograd(tanh_functional_op(), ks, self);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -4876,7 +4876,7 @@ at::Tensor& tanh_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self) {
   if (requires_grad) {
     grad_fn = c10::make_intrusive<TanhBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
-}
+  }
   below_autograd(tanh_inplace_op(), ks, self);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -4950,7 +4950,7 @@ at::Tensor log_autograd(c10::DispatchKeySet ks, const at::Tensor& self) {
     grad_fn = c10::make_intrusive<LogBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self, false);
-}
+  }
   at::Tensor result = below_autograd(log_functional_op(), ks, self);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -4966,7 +4966,7 @@ at::Tensor& log_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self) {
     grad_fn = c10::make_intrusive<LogBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self.clone(), false);
-}
+  }
   below_autograd(log_inplace_op(), ks, self);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -5039,7 +5039,7 @@ at::Tensor log1p_autograd(c10::DispatchKeySet ks, const at::Tensor& self) {
     grad_fn = c10::make_intrusive<Log1pBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self, false);
-}
+  }
   at::Tensor result = below_autograd(log1p_functional_op(), ks, self);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -5055,7 +5055,7 @@ at::Tensor& log1p_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self) {
     grad_fn = c10::make_intrusive<Log1pBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self.clone(), false);
-}
+  }
   below_autograd(log1p_inplace_op(), ks, self);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -5127,7 +5127,7 @@ at::Tensor expm1_autograd(c10::DispatchKeySet ks, const at::Tensor& self) {
   if (torch::autograd::compute_requires_grad(self)) {
     grad_fn = c10::make_intrusive<Expm1Backward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
-}
+  }
   at::Tensor result = below_autograd(expm1_functional_op(), ks, self);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -5143,7 +5143,7 @@ at::Tensor& expm1_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self) {
   if (requires_grad) {
     grad_fn = c10::make_intrusive<Expm1Backward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
-}
+  }
   below_autograd(expm1_inplace_op(), ks, self);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -5217,7 +5217,7 @@ at::Tensor rsqrt_autograd(c10::DispatchKeySet ks, const at::Tensor& self) {
     grad_fn = c10::make_intrusive<RsqrtBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self, false);
-}
+  }
   at::Tensor result = below_autograd(rsqrt_functional_op(), ks, self);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -5233,7 +5233,7 @@ at::Tensor& rsqrt_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self) {
     grad_fn = c10::make_intrusive<RsqrtBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self.clone(), false);
-}
+  }
   below_autograd(rsqrt_inplace_op(), ks, self);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -5306,7 +5306,7 @@ at::Tensor i0_autograd(c10::DispatchKeySet ks, const at::Tensor& self) {
     grad_fn = c10::make_intrusive<I0Backward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self, false);
-}
+  }
   at::Tensor result = below_autograd(i0_functional_op(), ks, self);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -5322,7 +5322,7 @@ at::Tensor& i0_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self) {
     grad_fn = c10::make_intrusive<I0Backward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->self_ = SavedVariable(self.clone(), false);
-}
+  }
   below_autograd(i0_inplace_op(), ks, self);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -5394,7 +5394,7 @@ at::Tensor reciprocal_autograd(c10::DispatchKeySet ks, const at::Tensor& self) {
   if (torch::autograd::compute_requires_grad(self)) {
     grad_fn = c10::make_intrusive<ReciprocalBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
-}
+  }
   at::Tensor result = below_autograd(reciprocal_functional_op(), ks, self);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -5410,7 +5410,7 @@ at::Tensor& reciprocal_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self
   if (requires_grad) {
     grad_fn = c10::make_intrusive<ReciprocalBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
-}
+  }
   below_autograd(reciprocal_inplace_op(), ks, self);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -5480,7 +5480,7 @@ at::Tensor floor_autograd(c10::DispatchKeySet ks, const at::Tensor& self) {
   if (torch::autograd::compute_requires_grad(self)) {
     grad_fn = c10::make_intrusive<FloorBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
-}
+  }
   at::Tensor result = below_autograd(floor_functional_op(), ks, self);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -5495,7 +5495,7 @@ at::Tensor& floor_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self) {
   if (requires_grad) {
     grad_fn = c10::make_intrusive<FloorBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
-}
+  }
   below_autograd(floor_inplace_op(), ks, self);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -5564,7 +5564,7 @@ at::Tensor ceil_autograd(c10::DispatchKeySet ks, const at::Tensor& self) {
   if (torch::autograd::compute_requires_grad(self)) {
     grad_fn = c10::make_intrusive<CeilBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
-}
+  }
   at::Tensor result = below_autograd(ceil_functional_op(), ks, self);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -5579,7 +5579,7 @@ at::Tensor& ceil_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self) {
   if (requires_grad) {
     grad_fn = c10::make_intrusive<CeilBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
-}
+  }
   below_autograd(ceil_inplace_op(), ks, self);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -5648,7 +5648,7 @@ at::Tensor trunc_autograd(c10::DispatchKeySet ks, const at::Tensor& self) {
   if (torch::autograd::compute_requires_grad(self)) {
     grad_fn = c10::make_intrusive<TruncBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
-}
+  }
   at::Tensor result = below_autograd(trunc_functional_op(), ks, self);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -5663,7 +5663,7 @@ at::Tensor& trunc_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self) {
   if (requires_grad) {
     grad_fn = c10::make_intrusive<TruncBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
-}
+  }
   below_autograd(trunc_inplace_op(), ks, self);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -5732,7 +5732,7 @@ at::Tensor sign_autograd(c10::DispatchKeySet ks, const at::Tensor& self) {
   if (torch::autograd::compute_requires_grad(self)) {
     grad_fn = c10::make_intrusive<SignBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
-}
+  }
   at::Tensor result = below_autograd(sign_functional_op(), ks, self);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -5747,7 +5747,7 @@ at::Tensor& sign_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self) {
   if (requires_grad) {
     grad_fn = c10::make_intrusive<SignBackward>();
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
-}
+  }
   below_autograd(sign_inplace_op(), ks, self);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -5829,7 +5829,7 @@ at::Tensor minimum_autograd(c10::DispatchKeySet ks, const at::Tensor& self, cons
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self, other));
     grad_fn->self_ = SavedVariable(self, false);
     grad_fn->other_ = SavedVariable(other, false);
-}
+  }
   at::Tensor result = below_autograd(minimum_functional_op(), ks, self, other);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -5846,7 +5846,7 @@ at::Tensor& minimum_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self, c
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self, other));
     grad_fn->self_ = SavedVariable(self.clone(), false);
     grad_fn->other_ = SavedVariable(other, false);
-}
+  }
   below_autograd(minimum_inplace_op(), ks, self, other);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -5928,7 +5928,7 @@ at::Tensor fmax_autograd(c10::DispatchKeySet ks, const at::Tensor& self, const a
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self, other));
     grad_fn->self_ = SavedVariable(self, false);
     grad_fn->other_ = SavedVariable(other, false);
-}
+  }
   at::Tensor result = below_autograd(fmax_functional_op(), ks, self, other);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -5945,7 +5945,7 @@ at::Tensor& fmax_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self, cons
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self, other));
     grad_fn->self_ = SavedVariable(self.clone(), false);
     grad_fn->other_ = SavedVariable(other, false);
-}
+  }
   below_autograd(fmax_inplace_op(), ks, self, other);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -6027,7 +6027,7 @@ at::Tensor fmin_autograd(c10::DispatchKeySet ks, const at::Tensor& self, const a
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self, other));
     grad_fn->self_ = SavedVariable(self, false);
     grad_fn->other_ = SavedVariable(other, false);
-}
+  }
   at::Tensor result = below_autograd(fmin_functional_op(), ks, self, other);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -6044,7 +6044,7 @@ at::Tensor& fmin_inplace_autograd(c10::DispatchKeySet ks, at::Tensor& self, cons
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self, other));
     grad_fn->self_ = SavedVariable(self.clone(), false);
     grad_fn->other_ = SavedVariable(other, false);
-}
+  }
   below_autograd(fmin_inplace_op(), ks, self, other);
   torch::autograd::increment_version(self);
   if (grad_fn && torch::autograd::isDifferentiableType(self.scalar_type())) {
@@ -6555,7 +6555,7 @@ at::Tensor where_self_autograd(c10::DispatchKeySet ks, const at::Tensor& conditi
     grad_fn->condition_ = SavedVariable(condition, false);
     grad_fn->self_ = SavedVariable(self, false);
     grad_fn->other_ = SavedVariable(other, false);
-}
+  }
   at::Tensor result = below_autograd(where_self_functional_op(), ks, condition, self, other);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -6624,7 +6624,7 @@ at::Tensor where_ScalarSelf_autograd(c10::DispatchKeySet ks, const at::Tensor& c
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(other));
     grad_fn->condition_ = SavedVariable(condition, false);
     grad_fn->other_ = SavedVariable(other, false);
-}
+  }
   at::Tensor result = below_autograd(where_ScalarSelf_functional_op(), ks, condition, self, other);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);
@@ -6693,7 +6693,7 @@ at::Tensor where_ScalarOther_autograd(c10::DispatchKeySet ks, const at::Tensor& 
     grad_fn->set_next_edges(torch::autograd::collect_next_edges(self));
     grad_fn->condition_ = SavedVariable(condition, false);
     grad_fn->self_ = SavedVariable(self, false);
-}
+  }
   at::Tensor result = below_autograd(where_ScalarOther_functional_op(), ks, condition, self, other);
   if (grad_fn && torch::autograd::isDifferentiableType(result.scalar_type())) {
     torch::autograd::set_history(result, grad_fn);

@@ -87,6 +87,26 @@ INCREMENT = """
           out[i] = static_cast<T>(static_cast<float>(out[i]) + by);
         }}
 """
+# two outputs, one differentiated: the magnitude (T), and the sign (int) its formula reads
+SPLIT_SIGN = """
+  - func: split_sign(Tensor self) -> (Tensor magnitude, Tensor sign)
+    dtypes: [float]
+    reference: {ns}.references.split_sign
+    derivatives:
+      self: grad * sign
+    samples: [{{self: [5, 7]}}, {{self: [0]}}, {{self: {{shape: [4, 6], noncontiguous: true}}}}]
+    compute:
+      outputs:
+        magnitude: {{shape: self.shape}}
+        sign: {{shape: self.shape, dtype: int}}
+      body: |
+        const uint i = thread_position_in_grid.x;
+        if (i < magnitude_numel) {{
+          const float v = static_cast<float>(self[i]);
+          magnitude[i] = static_cast<T>(v < 0 ? -v : v);
+          sign[i] = v < 0 ? -1 : (v > 0 ? 1 : 0);
+        }}
+"""
 THREADGROUP_SUM = "const auto total = c10::metal::threadgroup_sum(partial, acc, lane, threads_per_threadgroup.x);"
 # the simdgroups' sums stored, then read by lane 0 with no barrier between
 NO_BARRIER = ("partial[lane / 32] = simd_sum(acc);\n        opmath_t<T> total = 0;\n"
@@ -140,12 +160,14 @@ def project(tmp_path_factory) -> Path:
     ops = folder / "ops.yaml"
     ops.write_text(ops.read_text() + ROW_SUM.format(ns="kops", reduce=THREADGROUP_SUM)
                    + ROW_SUM.format(ns="kops", reduce=NO_BARRIER).replace("row_sum(", "row_sum_planted(")
-                   + TOO_WIDE + AXPY.format(ns="kops") + ROW_SUM_BACKWARD.format(ns="kops") + INCREMENT.format(ns="kops"))
+                   + TOO_WIDE + AXPY.format(ns="kops") + ROW_SUM_BACKWARD.format(ns="kops") + INCREMENT.format(ns="kops")
+                   + SPLIT_SIGN.format(ns="kops"))
     (folder / "kops" / "references.py").write_text(
         "import torch\n\n\ndef row_sum(self):\n    return self.sum(dim=-1)\n\n\n"
         "def row_sum_backward(grad, self):\n    return grad.unsqueeze(-1).expand(self.shape).clone()\n\n\n"
         "def increment(self, by):\n    return (self.float() + by).to(self.dtype)\n\n\n"
-        "def axpy(self, other, alpha):\n    return (self.float() + alpha * other.float()).to(self.dtype)\n")
+        "def axpy(self, other, alpha):\n    return (self.float() + alpha * other.float()).to(self.dtype)\n\n\n"
+        "def split_sign(self):\n    return self.abs(), torch.sign(self).int()\n")
     env = dict(os.environ, PYTHONPATH=str(ROOT), MAX_JOBS="2")
     _run([sys.executable, "-m", "mpsgen", "build"], folder, env)
     return folder
@@ -202,11 +224,12 @@ def test_a_launch_wider_than_a_threadgroup_is_refused_naming_the_op(project):
 def test_mpsgen_test_passes_the_kernel_entries(project):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     r = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_ops.py", "-k",
-              "(row_sum and not planted) or axpy or increment"], project, env, check=False)
+              "(row_sum and not planted) or axpy or increment or split_sign"], project, env, check=False)
     assert r.returncode == 0, r.stdout[-3000:]
-    # row_sum, row_sum_backward: float32, float16, bfloat16; axpy, increment: those and int32; each
-    # with its out= (and increment_) bit for bit, opcheck, torch.compile, row_sum's gradient
-    assert "14 passed" in r.stdout, r.stdout[-3000:]
+    # row_sum, row_sum_backward, split_sign: float32, float16, bfloat16; axpy, increment: those and
+    # int32; each with its out= (and increment_) bit for bit, opcheck, torch.compile, row_sum's and
+    # split_sign's gradients
+    assert "17 passed" in r.stdout, r.stdout[-3000:]
 
 
 def test_a_backward_that_is_a_kernel_entry_runs_and_the_variants_register(project):
@@ -240,6 +263,11 @@ def test_a_backward_that_is_a_kernel_entry_runs_and_the_variants_register(projec
                 torch.ops.kops.row_sum(torch.ones((), device=device))
             except IndexError as e:
                 print(device, "check:", str(e).splitlines()[0])
+        # two outputs: the magnitude differentiated through the formula reading the sign output
+        v = torch.tensor([-2.0, 0.0, 3.0], requires_grad=True)
+        magnitude, sign = torch.ops.kops.split_sign(v)
+        magnitude.backward(torch.tensor([1.0, 1.0, 10.0]))
+        print("split_sign", magnitude.grad_fn.name(), sign.requires_grad, sign.dtype, v.grad.tolist())
         z = torch.ones(3, requires_grad=True)
         try:
             torch.ops.kops.increment(z, 1.0).sum().backward()
@@ -252,6 +280,7 @@ def test_a_backward_that_is_a_kernel_entry_runs_and_the_variants_register(projec
     assert "backward launched ['row_sum_backward_float']" in out, out
     assert "grad True" in out and "out torch.Size([5]) True" in out
     assert "reference shape (5, 100) (5, 100)" in out, out
+    assert "split_sign SplitSignBackward False torch.int32 [-1.0, 0.0, 10.0]" in out, out
     assert any(line.startswith("out with grad: kops::row_sum.out: functions with out=... arguments don't support "
                                "automatic differentiation") for line in out), out
     # a non-contiguous self: launched into its contiguous copy, copied back (hand-computed values)
@@ -313,6 +342,8 @@ def test_the_kernel_signature_binds_what_the_body_uses(project):
     (("grid: [out.numel() * 256]", "grid: [out.numel() * warp]"), "'warp' is no int argument or launch limit"),
     (("row_sum_backward(grad, self)", "row_sum_backward(grad, slef)"), "key 'derivatives': the formula for 'self' "),
     (("dtypes: [float]", "dtypes: [int]"), "key 'derivatives': its kernels are for int: integer and bool results"),
+    (('out: {shape: "[*self.shape[:-1]]"}', 'out: {shape: "[*self.shape[:-1]]", dtype: int}'),
+     "key 'derivatives': a kernel entry with derivatives has one output of the template dtype T (got out: int)"),
     (("dtypes: [float]", "dtypes: [float]\n    implements: aten"), "key 'derivatives': an `implements: aten` entry "
      "differentiates as torch's aten op does"),
 ])
@@ -339,6 +370,18 @@ def test_an_output_shaped_by_the_reference_takes_the_shape_of_its_result_and_mus
     with pytest.raises(RuntimeError, match=r"its reference torch.outer gives 1 result\(s\), and the entry has 2 "):
         fake_compute(dataclasses.replace(spec, outputs=[("a", "reference", None), ("b", "reference", None)]),
                      {"self": x, "other": y}, {}, (x, y))
+
+
+def test_the_formulas_of_an_entry_with_several_outputs_read_them_by_name(tmp_path):
+    (tmp_path / "ops.yaml").write_text("namespace: kops\nops:\n" + SPLIT_SIGN.format(ns="kops"))
+    op, = load(tmp_path / "ops.yaml").compute_ops
+    assert (op.differentiable, op.grad_output, [(d.arg, d.formula) for d in op.derivatives]) == (
+        True, 0, [("self", "grad * sign")])
+    (tmp_path / "ops.yaml").write_text("namespace: kops\nops:\n" + SPLIT_SIGN.format(ns="kops").replace(
+        "grad * sign", "grad * result"))
+    with pytest.raises(RegistryError, match=r"the formula for 'self' uses unknown name\(s\) result; a formula may "
+                       r"use grad, magnitude, sign and the arguments \(self\)"):
+        load(tmp_path / "ops.yaml")
 
 
 def test_the_variants_of_an_entry_of_its_own_namespace(tmp_path):

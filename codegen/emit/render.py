@@ -64,6 +64,7 @@ def _environment() -> jinja2.Environment:
     env.globals["torch_features"] = FEATURES
     env.globals.update(cpp_params=cpp_params, kernel_inputs=kernel_inputs, py_params=py_params,
                        grad_inputs=grad_inputs, saved_args=saved_args, saves_result=saves_result,
+                       saved_outputs=saved_outputs,
                        kept_type=kept_type, op_signature=op_signature, result_type=result_type, node_name=node_name, param_fields=param_fields,
                        parser_signature=parser_signature, binding_groups=binding_groups,
                        param_values=param_values, params_type=params_type, alpha_as_params=alpha_as_params, cpp_args=cpp_args, kernel_args=kernel_args,
@@ -226,6 +227,13 @@ def saved_args(entry: Entry) -> list:
 
 def saves_result(entry: Entry) -> bool:
     return "result" in _formula_names(entry)
+
+
+def saved_outputs(entry) -> list[tuple[int, str]]:
+    """(index, name) of each output of a kernel entry with several that its formulas read."""
+    used = _formula_names(entry)
+    outputs = getattr(entry, "outputs", ())
+    return [(i, t.name) for i, t in enumerate(outputs) if len(outputs) > 1 and t.name in used]
 
 
 _KEPT_TYPE = {"Scalar": "at::Scalar", "int": "int64_t", "float": "double", "bool": "bool", "str": "std::string"}

@@ -15,6 +15,7 @@ from torchgen.model import FunctionSchema
 from .argmodel import schema_args
 from .dtypes import DTYPES, OPMATH
 from .kernel_signature import Parameter
+from .compute_variants import floating
 from .model import Derivative, Location, inplace_order
 
 TEMPLATE = "T"  # a tensor of the template dtype: one kernel per registered dtype
@@ -235,9 +236,14 @@ class ComputeOp:
 
     @property
     def differentiable(self) -> bool:
-        """Whether it has a backward node: one output, of the template dtype, some dtype floating."""
-        return len(self.outputs) == 1 and self.outputs[0].dtype == TEMPLATE and \
-            any(DTYPES[t].kind in ("float", "complex") for t in self.dtypes)
+        """Whether it has a backward node: one output of the template dtype (beside any of fixed
+        dtypes), some dtype floating."""
+        return sum(t.dtype == TEMPLATE for t in self.outputs) == 1 and floating(self.dtypes)
+
+    @property
+    def grad_output(self) -> int:
+        """The index of the output it differentiates (the one of the template dtype)."""
+        return next(i for i, t in enumerate(self.outputs) if t.dtype == TEMPLATE)
 
     @property
     def impl_namespace(self) -> str | None:

@@ -49,20 +49,28 @@ def own_schemas(schema: FunctionSchema, outputs, first_tensor: str) -> tuple[tup
 def derivatives(entry, schema: FunctionSchema, outputs, dtypes, implements: str, label: str, line: int,
                 errors) -> tuple[Derivative, ...]:
     """The entry's `derivatives:` (formulas.py's checks), where a kernel entry may have them:
-    of its own namespace, with one output of the template dtype (its float dtypes differentiate)."""
+    of its own namespace, with one output of the template dtype (its float dtypes differentiate);
+    beside it, outputs of fixed dtypes (indices, exponents), which are not differentiated and
+    which the formulas read by name."""
     if "derivatives" not in entry:
         return ()
     if implements:
         errors.add(line, label, "derivatives", "an `implements: aten` entry differentiates as torch's aten op does "
                    "(derivatives.yaml); remove 'derivatives'")
         return ()
-    if len(outputs) != 1 or outputs[0].dtype != "T":
-        errors.add(line, label, "derivatives", "a kernel entry with derivatives has one output, of the template "
-                   f"dtype T (got {', '.join(f'{t.name}: {t.dtype}' for t in outputs) or 'none'}); several "
-                   "outputs' gradients are not generated yet")
+    if sum(t.dtype == "T" for t in outputs) != 1:
+        errors.add(line, label, "derivatives", "a kernel entry with derivatives has one output of the template "
+                   f"dtype T (got {', '.join(f'{t.name}: {t.dtype}' for t in outputs) or 'none'}), the one "
+                   "differentiated; the gradients of several such outputs are not generated yet")
         return ()
-    if not any(DTYPES[t].kind in ("float", "complex") for t in dtypes):
+    if not floating(dtypes):
         errors.add(line, label, "derivatives", f"its kernels are for {', '.join(dtypes)}: integer and bool results, "
                    "which autograd does not differentiate; remove 'derivatives'")
         return ()
-    return check_derivatives(entry["derivatives"], schema, schema_args(schema), label, line, errors)
+    return check_derivatives(entry["derivatives"], schema, schema_args(schema), label, line, errors,
+                             tuple(t.name for t in outputs) if len(outputs) > 1 else ())
+
+
+def floating(dtypes) -> bool:
+    """Whether some of the template dtypes is floating (or complex): what autograd differentiates."""
+    return any(DTYPES[t].kind in ("float", "complex") for t in dtypes)

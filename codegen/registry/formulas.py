@@ -118,14 +118,17 @@ def check(formula: str) -> Formula | str:
 FORMULA_NAMES = {"grad", "result"}
 
 
-def check_derivatives(spec, schema, args, label, line, errors) -> tuple[Derivative, ...]:
+def check_derivatives(spec, schema, args, label, line, errors, outputs: tuple[str, ...] = ()) -> tuple[Derivative, ...]:
+    """`outputs`: the names of a kernel entry's several outputs, which its formulas read (their
+    values) in the place of `result`; `grad` is then the gradient of its one differentiable output."""
     tensors = [a.name for a in args if a.kind == "Tensor"]
     if not isinstance(spec, dict) or not spec:
         errors.add(line, label, "derivatives",
                    f"expected a mapping from Tensor arguments ({', '.join(tensors)}) to formulas, "
                    "e.g. {self: grad * result.conj()}")
         return ()
-    allowed = FORMULA_NAMES | {a.name for a in args}
+    allowed = (FORMULA_NAMES - ({"result"} if outputs else set())) | {a.name for a in args} | set(outputs)
+    readable = f"grad, {', '.join(outputs) if outputs else 'result'}"
     key_lines = getattr(spec, "key_lines", {})
     found = []
     for arg, formula in spec.items():
@@ -146,7 +149,7 @@ def check_derivatives(spec, schema, args, label, line, errors) -> tuple[Derivati
         if unknown:
             errors.add(item_line, label, "derivatives",
                        f"the formula for {arg!r} uses unknown name(s) {', '.join(unknown)}; a formula may use "
-                       f"grad, result and the arguments ({', '.join(a.name for a in args)}), and call "
+                       f"{readable} and the arguments ({', '.join(a.name for a in args)}), and call "
                        "ATen's functions (derivatives.yaml's C++) and handle_r_to_c")
             continue
         found.append(Derivative(arg, checked.text, item_line, frozenset(names)))
