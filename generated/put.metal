@@ -37,11 +37,19 @@ template [[host_name("put_float")]] kernel void put<float>(
     constant bool& accumulate [[buffer(4)]],
     constant long& out_numel [[buffer(5)]],
     uint3 thread_position_in_grid [[thread_position_in_grid]]);
-template [[host_name("put_int")]] kernel void put<int>(
-    constant int* self [[buffer(0)]],
+template [[host_name("put_half")]] kernel void put<half>(
+    constant half* self [[buffer(0)]],
     constant long* index [[buffer(1)]],
-    constant int* source [[buffer(2)]],
-    device int* out [[buffer(3)]],
+    constant half* source [[buffer(2)]],
+    device half* out [[buffer(3)]],
+    constant bool& accumulate [[buffer(4)]],
+    constant long& out_numel [[buffer(5)]],
+    uint3 thread_position_in_grid [[thread_position_in_grid]]);
+template [[host_name("put_bfloat")]] kernel void put<bfloat>(
+    constant bfloat* self [[buffer(0)]],
+    constant long* index [[buffer(1)]],
+    constant bfloat* source [[buffer(2)]],
+    device bfloat* out [[buffer(3)]],
     constant bool& accumulate [[buffer(4)]],
     constant long& out_numel [[buffer(5)]],
     uint3 thread_position_in_grid [[thread_position_in_grid]]);
@@ -50,6 +58,46 @@ template [[host_name("put_long")]] kernel void put<long>(
     constant long* index [[buffer(1)]],
     constant long* source [[buffer(2)]],
     device long* out [[buffer(3)]],
+    constant bool& accumulate [[buffer(4)]],
+    constant long& out_numel [[buffer(5)]],
+    uint3 thread_position_in_grid [[thread_position_in_grid]]);
+template [[host_name("put_int")]] kernel void put<int>(
+    constant int* self [[buffer(0)]],
+    constant long* index [[buffer(1)]],
+    constant int* source [[buffer(2)]],
+    device int* out [[buffer(3)]],
+    constant bool& accumulate [[buffer(4)]],
+    constant long& out_numel [[buffer(5)]],
+    uint3 thread_position_in_grid [[thread_position_in_grid]]);
+template [[host_name("put_short")]] kernel void put<short>(
+    constant short* self [[buffer(0)]],
+    constant long* index [[buffer(1)]],
+    constant short* source [[buffer(2)]],
+    device short* out [[buffer(3)]],
+    constant bool& accumulate [[buffer(4)]],
+    constant long& out_numel [[buffer(5)]],
+    uint3 thread_position_in_grid [[thread_position_in_grid]]);
+template [[host_name("put_uchar")]] kernel void put<uchar>(
+    constant uchar* self [[buffer(0)]],
+    constant long* index [[buffer(1)]],
+    constant uchar* source [[buffer(2)]],
+    device uchar* out [[buffer(3)]],
+    constant bool& accumulate [[buffer(4)]],
+    constant long& out_numel [[buffer(5)]],
+    uint3 thread_position_in_grid [[thread_position_in_grid]]);
+template [[host_name("put_char")]] kernel void put<char>(
+    constant char* self [[buffer(0)]],
+    constant long* index [[buffer(1)]],
+    constant char* source [[buffer(2)]],
+    device char* out [[buffer(3)]],
+    constant bool& accumulate [[buffer(4)]],
+    constant long& out_numel [[buffer(5)]],
+    uint3 thread_position_in_grid [[thread_position_in_grid]]);
+template [[host_name("put_bool")]] kernel void put<bool>(
+    constant bool* self [[buffer(0)]],
+    constant long* index [[buffer(1)]],
+    constant bool* source [[buffer(2)]],
+    device bool* out [[buffer(3)]],
     constant bool& accumulate [[buffer(4)]],
     constant long& out_numel [[buffer(5)]],
     uint3 thread_position_in_grid [[thread_position_in_grid]]);

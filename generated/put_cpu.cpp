@@ -11,8 +11,8 @@
 
 namespace {
 
-// ops.yaml:2005: put, its kernels registered for float, int, long
-const mpsgen::compute::ComputeSpec put_spec{"aten::put", "ops.yaml:2005", {c10::kFloat, c10::kInt, c10::kLong}};
+// ops.yaml:2005: put, its kernels registered for float, half, bfloat, long, int, short, uchar, char, bool
+const mpsgen::compute::ComputeSpec put_spec{"aten::put", "ops.yaml:2005", {c10::kFloat, c10::kHalf, c10::kBFloat16, c10::kLong, c10::kInt, c10::kShort, c10::kByte, c10::kChar, c10::kBool}};
 // ops.yaml:2005: what every variant of put checks of its arguments; the dtype T its kernel is for
 c10::ScalarType put_check(const at::Tensor& self, const at::Tensor& index, const at::Tensor& source, bool accumulate) {
   const auto& spec = put_spec;
@@ -40,7 +40,7 @@ void put_run(c10::ScalarType T, const at::Tensor& self, const at::Tensor& index,
       {self_c.data_ptr(), self_c.nbytes(), uint32_t(self_c.element_size()), "self"},
       {index_c.data_ptr(), index_c.nbytes(), uint32_t(index_c.element_size()), "index"},
       {source_c.data_ptr(), source_c.nbytes(), uint32_t(source_c.element_size()), "source"},
-      {out_c.data_ptr(), out_c.nbytes(), uint32_t(out_c.element_size()), "out"},
+      {out_c.data_ptr(), mpsgen::compute::bound_bytes(out_c, true), uint32_t(out_c.element_size()), "out"},
       {const_cast<void*>(static_cast<const void*>(&accumulate_v)), sizeof(accumulate_v), sizeof(accumulate_v), "accumulate"},
       {const_cast<void*>(static_cast<const void*>(&out_numel)), sizeof(out_numel), sizeof(out_numel), "out_numel"}
     }, launch);
@@ -50,7 +50,11 @@ void put_run(c10::ScalarType T, const at::Tensor& self, const at::Tensor& index,
 // ops.yaml:2005: aten::put_
 at::Tensor& put_inplace_cpu(at::Tensor& self, const at::Tensor& index, const at::Tensor& source, bool accumulate) {
   const c10::ScalarType T = put_check(self, index, source, accumulate);
-  at::Tensor out_w = self.is_contiguous() ? self : self.contiguous();  // out is self
+  // out is self, or a copy: whole 4-byte words for the kernel's atomics
+  at::Tensor out_w = mpsgen::compute::working_output(self, self.sizes(), self.options(), true);
+  if (!out_w.is_same(self)) {
+    out_w.copy_(self);
+  }
   put_run(T, self, index, source, accumulate, out_w);
   if (!out_w.is_same(self)) {
     self.copy_(out_w);

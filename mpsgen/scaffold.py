@@ -132,27 +132,31 @@ def _reference(name: str, opinfo) -> str:
     return f"torch.ops.aten.{name}"
 
 
-def _result_dtypes(schema, dtypes) -> dict:
-    """{input dtype: result dtype} of aten's op on meta tensors (all Tensor inputs of that
-    dtype, other arguments at their defaults, or 1 where they have none)."""
+def meta_results(schema, dtype) -> tuple | None:
+    """aten's op on meta tensors: every Tensor input of `dtype`, the other arguments at their
+    defaults, or 1 (False for a bool) where they have none; its results, or None where it raises."""
     import torch
 
     from .samples import op_overload
 
     fn = op_overload("aten", f"{schema.name.name}.{schema.name.overload_name or 'default'}")
-    found = {}
-    for dtype in dtypes:
-        args = []
-        for a in schema.arguments.flat_positional:
-            if str(a.type).startswith("Tensor"):
-                args.append(torch.empty(3, dtype=dtype, device="meta"))
-            elif a.default is None:
-                args.append(False if str(a.type) == "bool" else 1)
-        try:
-            found[dtype] = fn(*args).dtype
-        except Exception:  # noqa: BLE001  (the dtype is left out; the entry's comment says so)
-            continue
-    return found
+    args = []
+    for a in schema.arguments.flat_positional:
+        if str(a.type).startswith("Tensor"):
+            args.append(torch.empty(3, dtype=dtype, device="meta"))
+        elif a.default is None:
+            args.append(False if str(a.type) == "bool" else 1)
+    try:
+        results = fn(*args)
+    except Exception:  # noqa: BLE001  (the caller leaves the dtype out)
+        return None
+    return results if isinstance(results, tuple) else (results,)
+
+
+def _result_dtypes(schema, dtypes) -> dict:
+    """{input dtype: result dtype} of aten's op on meta tensors (meta_results); a dtype it
+    refuses is left out (the entry's comment says so)."""
+    return {dtype: r[0].dtype for dtype in dtypes if (r := meta_results(schema, dtype)) is not None}
 
 
 def _dtype_items(pairs: dict, n_tensors: int) -> list[str]:

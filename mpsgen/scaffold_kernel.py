@@ -38,21 +38,15 @@ def _result_dtypes(schema, dtypes, aten: bool) -> list[str]:
     import torch
 
     from .codegen.registry.dtypes import DTYPES
-    from .samples import op_overload
+    from .scaffold import meta_results
 
     if not aten:
         return ["T"] * len(schema.returns)
     metal = {getattr(torch, d.torch): m for m, d in DTYPES.items()}
-    fn = op_overload("aten", f"{schema.name.name}.{schema.name.overload_name or 'default'}")
     seen: list[set] = [set() for _ in schema.returns]
     for dtype in dtypes:
-        args = [torch.empty(3, dtype=dtype, device="meta") if str(a.type).startswith("Tensor") else
-                (False if str(a.type) == "bool" else 1) for a in schema.arguments.flat_positional if a.default is None]
-        try:
-            results = fn(*args)
-        except Exception:  # noqa: BLE001  (the dtype tells nothing; the others decide)
-            continue
-        for found, r in zip(seen, results if isinstance(results, tuple) else (results,)):
+        # a dtype aten refuses tells nothing; the others decide
+        for found, r in zip(seen, meta_results(schema, dtype) or ()):
             found.add("T" if r.dtype == dtype else metal.get(r.dtype, "T"))
     return [next(iter(s)) if len(s) == 1 else "T" for s in seen]
 

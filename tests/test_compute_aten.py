@@ -44,8 +44,11 @@ def test_an_out_variant_resizes_its_outputs_and_the_in_place_one_writes_into_sel
     assert "at::native::resize_output(out, out_shape);" in take
     assert 'm.impl("take.out", TORCH_FN(take_out_cpu));' in take
     put = (ROOT / "generated" / "put_cpu.cpp").read_text()
-    assert "at::Tensor out_w = self.is_contiguous() ? self : self.contiguous();  // out is self" in put
+    # into self where it is contiguous of 4-byte elements; else into a copy, of whole words for the
+    # atomics on a 1- or 2-byte element, then copied back
+    assert "at::Tensor out_w = mpsgen::compute::working_output(self, self.sizes(), self.options(), true);" in put
     assert "self.copy_(out_w);" in put
+    assert "mpsgen::compute::bound_bytes(out_c, true)" in put
     frexp = (ROOT / "generated" / "frexp_Tensor_cpu.cpp").read_text()
     assert "std::tuple<at::Tensor&, at::Tensor&> frexp_Tensor_out_cpu(const at::Tensor& self, at::Tensor& mantissa, " \
            "at::Tensor& exponent)" in frexp
@@ -156,3 +159,36 @@ def test_aten_differentiates_the_shipped_kernel_entries_through_our_kernels(tmp_
     # zeros) for self and grad.take(index) for the source: ours
     assert "put_float" in ours["take"][2], ours["take"][2]
     assert {"put_float", "take_float"} <= set(ours["put"][2]), ours["put"][2]
+
+
+SUB_WORD_PUT = '''
+import torch, mpsgen.ops
+from mpsgen import runtime
+C = runtime.extension("mpsgen")
+for dtype in (torch.int8, torch.int16, torch.float16, torch.bool):
+    base = torch.arange(8).to(dtype)
+    view = base[1:4]  # its elements share their 4-byte words with base's others
+    C.cpu_take_launches()
+    view.put_(torch.tensor([0, 2, 2]), torch.tensor([10, 20, 30]).to(dtype), accumulate=True)
+    print(str(dtype)[6:], base.tolist(), C.cpu_take_launches())
+'''
+
+
+@pytest.mark.parametrize("check", ["0", "1"])
+def test_put_of_one_and_two_byte_elements_stays_within_the_tensor(check):
+    """c10/metal's AtomicType adds to a 1- or 2-byte element by a compare-and-swap of the 4-byte
+    word around it: launched into whole words of its own (compute_host.h's working_output), the
+    neighbours of a view keep their values, and the checked variant finds no access out of
+    bounds. Hand-computed: [1, 2, 3] + (10 at 0; 20 and 30 at 2)."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, MPSGEN_ATEN_CPU_OVERRIDES="1", MPSGEN_CPU_CHECK=check, PYTHONPATH=str(ROOT))
+    r = subprocess.run([sys.executable, "-c", SUB_WORD_PUT], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = r.stdout.splitlines()
+    for name in ("int8", "int16", "float16"):
+        values = "[0, 11, 2, 53, 4, 5, 6, 7]" if name != "float16" else "[0.0, 11.0, 2.0, 53.0, 4.0, 5.0, 6.0, 7.0]"
+        assert f"{name} {values} ['put_{'char' if name == 'int8' else 'short' if name == 'int16' else 'half'}']" in out, out
+    assert "bool [False, True, True, True, True, True, True, True] ['put_bool']" in out, out

@@ -199,6 +199,14 @@ class ComputeOp:
         return str(self.schema.name)
 
     @property
+    def word_atomics(self) -> bool:
+        """Whether its kernel uses atomics, which on an element of 1 or 2 bytes (c10/metal's
+        AtomicType: a compare-and-swap of the 4-byte word around it) reach the whole word: on the
+        CPU backend its outputs are then launched into buffers of whole words (compute_host.h's
+        working_output), which the GPU's allocations are."""
+        return re.search(r"\b(?:atomic\w*|AtomicType\w*)\b", self.body or self.function) is not None
+
+    @property
     def args(self):
         """The schema's arguments (argmodel.Arg), as sample binding reads them."""
         return schema_args(self.schema)

@@ -89,6 +89,27 @@ void check_out(const ComputeSpec& spec, const char* name, const at::Tensor& out,
               name, "' to be ", c10::typeMetaToScalarType(expected.dtype()), ", got ", out.scalar_type());
 }
 
+at::Tensor working_output(const at::Tensor& given, c10::IntArrayRef shape, const c10::TensorOptions& options,
+                          bool words) {
+  const int64_t size = options.dtype().itemsize();
+  const bool padded = words && size < 4;
+  if (given.defined() && given.is_contiguous() && !padded) {
+    return given;
+  }
+  if (!padded) {
+    return at::empty(shape, options);
+  }
+  const int64_t numel = c10::multiply_integers(shape);
+  const int64_t per_word = 4 / size;
+  // a new allocation starts on a 64-byte boundary (c10's CPU allocator)
+  return at::empty({(numel + per_word - 1) / per_word * per_word}, options).narrow(0, 0, numel).view(shape);
+}
+
+uint64_t bound_bytes(const at::Tensor& t, bool words) {
+  const uint64_t own = t.nbytes();
+  return words && t.element_size() < 4 ? std::min<uint64_t>((own + 3) / 4 * 4, t.storage().nbytes()) : own;
+}
+
 void check_indices(const ComputeSpec& spec, const char* name, const at::Tensor& index, int64_t size) {
   if (index.numel() == 0) {
     return;

@@ -45,6 +45,18 @@ void check_devices(const ComputeSpec& spec, c10::DeviceType device,
 // An out= tensor: on the inputs' device, of the dtype the entry gives it (as torch's out= ops
 // refuse another dtype); its shape is then resized (at::native::resize_output).
 void check_out(const ComputeSpec& spec, const char* name, const at::Tensor& out, const c10::TensorOptions& expected);
+// The tensor a launch writes an output into: `given` (an out= tensor, or in-place's self) where
+// it is defined and contiguous, else a new contiguous tensor of `shape`. With `words` (the CPU
+// backend, for a kernel with atomics), an output of 1- or 2-byte elements is always a new one
+// whose bytes are whole 4-byte words from a 4-byte boundary: c10/metal's AtomicType updates such
+// an element by a compare-and-swap of the word around it, which for the first or last element
+// of a tensor would reach bytes that are not its own.
+at::Tensor working_output(const at::Tensor& given, c10::IntArrayRef shape, const c10::TensorOptions& options,
+                          bool words);
+// The bytes of `t` a kernel may touch: its own, and with `words` (working_output's) the rest of
+// its last 4-byte word, which working_output allocated.
+uint64_t bound_bytes(const at::Tensor& t, bool words);
+
 // `indices:` every value of the long tensor `index` indexes `size` elements: -size <= i < size
 // (negative ones count from the end, as torch's); else an IndexError as torch's take and put_ give.
 void check_indices(const ComputeSpec& spec, const char* name, const at::Tensor& index, int64_t size);
