@@ -143,8 +143,9 @@ def new_kernel(project: Project, op: str, aten: bool = False) -> str:
              "inputs contiguous;",
              f"  # `{first}_sizes`, `{first}_numel` and the other layouts are bound where the body reads them. "
              "Edit each",
-             "  # output's shape rule, and the grid and threadgroup where the kernel needs others. generate "
-             "refuses an empty body.",
+             "  # output's shape (`reference`: its reference's result's, on meta tensors; a rule of sizes "
+             "costs no call into Python),",
+             "  # and the grid and threadgroup where the kernel needs others. generate refuses an empty body.",
              f"  - func: {schema}"]
     if aten:
         lines.append("    implements: aten")
@@ -167,7 +168,7 @@ def new_kernel(project: Project, op: str, aten: bool = False) -> str:
         lines.append(f"      tensors: {{{', '.join(f'{n}: {d}' for n, d in fixed.items())}}}")
     lines.append("      outputs:")
     for name, dtype in outputs:
-        lines.append(f"        {name}: {{shape: {shapes.get(name, first + '.shape')}"
+        lines.append(f"        {name}: {{shape: {shapes.get(name, 'reference')}"
                      + (f", dtype: {dtype}" if dtype != "T" else "") + "}")
     lines += ['      body: ""', ""]
     entry = "\n".join(lines)

@@ -416,22 +416,27 @@ def test_mpsgen_new_kernel_scaffolds_an_entry_that_generates_once_its_body_is_wr
     mpsgen = [sys.executable, "-m", "mpsgen"]
     own = _run([*mpsgen, "new", "row_max(Tensor self) -> Tensor", "--kernel"], folder, env).stdout
     assert "  - func: row_max(Tensor self) -> Tensor\n    dtypes: [float]\n    reference: nk.references.row_max\n" \
-           "    samples: [{self: [5, 7]}, {self: [0]}]\n    compute:\n      outputs:\n        out: {shape: self.shape}\n" \
+           "    samples: [{self: [5, 7]}, {self: [0]}]\n    compute:\n      outputs:\n        out: {shape: reference}\n" \
            '      body: ""\n' in own
     assert "def row_max(self):\n    raise NotImplementedError" in (folder / "nk" / "references.py").read_text()
     # aten's take: its OpInfo's sample gives index's dtype and the output's shape
     take = _run([*mpsgen, "new", "take", "--kernel", "--aten"], folder, env).stdout
     assert "    implements: aten\n" in take and "    opinfo: take\n" in take and "      tensors: {index: long}\n" in take
     assert "        out: {shape: index.shape}\n" in take
+    # pdist's: its output is no input's shape, so the reference's result shapes it
+    pdist = _run([*mpsgen, "new", "_pdist_forward", "--kernel", "--aten"], folder, env).stdout
+    assert "        out: {shape: reference}\n" in pdist, pdist
     refused = _run([*mpsgen, "generate"], folder, env, check=False)
     text = (folder / "ops.yaml").read_text()
     bodies = [i + 1 for i, line in enumerate(text.splitlines()) if line == '      body: ""']
-    assert refused.returncode == 1 and [f"ops.yaml:{n}:" in refused.stderr for n in bodies] == [True, True]
+    assert refused.returncode == 1 and [f"ops.yaml:{n}:" in refused.stderr for n in bodies] == [True] * 3
     assert "key 'compute.body': expected Metal code" in refused.stderr
     (folder / "ops.yaml").write_text(text.replace('      body: ""', "      body: |\n"
                                                   "        const uint i = thread_position_in_grid.x;\n"
                                                   "        if (i < out_numel) out[i] = self[i];"))
     _run([*mpsgen, "generate"], folder, env)
     assert (folder / "nk" / "generated" / "row_max.metal").is_file() and (folder / "nk" / "generated" / "take_mps.mm").is_file()
+    assert "const auto like = mpsgen::compute::reference_outputs(_pdist_forward_spec, {self, p});" in \
+        (folder / "nk" / "generated" / "_pdist_forward_cpu.cpp").read_text()
     again = _run([*mpsgen, "new", "take", "--kernel"], folder, env, check=False)
     assert again.returncode == 1 and "already has take; nothing was changed" in again.stdout + again.stderr
