@@ -101,3 +101,19 @@ template [[host_name("put_bool")]] kernel void put<bool>(
     constant bool& accumulate [[buffer(4)]],
     constant long& out_numel [[buffer(5)]],
     uint3 thread_position_in_grid [[thread_position_in_grid]]);
+template [[host_name("put_float2")]] kernel void put<float2>(
+    constant float2* self [[buffer(0)]],
+    constant long* index [[buffer(1)]],
+    constant float2* source [[buffer(2)]],
+    device float2* out [[buffer(3)]],
+    constant bool& accumulate [[buffer(4)]],
+    constant long& out_numel [[buffer(5)]],
+    uint3 thread_position_in_grid [[thread_position_in_grid]]);
+template [[host_name("put_half2")]] kernel void put<half2>(
+    constant half2* self [[buffer(0)]],
+    constant long* index [[buffer(1)]],
+    constant half2* source [[buffer(2)]],
+    device half2* out [[buffer(3)]],
+    constant bool& accumulate [[buffer(4)]],
+    constant long& out_numel [[buffer(5)]],
+    uint3 thread_position_in_grid [[thread_position_in_grid]]);

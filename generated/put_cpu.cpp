@@ -11,8 +11,8 @@
 
 namespace {
 
-// ops.yaml:2005: put, its kernels registered for float, half, bfloat, long, int, short, uchar, char, bool
-const mpsgen::compute::ComputeSpec put_spec{"aten::put", "ops.yaml:2005", {c10::kFloat, c10::kHalf, c10::kBFloat16, c10::kLong, c10::kInt, c10::kShort, c10::kByte, c10::kChar, c10::kBool}};
+// ops.yaml:2005: put, its kernels registered for float, half, bfloat, long, int, short, uchar, char, bool, float2, half2
+const mpsgen::compute::ComputeSpec put_spec{"aten::put", "ops.yaml:2005", {c10::kFloat, c10::kHalf, c10::kBFloat16, c10::kLong, c10::kInt, c10::kShort, c10::kByte, c10::kChar, c10::kBool, c10::kComplexFloat, c10::kComplexHalf}};
 // ops.yaml:2005: what every variant of put checks of its arguments; the dtype T its kernel is for
 c10::ScalarType put_check(const at::Tensor& self, const at::Tensor& index, const at::Tensor& source, bool accumulate) {
   const auto& spec = put_spec;

@@ -76,3 +76,15 @@ template [[host_name("take_bool")]] kernel void take<bool>(
     device bool* out [[buffer(2)]],
     constant long& self_numel [[buffer(3)]],
     uint3 thread_position_in_grid [[thread_position_in_grid]]);
+template [[host_name("take_float2")]] kernel void take<float2>(
+    constant float2* self [[buffer(0)]],
+    constant long* index [[buffer(1)]],
+    device float2* out [[buffer(2)]],
+    constant long& self_numel [[buffer(3)]],
+    uint3 thread_position_in_grid [[thread_position_in_grid]]);
+template [[host_name("take_half2")]] kernel void take<half2>(
+    constant half2* self [[buffer(0)]],
+    constant long* index [[buffer(1)]],
+    device half2* out [[buffer(2)]],
+    constant long& self_numel [[buffer(3)]],
+    uint3 thread_position_in_grid [[thread_position_in_grid]]);

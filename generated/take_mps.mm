@@ -12,8 +12,8 @@
 
 namespace {
 
-// ops.yaml:1978: take, its kernels registered for float, half, bfloat, long, int, short, uchar, char, bool
-const mpsgen::compute::ComputeSpec take_spec{"aten::take", "ops.yaml:1978", {c10::kFloat, c10::kHalf, c10::kBFloat16, c10::kLong, c10::kInt, c10::kShort, c10::kByte, c10::kChar, c10::kBool}};
+// ops.yaml:1978: take, its kernels registered for float, half, bfloat, long, int, short, uchar, char, bool, float2, half2
+const mpsgen::compute::ComputeSpec take_spec{"aten::take", "ops.yaml:1978", {c10::kFloat, c10::kHalf, c10::kBFloat16, c10::kLong, c10::kInt, c10::kShort, c10::kByte, c10::kChar, c10::kBool, c10::kComplexFloat, c10::kComplexHalf}};
 // ops.yaml:1978: what every variant of take checks of its arguments; the dtype T its kernel is for
 c10::ScalarType take_check(const at::Tensor& self, const at::Tensor& index) {
   const auto& spec = take_spec;
