@@ -48,7 +48,7 @@ at::Tensor _pdist_forward_mps(const at::Tensor& self, double p) {
   }();
   const auto out_options = self.options().dtype(T);
 
-  at::Tensor out_w = at::empty(out_shape, out_options);
+  at::Tensor out_w = mpsgen::compute::working_output({}, out_shape, out_options, false);
   _pdist_forward_run(T, self, p, out_w);
   return out_w;
 }

@@ -48,7 +48,7 @@ std::tuple<at::Tensor&, at::Tensor&> frexp_Tensor_out_mps(const at::Tensor& self
 
   mpsgen::compute::check_out(frexp_Tensor_spec, "mantissa", mantissa, mantissa_options);
   at::native::resize_output(mantissa, mantissa_shape);
-  at::Tensor mantissa_w = mantissa.is_contiguous() ? mantissa : at::empty(mantissa_shape, mantissa_options);
+  at::Tensor mantissa_w = mpsgen::compute::working_output(mantissa, mantissa_shape, mantissa_options, false);
   const c10::DimVector exponent_shape = [&] {
     c10::DimVector shape;
     shape.append(self.sizes().begin(), self.sizes().end());
@@ -58,7 +58,7 @@ std::tuple<at::Tensor&, at::Tensor&> frexp_Tensor_out_mps(const at::Tensor& self
 
   mpsgen::compute::check_out(frexp_Tensor_spec, "exponent", exponent, exponent_options);
   at::native::resize_output(exponent, exponent_shape);
-  at::Tensor exponent_w = exponent.is_contiguous() ? exponent : at::empty(exponent_shape, exponent_options);
+  at::Tensor exponent_w = mpsgen::compute::working_output(exponent, exponent_shape, exponent_options, false);
   frexp_Tensor_run(T, self, mantissa_w, exponent_w);
   if (!mantissa_w.is_same(mantissa)) {
     mantissa.copy_(mantissa_w);

@@ -40,7 +40,7 @@ void put_run(c10::ScalarType T, const at::Tensor& self, const at::Tensor& index,
       {self_c.data_ptr(), self_c.nbytes(), uint32_t(self_c.element_size()), "self"},
       {index_c.data_ptr(), index_c.nbytes(), uint32_t(index_c.element_size()), "index"},
       {source_c.data_ptr(), source_c.nbytes(), uint32_t(source_c.element_size()), "source"},
-      {out_c.data_ptr(), mpsgen::compute::bound_bytes(out_c, true), uint32_t(out_c.element_size()), "out"},
+      {out_c.data_ptr(), mpsgen::compute::word_bytes(out_c), uint32_t(out_c.element_size()), "out"},
       {const_cast<void*>(static_cast<const void*>(&accumulate_v)), sizeof(accumulate_v), sizeof(accumulate_v), "accumulate"},
       {const_cast<void*>(static_cast<const void*>(&out_numel)), sizeof(out_numel), sizeof(out_numel), "out_numel"}
     }, launch);
@@ -50,7 +50,7 @@ void put_run(c10::ScalarType T, const at::Tensor& self, const at::Tensor& index,
 // ops.yaml:2005: aten::put_
 at::Tensor& put_inplace_cpu(at::Tensor& self, const at::Tensor& index, const at::Tensor& source, bool accumulate) {
   const c10::ScalarType T = put_check(self, index, source, accumulate);
-  // out is self, or a copy: whole 4-byte words for the kernel's atomics
+  // out is self where it is contiguous of elements of 4 bytes or more, else a copy
   at::Tensor out_w = mpsgen::compute::working_output(self, self.sizes(), self.options(), true);
   if (!out_w.is_same(self)) {
     out_w.copy_(self);

@@ -45,7 +45,11 @@ void put_run(c10::ScalarType T, const at::Tensor& self, const at::Tensor& index,
 // ops.yaml:2005: aten::put_
 at::Tensor& put_inplace_mps(at::Tensor& self, const at::Tensor& index, const at::Tensor& source, bool accumulate) {
   const c10::ScalarType T = put_check(self, index, source, accumulate);
-  at::Tensor out_w = self.is_contiguous() ? self : self.contiguous();  // out is self
+  // out is self where it is contiguous, else a copy
+  at::Tensor out_w = mpsgen::compute::working_output(self, self.sizes(), self.options(), false);
+  if (!out_w.is_same(self)) {
+    out_w.copy_(self);
+  }
   put_run(T, self, index, source, accumulate, out_w);
   if (!out_w.is_same(self)) {
     self.copy_(out_w);

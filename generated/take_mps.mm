@@ -49,7 +49,7 @@ at::Tensor take_mps(const at::Tensor& self, const at::Tensor& index) {
   }();
   const auto out_options = self.options().dtype(T);
 
-  at::Tensor out_w = at::empty(out_shape, out_options);
+  at::Tensor out_w = mpsgen::compute::working_output({}, out_shape, out_options, false);
   take_run(T, self, index, out_w);
   return out_w;
 }
@@ -66,7 +66,7 @@ at::Tensor& take_out_mps(const at::Tensor& self, const at::Tensor& index, at::Te
 
   mpsgen::compute::check_out(take_spec, "out", out, out_options);
   at::native::resize_output(out, out_shape);
-  at::Tensor out_w = out.is_contiguous() ? out : at::empty(out_shape, out_options);
+  at::Tensor out_w = mpsgen::compute::working_output(out, out_shape, out_options, false);
   take_run(T, self, index, out_w);
   if (!out_w.is_same(out)) {
     out.copy_(out_w);

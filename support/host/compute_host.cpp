@@ -105,9 +105,9 @@ at::Tensor working_output(const at::Tensor& given, c10::IntArrayRef shape, const
   return at::empty({(numel + per_word - 1) / per_word * per_word}, options).narrow(0, 0, numel).view(shape);
 }
 
-uint64_t bound_bytes(const at::Tensor& t, bool words) {
+uint64_t word_bytes(const at::Tensor& t) {
   const uint64_t own = t.nbytes();
-  return words && t.element_size() < 4 ? std::min<uint64_t>((own + 3) / 4 * 4, t.storage().nbytes()) : own;
+  return t.element_size() < 4 ? std::min<uint64_t>((own + 3) / 4 * 4, t.storage().nbytes()) : own;
 }
 
 void check_indices(const ComputeSpec& spec, const char* name, const at::Tensor& index, int64_t size) {

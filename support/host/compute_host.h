@@ -53,9 +53,9 @@ void check_out(const ComputeSpec& spec, const char* name, const at::Tensor& out,
 // of a tensor would reach bytes that are not its own.
 at::Tensor working_output(const at::Tensor& given, c10::IntArrayRef shape, const c10::TensorOptions& options,
                           bool words);
-// The bytes of `t` a kernel may touch: its own, and with `words` (working_output's) the rest of
-// its last 4-byte word, which working_output allocated.
-uint64_t bound_bytes(const at::Tensor& t, bool words);
+// The bytes of working_output's output `t` (with `words`) a kernel may touch: its own, and for
+// elements of 1 or 2 bytes the rest of its last 4-byte word, which working_output allocated.
+uint64_t word_bytes(const at::Tensor& t);
 
 // `indices:` every value of the long tensor `index` indexes `size` elements: -size <= i < size
 // (negative ones count from the end, as torch's); else an IndexError as torch's take and put_ give.
